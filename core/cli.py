@@ -1,0 +1,71 @@
+"""`ptprof` command line: info | analyze | record | report.
+
+Each subcommand lives in core/commands/<name>.py with `add_arguments(parser)` and `run(args) -> int`,
+imported only when used. Exit codes (ARCHITECTURE.md): 0 ok, 1 findings at/above --fail-on,
+2 bad input or usage - one clear line on stderr, never a traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from core.trace.model import LoadCancelled, TraceParseError
+
+COMMANDS = {
+    "info": ("core.commands.info", "what a trace holds: events, kernels, steps, ranks, devices, load time"),
+    "analyze": ("core.commands.analyze", "find performance problems (rules) with cost, evidence and source"),
+    "record": ("core.commands.record", "run a training script under torch.profiler into a run bundle"),
+    "report": ("core.commands.report", "write PNGs, CSVs and a self-contained report.html"),
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, exit 2
+        self.exit(2, f"ptprof: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="ptprof", description="PyTorch profiler traces: load, diagnose, record, report.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (module, help_text) in COMMANDS.items():
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.set_defaults(_module=module)
+        try:
+            importlib.import_module(module).add_arguments(p)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            p.set_defaults(_missing=True)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
+    if not getattr(args, "command", None):
+        parser.print_help(sys.stderr)
+        return 2
+    if getattr(args, "_missing", False):
+        print(f"ptprof: '{args.command}' is not available in this build", file=sys.stderr)
+        return 2
+    try:
+        return int(importlib.import_module(args._module).run(args) or 0)
+    except TraceParseError as exc:
+        print(f"ptprof: {exc.path}: {exc.reason}", file=sys.stderr)
+        return 2
+    except (LoadCancelled, KeyboardInterrupt):
+        print("ptprof: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except MemoryError:
+        print("ptprof: out of memory while loading", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,394 @@
+"""Kineto / Chrome-trace JSON -> raw event columns.
+
+The cost of loading a trace is building Python objects, not reading JSON (see docs/architecture.md).
+So: msgspec decodes each event into a small typed Struct holding only the fields we use (unknown
+keys are skipped in C), `args` into one typed Struct (nested lists such as "Input Dims" stay raw
+JSON text, interned as strings), and the `traceEvents` array is cut into chunks at event
+boundaries so that chunks decode independently (in worker processes for big files) and a broken
+chunk (unquoted N/A, a truncated tail) costs only that chunk a slower, tolerant path.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass, field
+
+import msgspec
+import numpy as np
+
+from core.trace.model import NONE
+
+log = logging.getLogger(__name__)
+
+CHUNK_BYTES = 32 << 20
+# Between two events Kineto writes "},\n  {"; the regex also accepts compact "},{" files.
+_EVENT_SEP = re.compile(rb"\}\s*,\s*\{")
+_UNQUOTED_NA = re.compile(rb'(:\s*|\[\s*|,\s*)(N/A|NaN|-?Infinity)(?=\s*[,}\]])')
+
+
+_EMPTY_RAW = msgspec.Raw(b"")
+
+
+class Args(msgspec.Struct, rename={
+    "external_id": "External id", "correlation": "correlation", "stream": "stream", "device": "device",
+    "bytes": "bytes", "grid": "grid", "block": "block", "registers": "registers per thread",
+    "occupancy": "est. achieved occupancy %", "input_dims": "Input Dims", "input_strides": "Input Strides",
+    "input_types": "Input type", "call_stack": "Call stack", "python_id": "Python id",
+    "python_parent_id": "Python parent id", "seq": "Sequence number", "name": "name",
+    "sort_index": "sort_index", "labels": "labels", "total_allocated": "Total Allocated",
+    "total_reserved": "Total Reserved", "mem_bytes": "Bytes", "device_id": "Device Id",
+    "device_type": "Device Type", "addr": "Addr",
+}):
+    external_id: int | None = None
+    correlation: int | None = None
+    stream: int | None = None
+    device: int | None = None
+    bytes: int | None = None
+    grid: msgspec.Raw = _EMPTY_RAW
+    block: msgspec.Raw = _EMPTY_RAW
+    registers: int | None = None
+    occupancy: float | None = None
+    input_dims: msgspec.Raw = _EMPTY_RAW
+    input_strides: msgspec.Raw = _EMPTY_RAW
+    input_types: msgspec.Raw = _EMPTY_RAW
+    call_stack: str | None = None
+    python_id: int | None = None
+    python_parent_id: int | None = None
+    seq: int | None = None
+    name: str | None = None
+    sort_index: int | None = None
+    labels: str | None = None
+    total_allocated: int | None = None
+    total_reserved: int | None = None
+    mem_bytes: int | None = None
+    device_id: int | None = None
+    device_type: int | None = None
+    addr: int | None = None
+
+
+class Event(msgspec.Struct):
+    ph: str = ""
+    cat: str = ""
+    name: str = ""
+    pid: int | str = 0
+    tid: int | str = 0
+    ts: float | None = None
+    dur: float | None = None
+    id: int | str | None = None
+    args: Args | None = None
+
+
+_decode_events = msgspec.json.Decoder(list[Event]).decode
+
+
+@dataclass
+class RawEvents:
+    """Decoded events of one chunk (or one file), split by phase, as Python lists / numpy arrays.
+
+    `complete`: X events and matched B/E pairs; `instants`, `memory`, `counters`, `flows`,
+    `metadata` as described per field. ts values are float µs exactly as in the file.
+    """
+
+    complete: list[Event] = field(default_factory=list)
+    begins: list[Event] = field(default_factory=list)  # B (matched later, per track, in order)
+    ends: list[Event] = field(default_factory=list)  # E
+    instants: list[Event] = field(default_factory=list)
+    memory: list[Event] = field(default_factory=list)
+    counters: list[Event] = field(default_factory=list)
+    flows: list[Event] = field(default_factory=list)
+    metadata: list[Event] = field(default_factory=list)
+    skipped: int = 0  # events without a usable ts, unknown phases
+
+    def extend(self, other: RawEvents) -> None:
+        for name in ("complete", "begins", "ends", "instants", "memory", "counters", "flows", "metadata"):
+            getattr(self, name).extend(getattr(other, name))
+        self.skipped += other.skipped
+
+
+def classify(events: list[Event]) -> RawEvents:
+    out = RawEvents()
+    complete = out.complete.append
+    for e in events:
+        ph = e.ph
+        if ph == "X":
+            if e.ts is None:
+                out.skipped += 1
+                continue
+            complete(e)
+        elif ph == "i" or ph == "I" or ph == "R" or ph == "n":
+            if e.ts is None:
+                out.skipped += 1
+            elif e.name == "[memory]":
+                out.memory.append(e)
+            else:
+                out.instants.append(e)
+        elif ph == "s" or ph == "f" or ph == "t":
+            out.flows.append(e)
+        elif ph == "M":
+            out.metadata.append(e)
+        elif ph == "B":
+            out.begins.append(e)
+        elif ph == "E":
+            out.ends.append(e)
+        elif ph == "C":
+            out.counters.append(e)
+        else:
+            out.skipped += 1
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# tolerant path: dicts -> Event, coercing what a typed decode refused
+
+
+def _to_int(v):
+    if v is None or isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    try:
+        return int(float(v))
+    except (TypeError, ValueError):
+        return None
+
+
+def _to_float(v):
+    if v is None or isinstance(v, bool):
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if f == f else None
+
+
+
+
+def _args_from_dict(a: dict) -> Args:
+    kw = {}
+    for key, fld in (("External id", "external_id"), ("correlation", "correlation"), ("stream", "stream"),
+                     ("device", "device"), ("bytes", "bytes"), ("registers per thread", "registers"),
+                     ("Python id", "python_id"), ("Python parent id", "python_parent_id"),
+                     ("Sequence number", "seq"), ("sort_index", "sort_index"),
+                     ("Total Allocated", "total_allocated"), ("Total Reserved", "total_reserved"),
+                     ("Bytes", "mem_bytes"), ("Device Id", "device_id"), ("Device Type", "device_type"),
+                     ("Addr", "addr")):
+        if key in a:
+            kw[fld] = _to_int(a[key])
+    if "est. achieved occupancy %" in a:
+        kw["occupancy"] = _to_float(a["est. achieved occupancy %"])
+    for key, fld in (("grid", "grid"), ("block", "block"), ("Input Dims", "input_dims"),
+                     ("Input Strides", "input_strides"), ("Input type", "input_types")):
+        if key in a:
+            kw[fld] = msgspec.Raw(json.dumps(a[key], separators=(", ", ": ")).encode())
+    for key, fld in (("Call stack", "call_stack"), ("name", "name"), ("labels", "labels")):
+        if isinstance(a.get(key), str):
+            kw[fld] = a[key]
+    return Args(**kw)
+
+
+def event_from_dict(d: dict) -> Event | None:
+    if not isinstance(d, dict):
+        return None
+    pid = d.get("pid", 0)
+    tid = d.get("tid", 0)
+    if not isinstance(pid, (int, str)) or isinstance(pid, bool):
+        pid = str(pid)
+    if not isinstance(tid, (int, str)) or isinstance(tid, bool):
+        tid = str(tid)
+    fid = d.get("id")
+    if fid is not None and not isinstance(fid, (int, str)):
+        fid = str(fid)
+    args = d.get("args")
+    return Event(
+        ph=str(d.get("ph", "")), cat=str(d.get("cat", "") or ""), name=str(d.get("name", "") or ""),
+        pid=pid, tid=tid, ts=_to_float(d.get("ts")), dur=_to_float(d.get("dur")), id=fid,
+        args=_args_from_dict(args) if isinstance(args, dict) else None,
+    )
+
+
+def _tolerant_decode(chunk: bytes) -> list[Event]:
+    """Decode `[ ...events... ]` with the stdlib after quoting N/A-like tokens; coerce each event."""
+    text = _UNQUOTED_NA.sub(rb'\1"\2"', chunk)
+    items = json.loads(text.decode("utf-8", errors="replace"), strict=False)
+    if not isinstance(items, list):
+        raise ValueError("traceEvents is not a list")
+    return [ev for ev in map(event_from_dict, items) if ev is not None]
+
+
+def _salvage(chunk: bytes) -> tuple[list[Event], bool]:
+    """Recover every complete event from a chunk whose end is cut off (a crashed run's file).
+
+    Returns (events, truncated). Walks the chunk event by event with raw_decode.
+    """
+    text = _UNQUOTED_NA.sub(rb'\1"\2"', chunk).decode("utf-8", errors="replace")
+    dec = json.JSONDecoder(strict=False)
+    pos = text.find("[") + 1
+    out: list[Event] = []
+    n = len(text)
+    while True:
+        while pos < n and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= n or text[pos] == "]":
+            return out, pos >= n
+        try:
+            obj, pos = dec.raw_decode(text, pos)
+        except json.JSONDecodeError:
+            return out, True
+        ev = event_from_dict(obj)
+        if ev is not None:
+            out.append(ev)
+
+
+def decode_chunk(chunk: bytes, last: bool) -> tuple[RawEvents, list[str]]:
+    """Decode one `[...]` chunk of events. Never raises on bad content: returns warnings instead.
+
+    Raises ValueError only when nothing at all could be read from a non-final chunk (the caller
+    then merges it with the next one).
+    """
+    warnings: list[str] = []
+    try:
+        return classify(_decode_events(chunk)), warnings
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        first_error = exc
+    try:
+        events = _tolerant_decode(chunk)
+        warnings.append("non-standard JSON values (e.g. unquoted N/A) were read as strings")
+        return classify(events), warnings
+    except (ValueError, UnicodeDecodeError):
+        pass
+    if not last:
+        raise ValueError(str(first_error))
+    events, truncated = _salvage(chunk)
+    if truncated:
+        warnings.append(f"file is truncated (crashed run?): recovered {len(events):,} complete events of the last part")
+    return classify(events), warnings
+
+
+# ---------------------------------------------------------------------------------------------
+# document structure: header keys, the traceEvents array, trailing keys
+
+
+@dataclass
+class Document:
+    meta: dict  # top-level keys other than traceEvents
+    events_start: int  # offset of the '[' of traceEvents
+    events_end: int  # offset just past its ']' (or len(buf) when truncated)
+    complete: bool  # False when the closing ']' was not found (truncated)
+
+
+_TE_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+
+
+def locate(buf) -> Document | None:
+    """Find the traceEvents array and decode the other top-level keys. None if not a trace."""
+    mv = memoryview(buf)
+    head = bytes(mv[: 1 << 16]).lstrip()
+    if head.startswith(b"["):  # bare Chrome-trace array of events
+        start = len(buf) - len(bytes(mv).lstrip()) if len(buf) < (1 << 16) else bytes(mv[:4096]).find(b"[")
+        end = _rstrip_len(mv)
+        complete = end > 0 and bytes(mv[end - 1:end]) == b"]"
+        return Document({}, start, end if complete else len(buf), complete)
+    try:
+        top = msgspec.json.decode(mv, type=dict[str, msgspec.Raw])
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        top = None
+    if top is not None:
+        raw = top.pop("traceEvents", None)
+        if raw is None:
+            return None
+        meta = {}
+        for k, v in top.items():
+            try:
+                meta[k] = msgspec.json.decode(v)
+            except msgspec.DecodeError:
+                meta[k] = None
+        # locate the Raw inside buf: msgspec.Raw keeps a view; find it by searching the key
+        m = _TE_KEY.search(mv)
+        start = m.end() - 1
+        end = start + len(raw)
+        return Document(meta, start, end, True)
+    # invalid somewhere: find the key textually, parse header and tail separately
+    m = _TE_KEY.search(mv)
+    if m is None:
+        return None
+    start = m.end() - 1
+    meta = _loose_keys(bytes(mv[: m.start()]) + b'"_": 0}')
+    tail_at = _find_tail(mv, start)
+    if tail_at is None:
+        return Document(meta, start, len(buf), False)
+    meta.update(_loose_keys(b'{"_": 0' + bytes(mv[tail_at:])))
+    meta.pop("_", None)
+    return Document(meta, start, tail_at, True)
+
+
+def _rstrip_len(mv) -> int:
+    n = len(mv)
+    while n > 0 and mv[n - 1] in b" \t\r\n\x00":
+        n -= 1
+    return n
+
+
+def _find_tail(mv, start: int) -> int | None:
+    """Offset just past the closing ']' of traceEvents, when the file is complete."""
+    n = _rstrip_len(mv)
+    if n == 0 or mv[n - 1] != ord("}"):
+        return None
+    window = bytes(mv[max(start, n - (1 << 20)): n])
+    base = max(start, n - (1 << 20))
+    pos = len(window)
+    for _ in range(64):
+        pos = window.rfind(b"]", 0, pos)
+        if pos < 0:
+            return None
+        tail = b'{"_": 0' + window[pos + 1:]
+        try:
+            json.loads(tail)
+            return base + pos + 1
+        except ValueError:
+            continue
+    return None
+
+
+def _loose_keys(text: bytes) -> dict:
+    text = text.strip()
+    if not text.startswith(b"{"):
+        return {}
+    try:
+        d = json.loads(_UNQUOTED_NA.sub(rb'\1"\2"', text), strict=False)
+    except ValueError:
+        return {}
+    d.pop("_", None)
+    return d if isinstance(d, dict) else {}
+
+
+def chunk_bounds(buf, doc: Document, chunk_bytes: int = CHUNK_BYTES) -> list[tuple[int, int]]:
+    """Cut the events array into [a, b) ranges, each starting at '{' and ending after '}'."""
+    mv = memoryview(buf)
+    a = doc.events_start + 1
+    end = doc.events_end - 1 if doc.complete else doc.events_end
+    bounds = []
+    while a < end:
+        target = a + chunk_bytes
+        if target >= end:
+            bounds.append((a, end))
+            break
+        m = _EVENT_SEP.search(mv, target, min(end, target + (8 << 20)))
+        if m is None:
+            bounds.append((a, end))
+            break
+        bounds.append((a, m.start() + 1))
+        a = m.end() - 1
+    return bounds
+
+
+def chunk_text(buf, a: int, b: int) -> bytes:
+    """The bytes of `[event, event, ...]` for range [a, b)."""
+    body = bytes(memoryview(buf)[a:b]).strip().strip(b",")
+    return b"[" + body + b"]"
+
+
+def arg_int(events: list[Event], name: str) -> np.ndarray:
+    vals = [getattr(e.args, name) if e.args is not None else None for e in events]
+    return np.fromiter((NONE if v is None else v for v in vals), dtype=np.int64, count=len(vals))

@@ -1,0 +1,165 @@
+"""`iter_load(path)`: the one way to open a trace. A generator: yields Progress, returns a TraceSet.
+
+    gen = iter_load(path)
+    try:
+        while True:
+            progress = next(gen)          # Progress(stage, fraction)
+    except StopIteration as stop:
+        trace_set = stop.value
+
+Stop iterating (or call gen.close()) to cancel; nothing is left running. `load(path)` runs it to
+the end. Errors are TraceParseError with a one-line reason.
+"""
+from __future__ import annotations
+
+import gc
+import time
+from collections.abc import Generator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from core.trace import io, kineto
+from core.trace.build import build_model
+from core.trace.model import TraceModel, TraceParseError, TraceSet
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    stage: str  # "reading", "decoding", "building", "cache"
+    fraction: float  # 0..1 over the whole load
+    detail: str = ""
+
+
+def load(path: str | Path, use_cache: bool = True) -> TraceSet:
+    gen = iter_load(path, use_cache=use_cache)
+    while True:
+        try:
+            next(gen)
+        except StopIteration as stop:
+            return stop.value
+
+
+def iter_load(path: str | Path, use_cache: bool = True) -> Generator[Progress, None, TraceSet]:
+    t0 = time.perf_counter()
+    found = io.discover(path)
+    n_files = len(found.sources)
+    models: list[TraceModel] = []
+    hits = 0
+    for i, src in enumerate(found.sources):
+        lo, hi = i / n_files, (i + 1) / n_files
+        model = None
+        if use_cache:
+            from core.trace import cache
+            model = cache.load(src.path)
+            if model is not None:
+                hits += 1
+                yield Progress("cache", hi, src.path.name)
+        if model is None:
+            model = yield from _load_file(src, lo, hi)
+            if use_cache:
+                from core.trace import cache
+                cache.store(src.path, model)
+        models.append(model)
+    trace_set = assemble(str(found.root), models, found)
+    return _replace_timing(trace_set, time.perf_counter() - t0, hits == n_files)
+
+
+def _replace_timing(ts: TraceSet, load_s: float, cache_hit: bool) -> TraceSet:
+    from dataclasses import replace
+    return replace(ts, load_s=load_s, cache_hit=cache_hit)
+
+
+def _load_file(src: io.TraceSource, lo: float, hi: float) -> Generator[Progress, None, TraceModel]:
+    path = src.path
+    span = hi - lo
+    yield Progress("reading", lo, path.name)
+    buf = io.read_bytes(path)
+    try:
+        doc = kineto.locate(buf)
+        if doc is None:
+            raise TraceParseError(path, _not_a_trace_reason(buf))
+        bounds = kineto.chunk_bounds(buf, doc)
+        warnings: list[str] = [] if doc.complete else ["file is truncated (crashed run?): loaded every complete event"]
+        raw = kineto.RawEvents()
+        total_bytes = max(1, doc.events_end - doc.events_start)
+        gc_was = gc.isenabled()
+        gc.disable()
+        try:
+            k = 0
+            pending_start = None
+            while k < len(bounds):
+                a, b = bounds[k]
+                if pending_start is not None:
+                    a = pending_start
+                last = k == len(bounds) - 1
+                try:
+                    part, w = kineto.decode_chunk(kineto.chunk_text(buf, a, b), last=last or not doc.complete and last)
+                except ValueError:
+                    pending_start = a  # a bad cut: merge with the next chunk
+                    k += 1
+                    continue
+                pending_start = None
+                raw.extend(part)
+                warnings.extend(w)
+                k += 1
+                yield Progress("decoding", lo + span * 0.8 * (b - doc.events_start) / total_bytes, path.name)
+        finally:
+            if gc_was:
+                gc.enable()
+        total = len(raw.complete) + len(raw.begins) + len(raw.ends) + len(raw.instants) + len(raw.memory) + \
+            len(raw.counters) + len(raw.flows) + len(raw.metadata) + raw.skipped
+        if total == 0 and not doc.meta:
+            raise TraceParseError(path, "no trace events found")
+        yield Progress("building", lo + span * 0.85, path.name)
+        model = build_model(raw, doc.meta, str(path), warnings, total)
+        if src.rank_hint is not None and model.meta.distributed_info is None:
+            from dataclasses import replace
+            model = replace(model, rank=src.rank_hint)
+    finally:
+        if hasattr(buf, "close"):
+            buf.close()
+    yield Progress("building", hi, path.name)
+    return model
+
+
+def _not_a_trace_reason(buf) -> str:
+    head = bytes(memoryview(buf)[:256]).lstrip()
+    if not head:
+        return "file is empty"
+    if head[:1] not in (b"{", b"["):
+        return "not JSON (expected a PyTorch profiler trace, *.pt.trace.json[.gz])"
+    return "JSON without traceEvents: not a PyTorch profiler / Chrome trace"
+
+
+def assemble(root: str, models: list[TraceModel], found: io.Discovered | None = None) -> TraceSet:
+    """Put models on one time base (earliest model start = 0) and attach bundle extras."""
+    bases = [m.meta.base_unix_ns for m in models]
+    base = min(bases) if bases else 0
+    shifted = []
+    for m in models:
+        delta = m.meta.base_unix_ns - base if m.meta.base_unix_ns and base else 0
+        shifted.append(shift_model(m, delta) if delta else m)
+    shifted.sort(key=lambda m: (m.rank, m.path))
+    warnings: list[str] = []
+    ranks = [m.rank for m in shifted]
+    if len(shifted) > 1 and len(set(ranks)) != len(ranks) and found is not None and found.kind != "bundle":
+        warnings.append("several traces share one rank (TensorBoard workers/spans): shown side by side")
+    extras = {}
+    if found is not None:
+        from core.trace import extras as ex
+        extras = ex.load_extras(found, base)
+    return TraceSet(path=root, models=tuple(shifted), base_unix_ns=base, warnings=tuple(warnings), **extras)
+
+
+def shift_model(m: TraceModel, delta_ns: int) -> TraceModel:
+    from dataclasses import replace
+    d = np.int64(delta_ns)
+    sl = replace(m.slices, ts_ns=m.slices.ts_ns + d)
+    mem = replace(m.memory, ts_ns=m.memory.ts_ns + d)
+    ins = replace(m.instants, ts_ns=m.instants.ts_ns + d)
+    cnt = replace(m.counters, ts_ns=m.counters.ts_ns + d)
+    st = replace(m.steps, ts_ns=m.steps.ts_ns + d)
+    meta = replace(m.meta, base_unix_ns=m.meta.base_unix_ns - delta_ns)
+    return replace(m, slices=sl, memory=mem, instants=ins, counters=cnt, steps=st, meta=meta)

@@ -1,0 +1,49 @@
+"""core/ never imports Qt, pyqtgraph, superqt or gui/; the child runner imports only stdlib (+torch)."""
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+FORBIDDEN_IN_CORE = {"PySide6", "shiboken6", "pyqtgraph", "superqt", "qtpy", "PyQt5", "PyQt6", "gui"}
+CHILD_ALLOWED_THIRD_PARTY = {"torch"}
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.add(node.module.split(".")[0])
+    return out
+
+
+def test_core_imports_no_qt_or_gui():
+    bad = {}
+    for path in (REPO / "core").rglob("*.py"):
+        hits = _imports(path) & FORBIDDEN_IN_CORE
+        if hits:
+            bad[str(path.relative_to(REPO))] = sorted(hits)
+    assert not bad, f"core/ must stay Qt-free: {bad}"
+
+
+def test_child_runner_is_stdlib_only():
+    stdlib = set(sys.stdlib_module_names) | {"__future__"}
+    for name in ("child.py", "protocol.py"):
+        path = REPO / "core" / "runner" / name
+        if not path.exists():
+            continue
+        extra = _imports(path) - stdlib - CHILD_ALLOWED_THIRD_PARTY
+        assert not extra, f"{name} runs in the user's interpreter and may import only stdlib+torch: {extra}"
+
+
+def test_loader_and_cli_do_not_load_qt():
+    code = ("import sys, core.trace.loader, core.cli, core.commands.info; "
+            "bad=[m for m in sys.modules if m.split('.')[0] in ('PySide6','shiboken6','pyqtgraph','superqt','gui')]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
