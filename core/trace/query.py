@@ -1,0 +1,245 @@
+"""Queries a timeline view needs, in numpy only: visible slices, level-of-detail spans, hit tests,
+name search and launch / Python-stack lookups.
+
+`SliceIndex` regroups a SliceTable by (track, depth): within one group slices are time ordered and,
+for well nested CPU rows and GPU lanes, disjoint, so both their starts and their running-max ends are
+sorted and a time window is two `searchsorted` calls. For views where a group has more slices in range
+than pixels, `spans()` answers from a cached merged level (gaps below the level's resolution closed),
+so a paint never touches more than a few spans per pixel whatever the trace size.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.trace.model import NONE, FlowKind, TraceModel, TrackKind
+
+RAW_LIMIT = 4096  # slices of one row in view below which spans() reads them directly
+_LEVEL_BASE = 4  # merged levels at 4**k ns resolution
+
+
+@dataclass(frozen=True, slots=True)
+class Spans:
+    """Intervals to draw for one row: merged runs of slices, each with one representative slice."""
+
+    start_ns: np.ndarray  # int64
+    end_ns: np.ndarray  # int64
+    first: np.ndarray  # int64 SliceTable row representing the span (its kind/name colour the span)
+    count: np.ndarray  # int64 slices merged into the span (1 = a real slice)
+
+    def __len__(self) -> int:
+        return len(self.start_ns)
+
+
+_EMPTY = Spans(*(np.zeros(0, np.int64) for _ in range(4)))
+
+
+class SliceIndex:
+    """Slices of one TraceModel grouped by (track, depth), each group time ordered."""
+
+    def __init__(self, model: TraceModel) -> None:
+        s = model.slices
+        key = s.track.astype(np.int64) * 65536 + s.depth.astype(np.int64)
+        order = np.argsort(key, kind="stable")  # rows are (track, ts) sorted already: stays ts ordered
+        self.order = order.astype(np.int64)
+        self.ts_ns = s.ts_ns[order]
+        end = (s.ts_ns + s.dur_ns)[order]
+        keys = key[order]
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.zeros(0, np.int64)
+        bounds = np.r_[starts, len(keys)]
+        self._groups: dict[tuple[int, int], tuple[int, int]] = {}
+        self.run_end_ns = np.empty_like(end)
+        for g, a in enumerate(starts.tolist()):
+            b = int(bounds[g + 1])
+            k = int(keys[a])
+            self._groups[(k >> 16, k & 0xFFFF)] = (a, b)
+            self.run_end_ns[a:b] = np.maximum.accumulate(end[a:b])
+        self.end_ns = end
+        self._levels: dict[tuple[int, int, int], Spans] = {}
+
+    def group(self, track: int, depth: int) -> tuple[int, int]:
+        return self._groups.get((int(track), int(depth)), (0, 0))
+
+    def window(self, track: int, depth: int, t0_ns: float, t1_ns: float) -> tuple[int, int]:
+        """Positions [a, b) (into self.order) of the group's slices overlapping [t0, t1]."""
+        a, b = self.group(track, depth)
+        if a == b:
+            return a, a
+        lo = a + int(np.searchsorted(self.run_end_ns[a:b], t0_ns, side="left"))
+        hi = a + int(np.searchsorted(self.ts_ns[a:b], t1_ns, side="right"))
+        return lo, max(lo, hi)
+
+    def rows(self, track: int, depth: int, t0_ns: float, t1_ns: float) -> np.ndarray:
+        """SliceTable rows of one row (track, depth) overlapping [t0, t1], time ordered."""
+        lo, hi = self.window(track, depth, t0_ns, t1_ns)
+        return self.order[lo:hi]
+
+    def count(self, track: int, depth: int, t0_ns: float, t1_ns: float) -> int:
+        lo, hi = self.window(track, depth, t0_ns, t1_ns)
+        return hi - lo
+
+    def spans(self, track: int, depth: int, t0_ns: float, t1_ns: float, ns_per_px: float) -> Spans:
+        """What to draw for row (track, depth) in [t0, t1] at `ns_per_px`: real slices when few,
+        else a merged level whose resolution is below one pixel."""
+        lo, hi = self.window(track, depth, t0_ns, t1_ns)
+        if hi - lo <= RAW_LIMIT or ns_per_px < _LEVEL_BASE:
+            rows = self.order[lo:hi]
+            return Spans(self.ts_ns[lo:hi], self.end_ns[lo:hi], rows, np.ones(len(rows), np.int64))
+        level = int(math.log(max(ns_per_px, 1.0), _LEVEL_BASE))
+        sp = self._level(track, depth, level)
+        a = int(np.searchsorted(sp.end_ns, t0_ns, side="left"))
+        b = int(np.searchsorted(sp.start_ns, t1_ns, side="right"))
+        b = max(a, b)
+        return Spans(sp.start_ns[a:b], sp.end_ns[a:b], sp.first[a:b], sp.count[a:b])
+
+    def _level(self, track: int, depth: int, level: int) -> Spans:
+        key = (int(track), int(depth), level)
+        sp = self._levels.get(key)
+        if sp is None:
+            a, b = self.group(track, depth)
+            sp = merge_gaps(self.ts_ns[a:b], self.end_ns[a:b], self.order[a:b], _LEVEL_BASE ** level)
+            self._levels[key] = sp
+        return sp
+
+    def at(self, track: int, depth: int, t_ns: float, tol_ns: float = 0.0) -> int:
+        """SliceTable row under time t on row (track, depth) (the nearest within tol_ns), or -1."""
+        lo, hi = self.window(track, depth, t_ns - tol_ns, t_ns + tol_ns)
+        if lo == hi:
+            return -1
+        ts, end = self.ts_ns[lo:hi], self.end_ns[lo:hi]
+        dist = np.maximum(0, np.maximum(ts - t_ns, t_ns - end))
+        i = int(np.argmin(dist))
+        return int(self.order[lo + i]) if dist[i] <= tol_ns else -1
+
+
+def merge_gaps(ts_ns: np.ndarray, end_ns: np.ndarray, rows: np.ndarray, min_gap_ns: float) -> Spans:
+    """Merge time-ordered slices whose gap to the running end is below min_gap_ns into spans."""
+    n = len(ts_ns)
+    if n == 0:
+        return _EMPTY
+    run_end = np.maximum.accumulate(end_ns)
+    brk = np.flatnonzero(ts_ns[1:] - run_end[:-1] >= min_gap_ns) + 1
+    starts = np.r_[0, brk]
+    lasts = np.r_[brk - 1, n - 1]
+    return Spans(ts_ns[starts], run_end[lasts], rows[starts], np.diff(np.r_[starts, n]))
+
+
+def pixel_spans(sp: Spans, t0_ns: float, ns_per_px: float, narrow_px: float = 2.0):
+    """Spans -> pixel intervals (x0, x1, representative index into sp) with runs of narrow spans
+    closer than a pixel merged into one, and every interval at least one pixel wide."""
+    if len(sp) == 0:
+        z = np.zeros(0)
+        return z, z, np.zeros(0, np.int64)
+    inv = 1.0 / ns_per_px
+    x0 = (sp.start_ns - t0_ns) * inv
+    x1 = (sp.end_ns - t0_ns) * inv
+    narrow = (x1 - x0) < narrow_px
+    if len(x0) > 1 and narrow.any():
+        join = narrow[1:] & narrow[:-1] & ((x0[1:] - x1[:-1]) < 1.0)
+        if join.any():
+            starts = np.r_[0, np.flatnonzero(~join) + 1]
+            x0, x1 = x0[starts], np.maximum.reduceat(x1, starts)
+            return x0, np.maximum(x1, x0 + 1.0), starts
+    x1 = np.maximum(x1, x0 + 1.0)
+    return x0, x1, np.arange(len(x0))
+
+
+# --- lookups ---------------------------------------------------------------------------------
+
+def search(model: TraceModel, text: str, case: bool = False) -> np.ndarray:
+    """Rows whose name contains `text`, ordered by start time."""
+    if not text:
+        return np.zeros(0, np.int64)
+    ids = model.strings.ids_containing(text, case=case)
+    if len(ids) == 0:
+        return np.zeros(0, np.int64)
+    rows = np.flatnonzero(np.isin(model.slices.name, ids))
+    return rows[np.argsort(model.slices.ts_ns[rows], kind="stable")]
+
+
+def rows_named(model: TraceModel, name: str) -> np.ndarray:
+    """Rows with exactly this name, ordered by start time."""
+    sid = model.strings.find(name)
+    if sid < 0:
+        return np.zeros(0, np.int64)
+    rows = np.flatnonzero(model.slices.name == sid)
+    return rows[np.argsort(model.slices.ts_ns[rows], kind="stable")]
+
+
+def next_after(model: TraceModel, rows: np.ndarray, t_ns: float) -> int:
+    """First of `rows` (time ordered) starting after t_ns, wrapping to the first; -1 if none."""
+    if len(rows) == 0:
+        return -1
+    i = int(np.searchsorted(model.slices.ts_ns[rows], t_ns, side="right"))
+    return int(rows[i % len(rows)])
+
+
+def prev_before(model: TraceModel, rows: np.ndarray, t_ns: float) -> int:
+    if len(rows) == 0:
+        return -1
+    i = int(np.searchsorted(model.slices.ts_ns[rows], t_ns, side="left")) - 1
+    return int(rows[i % len(rows)])
+
+
+def launched_by(model: TraceModel, row: int) -> np.ndarray:
+    """GPU slices launched by CPU slice `row` (and by the runtime calls nested inside it)."""
+    f = model.flows
+    launch = f.kind == FlowKind.LAUNCH
+    s = model.slices
+    t0, t1 = s.ts_ns[row], s.ts_ns[row] + s.dur_ns[row]
+    src = f.src[launch]
+    inside = (s.track[src] == s.track[row]) & (s.ts_ns[src] >= t0) & (s.ts_ns[src] + s.dur_ns[src] <= t1)
+    return np.unique(f.dst[launch][inside])
+
+
+def launcher_of(model: TraceModel, row: int) -> int:
+    """CPU runtime call that launched GPU slice `row`, or -1."""
+    f = model.flows
+    hit = np.flatnonzero((f.dst == row) & (f.kind == FlowKind.LAUNCH))
+    return int(f.src[hit[0]]) if len(hit) else -1
+
+
+def enclosing(model: TraceModel, track: int, t0_ns: int, t1_ns: int) -> np.ndarray:
+    """Rows of `track` that contain [t0, t1], outermost first (by depth)."""
+    s = model.slices
+    sl = model.track_rows(track)
+    ts, end = s.ts_ns[sl], s.ts_ns[sl] + s.dur_ns[sl]
+    cut = int(np.searchsorted(ts, t0_ns, side="right"))
+    hit = np.flatnonzero(end[:cut] >= t1_ns)
+    rows = hit + sl.start
+    return rows[np.argsort(s.depth[rows], kind="stable")]
+
+
+def python_track_of(model: TraceModel, track: int) -> int:
+    """The PYTHON track of the thread owning `track` (python_function frames), or -1."""
+    t = model.tracks
+    same = np.flatnonzero((t.kind == TrackKind.PYTHON) & (t.pid == t.pid[track]) & (t.tid == t.tid[track]))
+    return int(same[0]) if len(same) else -1
+
+
+def python_stack(model: TraceModel, row: int) -> list[int]:
+    """python_function frames enclosing slice `row` on its thread, innermost first."""
+    s = model.slices
+    track = int(s.track[row])
+    if model.tracks.kind[track] == TrackKind.PYTHON:
+        py = track
+    else:
+        py = python_track_of(model, track)
+    if py < 0:
+        return []
+    rows = enclosing(model, py, int(s.ts_ns[row]), int(s.ts_ns[row] + s.dur_ns[row]))
+    rows = rows[rows != row]
+    return rows[::-1].tolist()
+
+
+def cpu_ancestors(model: TraceModel, row: int) -> list[int]:
+    """Slices on the same track enclosing `row`, outermost first (its op call chain)."""
+    s = model.slices
+    rows = enclosing(model, int(s.track[row]), int(s.ts_ns[row]), int(s.ts_ns[row] + s.dur_ns[row]))
+    return [r for r in rows.tolist() if s.depth[r] < s.depth[row]]
+
+
+def has_value(v) -> bool:
+    return v is not None and v != NONE

@@ -1,0 +1,75 @@
+"""Colours and layout constants from resources/theme.toml, picked for the current light/dark scheme."""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from core.trace.model import Kind
+
+THEME_PATH = Path(__file__).resolve().parents[1] / "resources" / "theme.toml"
+SHADES = 3  # colour variants per kind (by name id) so neighbouring slices stay distinguishable
+
+
+@dataclass(frozen=True, slots=True)
+class Theme:
+    dark: bool
+    background: QtGui.QColor
+    row_alt: QtGui.QColor
+    text: QtGui.QColor
+    text_on_slice: QtGui.QColor
+    label_bg: QtGui.QColor
+    grid: QtGui.QColor
+    step_band: QtGui.QColor
+    selection: QtGui.QColor
+    highlight: QtGui.QColor
+    flow: QtGui.QColor
+    kind_colors: tuple[QtGui.QColor, ...]  # indexed by Kind value
+    row_px: int
+    label_px: int
+    min_text_px: int
+    max_texts: int
+    hover_rate_hz: int
+
+    def slice_brushes(self) -> list[QtGui.QBrush]:
+        """Brushes indexed by kind * SHADES + shade."""
+        out = []
+        for c in self.kind_colors:
+            out.extend(QtGui.QBrush(x) for x in (c, c.lighter(112), c.darker(112)))
+        return out
+
+    def kind_color(self, kind: int) -> QtGui.QColor:
+        return self.kind_colors[kind] if 0 <= kind < len(self.kind_colors) else self.kind_colors[0]
+
+
+def is_dark() -> bool:
+    app = QtWidgets.QApplication.instance()
+    if app is None:
+        return False
+    hints = app.styleHints()
+    scheme = getattr(hints, "colorScheme", None)
+    if scheme is not None and scheme() == QtCore.Qt.ColorScheme.Dark:
+        return True
+    return app.palette().color(QtGui.QPalette.ColorRole.Window).lightness() < 128
+
+
+@lru_cache(maxsize=4)
+def _raw() -> dict:
+    with open(THEME_PATH, "rb") as fh:
+        return tomllib.load(fh)
+
+
+def load_theme(dark: bool | None = None) -> Theme:
+    raw = _raw()
+    dark = is_dark() if dark is None else dark
+    pal = raw["dark" if dark else "light"]
+    lay = raw["layout"]
+    kinds = pal["kind"]
+    colors = tuple(QtGui.QColor(kinds.get(k.name, kinds["OTHER"])) for k in Kind)
+    c = {k: QtGui.QColor(v) for k, v in pal.items() if isinstance(v, str)}
+    return Theme(dark=dark, kind_colors=colors, row_px=lay["row_px"], label_px=lay["label_px"],
+                 min_text_px=lay["min_text_px"], max_texts=lay["max_texts"],
+                 hover_rate_hz=lay["hover_rate_hz"], **c)

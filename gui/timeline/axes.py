@@ -1,0 +1,115 @@
+"""Time axis (µs / ms / s ticks) and the row label column with collapse toggles."""
+from __future__ import annotations
+
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from core.units import NS_PER_MS, NS_PER_S, NS_PER_US
+from gui.theme import Theme
+from gui.timeline.rows import HEADER, Row
+
+
+def time_unit(span_ns: float) -> tuple[float, str]:
+    if span_ns >= 2 * NS_PER_S:
+        return NS_PER_S, "s"
+    if span_ns >= 2 * NS_PER_MS:
+        return NS_PER_MS, "ms"
+    if span_ns >= 2 * NS_PER_US:
+        return NS_PER_US, "µs"
+    return 1, "ns"
+
+
+class TimeAxis(pg.AxisItem):
+    """Bottom/top axis of a view whose x is nanoseconds; labels in the unit fitting the tick spacing."""
+
+    def tickStrings(self, values, scale, spacing):
+        div, unit = time_unit(spacing * 2)
+        decimals = 0
+        step = spacing / div
+        while step < 1 and decimals < 6:
+            step *= 10
+            decimals += 1
+        return [f"{v / div:.{decimals}f} {unit}" for v in values]
+
+
+class RowLabels(QtWidgets.QGraphicsWidget):
+    """Left column: one label per track (on its first row), ▸/▾ toggles collapsible tracks."""
+
+    sig_track_toggled = QtCore.Signal(int, int, int)  # (model, track, track kind)
+
+    def __init__(self, view_box: pg.ViewBox, theme: Theme) -> None:
+        super().__init__()
+        self.vb = view_box
+        self.theme = theme
+        self.rows: list[Row] = []
+        self.setMinimumWidth(theme.label_px)
+        self.setMaximumWidth(theme.label_px)
+        self.setSizePolicy(QtWidgets.QSizePolicy.Policy.Fixed, QtWidgets.QSizePolicy.Policy.Expanding)
+        view_box.sigYRangeChanged.connect(self._on_vb_changed)
+        view_box.sigResized.connect(self._on_vb_changed)
+
+    def _on_vb_changed(self, *_) -> None:
+        self.update()
+
+    def set_rows(self, rows: list[Row]) -> None:
+        self.rows = rows
+        self.update()
+
+    def _y_map(self) -> tuple[float, float]:
+        """Returns (px per row, px of row 0) in this widget's coordinates."""
+        y0, y1 = self.vb.viewRange()[1]
+        h = self.vb.height() or 1
+        top_in_me = self.mapFromItem(self.vb, QtCore.QPointF(0, 0)).y()
+        k = h / max(1e-9, (y1 - y0))
+        return k, top_in_me - y0 * k
+
+    def row_at(self, y_px: float) -> int:
+        k, off = self._y_map()
+        return int((y_px - off) // k)
+
+    def paint(self, p: QtGui.QPainter, opt, widget=None) -> None:
+        rect = self.boundingRect()
+        p.fillRect(rect, self.theme.label_bg)
+        if not self.rows:
+            return
+        k, off = self._y_map()
+        vb_top = self.mapFromItem(self.vb, QtCore.QPointF(0, 0)).y()
+        p.setClipRect(QtCore.QRectF(0, vb_top, rect.width(), self.vb.height()))
+        first = max(0, int(-off // k))
+        last = min(len(self.rows), int((rect.height() - off) // k) + 2)
+        font = p.font()
+        font.setPixelSize(max(9, min(12, int(k) - 5)))
+        fm = QtGui.QFontMetrics(font)
+        p.setPen(QtGui.QPen(self.theme.grid))
+        for i in range(first, last):
+            r = self.rows[i]
+            if not r.first:
+                continue
+            y = off + i * k
+            p.drawLine(QtCore.QPointF(0, y), QtCore.QPointF(rect.width(), y))
+        for i in range(first, last):
+            r = self.rows[i]
+            if not r.first:
+                continue
+            y = off + i * k
+            bold = r.track == HEADER
+            font.setBold(bold)
+            p.setFont(font)
+            p.setPen(self.theme.text)
+            text = r.label
+            if r.collapsible:
+                text = ("▸ " if r.collapsed else "▾ ") + text
+            indent = 4 if bold else 10
+            elided = fm.elidedText(text, QtCore.Qt.TextElideMode.ElideMiddle, int(rect.width() - indent - 4))
+            p.drawText(QtCore.QRectF(indent, y, rect.width() - indent, k),
+                       int(QtCore.Qt.AlignmentFlag.AlignVCenter | QtCore.Qt.AlignmentFlag.AlignLeft), elided)
+
+    def mousePressEvent(self, ev) -> None:
+        i = self.row_at(ev.pos().y())
+        if 0 <= i < len(self.rows):
+            r = self.rows[i]
+            if r.collapsible:
+                self.sig_track_toggled.emit(r.model, r.track, r.kind)
+                ev.accept()
+                return
+        ev.ignore()

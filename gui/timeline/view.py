@@ -1,0 +1,241 @@
+"""TimelineWidget: the kernel timeline of one trace set (all ranks), with navigation, hover
+tooltips, selection, highlights and flow arrows. Wiring only; drawing is in item.py."""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from core.trace import query
+from core.trace.model import Kind, TraceModel, TrackKind
+from core.units import fmt_ns
+from gui.theme import Theme
+from gui.timeline.axes import RowLabels, TimeAxis
+from gui.timeline.item import TimelineItem
+from gui.timeline.nav import NavViewBox
+from gui.timeline.rows import RowState, build_rows
+
+
+class TimelineWidget(pg.GraphicsLayoutWidget):
+    sig_slice_selected = QtCore.Signal(int, int)  # (model index, slice row); row -1 = cleared
+    sig_range_changed = QtCore.Signal(float, float)  # visible (t0_ns, t1_ns)
+
+    def __init__(self, theme: Theme, parent=None) -> None:
+        super().__init__(parent)
+        self.theme = theme
+        self.setBackground(theme.background)
+        self.setFocusPolicy(QtCore.Qt.FocusPolicy.StrongFocus)
+        self.ci.layout.setContentsMargins(0, 0, 0, 0)
+        self.ci.layout.setSpacing(0)
+        self.vb = NavViewBox(theme.row_px)
+        self.axis = TimeAxis("top")
+        self.axis.linkToView(self.vb)
+        self.axis.setPen(theme.text)
+        self.axis.setTextPen(theme.text)
+        self.labels = RowLabels(self.vb, theme)
+        self.ci.addItem(self.axis, row=0, col=1)
+        self.ci.addItem(self.labels, row=1, col=0)
+        self.ci.addItem(self.vb, row=1, col=1)
+        self.item = TimelineItem(theme)
+        self.vb.addItem(self.item)
+        self.models: list[TraceModel] = []
+        self.indexes: list[query.SliceIndex] = []
+        self.state = RowState()
+        self.rows = []
+        self._hover = pg.SignalProxy(self.scene().sigMouseMoved, rateLimit=theme.hover_rate_hz,
+                                     slot=self._on_scene_hover)
+        self.scene().sigMouseClicked.connect(self._on_scene_clicked)
+        self.vb.sig_double_clicked.connect(self._on_vb_double_clicked)
+        self.vb.sigXRangeChanged.connect(self._on_vb_range)
+        self.labels.sig_track_toggled.connect(self._on_labels_toggled)
+
+    # --- data ---------------------------------------------------------------------------------
+    def set_models(self, models: list[TraceModel], indexes: list[query.SliceIndex] | None = None) -> None:
+        self.models = list(models)
+        self.indexes = indexes or [query.SliceIndex(m) for m in self.models]
+        self.state = RowState()
+        self._rebuild_rows()
+        spans = [m.span_ns for m in self.models if len(m.slices)]
+        span = (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else (0, 1)
+        self.item.set_data(self.models, self.indexes, self.rows, span)
+        steps = self.models[0].steps if self.models else None
+        if steps is not None and len(steps):
+            self.item.step_bands = list(zip(steps.ts_ns.tolist(), (steps.ts_ns + steps.dur_ns).tolist()))
+        self.vb.set_extent(span[0], span[1], len(self.rows))
+        self.show_range(*self.default_range())
+
+    def _rebuild_rows(self) -> None:
+        self.rows = build_rows(self.models, self.state)
+        self.labels.set_rows(self.rows)
+        self.item.set_rows(self.rows)
+        self.vb.n_rows = max(1, len(self.rows))
+        self.vb.scroll_rows(0)
+
+    def set_hidden_models(self, hidden: set[int]) -> None:
+        """Rank filter: hide these model indices."""
+        self.state.hidden_models = set(hidden)
+        self._rebuild_rows()
+
+    def toggle_track(self, model: int, track: int) -> None:
+        self.state.toggle(model, track, int(self.models[model].tracks.kind[track]))
+        self._rebuild_rows()
+
+    def default_range(self) -> tuple[float, float]:
+        """One step (the second when there are several: the first is often warm-up), else all."""
+        if not self.models:
+            return (0.0, 1.0)
+        st = self.models[0].steps
+        if len(st):
+            i = 1 if len(st) > 1 else 0
+            t0, d = float(st.ts_ns[i]), float(st.dur_ns[i])
+            return t0 - d * 0.02, t0 + d * 1.02
+        s0, s1 = self.item._span
+        return s0, s1
+
+    # --- API ------------------------------------------------------------------------------------
+    def show_range(self, t0_ns: float, t1_ns: float) -> None:
+        self.vb.show_time(t0_ns, t1_ns)
+
+    def view_range(self) -> tuple[float, float]:
+        x0, x1 = self.vb.viewRange()[0]
+        return x0, x1
+
+    def select_slice(self, model: int, row: int, reveal: bool = True) -> None:
+        if row < 0:
+            self.item.selected = None
+            self.item.flows = []
+        else:
+            self.item.selected = (model, row)
+            self.item.flows = self._flows_of(model, row)
+            if reveal:
+                self.reveal_slice(model, row)
+        self.item.update()
+        self.sig_slice_selected.emit(model, row)
+
+    def reveal_slice(self, model: int, row: int, zoom: bool = False) -> None:
+        s = self.models[model].slices
+        t0, d = float(s.ts_ns[row]), float(max(1, s.dur_ns[row]))
+        x0, x1 = self.view_range()
+        if zoom:
+            self.show_range(t0 - d * 0.5, t0 + d * 1.5)
+        elif t0 + d < x0 or t0 > x1:
+            w = x1 - x0
+            self.show_range(t0 + d / 2 - w / 2, t0 + d / 2 + w / 2)
+        ri = self.item.row_of_slice(model, row)
+        if ri >= 0:
+            self.vb.scroll_to_row(ri)
+
+    def highlight(self, model_rows: dict[int, np.ndarray]) -> None:
+        """Outline these slices (model index -> rows); rows are sorted by start time here."""
+        out = {}
+        for mi, rows in model_rows.items():
+            rows = np.asarray(rows, np.int64)
+            if len(rows):
+                out[mi] = rows[np.argsort(self.models[mi].slices.ts_ns[rows], kind="stable")]
+        self.item.highlights = out
+        self.item.update()
+
+    def fit_selection(self) -> None:
+        if self.item.selected is not None:
+            self.reveal_slice(*self.item.selected, zoom=True)
+
+    def zoom_to_step(self, t_ns: float) -> bool:
+        st = self.models[0].steps if self.models else None
+        if st is None or not len(st):
+            return False
+        i = int(np.searchsorted(st.ts_ns, t_ns, side="right")) - 1
+        if i < 0 or t_ns > st.ts_ns[i] + st.dur_ns[i]:
+            return False
+        d = float(st.dur_ns[i])
+        self.show_range(float(st.ts_ns[i]) - d * 0.02, float(st.ts_ns[i]) + d * 1.02)
+        return True
+
+    def _flows_of(self, model: int, row: int) -> list[tuple[int, int, int]]:
+        m = self.models[model]
+        kind = int(m.slices.kind[row])
+        if kind in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET):
+            src = query.launcher_of(m, row)
+            return [(model, src, row)] if src >= 0 else []
+        return [(model, row, int(d)) for d in query.launched_by(m, row)[:64]]
+
+    # --- events ---------------------------------------------------------------------------------
+    def _pos_to_hit(self, scene_pos) -> tuple[int, int] | None:
+        if not self.vb.sceneBoundingRect().contains(scene_pos):
+            return None
+        pt = self.vb.mapSceneToView(scene_pos)
+        x0, x1 = self.view_range()
+        tol = 3 * (x1 - x0) / max(1.0, self.vb.width())
+        return self.item.slice_at(int(np.floor(pt.y())), pt.x(), tol)
+
+    def _on_scene_hover(self, args) -> None:
+        pos = args[0]
+        hit = self._pos_to_hit(pos)
+        if hit is None:
+            QtWidgets.QToolTip.hideText()
+            return
+        QtWidgets.QToolTip.showText(QtGui.QCursor.pos(), slice_tooltip(self.models[hit[0]], hit[1]), self)
+
+    def _on_scene_clicked(self, ev) -> None:
+        if ev.double() or ev.button() != QtCore.Qt.MouseButton.LeftButton:
+            return
+        hit = self._pos_to_hit(ev.scenePos())
+        if hit is None:
+            if self.vb.sceneBoundingRect().contains(ev.scenePos()):
+                self.select_slice(0, -1)
+            return
+        self.select_slice(hit[0], hit[1], reveal=False)
+
+    def _on_vb_double_clicked(self, t_ns: float, y: float) -> None:
+        ri = int(np.floor(y))
+        if 0 <= ri < len(self.rows) and self.rows[ri].kind == TrackKind.STEPS:
+            self.zoom_to_step(t_ns)
+            return
+        hit = self.item.slice_at(ri, t_ns, 0)
+        if hit is not None:
+            self.reveal_slice(hit[0], hit[1], zoom=True)
+
+    def _on_vb_range(self, *_):
+        x0, x1 = self.view_range()
+        self.sig_range_changed.emit(x0, x1)
+
+    def _on_labels_toggled(self, model: int, track: int, kind: int) -> None:
+        self.toggle_track(model, track)
+
+    def keyPressEvent(self, ev: QtGui.QKeyEvent) -> None:
+        k = ev.key()
+        Key = QtCore.Qt.Key
+        if k == Key.Key_W:
+            self.vb.zoom_at(0.7)
+        elif k == Key.Key_S:
+            self.vb.zoom_at(1 / 0.7)
+        elif k == Key.Key_A:
+            self.vb.pan_by(-0.2)
+        elif k == Key.Key_D:
+            self.vb.pan_by(0.2)
+        elif k == Key.Key_F:
+            self.fit_selection()
+        elif k == Key.Key_Escape:
+            self.select_slice(0, -1)
+        else:
+            super().keyPressEvent(ev)
+            return
+        ev.accept()
+
+
+def slice_tooltip(m: TraceModel, row: int) -> str:
+    s = m.slices
+    lines = [f"<b>{html.escape(m.name(row)[:200])}</b>",
+             f"{Kind(int(s.kind[row])).name.lower()} · {html.escape(m.track_label(int(s.track[row])))}",
+             f"duration {fmt_ns(s.dur_ns[row])} · start {fmt_ns(s.ts_ns[row])}"]
+    dims = m.strings[s.input_dims[row]]
+    if dims and dims != "[]":
+        lines.append(f"shapes {html.escape(dims[:160])}")
+    types = m.strings[s.input_types[row]]
+    if types and types != "[]":
+        lines.append(f"dtypes {html.escape(types[:160])}")
+    grid = m.strings[s.grid[row]]
+    if grid:
+        lines.append(f"grid {grid} · block {m.strings[s.block[row]]}")
+    return "<br>".join(lines)

@@ -1,0 +1,123 @@
+"""Background loading: superqt generator workers over core.trace.loader.iter_load, and the status-bar
+progress widget (bar + Cancel) that shows them. Workers never touch widgets; results arrive as signals."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from PySide6 import QtCore, QtWidgets
+from superqt.utils import create_worker
+
+from core.trace import query
+from core.trace.loader import Progress, iter_load
+from core.trace.model import TraceParseError, TraceSet
+
+log = logging.getLogger(__name__)
+
+
+def _load_gen(path: str):
+    """iter_load, then the timeline indexes (so the first paint needs no sorting on the UI thread)."""
+    trace_set = yield from iter_load(path)
+    yield Progress("indexing", 1.0, Path(path).name)
+    indexes = [query.SliceIndex(m) for m in trace_set.models]
+    return trace_set, indexes
+
+
+def error_reason(exc: BaseException) -> str:
+    """One line, fit for a user: the loader's reason, else the exception's own words."""
+    if isinstance(exc, TraceParseError):
+        return exc.reason
+    if isinstance(exc, FileNotFoundError):
+        return f"no such file or folder: {exc.filename or exc}"
+    if isinstance(exc, PermissionError):
+        return f"permission denied: {exc.filename or exc}"
+    if isinstance(exc, MemoryError):
+        return "not enough memory to load this trace"
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+class LoadJob(QtCore.QObject):
+    """Loads one path in a worker thread. Emits exactly one of loaded / failed / cancelled."""
+
+    sig_progress_changed = QtCore.Signal(str, float)  # (stage text, fraction 0..1)
+    sig_job_loaded = QtCore.Signal(object, object)  # (TraceSet, list[SliceIndex])
+    sig_job_failed = QtCore.Signal(str, str)  # (path, one-line reason)
+    sig_job_cancelled = QtCore.Signal(str)  # path
+
+    def __init__(self, path: str | Path, parent=None) -> None:
+        super().__init__(parent)
+        self.path = str(path)
+        self._cancelled = False
+        self.worker = create_worker(_load_gen, self.path, _start_thread=False,
+                                    _connect={"yielded": self._on_worker_yielded,
+                                              "returned": self._on_worker_returned,
+                                              "errored": self._on_worker_errored,
+                                              "aborted": self._on_worker_aborted})
+
+    def start(self) -> None:
+        self.worker.start()
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        self.worker.quit()
+
+    def wait(self, ms: int = 60_000) -> None:
+        self.worker.await_workers(ms) if hasattr(self.worker, "await_workers") else None
+
+    def _on_worker_yielded(self, prog: Progress) -> None:
+        detail = f" {prog.detail}" if prog.detail else ""
+        self.sig_progress_changed.emit(f"{prog.stage}{detail}", float(prog.fraction))
+
+    def _on_worker_returned(self, result) -> None:
+        trace_set, indexes = result
+        self.sig_job_loaded.emit(trace_set, indexes)
+
+    def _on_worker_errored(self, exc: BaseException) -> None:
+        log.info("load of %s failed: %r", self.path, exc)
+        self.sig_job_failed.emit(self.path, error_reason(exc))
+
+    def _on_worker_aborted(self) -> None:
+        self.sig_job_cancelled.emit(self.path)
+
+
+class ProgressWidget(QtWidgets.QWidget):
+    """Status-bar widget: "Loading name — stage" + bar + Cancel. Hidden when idle."""
+
+    sig_cancel_clicked = QtCore.Signal()
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        lay = QtWidgets.QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        self.label = QtWidgets.QLabel()
+        self.bar = QtWidgets.QProgressBar()
+        self.bar.setRange(0, 1000)
+        self.bar.setFixedWidth(220)
+        self.bar.setTextVisible(False)
+        self.cancel = QtWidgets.QPushButton("Cancel")
+        self.cancel.clicked.connect(self.sig_cancel_clicked)
+        lay.addWidget(self.label)
+        lay.addWidget(self.bar)
+        lay.addWidget(self.cancel)
+        self.hide()
+
+    def start(self, title: str) -> None:
+        self._title = title
+        self.label.setText(f"Loading {title}…")
+        self.bar.setValue(0)
+        self.show()
+
+    def set_progress(self, stage: str, fraction: float) -> None:
+        self.label.setText(f"Loading {self._title} — {stage}")
+        self.bar.setValue(int(max(0.0, min(1.0, fraction)) * 1000))
+
+    def finish(self) -> None:
+        self.hide()
+
+
+def describe_set(ts: TraceSet) -> str:
+    c = ts.counts
+    ranks = f"{len(ts.models)} ranks · " if len(ts.models) > 1 else ""
+    return f"{ranks}{c.events:,} events · {c.kernels:,} kernels · loaded in {ts.load_s:.1f} s" + \
+        (" (cache)" if ts.cache_hit else "")
