@@ -273,7 +273,7 @@ class EventCounts:
         return EventCounts(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class TraceModel:
     """One trace file (one rank, one profiler cycle)."""
 
@@ -318,7 +318,7 @@ class TraceModel:
         return np.isin(self.slices.kind, np.asarray(kinds, dtype=np.int8))
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
 class TraceSet:
     """What a load returns: one or more TraceModels (ranks / workers / cycles) on one time base.
 
