@@ -243,3 +243,25 @@ def cpu_ancestors(model: TraceModel, row: int) -> list[int]:
 
 def has_value(v) -> bool:
     return v is not None and v != NONE
+
+
+def short_kernel_name(name: str) -> str:
+    """Demangled kernel name without return type, template arguments and parameters:
+    'void at::native::foo<8, bar<int> >(int, float*)' -> 'at::native::foo'."""
+    s = name.strip()
+    if "<" not in s and not s.startswith("void "):
+        return s  # not a C++ signature ("Memcpy HtoD (Pageable -> Device)", nvjet_...)
+    if s.startswith("void "):
+        s = s[5:]
+    out, depth = [], 0
+    for ch in s:
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth = max(0, depth - 1)
+        elif ch == "(" and depth == 0:
+            break
+        elif depth == 0:
+            out.append(ch)
+    short = "".join(out).strip()
+    return short or name

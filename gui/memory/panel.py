@@ -24,6 +24,7 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         self.setBackground(theme.background)
         self.ci.layout.setContentsMargins(0, 0, 0, 0)
         self.mem_plot = self._new_plot("memory", "GiB")
+        self.mem_unit = (GIB, "GiB")
         self.nvml_plot: pg.PlotItem | None = None
         self.peaks: list[tuple[str, int, int]] = []  # (device label, peak bytes, ts_ns)
         self.curves: dict[str, pg.PlotDataItem] = {}
@@ -35,7 +36,8 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         plot.showGrid(x=True, y=True, alpha=0.15)
         left = plot.getAxis("left")
         left.setWidth(self.theme.label_px)
-        left.setLabel(f"{title} ({units})")
+        left.enableAutoSIPrefix(False)
+        left.setLabel(units)
         for ax in ("left", "bottom"):
             plot.getAxis(ax).setTextPen(self.theme.text)
             plot.getAxis(ax).setPen(self.theme.grid)
@@ -53,12 +55,15 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         self.peaks = []
         m = ts.models[model_index]
         series = memory_series(m)
+        top = max((s.peak_reserved_bytes for s in series), default=0)
+        self.mem_unit = (GIB, "GiB") if top >= 2 * GIB else (1024 ** 2, "MiB")
+        self.mem_plot.getAxis("left").setLabel(f"memory ({self.mem_unit[1]})")
         for i, s in enumerate(series):
             color = QtGui.QColor(_PALETTE[i % len(_PALETTE)])
             x = s.ts_ns.astype(float)
             for what, y, style in (("allocated", s.allocated_bytes, QtCore.Qt.PenStyle.SolidLine),
                                    ("reserved", s.reserved_bytes, QtCore.Qt.PenStyle.DashLine)):
-                curve = self.mem_plot.plot(x, y / GIB, pen=pg.mkPen(color, width=1.5, style=style),
+                curve = self.mem_plot.plot(x, y / self.mem_unit[0], pen=pg.mkPen(color, width=1.5, style=style),
                                            name=f"{s.label} {what}", stepMode=None)
                 curve.setDownsampling(auto=True, method="peak")
                 curve.setClipToView(True)
@@ -70,7 +75,7 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         self._set_nvml(ts)
 
     def _mark_peak(self, s, color, props) -> None:
-        y = s.peak_allocated_bytes / GIB
+        y = s.peak_allocated_bytes / self.mem_unit[0]
         dot = pg.ScatterPlotItem([float(s.peak_ts_ns)], [y], size=9, brush=color, pen=pg.mkPen(self.theme.text))
         self.mem_plot.addItem(dot)
         name = next((p.get("name") for p in props if p.get("id") == s.device), None)
@@ -91,6 +96,7 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
             return
         if self.nvml_plot is None:
             self.nvml_plot = self._new_plot("NVML", "%")
+            self.nvml_plot.getAxis("left").setLabel("NVML util (%)")
             self.nvml_plot.setXLink(self.mem_plot)
         self.nvml_plot.clear()
         self.nvml_plot.show()

@@ -1,0 +1,126 @@
+"""Timeline paint benchmark (offscreen): full view, a 1 % zoom and a pan, medians per frame.
+
+    python bench/bench_timeline.py [TRACE ...] [--frames N] [--size 1600x1000] [--expand]
+
+Default traces: ../shared/traces/gpu_gpt_big.pt.trace.json.gz and /tmp/gpu_big_stack.pt.trace.json
+(decompress once: xz -dk -c ../shared/traces/gpu_big_stack.pt.trace.json.xz > /tmp/gpu_big_stack.pt.trace.json).
+Reports: load s, index s (SliceIndex, built in the load worker by the app), first paint s after the
+model is ready (index + set_models + first frame), slices in the time range (all rows) and in the
+drawn rows, and per view the median of the timeline item's own paint and of the whole widget frame.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
+DEFAULTS = [SHARED / "gpu_gpt_big.pt.trace.json.gz", Path("/tmp/gpu_big_stack.pt.trace.json")]
+
+
+def slices_in(widget, t0: float, t1: float, drawn_only: bool) -> int:
+    n = 0
+    vis = set()
+    if drawn_only:
+        y0, y1 = widget.vb.viewRange()[1]
+        vis = set(range(max(0, int(y0)), int(y1) + 1))
+    for i, r in enumerate(widget.rows):
+        if r.track < 0 or (drawn_only and i not in vis):
+            continue
+        n += widget.indexes[r.model].count(r.track, r.depth, t0, t1)
+    if not drawn_only:  # rows hidden by collapsed tracks count too
+        n = sum(int(((m.slices.ts_ns <= t1) & (m.slices.ts_ns + m.slices.dur_ns >= t0)).sum())
+                for m in widget.models)
+    return n
+
+
+def frame(app, widget, img) -> tuple[float, float]:
+    from PySide6 import QtGui
+    t = time.perf_counter()
+    img.fill(0)
+    p = QtGui.QPainter(img)
+    widget.render(p)
+    p.end()
+    return widget.item.last_paint_s, time.perf_counter() - t
+
+
+def bench(path: Path, frames: int, size: tuple[int, int], expand: bool) -> dict:
+    from PySide6 import QtGui, QtWidgets
+
+    from core.trace import query
+    from core.trace.loader import load
+    from gui.theme import load_theme
+    from gui.timeline.view import TimelineWidget
+
+    app = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
+    t = time.perf_counter()
+    ts = load(path)
+    load_s = time.perf_counter() - t
+    t_ready = time.perf_counter()
+    indexes = [query.SliceIndex(m) for m in ts.models]
+    index_s = time.perf_counter() - t_ready
+    w = TimelineWidget(load_theme(dark=False))
+    w.resize(*size)
+    w.set_models(list(ts.models), indexes)
+    if expand:
+        for r in list(w.rows):
+            if r.collapsed:
+                w.toggle_track(r.model, r.track)
+    w.show()
+    img = QtGui.QImage(size[0], size[1], QtGui.QImage.Format.Format_RGB32)
+    s0, s1 = w.item._span
+    w.show_range(s0, s1)
+    app.processEvents()
+    frame(app, w, img)
+    first_paint_s = time.perf_counter() - t_ready
+    out = {"trace": path.name, "slices": sum(len(m.slices) for m in ts.models), "load_s": round(load_s, 2),
+           "index_s": round(index_s, 3), "first_paint_s": round(first_paint_s, 3)}
+
+    def run(name, ranges):
+        items, totals = [], []
+        for a, b in ranges:
+            w.show_range(a, b)
+            app.processEvents()
+            it, tot = frame(app, w, img)
+            items.append(it)
+            totals.append(tot)
+        a, b = ranges[0]
+        out[name] = {"in_range": slices_in(w, a, b, False), "in_drawn_rows": slices_in(w, a, b, True),
+                     "rects": w.item.last_rects, "item_ms": round(1e3 * statistics.median(items), 1),
+                     "frame_ms": round(1e3 * statistics.median(totals), 1)}
+
+    span = s1 - s0
+    run("full", [(s0, s1)] * frames)
+    c = s0 + span / 2
+    z = span / 100
+    run("zoom_1pct", [(c - z / 2, c + z / 2)] * frames)
+    run("pan", [(c - z / 2 + k * z * 0.05, c + z / 2 + k * z * 0.05) for k in range(frames)])
+    run("pan_full", [(s0 + k * span * 0.01, s1 + k * span * 0.01) for k in range(frames)])
+    w.close()
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("traces", nargs="*", type=Path)
+    ap.add_argument("--frames", type=int, default=15)
+    ap.add_argument("--size", default="1600x1000")
+    ap.add_argument("--expand", action="store_true", help="expand collapsed (python) tracks first")
+    a = ap.parse_args()
+    size = tuple(int(x) for x in a.size.split("x"))
+    for p in a.traces or DEFAULTS:
+        if not p.exists():
+            print(f"skip {p}: not found", file=sys.stderr)
+            continue
+        print(bench(p, a.frames, size, a.expand), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

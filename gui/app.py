@@ -1,0 +1,50 @@
+"""`ptprof-gui [PATH...]` / `python main.py [PATH...]`: start the desktop app.
+
+With no PATH it opens the bundled sample trace. `--help` prints usage without starting Qt.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+USAGE = "ptprof-gui [PATH ...]"
+DESCRIPTION = ("Desktop profiler for PyTorch training. PATH is a trace (*.pt.trace.json[.gz]), a TensorBoard "
+               "log dir, a multi-rank dir or a run bundle; each opens in its own tab. Without PATH the "
+               "bundled sample trace opens.")
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="ptprof-gui", usage=USAGE, description=DESCRIPTION)
+    p.add_argument("paths", nargs="*", metavar="PATH", help="trace file or folder to open")
+    p.add_argument("--start-page", action="store_true", help="show the start page instead of the sample trace")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    missing = [p for p in args.paths if not Path(p).exists()]
+    if missing:
+        print(f"ptprof-gui: no such file or folder: {missing[0]}", file=sys.stderr)
+        return 2
+    from PySide6 import QtWidgets
+    import pyqtgraph as pg
+
+    from gui.main_window import MainWindow
+
+    app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
+    app.setApplicationName("ptprof")
+    app.setOrganizationName("ptprof")
+    pg.setConfigOptions(antialias=False, useOpenGL=False)
+    win = MainWindow()
+    win.show()
+    if args.paths:
+        for p in args.paths:
+            win.open_path(p)
+    elif not args.start_page:
+        win.open_sample()
+    return app.exec()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

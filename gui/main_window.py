@@ -1,0 +1,261 @@
+"""MainWindow: tabs of open traces, File menu, docks, status-bar progress. Wires; panels live elsewhere.
+
+Extension points for the lead / other helpers:
+  - `sig_trace_loaded(TraceSet)` after a trace opened in a new tab (`current_view()` is its TraceView)
+  - `add_dock(widget, title, area)` -> QDockWidget (added to the View menu); `issues_dock` is reserved
+    for the Issues panel: `set_issues_widget(widget)`
+  - `add_menu_action(menu_title, action, before=None)`; `action_run_script` / `action_export` exist
+    disabled in File: connect their `triggered` and `setEnabled(True)`; `start_page.sig_run_script_clicked`
+  - `current_view()` -> TraceView: `.show_range(t0_ns, t1_ns)`, `.highlight_slices(model_index, rows)`,
+    `.select_slice(model_index, row)`, `.add_tab(widget, title, replace_hta=True)`
+  - `open_path(path)` loads in a worker (progress + Cancel in the status bar)
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from core.trace.model import TraceSet
+from gui import actions
+from gui.start_page import StartPage
+from gui.theme import load_theme
+from gui.trace_view import TraceView
+from gui.workers import LoadJob, ProgressWidget, describe_set
+
+
+class MainWindow(QtWidgets.QMainWindow):
+    sig_trace_loaded = QtCore.Signal(object)  # TraceSet, once its TraceView is the current tab
+    sig_load_failed = QtCore.Signal(str, str)  # (path, one-line reason), after the dialog was shown
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setWindowTitle("ptprof")
+        self.resize(1600, 1000)
+        self.setAcceptDrops(True)
+        self.theme = load_theme()
+        self.jobs: list[LoadJob] = []
+        self.tabs = QtWidgets.QTabWidget(tabsClosable=True, movable=True, documentMode=True)
+        self.tabs.tabCloseRequested.connect(self.close_tab)
+        self.tabs.currentChanged.connect(self._on_tabs_changed)
+        self.start_page = StartPage()
+        self.stack = QtWidgets.QStackedWidget()
+        self.stack.addWidget(self.start_page)
+        self.stack.addWidget(self.tabs)
+        self.setCentralWidget(self.stack)
+        self.progress = ProgressWidget()
+        self.progress.sig_cancel_clicked.connect(self.cancel_loads)
+        self.warn_btn = QtWidgets.QToolButton(text="⚠ warnings", autoRaise=True)
+        self.warn_btn.clicked.connect(self.show_warnings)
+        self.warn_btn.hide()
+        self.summary = QtWidgets.QLabel()
+        self.statusBar().addWidget(self.summary, 1)
+        self.statusBar().addPermanentWidget(self.warn_btn)
+        self.statusBar().addPermanentWidget(self.progress)
+        self._menus()
+        self.issues_dock = self.add_dock(self._placeholder("Issues appear here after analysis."), "Issues",
+                                         QtCore.Qt.DockWidgetArea.RightDockWidgetArea)
+        self.issues_dock.hide()
+        self._wire_start_page()
+        self._refresh_recent()
+
+    # --- menus --------------------------------------------------------------------------------
+    def _menus(self) -> None:
+        bar = self.menuBar()
+        self.file_menu = bar.addMenu("&File")
+        a = actions.make_action
+        self.action_open = a(self, "&Open Trace…", self.ask_open_file, QtGui.QKeySequence.StandardKey.Open)
+        self.action_open_folder = a(self, "Open &Folder…", self.ask_open_folder, "Ctrl+Shift+O")
+        self.recent_menu = QtWidgets.QMenu("Open &Recent", self)
+        self.action_sample = a(self, "Open the &Sample Trace", self.open_sample)
+        self.action_run_script = a(self, "&Run Script…", None, "Ctrl+R", "Run a training script under the profiler",
+                                   enabled=False)
+        self.action_export = a(self, "&Export…", None, "Ctrl+E", "Export PNG / CSV / HTML report", enabled=False)
+        self.action_close = a(self, "&Close Tab", lambda: self.close_tab(self.tabs.currentIndex()),
+                              QtGui.QKeySequence.StandardKey.Close)
+        self.action_quit = a(self, "&Quit", self.close, QtGui.QKeySequence.StandardKey.Quit)
+        for item in (self.action_open, self.action_open_folder, self.recent_menu, self.action_sample, None,
+                     self.action_run_script, self.action_export, None, self.action_close, self.action_quit):
+            if item is None:
+                self.file_menu.addSeparator()
+            elif isinstance(item, QtWidgets.QMenu):
+                self.file_menu.addMenu(item)
+            else:
+                self.file_menu.addAction(item)
+        self.view_menu = bar.addMenu("&View")
+        self.action_find = a(self, "&Find…", self._focus_search, QtGui.QKeySequence.StandardKey.Find)
+        self.view_menu.addAction(self.action_find)
+        self.view_menu.addSeparator()
+        self.help_menu = bar.addMenu("&Help")
+        self.help_menu.addAction(a(self, "&Keyboard and Mouse", self._show_shortcuts))
+
+    def menu(self, title: str) -> QtWidgets.QMenu:
+        """The menu named `title` ("File", "View", "Help" or a new one)."""
+        for act in self.menuBar().actions():
+            if act.menu() is not None and act.text().replace("&", "") == title:
+                return act.menu()
+        return self.menuBar().addMenu(title)
+
+    def add_menu_action(self, menu_title: str, action: QtGui.QAction, before: QtGui.QAction | None = None) -> None:
+        m = self.menu(menu_title)
+        if before is not None:
+            m.insertAction(before, action)
+        else:
+            m.addAction(action)
+
+    def add_dock(self, widget: QtWidgets.QWidget, title: str,
+                 area: QtCore.Qt.DockWidgetArea = QtCore.Qt.DockWidgetArea.RightDockWidgetArea) -> QtWidgets.QDockWidget:
+        dock = QtWidgets.QDockWidget(title, self)
+        dock.setObjectName(f"dock_{title}")
+        dock.setWidget(widget)
+        self.addDockWidget(area, dock)
+        self.view_menu.addAction(dock.toggleViewAction())
+        return dock
+
+    def set_issues_widget(self, widget: QtWidgets.QWidget) -> QtWidgets.QDockWidget:
+        self.issues_dock.setWidget(widget)
+        self.issues_dock.show()
+        return self.issues_dock
+
+    @staticmethod
+    def _placeholder(text: str) -> QtWidgets.QLabel:
+        lbl = QtWidgets.QLabel(text)
+        lbl.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
+        lbl.setWordWrap(True)
+        return lbl
+
+    def _wire_start_page(self) -> None:
+        sp = self.start_page
+        sp.sig_open_file_clicked.connect(self.ask_open_file)
+        sp.sig_open_folder_clicked.connect(self.ask_open_folder)
+        sp.sig_sample_clicked.connect(self.open_sample)
+        sp.sig_recent_clicked.connect(self.open_path)
+        sp.sig_run_script_clicked.connect(self.action_run_script.trigger)
+        self.action_run_script.changed.connect(lambda: sp.run_btn.setEnabled(self.action_run_script.isEnabled()))
+
+    # --- opening ------------------------------------------------------------------------------
+    def ask_open_file(self) -> None:
+        path = actions.ask_trace_file(self)
+        if path:
+            self.open_path(path)
+
+    def ask_open_folder(self) -> None:
+        path = actions.ask_trace_folder(self)
+        if path:
+            self.open_path(path)
+
+    def open_sample(self) -> None:
+        self.open_path(str(actions.SAMPLE))
+
+    def open_path(self, path: str | Path) -> LoadJob:
+        job = LoadJob(path, self)
+        job.sig_progress_changed.connect(self.progress.set_progress)
+        job.sig_job_loaded.connect(lambda ts, idx, j=job: self._on_job_loaded(j, ts, idx))
+        job.sig_job_failed.connect(lambda p, why, j=job: self._on_job_failed(j, p, why))
+        job.sig_job_cancelled.connect(lambda p, j=job: self._on_job_done(j))
+        self.jobs.append(job)
+        self.progress.start(Path(path).name)
+        job.start()
+        return job
+
+    def cancel_loads(self) -> None:
+        for job in list(self.jobs):
+            job.cancel()
+        self.progress.finish()
+        self.statusBar().showMessage("Loading cancelled", 4000)
+
+    def _on_job_done(self, job: LoadJob) -> None:
+        if job in self.jobs:
+            self.jobs.remove(job)
+        if not self.jobs:
+            self.progress.finish()
+
+    def _on_job_loaded(self, job: LoadJob, trace_set: TraceSet, indexes) -> None:
+        self._on_job_done(job)
+        view = TraceView(trace_set, indexes, self.theme)
+        name = Path(trace_set.path).name
+        i = self.tabs.addTab(view, name)
+        self.tabs.setTabToolTip(i, trace_set.path)
+        self.tabs.setCurrentIndex(i)
+        self.stack.setCurrentWidget(self.tabs)
+        if Path(trace_set.path).resolve() != actions.SAMPLE:
+            actions.add_recent(trace_set.path)
+            self._refresh_recent()
+        self.sig_trace_loaded.emit(trace_set)
+
+    def _on_job_failed(self, job: LoadJob, path: str, reason: str) -> None:
+        self._on_job_done(job)
+        QtWidgets.QMessageBox.critical(self, "Cannot open trace", f"{Path(path).name}: {reason}")
+        self.sig_load_failed.emit(path, reason)
+
+    # --- tabs ---------------------------------------------------------------------------------
+    def current_view(self) -> TraceView | None:
+        w = self.tabs.currentWidget()
+        return w if isinstance(w, TraceView) else None
+
+    def views(self) -> list[TraceView]:
+        return [self.tabs.widget(i) for i in range(self.tabs.count())]
+
+    def close_tab(self, i: int) -> None:
+        if i < 0:
+            return
+        w = self.tabs.widget(i)
+        self.tabs.removeTab(i)
+        if w is not None:
+            w.deleteLater()
+        if self.tabs.count() == 0:
+            self.stack.setCurrentWidget(self.start_page)
+
+    def _on_tabs_changed(self, _i: int) -> None:
+        view = self.current_view()
+        if view is None:
+            self.summary.setText("")
+            self.warn_btn.hide()
+            self.setWindowTitle("ptprof")
+            return
+        ts = view.trace_set
+        self.setWindowTitle(f"ptprof — {Path(ts.path).name}")
+        self.summary.setText(describe_set(ts))
+        n = len(ts.all_warnings)
+        self.warn_btn.setText(f"⚠ {n} warning{'s' if n != 1 else ''}")
+        self.warn_btn.setVisible(n > 0)
+
+    def show_warnings(self) -> None:
+        view = self.current_view()
+        if view is None:
+            return
+        text = "\n".join(f"• {w}" for w in view.trace_set.all_warnings)
+        QtWidgets.QMessageBox.warning(self, "Partial load", f"The trace loaded with warnings:\n\n{text}")
+
+    def _refresh_recent(self) -> None:
+        paths = actions.recent_files()
+        self.recent_menu.clear()
+        for p in paths:
+            self.recent_menu.addAction(actions.make_action(self, p, lambda _=False, p=p: self.open_path(p)))
+        self.recent_menu.setEnabled(bool(paths))
+        self.start_page.set_recent(paths)
+
+    def _focus_search(self) -> None:
+        view = self.current_view()
+        if view is not None:
+            view.search.edit.setFocus()
+            view.search.edit.selectAll()
+
+    def _show_shortcuts(self) -> None:
+        QtWidgets.QMessageBox.information(self, "Keyboard and mouse", actions.SHORTCUTS_HTML)
+
+    # --- drag and drop ------------------------------------------------------------------------
+    def dragEnterEvent(self, ev: QtGui.QDragEnterEvent) -> None:
+        if ev.mimeData().hasUrls() and any(u.isLocalFile() for u in ev.mimeData().urls()):
+            ev.acceptProposedAction()
+
+    def dropEvent(self, ev: QtGui.QDropEvent) -> None:
+        for u in ev.mimeData().urls():
+            if u.isLocalFile():
+                self.open_path(u.toLocalFile())
+        ev.acceptProposedAction()
+
+    def closeEvent(self, ev) -> None:
+        for job in list(self.jobs):
+            job.cancel()
+        super().closeEvent(ev)

@@ -1,0 +1,50 @@
+"""Start page shown when no trace is open: open buttons, Run script…, the sample and recent files."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6 import QtCore, QtWidgets
+
+
+class StartPage(QtWidgets.QWidget):
+    sig_open_file_clicked = QtCore.Signal()
+    sig_open_folder_clicked = QtCore.Signal()
+    sig_run_script_clicked = QtCore.Signal()  # wired by the lead to the run dialog
+    sig_sample_clicked = QtCore.Signal()
+    sig_recent_clicked = QtCore.Signal(str)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        title = QtWidgets.QLabel("<h1>ptprof</h1><p>Profile PyTorch training: run a script under "
+                                 "torch.profiler or open a saved trace.</p>")
+        title.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
+        self.open_btn = QtWidgets.QPushButton("Open trace…")
+        self.folder_btn = QtWidgets.QPushButton("Open folder…")
+        self.run_btn = QtWidgets.QPushButton("Run script…")
+        self.run_btn.setEnabled(False)
+        self.run_btn.setToolTip("Run a training script under the profiler")
+        self.sample_btn = QtWidgets.QPushButton("Open the sample trace")
+        for b, sig in ((self.open_btn, self.sig_open_file_clicked), (self.folder_btn, self.sig_open_folder_clicked),
+                       (self.run_btn, self.sig_run_script_clicked), (self.sample_btn, self.sig_sample_clicked)):
+            b.setMinimumWidth(220)
+            b.clicked.connect(sig)
+        self.recent = QtWidgets.QListWidget()
+        self.recent.setMaximumWidth(640)
+        self.recent.itemActivated.connect(lambda it: self.sig_recent_clicked.emit(it.data(QtCore.Qt.ItemDataRole.UserRole)))
+        col = QtWidgets.QVBoxLayout()
+        col.addStretch(1)
+        col.addWidget(title)
+        for b in (self.open_btn, self.folder_btn, self.run_btn, self.sample_btn):
+            col.addWidget(b, 0, QtCore.Qt.AlignmentFlag.AlignHCenter)
+        col.addSpacing(16)
+        col.addWidget(QtWidgets.QLabel("Recent"), 0, QtCore.Qt.AlignmentFlag.AlignHCenter)
+        col.addWidget(self.recent, 0, QtCore.Qt.AlignmentFlag.AlignHCenter)
+        col.addStretch(2)
+        self.setLayout(col)
+
+    def set_recent(self, paths: list[str]) -> None:
+        self.recent.clear()
+        for p in paths:
+            it = QtWidgets.QListWidgetItem(f"{Path(p).name}    —    {Path(p).parent}")
+            it.setData(QtCore.Qt.ItemDataRole.UserRole, p)
+            self.recent.addItem(it)

@@ -1,0 +1,100 @@
+"""Details of the selected slice: its args, op call chain, Python stack and launch links ("go to")."""
+from __future__ import annotations
+
+import html
+
+import numpy as np
+from PySide6 import QtCore, QtWidgets
+
+from core.trace import query
+from core.trace.model import NONE, Kind, TraceModel
+from core.units import fmt_bytes, fmt_ns
+
+_MAX_LINKS = 30
+
+
+def _link(mi: int, row: int, text: str) -> str:
+    return f'<a href="goto:{mi}:{row}">{html.escape(text)}</a>'
+
+
+def slice_details_html(m: TraceModel, mi: int, row: int) -> str:
+    s = m.slices
+    kind = Kind(int(s.kind[row]))
+    out = [f"<h3 style='margin:2px'>{html.escape(m.name(row))}</h3>",
+           f"<p>{kind.name.lower()} on <b>{html.escape(m.track_label(int(s.track[row])))}</b><br>"
+           f"start {fmt_ns(s.ts_ns[row])} · duration <b>{fmt_ns(s.dur_ns[row])}</b></p>"]
+    args = []
+    for label, col in (("correlation", s.correlation), ("external id", s.external_id), ("stream", s.stream),
+                       ("device", s.device), ("sequence", s.seq), ("registers", s.registers)):
+        v = int(col[row])
+        if v != NONE:
+            args.append((label, str(v)))
+    if s.bytes[row] != NONE:
+        args.append(("bytes", fmt_bytes(s.bytes[row])))
+    if not np.isnan(s.occupancy[row]):
+        args.append(("est. occupancy", f"{float(s.occupancy[row]):.1f} %"))
+    for label, col in (("grid", s.grid), ("block", s.block), ("input dims", s.input_dims),
+                       ("input strides", s.input_strides), ("input types", s.input_types),
+                       ("call stack", s.call_stack)):
+        text = m.strings[col[row]]
+        if text:
+            args.append((label, text))
+    if args:
+        out.append("<table cellspacing=2>" + "".join(
+            f"<tr><td><i>{html.escape(k)}</i></td><td>{html.escape(v[:400])}</td></tr>" for k, v in args) + "</table>")
+    if kind in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET):
+        src = query.launcher_of(m, row)
+        if src >= 0:
+            chain = query.cpu_ancestors(m, src)
+            op = m.name(chain[-1]) if chain else m.name(src)
+            out.append(f"<p><b>Launched by</b> {_link(mi, src, m.name(src))} in {html.escape(op)}</p>")
+            row_for_stack = src
+        else:
+            row_for_stack = -1
+    else:
+        row_for_stack = row
+        launched = query.launched_by(m, row)
+        if len(launched):
+            items = "".join(f"<li>{_link(mi, int(d), query.short_kernel_name(m.name(int(d))))} "
+                            f"({fmt_ns(s.dur_ns[int(d)])})</li>" for d in launched[:_MAX_LINKS])
+            more = f"<li>… {len(launched) - _MAX_LINKS} more</li>" if len(launched) > _MAX_LINKS else ""
+            out.append(f"<p><b>GPU work launched</b> ({len(launched)})</p><ul>{items}{more}</ul>")
+        chain = query.cpu_ancestors(m, row)
+        if chain:
+            out.append("<p><b>Called from</b><br>" + " › ".join(_link(mi, c, m.name(c)) for c in chain[-8:]) + "</p>")
+    if row_for_stack >= 0:
+        frames = query.python_stack(m, row_for_stack)
+        if frames:
+            items = "".join(f"<li>{_link(mi, f, m.name(f))}</li>" for f in frames[:_MAX_LINKS])
+            out.append(f"<p><b>Python stack</b> (innermost first)</p><ol>{items}</ol>")
+    return "".join(out)
+
+
+class DetailsPanel(QtWidgets.QTextBrowser):
+    sig_goto_requested = QtCore.Signal(int, int)  # (model index, slice row)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.setOpenLinks(False)
+        self.anchorClicked.connect(self._on_anchor_clicked)
+        self.models: list[TraceModel] = []
+        self.clear_selection()
+
+    def set_models(self, models: list[TraceModel]) -> None:
+        self.models = list(models)
+        self.clear_selection()
+
+    def clear_selection(self) -> None:
+        self.setHtml("<p style='color:gray'>Click a slice on the timeline to see its details.</p>")
+
+    def show_slice(self, mi: int, row: int) -> None:
+        if row < 0 or mi >= len(self.models):
+            self.clear_selection()
+            return
+        self.setHtml(slice_details_html(self.models[mi], mi, row))
+
+    def _on_anchor_clicked(self, url) -> None:
+        text = url.toString()
+        if text.startswith("goto:"):
+            _, mi, row = text.split(":")
+            self.sig_goto_requested.emit(int(mi), int(row))

@@ -1,0 +1,77 @@
+"""Search bar: name substring over every visible rank, next/previous, highlight all matches."""
+from __future__ import annotations
+
+import numpy as np
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from core.trace import query
+from core.trace.model import TraceModel
+
+
+class SearchBar(QtWidgets.QWidget):
+    sig_matches_changed = QtCore.Signal(object)  # dict[model index, rows]
+    sig_match_selected = QtCore.Signal(int, int)  # (model index, slice row)
+
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.models: list[TraceModel] = []
+        self.matches: list[tuple[int, int]] = []  # (model, row) ordered by time
+        self.pos = -1
+        self.edit = QtWidgets.QLineEdit(placeholderText="Search slices by name (Enter: next)", clearButtonEnabled=True)
+        self.edit.returnPressed.connect(self.next)
+        self.edit.textChanged.connect(self._on_edit_changed)
+        self.prev_btn = QtWidgets.QToolButton(text="◀", toolTip="Previous match (Shift+Enter)")
+        self.next_btn = QtWidgets.QToolButton(text="▶", toolTip="Next match (Enter)")
+        self.prev_btn.clicked.connect(self.prev)
+        self.next_btn.clicked.connect(self.next)
+        self.count = QtWidgets.QLabel()
+        lay = QtWidgets.QHBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.edit, 1)
+        lay.addWidget(self.prev_btn)
+        lay.addWidget(self.next_btn)
+        lay.addWidget(self.count)
+        sc = QtGui.QShortcut(QtGui.QKeySequence("Shift+Return"), self.edit)
+        sc.activated.connect(self.prev)
+        self._timer = QtCore.QTimer(self, singleShot=True, interval=250)
+        self._timer.timeout.connect(self.run)
+
+    def set_models(self, models: list[TraceModel]) -> None:
+        self.models = list(models)
+        self.run()
+
+    def _on_edit_changed(self, _text: str) -> None:
+        self._timer.start()
+
+    def run(self) -> int:
+        """Search now; returns the number of matches."""
+        text = self.edit.text().strip()
+        per_model = {}
+        allm = []
+        for mi, m in enumerate(self.models):
+            rows = query.search(m, text) if text else np.zeros(0, np.int64)
+            if len(rows):
+                per_model[mi] = rows
+                allm.extend(zip(m.slices.ts_ns[rows].tolist(), [mi] * len(rows), rows.tolist()))
+        allm.sort()
+        self.matches = [(mi, r) for _, mi, r in allm]
+        self.pos = -1
+        self.count.setText(f"{len(self.matches):,} matches" if text else "")
+        self.sig_matches_changed.emit(per_model)
+        return len(self.matches)
+
+    def _step(self, d: int) -> None:
+        if self._timer.isActive():
+            self._timer.stop()
+            self.run()
+        if not self.matches:
+            return
+        self.pos = (self.pos + d) % len(self.matches)
+        self.count.setText(f"{self.pos + 1:,} / {len(self.matches):,}")
+        self.sig_match_selected.emit(*self.matches[self.pos])
+
+    def next(self) -> None:
+        self._step(1)
+
+    def prev(self) -> None:
+        self._step(-1)

@@ -1,0 +1,152 @@
+"""TraceView: everything shown for one open trace set (one tab): search + rank filter + legend,
+the timeline, memory/NVML plots x-linked to it, and bottom tabs (Details, Kernels, Ops, Steps, HTA)."""
+from __future__ import annotations
+
+import numpy as np
+from PySide6 import QtCore, QtWidgets
+
+from core.trace import query
+from core.trace.model import TraceSet
+from gui.memory.panel import MemoryPanel
+from gui.stats.panels import KernelsPanel, OpsPanel, StatsPanel, StepsPanel
+from gui.theme import Theme
+from gui.timeline.details import DetailsPanel
+from gui.timeline.legend import Legend
+from gui.timeline.rows import model_title
+from gui.timeline.search import SearchBar
+from gui.timeline.view import TimelineWidget
+
+
+class TraceView(QtWidgets.QWidget):
+    sig_slice_selected = QtCore.Signal(int, int)  # (model index, slice row); -1 = none
+
+    def __init__(self, trace_set: TraceSet, indexes: list[query.SliceIndex] | None, theme: Theme,
+                 parent=None) -> None:
+        super().__init__(parent)
+        self.trace_set = trace_set
+        self.models = list(trace_set.models)
+        self.search = SearchBar()
+        self.rank_filter = QtWidgets.QComboBox()
+        self.rank_filter.setToolTip("Rank filter: which ranks the timeline shows and the tables describe")
+        self.legend = Legend(theme)
+        self.timeline = TimelineWidget(theme)
+        self.memory = MemoryPanel(theme)
+        self.details = DetailsPanel()
+        self.kernels, self.ops, self.steps = KernelsPanel(), OpsPanel(), StepsPanel()
+        self.tabs = QtWidgets.QTabWidget()
+        self.tabs.setDocumentMode(True)
+        for w, title in ((self.details, "Details"), (self.kernels, "Kernels"), (self.ops, "Ops"),
+                         (self.steps, "Steps")):
+            self.tabs.addTab(w, title)
+        self.hta_placeholder = QtWidgets.QLabel("HTA analyses appear here once the analysis has run.")
+        self.hta_placeholder.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
+        self.tabs.addTab(self.hta_placeholder, "HTA")
+        self._layout()
+        self._wire()
+        self._load(indexes)
+
+    def _layout(self) -> None:
+        top = QtWidgets.QHBoxLayout()
+        top.setContentsMargins(4, 2, 4, 2)
+        top.addWidget(self.search, 3)
+        top.addWidget(QtWidgets.QLabel("Ranks:"))
+        top.addWidget(self.rank_filter)
+        top.addWidget(self.legend, 4)
+        self.split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
+        self.split.addWidget(self.timeline)
+        self.split.addWidget(self.memory)
+        self.split.addWidget(self.tabs)
+        self.split.setStretchFactor(0, 6)
+        self.split.setStretchFactor(1, 2)
+        self.split.setStretchFactor(2, 3)
+        self.split.setSizes([560, 170, 260])
+        lay = QtWidgets.QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        lay.addLayout(top)
+        lay.addWidget(self.split, 1)
+
+    def _wire(self) -> None:
+        self.timeline.sig_slice_selected.connect(self._on_timeline_selected)
+        self.timeline.sig_range_changed.connect(self._on_timeline_range)
+        self.details.sig_goto_requested.connect(self._on_goto)
+        self.search.sig_matches_changed.connect(self._on_search_matches)
+        self.search.sig_match_selected.connect(self._on_goto)
+        self.rank_filter.currentIndexChanged.connect(self._on_rank_filter_changed)
+        for panel in self.stats_panels():
+            panel.sig_occurrences_selected.connect(self.highlight_slices)
+            panel.sig_occurrence_requested.connect(self._on_goto)
+            panel.sig_range_requested.connect(self.show_range)
+
+    def _load(self, indexes) -> None:
+        self.timeline.set_models(self.models, indexes)
+        self.memory.set_trace(self.trace_set)
+        self.memory.link_x(self.timeline.vb)
+        self.details.set_models(self.models)
+        self.search.set_models(self.models)
+        self.legend.set_models(self.models)
+        self.rank_filter.blockSignals(True)
+        if len(self.models) > 1:
+            self.rank_filter.addItem("all ranks")
+        for m in self.models:
+            self.rank_filter.addItem(model_title(m))
+        self.rank_filter.setEnabled(len(self.models) > 1)
+        self.rank_filter.blockSignals(False)
+        self._set_stats_model(0)
+
+    def stats_panels(self) -> list[StatsPanel]:
+        return [self.kernels, self.ops, self.steps]
+
+    def _set_stats_model(self, mi: int) -> None:
+        for panel in self.stats_panels():
+            panel.set_model(self.models[mi], mi)
+
+    # --- API for the main window / lead -------------------------------------------------------
+    def show_range(self, t0_ns: float, t1_ns: float) -> None:
+        """Zoom the timeline (and the x-linked plots) to [t0, t1] ns on the trace set's time base."""
+        self.timeline.show_range(t0_ns, t1_ns)
+
+    def highlight_slices(self, model_index: int, rows) -> None:
+        """Outline these slices of model `model_index` on the timeline (replaces earlier highlights)."""
+        self.timeline.highlight({model_index: np.asarray(rows, np.int64)})
+
+    def select_slice(self, model_index: int, row: int) -> None:
+        self.timeline.select_slice(model_index, row)
+
+    def add_tab(self, widget: QtWidgets.QWidget, title: str, replace_hta: bool = False) -> int:
+        """Add a bottom tab (e.g. HTA results). replace_hta swaps out the HTA placeholder."""
+        if replace_hta:
+            i = self.tabs.indexOf(self.hta_placeholder)
+            self.tabs.removeTab(i)
+            return self.tabs.insertTab(i, widget, title)
+        return self.tabs.addTab(widget, title)
+
+    # --- handlers -----------------------------------------------------------------------------
+    def _on_timeline_selected(self, mi: int, row: int) -> None:
+        self.details.show_slice(mi, row)
+        if row >= 0:
+            self.tabs.setCurrentWidget(self.details)
+        self.sig_slice_selected.emit(mi, row)
+
+    def _on_timeline_range(self, t0: float, t1: float) -> None:
+        for panel in self.stats_panels():
+            panel.view_t_ns = (t0 + t1) / 2
+
+    def _on_goto(self, mi: int, row: int) -> None:
+        self.timeline.select_slice(mi, row, reveal=True)
+
+    def _on_search_matches(self, per_model: dict) -> None:
+        self.timeline.highlight(per_model)
+
+    def _on_rank_filter_changed(self, i: int) -> None:
+        if len(self.models) <= 1:
+            return
+        if i <= 0:
+            hidden: set[int] = set()
+            mi = 0
+        else:
+            mi = i - 1
+            hidden = set(range(len(self.models))) - {mi}
+        self.timeline.set_hidden_models(hidden)
+        self._set_stats_model(mi)
+        self.memory.set_trace(self.trace_set, mi)
