@@ -41,8 +41,14 @@ class SliceIndex:
 
     def __init__(self, model: TraceModel) -> None:
         s = model.slices
+        n_depth = int(s.depth.max(initial=0)) + 1
+        if len(s) and int(s.track.max()) * n_depth + n_depth < 65536:  # 16-bit keys: numpy radix-sorts
+            small = s.track.astype(np.int64) * n_depth + s.depth
+            order = np.argsort(small.astype(np.uint16), kind="stable")
+        else:
+            order = np.argsort(s.track.astype(np.int64) * n_depth + s.depth, kind="stable")
+        # rows are (track, ts) sorted already, so a stable sort keeps each group time ordered
         key = s.track.astype(np.int64) * 65536 + s.depth.astype(np.int64)
-        order = np.argsort(key, kind="stable")  # rows are (track, ts) sorted already: stays ts ordered
         self.order = order.astype(np.int64)
         self.ts_ns = s.ts_ns[order]
         end = (s.ts_ns + s.dur_ns)[order]

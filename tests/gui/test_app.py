@@ -1,0 +1,41 @@
+"""Starting the app: --help without Qt, bad paths, the start page and the sample on launch."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from helpers import REPO, SAMPLE
+
+
+def test_help_prints_usage_without_starting_qt():
+    code = ("import sys\nfrom gui.app import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit as e:\n    assert e.code == 0\n"
+            "assert 'PySide6' not in sys.modules, 'Qt imported for --help'\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "ptprof-gui [PATH ...]" in proc.stdout
+
+
+def test_main_py_help():
+    proc = subprocess.run([sys.executable, "main.py", "--help"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "usage: ptprof-gui" in proc.stdout
+
+
+def test_missing_path_is_one_line_exit_2():
+    from gui.app import main
+    assert main(["/nonexistent/trace.json"]) == 2
+
+
+def test_start_page_then_sample(qtbot, main_window, open_and_wait):
+    win = main_window
+    assert win.stack.currentWidget() is win.start_page
+    assert not win.start_page.run_btn.isEnabled()  # placeholder until the run dialog is wired
+    win.action_run_script.setEnabled(True)
+    assert win.start_page.run_btn.isEnabled()
+    ts = open_and_wait(win, SAMPLE)
+    assert win.stack.currentWidget() is win.tabs and win.tabs.count() == 1
+    view = win.current_view()
+    assert view.trace_set is ts and len(view.timeline.rows) > 0
+    assert win.recent_menu.isEnabled() is False  # the bundled sample is not a "recent" file
+    win.close_tab(0)
+    assert win.stack.currentWidget() is win.start_page

@@ -1,0 +1,105 @@
+"""Open every shared trace through the main window (worker + progress), check what the user sees."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import SHARED_TRACES, shared_trace
+from PySide6 import QtWidgets
+
+from core.trace.model import TrackKind
+
+TRACES = ["gpu_issues.pt.trace.json.gz", "gpu_clean.pt.trace.json.gz", "gpu_dataloader.pt.trace.json.gz",
+          "gpu_memory.pt.trace.json.gz", "gpu_compile_small.pt.trace.json.gz", "gpu_minimal_opts.pt.trace.json.gz",
+          "cpu_train.pt.trace.json.gz", "cpu_compile.pt.trace.json.gz", "gpu_ddp2"]
+
+
+@pytest.mark.parametrize("name", TRACES)
+def test_open_shared_trace(qtbot, main_window, open_and_wait, name):
+    path = shared_trace(name)
+    ts = open_and_wait(main_window, path)
+    view = main_window.current_view()
+    rows = view.timeline.rows
+    m = ts.primary
+    gpu_tracks = {t for t in range(len(m.tracks)) if m.tracks.kind[t] == TrackKind.GPU_STREAM
+                  and m.slices.track_offsets[t + 1] > m.slices.track_offsets[t]}
+    shown_gpu = {r.track for r in rows if r.model == 0 and r.kind == TrackKind.GPU_STREAM}
+    assert shown_gpu == gpu_tracks
+    if name.startswith("gpu_"):
+        assert gpu_tracks, "GPU traces have stream rows"
+        assert view.kernels.table_model.rowCount() > 0
+    # a GPU stream shows one row per lane
+    for t in gpu_tracks:
+        assert sum(1 for r in rows if r.model == 0 and r.track == t) == int(m.tracks.max_depth[t]) + 1
+    assert view.steps.table_model.rowCount() == max(1, len(m.steps))
+    assert view.ops.table_model.rowCount() > 0
+    assert len(ts.models) == view.rank_filter.count() - (1 if len(ts.models) > 1 else 0)
+    t0, t1 = view.timeline.view_range()
+    if len(m.steps) > 1:  # default zoom: the second step
+        assert t0 <= m.steps.ts_ns[1] and t1 >= m.steps.ts_ns[1] + m.steps.dur_ns[1]
+        assert t1 - t0 < 1.1 * m.steps.dur_ns[1]
+    assert main_window.progress.isHidden()
+
+
+def test_multi_rank_filter(qtbot, main_window, open_and_wait):
+    ts = open_and_wait(main_window, shared_trace("gpu_ddp2"))
+    assert len(ts.models) == 2
+    view = main_window.current_view()
+    assert {r.model for r in view.timeline.rows} == {0, 1}
+    view.rank_filter.setCurrentIndex(2)  # only the second rank
+    assert {r.model for r in view.timeline.rows} == {1}
+    assert view.kernels.model is ts.models[1]
+    view.rank_filter.setCurrentIndex(0)
+    assert {r.model for r in view.timeline.rows} == {0, 1}
+
+
+def test_bad_file_shows_one_dialog_without_traceback(qtbot, main_window, open_and_wait, tmp_path, monkeypatch):
+    bad = tmp_path / "broken.pt.trace.json"
+    bad.write_text("this is not a trace")
+    shown = []
+    monkeypatch.setattr(QtWidgets.QMessageBox, "critical", lambda *a, **k: shown.append(a))
+    with qtbot.waitSignal(main_window.sig_load_failed, timeout=30_000) as blocker:
+        main_window.open_path(str(bad))
+    assert len(shown) == 1
+    text = shown[0][2]
+    assert "broken.pt.trace.json" in text and "Traceback" not in text and "\n" not in text
+    assert blocker.args[1] in text
+    assert main_window.tabs.count() == 0 and main_window.progress.isHidden()
+
+
+def test_cancel_leaves_no_tab(qtbot, main_window, open_and_wait):
+    path = shared_trace("gpu_dataloader.pt.trace.json.gz")
+    job = main_window.open_path(str(path))
+    assert main_window.progress.isVisible()
+    main_window.cancel_loads()
+    qtbot.waitUntil(lambda: job.worker.abort_requested, timeout=5000)
+    qtbot.wait(300)
+    assert main_window.progress.isHidden()
+
+
+def test_recent_files_and_warnings_indicator(qtbot, main_window, open_and_wait):
+    open_and_wait(main_window, shared_trace("gpu_clean.pt.trace.json.gz"))
+    assert main_window.recent_menu.actions()
+    assert str(SHARED_TRACES) in main_window.recent_menu.actions()[0].text()
+    assert main_window.start_page.recent.count() == 1
+    assert "kernels" in main_window.summary.text()
+
+
+def test_wiring_api(qtbot, main_window, open_and_wait):
+    from PySide6 import QtCore, QtGui
+    dock = main_window.add_dock(QtWidgets.QLabel("x"), "Extra", QtCore.Qt.DockWidgetArea.BottomDockWidgetArea)
+    assert dock.toggleViewAction() in main_window.view_menu.actions()
+    act = QtGui.QAction("Export PNG…", main_window)
+    main_window.add_menu_action("File", act, before=main_window.action_close)
+    assert act in main_window.file_menu.actions()
+    main_window.set_issues_widget(QtWidgets.QLabel("issues"))
+    assert main_window.issues_dock.isVisible()
+    ts = open_and_wait(main_window, shared_trace("gpu_issues.pt.trace.json.gz"))
+    view = main_window.current_view()
+    s = ts.primary.steps
+    view.show_range(float(s.ts_ns[2]), float(s.ts_ns[2] + s.dur_ns[2]))
+    t0, t1 = view.timeline.view_range()
+    assert abs(t0 - s.ts_ns[2]) < 1e3 and abs(t1 - (s.ts_ns[2] + s.dur_ns[2])) < 1e3
+    view.highlight_slices(0, np.array([5, 6, 7]))
+    assert set(view.timeline.item.highlights[0].tolist()) == {5, 6, 7}
+    i = view.add_tab(QtWidgets.QLabel("hta"), "HTA", replace_hta=True)
+    assert view.tabs.tabText(i) == "HTA" and view.tabs.indexOf(view.hta_placeholder) == -1

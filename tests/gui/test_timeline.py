@@ -1,0 +1,174 @@
+"""TimelineWidget driven through its model: rows, navigation, selection, details, search, tables, pixels."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import shared_trace
+from PySide6 import QtCore, QtGui
+
+from core.trace import query
+from core.trace.loader import load
+from core.trace.model import Kind, TrackKind
+
+
+@pytest.fixture(scope="module")
+def issues_set():
+    return load(shared_trace("gpu_issues.pt.trace.json.gz"), use_cache=False)
+
+
+@pytest.fixture
+def view(qtbot, issues_set):
+    from gui.theme import load_theme
+    from gui.trace_view import TraceView
+    v = TraceView(issues_set, None, load_theme(dark=False))
+    v.resize(1400, 900)
+    qtbot.addWidget(v)
+    v.show()
+    qtbot.waitExposed(v)
+    return v
+
+
+def test_rows_follow_tracks_and_python_rows_start_collapsed(view, issues_set):
+    m = issues_set.primary
+    tl = view.timeline
+    rows = tl.rows
+    assert rows[0].kind == TrackKind.STEPS
+    py = [r for r in rows if r.kind == TrackKind.PYTHON]
+    assert py and all(r.collapsed for r in py)
+    n = len(rows)
+    r = py[0]
+    tl.toggle_track(r.model, r.track)
+    assert len(tl.rows) == n + int(m.tracks.max_depth[r.track])
+    cpu = next(r for r in tl.rows if r.kind == TrackKind.CPU_THREAD)
+    tl.toggle_track(cpu.model, cpu.track)  # collapse a CPU thread to one row
+    assert sum(1 for r in tl.rows if r.track == cpu.track) == 1
+
+
+def test_zoom_and_pan_change_the_view(qtbot, view):
+    tl = view.timeline
+    a0, b0 = tl.view_range()
+    qtbot.keyClick(tl, QtCore.Qt.Key.Key_W)
+    a1, b1 = tl.view_range()
+    assert b1 - a1 < 0.8 * (b0 - a0)
+    qtbot.keyClick(tl, QtCore.Qt.Key.Key_D)
+    a2, b2 = tl.view_range()
+    assert a2 > a1 and abs((b2 - a2) - (b1 - a1)) < 1e-3 * (b1 - a1)
+    qtbot.keyClick(tl, QtCore.Qt.Key.Key_S)
+    assert tl.view_range()[1] - tl.view_range()[0] > b2 - a2
+    tl.vb.zoom_at(0.5, center_ns=a2)
+    assert tl.view_range()[0] <= a2 <= tl.view_range()[1]
+    a, b = tl.view_range()
+    # x-linked: pyqtgraph aligns the two views on screen, so ranges agree to a pixel or two
+    assert view.memory.mem_plot.getViewBox().viewRange()[0] == pytest.approx([a, b], abs=0.01 * (b - a))
+
+
+def test_double_click_step_band_zooms_to_step(view, issues_set):
+    st = issues_set.primary.steps
+    tl = view.timeline
+    tl.show_range(0, issues_set.span_ns[1])
+    tl._on_vb_double_clicked(float(st.ts_ns[3] + st.dur_ns[3] / 2), 0.5)
+    a, b = tl.view_range()
+    assert a <= st.ts_ns[3] < st.ts_ns[3] + st.dur_ns[3] <= b
+    assert b - a < 1.1 * st.dur_ns[3]
+
+
+def test_click_selects_kernel_and_details_show_launch(qtbot, view, issues_set):
+    m = issues_set.primary
+    tl = view.timeline
+    k = int(np.flatnonzero(m.slices.kind == Kind.KERNEL)[200])
+    tl.reveal_slice(0, k, zoom=True)
+    ri = tl.item.row_of_slice(0, k)
+    x = float(m.slices.ts_ns[k] + m.slices.dur_ns[k] / 2)
+    scene = tl.vb.mapViewToScene(QtCore.QPointF(x, ri + 0.5))
+    pos = tl.mapFromScene(scene)
+    with qtbot.waitSignal(tl.sig_slice_selected) as blocker:
+        qtbot.mouseClick(tl.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=pos)
+    assert blocker.args == [0, k]
+    html = view.details.toHtml()
+    assert "Launched by" in html and "cudaLaunchKernel" in html
+    assert tl.item.flows and tl.item.flows[0][2] == k
+    src = tl.item.flows[0][1]
+    view.details.sig_goto_requested.emit(0, src)  # the "go to" link
+    assert tl.item.selected == (0, src)
+    assert "GPU work launched" in view.details.toHtml() and "Python stack" in view.details.toHtml()
+
+
+def test_search_finds_and_steps_through_matches(view, issues_set):
+    view.search.edit.setText("cudaStreamSynchronize")
+    n = view.search.run()
+    assert n == len(query.search(issues_set.primary, "cudaStreamSynchronize")) >= 20
+    assert len(view.timeline.item.highlights[0]) == n
+    view.search.next()
+    view.search.next()
+    mi, row = view.timeline.item.selected
+    assert issues_set.primary.name(row) == "cudaStreamSynchronize"
+    a, b = view.timeline.view_range()
+    assert a <= issues_set.primary.slices.ts_ns[row] <= b
+
+
+def test_kernel_table_selection_highlights_and_goes_to_next(view, issues_set):
+    m = issues_set.primary
+    panel = view.kernels
+    view.tabs.setCurrentWidget(panel)
+    panel.select_source_row(0)
+    name_id = int(panel._names[0])
+    hl = view.timeline.item.highlights[0]
+    assert len(hl) == int((m.slices.name == name_id).sum()) > 0
+    assert np.all(m.slices.name[hl] == name_id)
+    first = panel.goto_next()
+    second = panel.goto_next()
+    assert first != second and view.timeline.item.selected == (0, second)
+    assert m.slices.ts_ns[second] > m.slices.ts_ns[first]
+
+
+def test_tables_sort_filter_copy(qtbot, view, issues_set):
+    panel = view.kernels
+    col = 2  # Total
+    panel.table.sortByColumn(col, QtCore.Qt.SortOrder.DescendingOrder)
+    vals = [panel.proxy.index(r, col).data(QtCore.Qt.ItemDataRole.UserRole) for r in range(panel.proxy.rowCount())]
+    assert vals == sorted(vals, reverse=True)
+    panel.filter.setText("Memcpy")
+    assert 0 < panel.proxy.rowCount() < panel.table_model.rowCount()
+    panel.table.selectRow(0)
+    text = panel.table.copy_selection()
+    assert text.splitlines()[0].startswith("Kernel\tCalls") and "Memcpy" in text.splitlines()[1]
+    ops = view.ops
+    n_by_name = ops.table_model.rowCount()
+    ops.group.setCurrentIndex(1)
+    assert ops.table_model.rowCount() > n_by_name
+    steps = view.steps
+    assert steps.table_model.rowCount() == len(issues_set.primary.steps)
+    steps.select_source_row(2)
+    st = issues_set.primary.steps
+    a, b = view.timeline.view_range()
+    assert a <= st.ts_ns[2] and b >= st.ts_ns[2] + st.dur_ns[2]
+
+
+def _count_color(img: QtGui.QImage, rect: QtCore.QRect, color: QtGui.QColor, tol: int = 12) -> int:
+    n = 0
+    for y in range(rect.top(), rect.bottom(), 2):
+        for x in range(rect.left(), rect.right(), 2):
+            c = img.pixelColor(x, y)
+            if abs(c.red() - color.red()) + abs(c.green() - color.green()) + abs(c.blue() - color.blue()) <= tol:
+                n += 1
+    return n
+
+
+def test_pixels_gpu_rows_show_kernel_colours(view, issues_set):
+    tl = view.timeline
+    theme = tl.theme
+    img = tl.grab().toImage()
+    gpu_row = next(i for i, r in enumerate(tl.rows) if r.kind == TrackKind.GPU_STREAM)
+    cpu_row = next(i for i, r in enumerate(tl.rows) if r.kind == TrackKind.CPU_THREAD)
+    kernel = theme.kind_color(Kind.KERNEL)
+    shades = [kernel, kernel.lighter(112), kernel.darker(112)]
+
+    def band(row):
+        top = tl.mapFromScene(tl.vb.mapViewToScene(QtCore.QPointF(tl.view_range()[0], row + 0.2)))
+        bot = tl.mapFromScene(tl.vb.mapViewToScene(QtCore.QPointF(tl.view_range()[1], row + 0.8)))
+        return QtCore.QRect(top.x() + 2, top.y(), bot.x() - top.x() - 4, max(2, bot.y() - top.y()))
+
+    in_gpu = sum(_count_color(img, band(gpu_row), c) for c in shades)
+    in_cpu = sum(_count_color(img, band(cpu_row), c) for c in shades)
+    assert in_gpu > 50, "kernels drawn in their colour on the GPU stream row"
+    assert in_cpu == 0, "no kernel colour on a CPU thread row"
