@@ -18,6 +18,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="ptprof-gui", usage=USAGE, description=DESCRIPTION)
     p.add_argument("paths", nargs="*", metavar="PATH", help="trace file or folder to open")
     p.add_argument("--start-page", action="store_true", help="show the start page instead of the sample trace")
+    p.add_argument("--theme", choices=("auto", "light", "dark"), default="auto",
+                   help="colour scheme (default: follow the desktop)")
     return p.parse_args(argv)
 
 
@@ -31,10 +33,12 @@ def main(argv: list[str] | None = None) -> int:
     import pyqtgraph as pg
 
     from gui.main_window import MainWindow
+    from gui.theme import apply_scheme
 
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication(sys.argv[:1])
     app.setApplicationName("ptprof")
     app.setOrganizationName("ptprof")
+    apply_scheme(app, args.theme)
     pg.setConfigOptions(antialias=False, useOpenGL=False)
     win = MainWindow()
     win.show()

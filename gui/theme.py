@@ -73,3 +73,25 @@ def load_theme(dark: bool | None = None) -> Theme:
     return Theme(dark=dark, kind_colors=colors, row_px=lay["row_px"], label_px=lay["label_px"],
                  min_text_px=lay["min_text_px"], max_texts=lay["max_texts"],
                  hover_rate_hz=lay["hover_rate_hz"], **c)
+
+
+def apply_scheme(app: QtWidgets.QApplication, scheme: str) -> None:
+    """'dark' / 'light' force a Fusion palette; 'auto' keeps the platform's (followed by load_theme)."""
+    if scheme == "auto":
+        return
+    app.setStyle("Fusion")
+    hints = app.styleHints()
+    if hasattr(hints, "setColorScheme"):
+        hints.setColorScheme(QtCore.Qt.ColorScheme.Dark if scheme == "dark" else QtCore.Qt.ColorScheme.Light)
+    if scheme == "dark":
+        pal = QtGui.QPalette()
+        R = QtGui.QPalette.ColorRole
+        for role, color in ((R.Window, "#2b2d31"), (R.WindowText, "#e6e6e6"), (R.Base, "#1e1f22"),
+                            (R.AlternateBase, "#26282c"), (R.Text, "#e6e6e6"), (R.Button, "#33363b"),
+                            (R.ButtonText, "#e6e6e6"), (R.Highlight, "#3d6bd6"), (R.HighlightedText, "#ffffff"),
+                            (R.ToolTipBase, "#33363b"), (R.ToolTipText, "#e6e6e6"), (R.Link, "#7fb0ff"),
+                            (R.PlaceholderText, "#8d939a")):
+            pal.setColor(role, QtGui.QColor(color))
+        app.setPalette(pal)
+    else:
+        app.setPalette(app.style().standardPalette())

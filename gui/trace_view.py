@@ -14,7 +14,7 @@ from gui.timeline.details import DetailsPanel
 from gui.timeline.legend import Legend
 from gui.timeline.rows import model_title
 from gui.timeline.search import SearchBar
-from gui.timeline.view import TimelineWidget
+from gui.timeline.view import RowScrollBar, TimelineWidget
 
 
 class TraceView(QtWidgets.QWidget):
@@ -53,13 +53,20 @@ class TraceView(QtWidgets.QWidget):
         top.addWidget(self.rank_filter)
         top.addWidget(self.legend, 4)
         self.split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
-        self.split.addWidget(self.timeline)
+        pane = QtWidgets.QWidget()
+        h = QtWidgets.QHBoxLayout(pane)
+        h.setContentsMargins(0, 0, 0, 0)
+        h.setSpacing(0)
+        h.addWidget(self.timeline, 1)
+        self.row_scroll = RowScrollBar(self.timeline)
+        h.addWidget(self.row_scroll)
+        self.split.addWidget(pane)
         self.split.addWidget(self.memory)
         self.split.addWidget(self.tabs)
         self.split.setStretchFactor(0, 6)
         self.split.setStretchFactor(1, 2)
         self.split.setStretchFactor(2, 3)
-        self.split.setSizes([560, 170, 260])
+        self.split.setSizes([600, 160, 220])
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
@@ -93,6 +100,16 @@ class TraceView(QtWidgets.QWidget):
         self.rank_filter.setEnabled(len(self.models) > 1)
         self.rank_filter.blockSignals(False)
         self._set_stats_model(0)
+        QtCore.QTimer.singleShot(0, self.fit_splitter)
+
+    def fit_splitter(self) -> None:
+        """Give the timeline the height its rows need; plots get 160 px; tables keep at least 200 px."""
+        total = sum(self.split.sizes()) or self.height()
+        mem = 160 if self.memory.curves else 0
+        self.memory.setVisible(bool(self.memory.curves))
+        want = (len(self.timeline.rows) + 1) * self.timeline.theme.row_px + 40
+        tl = max(200, min(want, total - mem - 200))
+        self.split.setSizes([tl, mem, max(120, total - tl - mem)])
 
     def stats_panels(self) -> list[StatsPanel]:
         return [self.kernels, self.ops, self.steps]
@@ -150,3 +167,4 @@ class TraceView(QtWidgets.QWidget):
         self.timeline.set_hidden_models(hidden)
         self._set_stats_model(mi)
         self.memory.set_trace(self.trace_set, mi)
+        self.fit_splitter()

@@ -127,29 +127,35 @@ def merge_gaps(ts_ns: np.ndarray, end_ns: np.ndarray, rows: np.ndarray, min_gap_
         return _EMPTY
     run_end = np.maximum.accumulate(end_ns)
     brk = np.flatnonzero(ts_ns[1:] - run_end[:-1] >= min_gap_ns) + 1
-    starts = np.r_[0, brk]
-    lasts = np.r_[brk - 1, n - 1]
-    return Spans(ts_ns[starts], run_end[lasts], rows[starts], np.diff(np.r_[starts, n]))
+    starts = np.concatenate(([0], brk))
+    lasts = np.concatenate((brk - 1, [n - 1]))
+    return Spans(ts_ns[starts], run_end[lasts], rows[starts], lasts - starts + 1)
 
 
 def pixel_spans(sp: Spans, t0_ns: float, ns_per_px: float, narrow_px: float = 2.0):
     """Spans -> pixel intervals (x0, x1, representative index into sp) with runs of narrow spans
     closer than a pixel merged into one, and every interval at least one pixel wide."""
-    if len(sp) == 0:
+    n = len(sp.start_ns)
+    if n == 0:
         z = np.zeros(0)
         return z, z, np.zeros(0, np.int64)
     inv = 1.0 / ns_per_px
     x0 = (sp.start_ns - t0_ns) * inv
     x1 = (sp.end_ns - t0_ns) * inv
-    narrow = (x1 - x0) < narrow_px
-    if len(x0) > 1 and narrow.any():
-        join = narrow[1:] & narrow[:-1] & ((x0[1:] - x1[:-1]) < 1.0)
+    if n > 1:
+        narrow = (x1 - x0) < narrow_px
+        join = narrow[1:] & narrow[:-1]
+        join &= (x0[1:] - x1[:-1]) < 1.0
         if join.any():
-            starts = np.r_[0, np.flatnonzero(~join) + 1]
+            keep = np.empty(n, bool)
+            keep[0] = True
+            np.logical_not(join, out=keep[1:])
+            starts = np.flatnonzero(keep)
             x0, x1 = x0[starts], np.maximum.reduceat(x1, starts)
-            return x0, np.maximum(x1, x0 + 1.0), starts
-    x1 = np.maximum(x1, x0 + 1.0)
-    return x0, x1, np.arange(len(x0))
+            np.maximum(x1, x0 + 1.0, out=x1)
+            return x0, x1, starts
+    np.maximum(x1, x0 + 1.0, out=x1)
+    return x0, x1, None
 
 
 # --- lookups ---------------------------------------------------------------------------------

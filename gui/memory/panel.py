@@ -37,11 +37,13 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         left = plot.getAxis("left")
         left.setWidth(self.theme.label_px)
         left.enableAutoSIPrefix(False)
-        left.setLabel(units)
+        plot.hideAxis("bottom")  # the timeline's time axis above serves (x-linked)
         for ax in ("left", "bottom"):
             plot.getAxis(ax).setTextPen(self.theme.text)
             plot.getAxis(ax).setPen(self.theme.grid)
-        plot.addLegend(offset=(-10, 5), labelTextColor=self.theme.text, brush=self.theme.label_bg)
+        legend = plot.addLegend(offset=(-10, 2), labelTextColor=self.theme.text, brush=self.theme.label_bg,
+                                colCount=2, verSpacing=-6)
+        legend.setZValue(20)
         return plot
 
     def link_x(self, view_box: pg.ViewBox) -> None:
@@ -57,21 +59,19 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         series = memory_series(m)
         top = max((s.peak_reserved_bytes for s in series), default=0)
         self.mem_unit = (GIB, "GiB") if top >= 2 * GIB else (1024 ** 2, "MiB")
-        self.mem_plot.getAxis("left").setLabel(f"memory ({self.mem_unit[1]})")
         for i, s in enumerate(series):
             color = QtGui.QColor(_PALETTE[i % len(_PALETTE)])
             x = s.ts_ns.astype(float)
             for what, y, style in (("allocated", s.allocated_bytes, QtCore.Qt.PenStyle.SolidLine),
                                    ("reserved", s.reserved_bytes, QtCore.Qt.PenStyle.DashLine)):
                 curve = self.mem_plot.plot(x, y / self.mem_unit[0], pen=pg.mkPen(color, width=1.5, style=style),
-                                           name=f"{s.label} {what}", stepMode=None)
+                                           name=f"{s.label} {what} ({self.mem_unit[1]})", stepMode=None)
                 curve.setDownsampling(auto=True, method="peak")
                 curve.setClipToView(True)
                 self.curves[f"{s.label} {what}"] = curve
             self._mark_peak(s, color, m.meta.device_properties)
-        if not series:
-            text = pg.TextItem("no [memory] events (record with profile_memory=True)", color=self.theme.text)
-            self.mem_plot.addItem(text)
+        self.mem_plot.setVisible(bool(series))
+        self.setToolTip("" if series else "no [memory] events: record with profile_memory=True to see memory")
         self._set_nvml(ts)
 
     def _mark_peak(self, s, color, props) -> None:
@@ -96,11 +96,11 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
             return
         if self.nvml_plot is None:
             self.nvml_plot = self._new_plot("NVML", "%")
-            self.nvml_plot.getAxis("left").setLabel("NVML util (%)")
             self.nvml_plot.setXLink(self.mem_plot)
         self.nvml_plot.clear()
         self.nvml_plot.show()
         for i, s in enumerate(shown):
             c = pg.mkPen(_PALETTE[(i + 2) % len(_PALETTE)], width=1.5)
-            self.curves[s.name] = self.nvml_plot.plot(s.ts_ns.astype(float), s.value, pen=c, name=s.name)
+            self.curves[s.name] = self.nvml_plot.plot(s.ts_ns.astype(float), s.value, pen=c,
+                                                          name=f"NVML {s.name} (%)")
         self.nvml_plot.setYRange(0, 100, padding=0.05)

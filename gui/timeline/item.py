@@ -98,48 +98,67 @@ class TimelineItem(pg.GraphicsObject):
         r1 = min(len(self.rows), int(math.ceil(max(y0, y1))) + 1)
         origin_px = x0 * sx + dx  # device x of view start
         self._paint_bands(p, x0, x1, sx, dx, sy, dy, r0, r1)
-        xs0, xs1, ys, cols, texts = [], [], [], [], []
+        xs0, xs1, firsts, counts, row_ids, lens = [], [], [], [], [], []
         pad = 1.0 if abs(sy) >= 8 else 0.0
         for ri in range(r0, r1):
             row = self.rows[ri]
             if row.track == HEADER:
                 continue
-            model = self.models[row.model]
             sp = self.indexes[row.model].spans(row.track, row.depth, x0, x1, ns_per_px)
-            if len(sp) == 0:
+            if len(sp.start_ns) == 0:
                 continue
             px0, px1, rep = query.pixel_spans(sp, x0, ns_per_px)
-            first = sp.first[rep]
-            wide = (px1 - px0) >= 3.0
-            px1 = np.where(wide, px1 - 1.0, px1)  # 1 px gap between neighbours
-            xs0.append(px0 + origin_px)
-            xs1.append(px1 + origin_px)
-            ys.append(np.full(len(px0), ri, np.int32))
-            s = model.slices
-            cols.append(s.kind[first].astype(np.int32) * SHADES + s.name[first] % SHADES)
-            if abs(sy) >= 12:
-                big = np.flatnonzero((px1 - px0) >= self.theme.min_text_px)
-                if len(big):
-                    texts.append((ri, row.model, px0[big] + origin_px, px1[big] + origin_px, first[big],
-                                  sp.count[rep][big]))
+            xs0.append(px0)
+            xs1.append(px1)
+            firsts.append(sp.first if rep is None else sp.first[rep])
+            counts.append(sp.count if rep is None else sp.count[rep])
+            row_ids.append(ri)
+            lens.append(len(px0))
         n = 0
+        texts = []
         if xs0:
-            X0, X1, Y, C = np.concatenate(xs0), np.concatenate(xs1), np.concatenate(ys), np.concatenate(cols)
-            top = Y * sy + dy + pad
+            X0 = np.concatenate(xs0) + origin_px
+            X1 = np.concatenate(xs1) + origin_px
+            F = np.concatenate(firsts)
+            R = np.repeat(np.asarray(row_ids, np.int64), lens)
+            C = self._colors(F, R)
+            wide = (X1 - X0) >= 3.0
+            X1[wide] -= 1.0  # 1 px gap between neighbours
+            top = R * sy + dy + pad
             h = sy - 2 * pad
             order = np.argsort(C, kind="stable")
-            C = C[order]
-            bounds = np.flatnonzero(np.r_[True, C[1:] != C[:-1], True])
+            Cs = C[order]
+            bounds = np.flatnonzero(np.concatenate(([True], Cs[1:] != Cs[:-1], [True])))
             p.setPen(QtCore.Qt.PenStyle.NoPen)
             for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
                 idx = order[a:b]
-                self._draw_rects(p, X0[idx], top[idx], X1[idx] - X0[idx], h, self._brushes[int(C[a]) % len(self._brushes)])
+                self._draw_rects(p, X0[idx], top[idx], X1[idx] - X0[idx], h,
+                                 self._brushes[int(Cs[a]) % len(self._brushes)])
             n = len(X0)
+            if abs(sy) >= 12:
+                N = np.concatenate(counts)
+                big = np.flatnonzero(((X1 - X0) >= self.theme.min_text_px) & (N == 1))[: self.theme.max_texts]
+                if len(big):
+                    texts = (R[big], X0[big], X1[big], F[big], N[big])
         self._paint_texts(p, texts, sy, dy)
         self._paint_overlays(p, x0, x1, sx, dx, sy, dy, r0, r1, ns_per_px)
         p.restore()
         self.last_rects = n
         self.last_paint_s = time.perf_counter() - t_start
+
+    def _colors(self, first: np.ndarray, row_ids: np.ndarray) -> np.ndarray:
+        """Brush index per span: kind * SHADES + name shade, looked up in each row's model."""
+        if len(self.models) == 1:
+            s = self.models[0].slices
+            return s.kind[first].astype(np.int32) * SHADES + s.name[first] % SHADES
+        model_of_row = np.array([r.model for r in self.rows], np.int32)[row_ids]
+        out = np.zeros(len(first), np.int32)
+        for mi, m in enumerate(self.models):
+            sel = model_of_row == mi
+            if sel.any():
+                f = first[sel]
+                out[sel] = m.slices.kind[f].astype(np.int32) * SHADES + m.slices.name[f] % SHADES
+        return out
 
     def _draw_rects(self, p, x, y, w, h, brush) -> None:
         n = len(x)
@@ -165,29 +184,25 @@ class TimelineItem(pg.GraphicsObject):
             p.drawRect(QtCore.QRectF(a * sx + dx, top, (b - a) * sx, height))
 
     def _paint_texts(self, p, texts, sy, dy) -> None:
-        if not texts:
+        if not len(texts):
             return
         p.setPen(self.theme.text_on_slice)
         font = p.font()
         font.setPixelSize(max(8, min(12, int(abs(sy)) - 6)))
         p.setFont(font)
         fm = QtGui.QFontMetrics(font)
-        budget = self.theme.max_texts
         flags = int(QtCore.Qt.AlignmentFlag.AlignVCenter | QtCore.Qt.AlignmentFlag.AlignLeft)
-        for ri, mi, a, b, first, count in texts:
-            strings = self.models[mi].strings
-            names = self.models[mi].slices.name
-            top = ri * sy + dy
-            for xa, xb, row, c in zip(a.tolist(), b.tolist(), first.tolist(), count.tolist()):
-                if budget <= 0:
-                    return
-                label = strings[names[row]] if c == 1 else f"{strings[names[row]]} (+{c - 1})"
-                w = int(xb - xa) - 6
-                text = fm.elidedText(label, QtCore.Qt.TextElideMode.ElideRight, w)
-                if len(text) <= 1:
-                    continue
-                p.drawText(QtCore.QRectF(xa + 3, top, w, sy), flags, text)
-                budget -= 1
+        elide = QtCore.Qt.TextElideMode.ElideRight
+        R, X0, X1, F, N = texts
+        for ri, xa, xb, row, c in zip(R.tolist(), X0.tolist(), X1.tolist(), F.tolist(), N.tolist()):
+            r = self.rows[ri]
+            m = self.models[r.model]
+            name = m.strings[m.slices.name[row]]
+            label = name if c == 1 else f"{name} (+{c - 1})"
+            w = int(xb - xa) - 6
+            text = fm.elidedText(label, elide, w)
+            if len(text) > 1:
+                p.drawText(QtCore.QRectF(xa + 3, ri * sy + dy, w, sy), flags, text)
 
     def _paint_overlays(self, p, x0, x1, sx, dx, sy, dy, r0, r1, ns_per_px) -> None:
         pen = QtGui.QPen(self.theme.highlight, 2)

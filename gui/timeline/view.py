@@ -239,3 +239,31 @@ def slice_tooltip(m: TraceModel, row: int) -> str:
     if grid:
         lines.append(f"grid {grid} · block {m.strings[s.block[row]]}")
     return "<br>".join(lines)
+
+
+class RowScrollBar(QtWidgets.QScrollBar):
+    """Vertical scroll bar over the timeline's rows (kept in sync with drag / shift+wheel scrolling)."""
+
+    def __init__(self, timeline: TimelineWidget, parent=None) -> None:
+        super().__init__(QtCore.Qt.Orientation.Vertical, parent)
+        self.timeline = timeline
+        self._syncing = False
+        timeline.vb.sigYRangeChanged.connect(self._on_vb_rows)
+        timeline.vb.sigResized.connect(self._on_vb_rows)
+        self.valueChanged.connect(self._on_value_changed)
+
+    def _on_vb_rows(self, *_) -> None:
+        vb = self.timeline.vb
+        top = vb.viewRange()[1][0]
+        vis = vb.visible_rows()
+        self._syncing = True
+        self.setRange(0, max(0, int(np.ceil(vb.n_rows - vis))))
+        self.setPageStep(max(1, int(vis)))
+        self.setValue(int(round(top)))
+        self._syncing = False
+        self.setVisible(vb.n_rows > vis)
+
+    def _on_value_changed(self, v: int) -> None:
+        if not self._syncing:
+            vb = self.timeline.vb
+            vb.scroll_rows(v - vb.viewRange()[1][0])
