@@ -27,6 +27,11 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         self.mem_unit = (GIB, "GiB")
         self.nvml_plot: pg.PlotItem | None = None
         self.peaks: list[tuple[str, int, int]] = []  # (device label, peak bytes, ts_ns)
+        fill = QtGui.QColor(self.theme.background)
+        fill.setAlpha(200)
+        self.summary = pg.TextItem("", color=self.theme.text, anchor=(0, 0), fill=fill)
+        self.summary.setParentItem(self.mem_plot.getViewBox())  # pinned to the view, not to data
+        self.summary.setPos(4, 0)
         self.curves: dict[str, pg.PlotDataItem] = {}
 
     def _new_plot(self, title: str, units: str) -> pg.PlotItem:
@@ -41,7 +46,7 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         for ax in ("left", "bottom"):
             plot.getAxis(ax).setTextPen(self.theme.text)
             plot.getAxis(ax).setPen(self.theme.grid)
-        legend = plot.addLegend(offset=(-10, 2), labelTextColor=self.theme.text, brush=self.theme.label_bg,
+        legend = plot.addLegend(offset=(-10, -2), labelTextColor=self.theme.text, brush=self.theme.label_bg,
                                 colCount=2, verSpacing=-6)
         legend.setZValue(20)
         return plot
@@ -70,19 +75,23 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
                 curve.setClipToView(True)
                 self.curves[f"{s.label} {what}"] = curve
             self._mark_peak(s, color, m.meta.device_properties)
+        self.summary.setText("   ".join(self._peak_text(s, m.meta.device_properties) for s in series))
         self.mem_plot.setVisible(bool(series))
         self.setToolTip("" if series else "no [memory] events: record with profile_memory=True to see memory")
         self._set_nvml(ts)
+
+    def _peak_text(self, s, props) -> str:
+        name = next((p.get("name") for p in props if p.get("id") == s.device), None)
+        text = f"{s.label} peak {fmt_bytes(s.peak_allocated_bytes)} allocated, {fmt_bytes(s.peak_reserved_bytes)} reserved"
+        if s.total_bytes:
+            text += f" = {s.peak_pct_of_total:.1f} % of {fmt_bytes(s.total_bytes)}" + (f" ({name})" if name else "")
+        return text
 
     def _mark_peak(self, s, color, props) -> None:
         y = s.peak_allocated_bytes / self.mem_unit[0]
         dot = pg.ScatterPlotItem([float(s.peak_ts_ns)], [y], size=9, brush=color, pen=pg.mkPen(self.theme.text))
         self.mem_plot.addItem(dot)
-        name = next((p.get("name") for p in props if p.get("id") == s.device), None)
-        total = f" of {fmt_bytes(s.total_bytes)}" + (f" ({name})" if name else "") if s.total_bytes else ""
-        pct = f" · reserved {s.peak_pct_of_total:.1f} % of device" if s.total_bytes else ""
-        label = pg.TextItem(f"{s.label} peak {fmt_bytes(s.peak_allocated_bytes)}{total}{pct}",
-                            color=self.theme.text, anchor=(0, 1.1))
+        label = pg.TextItem(f"peak {fmt_bytes(s.peak_allocated_bytes)}", color=self.theme.text, anchor=(1.05, 0.3))
         label.setPos(float(s.peak_ts_ns), y)
         self.mem_plot.addItem(label)
         self.peaks.append((s.label, s.peak_allocated_bytes, s.peak_ts_ns))

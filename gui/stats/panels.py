@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
+from superqt.utils import create_worker
 
 from core.analysis.stats import kernel_table, op_table
 from core.analysis.steps import step_stats
@@ -31,6 +32,7 @@ class StatsPanel(QtWidgets.QWidget):
     sig_occurrences_selected = QtCore.Signal(int, object)  # (model index, slice rows ndarray)
     sig_occurrence_requested = QtCore.Signal(int, int)  # (model index, slice row) to reveal
     sig_range_requested = QtCore.Signal(float, float)  # (t0_ns, t1_ns)
+    sig_table_ready = QtCore.Signal()  # columns computed (in a worker) and shown
 
     filter_hint = "filter by name"
 
@@ -40,6 +42,9 @@ class StatsPanel(QtWidgets.QWidget):
         self.model_index = 0
         self.view_t_ns = 0.0  # where "Next" starts looking (kept up to date by the owner)
         self.occurrences = np.zeros(0, np.int64)
+        self.ready = False
+        self._generation = 0
+        self._workers: list = []
         self.table_model = ColumnTableModel(parent=self)
         self.proxy = FilterProxy(self)
         self.proxy.setSourceModel(self.table_model)
@@ -62,16 +67,46 @@ class StatsPanel(QtWidgets.QWidget):
         self.table.selectionModel().selectionChanged.connect(self._on_table_selection)
 
     def set_model(self, model: TraceModel, model_index: int) -> None:
+        """Show `model`'s table: computed by core in a worker thread, then shown here."""
         self.model, self.model_index = model, model_index
-        self.table_model.set_columns(self.build_columns(model))
+        self.ready = False
+        self._generation += 1
+        gen = self._generation
+        self.table_model.set_columns([])
+        self.occurrences = np.zeros(0, np.int64)
+        self.next_btn.setEnabled(False)
+        self.info.setText("computing…")
+        worker = create_worker(self.prepare(), model, _start_thread=False,
+                               _connect={"returned": lambda table, g=gen: self._on_worker_returned(g, table),
+                                         "errored": lambda exc, g=gen: self._on_worker_errored(g, exc)})
+        worker.finished.connect(lambda w=worker: self._workers.remove(w) if w in self._workers else None)
+        self._workers.append(worker)
+        worker.start()
+
+    def _on_worker_returned(self, gen: int, table) -> None:
+        if gen != self._generation or self.model is None:
+            return  # a newer model or grouping was asked for meanwhile
+        self.table_model.set_columns(self.build_columns(self.model, table))
         self.table.sortByColumn(-1, QtCore.Qt.SortOrder.AscendingOrder)
         self.table.resizeColumnsToContents()
         if self.table_model.columnCount():
             self.table.setColumnWidth(0, min(420, max(160, self.table.columnWidth(0))))
-        self.occurrences = np.zeros(0, np.int64)
-        self.next_btn.setEnabled(False)
+        self.info.setText(f"{self.table_model.rowCount():,} rows")
+        self.ready = True
+        self.sig_table_ready.emit()
 
-    def build_columns(self, model: TraceModel) -> list[Column]:
+    def _on_worker_errored(self, gen: int, exc: BaseException) -> None:
+        if gen == self._generation:
+            self.info.setText(f"could not compute: {exc}")
+
+    def prepare(self):
+        """On the UI thread: the function (model -> table) the worker runs; it must not touch widgets."""
+        return self.compute
+
+    def compute(self, model: TraceModel):
+        raise NotImplementedError
+
+    def build_columns(self, model: TraceModel, table) -> list[Column]:
         raise NotImplementedError
 
     def occurrences_of(self, source_row: int) -> np.ndarray:
@@ -103,8 +138,10 @@ class StatsPanel(QtWidgets.QWidget):
 class KernelsPanel(StatsPanel):
     filter_hint = "filter kernels by name"
 
-    def build_columns(self, m: TraceModel) -> list[Column]:
-        kt = kernel_table(m, kinds=(Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET))
+    def compute(self, m: TraceModel):
+        return kernel_table(m, kinds=(Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET))
+
+    def build_columns(self, m: TraceModel, kt) -> list[Column]:
         self._names = kt.name
         full = m.strings.lookup(kt.name)
         short = np.array([query.short_kernel_name(n) for n in full], dtype=object)
@@ -142,10 +179,14 @@ class OpsPanel(StatsPanel):
         if self.model is not None:
             self.set_model(self.model, self.model_index)
 
-    def build_columns(self, m: TraceModel) -> list[Column]:
+    def prepare(self):
         by_shapes = self.group.currentIndex() == 1
-        ot = op_table(m, by_shapes=by_shapes)
+        return lambda m: (by_shapes, op_table(m, by_shapes=by_shapes))
+
+    def build_columns(self, m: TraceModel, result) -> list[Column]:
+        by_shapes, ot = result
         self._ot = ot
+        self._by_shapes = by_shapes
         names = np.array(m.strings.lookup(ot.name), dtype=object)
         cols = [
             Column("Op", names, str, tooltip=lambda r: names[r], align_right=False),
@@ -163,7 +204,7 @@ class OpsPanel(StatsPanel):
     def occurrences_of(self, source_row: int) -> np.ndarray:
         s = self.model.slices
         hit = s.name == self._ot.name[source_row]
-        if self.group.currentIndex() == 1:
+        if self._by_shapes:
             hit &= s.input_dims == self._ot.input_dims[source_row]
         rows = np.flatnonzero(hit & np.isin(s.kind, np.array([Kind.CPU_OP, Kind.ANNOTATION, Kind.COLLECTIVE],
                                                              np.int8)))
@@ -173,8 +214,10 @@ class OpsPanel(StatsPanel):
 class StepsPanel(StatsPanel):
     filter_hint = "filter steps"
 
-    def build_columns(self, m: TraceModel) -> list[Column]:
-        st = step_stats(m)
+    def compute(self, m: TraceModel):
+        return step_stats(m)
+
+    def build_columns(self, m: TraceModel, st) -> list[Column]:
         self._st = st
         return [
             Column("Step", st.number, lambda v: "all" if v < 0 else f"#{int(v)}", align_right=False),

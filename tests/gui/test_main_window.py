@@ -24,6 +24,8 @@ def test_open_shared_trace(qtbot, main_window, open_and_wait, name):
                   and m.slices.track_offsets[t + 1] > m.slices.track_offsets[t]}
     shown_gpu = {r.track for r in rows if r.model == 0 and r.kind == TrackKind.GPU_STREAM}
     assert shown_gpu == gpu_tracks
+    for panel in view.stats_panels():
+        qtbot.waitUntil(lambda p=panel: p.ready, timeout=60_000)
     if name.startswith("gpu_"):
         assert gpu_tracks, "GPU traces have stream rows"
         assert view.kernels.table_model.rowCount() > 0
@@ -48,6 +50,8 @@ def test_multi_rank_filter(qtbot, main_window, open_and_wait):
     view.rank_filter.setCurrentIndex(2)  # only the second rank
     assert {r.model for r in view.timeline.rows} == {1}
     assert view.kernels.model is ts.models[1]
+    qtbot.waitUntil(lambda: view.kernels.ready, timeout=30_000)
+    assert view.kernels.table_model.rowCount() > 0
     view.rank_filter.setCurrentIndex(0)
     assert {r.model for r in view.timeline.rows} == {0, 1}
 

@@ -25,6 +25,8 @@ def view(qtbot, issues_set):
     qtbot.addWidget(v)
     v.show()
     qtbot.waitExposed(v)
+    for panel in v.stats_panels():
+        qtbot.waitUntil(lambda p=panel: p.ready, timeout=30_000)
     return v
 
 
@@ -135,7 +137,9 @@ def test_tables_sort_filter_copy(qtbot, view, issues_set):
     ops = view.ops
     n_by_name = ops.table_model.rowCount()
     ops.group.setCurrentIndex(1)
+    qtbot.waitUntil(lambda: ops.ready, timeout=30_000)
     assert ops.table_model.rowCount() > n_by_name
+    assert ops.table_model.headerData(1, QtCore.Qt.Orientation.Horizontal) == "Input shapes"
     steps = view.steps
     assert steps.table_model.rowCount() == len(issues_set.primary.steps)
     steps.select_source_row(2)
