@@ -106,19 +106,51 @@ def bench(path: Path, frames: int, size: tuple[int, int], expand: bool) -> dict:
     return out
 
 
+def ui_stalls(path: Path) -> dict:
+    """Load through the app's LoadJob (worker thread) while a 10 ms UI timer ticks: the longest gaps
+    between ticks are how long the window would freeze."""
+    import tempfile
+
+    from PySide6 import QtCore, QtWidgets
+
+    from gui.workers import LoadJob
+
+    app = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
+    os.environ["PTPROF_CACHE_DIR"] = tempfile.mkdtemp(prefix="ptprof-bench-")  # a cold load
+    ticks: list[float] = []
+    timer = QtCore.QTimer(interval=10)
+    timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
+    done = []
+    job = LoadJob(path)
+    job.sig_job_loaded.connect(lambda *a: done.append(1))
+    job.sig_job_failed.connect(lambda *a: done.append(0))
+    t0 = time.perf_counter()
+    timer.start()
+    job.start()
+    while not done:
+        app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 50)
+        time.sleep(0.001)
+    timer.stop()
+    gaps = sorted((b - a) * 1e3 for a, b in zip(ticks, ticks[1:]))
+    return {"trace": path.name, "load_in_worker_s": round(time.perf_counter() - t0, 1),
+            "ui_gap_max_ms": round(gaps[-1], 1) if gaps else None,
+            "ui_gap_p99_ms": round(gaps[int(len(gaps) * 0.99)], 1) if gaps else None}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("traces", nargs="*", type=Path)
     ap.add_argument("--frames", type=int, default=15)
     ap.add_argument("--size", default="1600x1000")
     ap.add_argument("--expand", action="store_true", help="expand collapsed (python) tracks first")
+    ap.add_argument("--ui-stalls", action="store_true", help="measure UI freezes during a cold load instead")
     a = ap.parse_args()
     size = tuple(int(x) for x in a.size.split("x"))
     for p in a.traces or DEFAULTS:
         if not p.exists():
             print(f"skip {p}: not found", file=sys.stderr)
             continue
-        print(bench(p, a.frames, size, a.expand), flush=True)
+        print(ui_stalls(p) if a.ui_stalls else bench(p, a.frames, size, a.expand), flush=True)
     return 0
 
 

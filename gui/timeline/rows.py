@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from core.trace.model import TraceModel, TrackKind
 
 HEADER = -1  # Row.track of a rank header row
@@ -109,26 +107,9 @@ def build_rows(models: list[TraceModel], state: RowState) -> list[Row]:
     return rows
 
 
-def row_of(rows: list[Row], model: int, track: int, depth: int) -> int:
-    """Row index drawing (model, track, depth); a collapsed track maps to its one row; -1 if hidden."""
-    best = -1
-    for i, r in enumerate(rows):
-        if r.model == model and r.track == track:
-            if r.depth == depth:
-                return i
-            if r.collapsed or best < 0:
-                best = i
-    return best
-
-
 def track_row_index(rows: list[Row]) -> dict[tuple[int, int, int], int]:
     """(model, track, depth) -> row, for fast lookups when drawing overlays."""
     out = {}
     for i, r in enumerate(rows):
         out[(r.model, r.track, r.depth)] = i
     return out
-
-
-def rows_arrays(rows: list[Row]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    return (np.array([r.model for r in rows], np.int32), np.array([r.track for r in rows], np.int32),
-            np.array([r.depth for r in rows], np.int32))

@@ -15,7 +15,8 @@ class SearchBar(QtWidgets.QWidget):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.models: list[TraceModel] = []
-        self.matches: list[tuple[int, int]] = []  # (model, row) ordered by time
+        self.match_models = np.zeros(0, np.int32)  # matches of all models, ordered by start time
+        self.match_rows = np.zeros(0, np.int64)
         self.pos = -1
         self.edit = QtWidgets.QLineEdit(placeholderText="Search slices by name (Enter: next)", clearButtonEnabled=True)
         self.edit.returnPressed.connect(self.next)
@@ -47,28 +48,37 @@ class SearchBar(QtWidgets.QWidget):
         """Search now; returns the number of matches."""
         text = self.edit.text().strip()
         per_model = {}
-        allm = []
+        ts, mids, rows = [], [], []
         for mi, m in enumerate(self.models):
-            rows = query.search(m, text) if text else np.zeros(0, np.int64)
-            if len(rows):
-                per_model[mi] = rows
-                allm.extend(zip(m.slices.ts_ns[rows].tolist(), [mi] * len(rows), rows.tolist()))
-        allm.sort()
-        self.matches = [(mi, r) for _, mi, r in allm]
+            r = query.search(m, text) if text else np.zeros(0, np.int64)
+            if len(r):
+                per_model[mi] = r
+                ts.append(m.slices.ts_ns[r])
+                mids.append(np.full(len(r), mi, np.int32))
+                rows.append(r)
+        if rows:
+            order = np.argsort(np.concatenate(ts), kind="stable")
+            self.match_models = np.concatenate(mids)[order]
+            self.match_rows = np.concatenate(rows)[order]
+        else:
+            self.match_models = np.zeros(0, np.int32)
+            self.match_rows = np.zeros(0, np.int64)
         self.pos = -1
-        self.count.setText(f"{len(self.matches):,} matches" if text else "")
+        n = len(self.match_rows)
+        self.count.setText(f"{n:,} matches" if text else "")
         self.sig_matches_changed.emit(per_model)
-        return len(self.matches)
+        return n
 
     def _step(self, d: int) -> None:
         if self._timer.isActive():
             self._timer.stop()
             self.run()
-        if not self.matches:
+        n = len(self.match_rows)
+        if not n:
             return
-        self.pos = (self.pos + d) % len(self.matches)
-        self.count.setText(f"{self.pos + 1:,} / {len(self.matches):,}")
-        self.sig_match_selected.emit(*self.matches[self.pos])
+        self.pos = (self.pos + d) % n
+        self.count.setText(f"{self.pos + 1:,} / {n:,}")
+        self.sig_match_selected.emit(int(self.match_models[self.pos]), int(self.match_rows[self.pos]))
 
     def next(self) -> None:
         self._step(1)

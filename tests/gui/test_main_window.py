@@ -107,3 +107,18 @@ def test_wiring_api(qtbot, main_window, open_and_wait):
     assert set(view.timeline.item.highlights[0].tolist()) == {5, 6, 7}
     i = view.add_tab(QtWidgets.QLabel("hta"), "HTA", replace_hta=True)
     assert view.tabs.tabText(i) == "HTA" and view.tabs.indexOf(view.hta_placeholder) == -1
+
+
+def test_drop_files_opens_them(qtbot, main_window):
+    from PySide6 import QtCore, QtGui
+    mime = QtCore.QMimeData()
+    mime.setUrls([QtCore.QUrl.fromLocalFile(str(shared_trace("gpu_clean.pt.trace.json.gz")))])
+    enter = QtGui.QDragEnterEvent(QtCore.QPoint(10, 10), QtCore.Qt.DropAction.CopyAction, mime,
+                                  QtCore.Qt.MouseButton.LeftButton, QtCore.Qt.KeyboardModifier.NoModifier)
+    main_window.dragEnterEvent(enter)
+    assert enter.isAccepted()
+    drop = QtGui.QDropEvent(QtCore.QPointF(10, 10), QtCore.Qt.DropAction.CopyAction, mime,
+                            QtCore.Qt.MouseButton.LeftButton, QtCore.Qt.KeyboardModifier.NoModifier)
+    with qtbot.waitSignal(main_window.sig_trace_loaded, timeout=60_000):
+        main_window.dropEvent(drop)
+    assert main_window.tabs.count() == 1

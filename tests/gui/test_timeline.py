@@ -83,6 +83,10 @@ def test_click_selects_kernel_and_details_show_launch(qtbot, view, issues_set):
     x = float(m.slices.ts_ns[k] + m.slices.dur_ns[k] / 2)
     scene = tl.vb.mapViewToScene(QtCore.QPointF(x, ri + 0.5))
     pos = tl.mapFromScene(scene)
+    tl._on_scene_hover((scene,))  # what the rate-limited SignalProxy delivers
+    from PySide6 import QtWidgets
+    tip = QtWidgets.QToolTip.text()
+    assert "kernel" in tip and "duration" in tip and "grid" in tip
     with qtbot.waitSignal(tl.sig_slice_selected) as blocker:
         qtbot.mouseClick(tl.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=pos)
     assert blocker.args == [0, k]
