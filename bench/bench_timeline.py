@@ -20,7 +20,10 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "traces"
+_REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("PTPROF_SHARED_TRACES") or next(
+    (p for p in (_REPO.parent / "shared" / "traces", _REPO.parent.parent / "shared" / "traces") if p.is_dir()),
+    _REPO.parent / "shared" / "traces"))
 DEFAULTS = [SHARED / "gpu_gpt_big.pt.trace.json.gz", Path("/tmp/gpu_big_stack.pt.trace.json")]
 
 

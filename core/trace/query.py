@@ -33,6 +33,18 @@ class Spans:
         return len(self.start_ns)
 
 
+_I64_MAX = np.iinfo(np.int64).max
+
+
+def ns_floor(t: float) -> np.int64:
+    """int64 time for searchsorted: a float key would make numpy cast the whole int64 column."""
+    return np.int64(max(-_I64_MAX, min(_I64_MAX, math.floor(t))))
+
+
+def ns_ceil(t: float) -> np.int64:
+    return np.int64(max(-_I64_MAX, min(_I64_MAX, math.ceil(t))))
+
+
 _EMPTY = Spans(*(np.zeros(0, np.int64) for _ in range(4)))
 
 
@@ -73,8 +85,8 @@ class SliceIndex:
         a, b = self.group(track, depth)
         if a == b:
             return a, a
-        lo = a + int(np.searchsorted(self.run_end_ns[a:b], t0_ns, side="left"))
-        hi = a + int(np.searchsorted(self.ts_ns[a:b], t1_ns, side="right"))
+        lo = a + int(self.run_end_ns[a:b].searchsorted(ns_floor(t0_ns), side="left"))
+        hi = a + int(self.ts_ns[a:b].searchsorted(ns_ceil(t1_ns), side="right"))
         return lo, max(lo, hi)
 
     def rows(self, track: int, depth: int, t0_ns: float, t1_ns: float) -> np.ndarray:
@@ -95,8 +107,8 @@ class SliceIndex:
             return Spans(self.ts_ns[lo:hi], self.end_ns[lo:hi], rows, np.ones(len(rows), np.int64))
         level = int(math.log(max(ns_per_px, 1.0), _LEVEL_BASE))
         sp = self._level(track, depth, level)
-        a = int(np.searchsorted(sp.end_ns, t0_ns, side="left"))
-        b = int(np.searchsorted(sp.start_ns, t1_ns, side="right"))
+        a = int(sp.end_ns.searchsorted(ns_floor(t0_ns), side="left"))
+        b = int(sp.start_ns.searchsorted(ns_ceil(t1_ns), side="right"))
         b = max(a, b)
         return Spans(sp.start_ns[a:b], sp.end_ns[a:b], sp.first[a:b], sp.count[a:b])
 
@@ -184,14 +196,14 @@ def next_after(model: TraceModel, rows: np.ndarray, t_ns: float) -> int:
     """First of `rows` (time ordered) starting after t_ns, wrapping to the first; -1 if none."""
     if len(rows) == 0:
         return -1
-    i = int(np.searchsorted(model.slices.ts_ns[rows], t_ns, side="right"))
+    i = int(np.searchsorted(model.slices.ts_ns[rows], ns_floor(t_ns), side="right"))
     return int(rows[i % len(rows)])
 
 
 def prev_before(model: TraceModel, rows: np.ndarray, t_ns: float) -> int:
     if len(rows) == 0:
         return -1
-    i = int(np.searchsorted(model.slices.ts_ns[rows], t_ns, side="left")) - 1
+    i = int(np.searchsorted(model.slices.ts_ns[rows], ns_ceil(t_ns), side="left")) - 1
     return int(rows[i % len(rows)])
 
 

@@ -211,8 +211,8 @@ class TimelineItem(pg.GraphicsObject):
         for mi, rows in self.highlights.items():
             s = self.models[mi].slices
             ts = s.ts_ns[rows]
-            a = int(np.searchsorted(ts, x0 - s.max_dur_ns.max(initial=0), side="left"))
-            b = int(np.searchsorted(ts, x1, side="right"))
+            a = int(ts.searchsorted(query.ns_floor(x0 - s.max_dur_ns.max(initial=0)), side="left"))
+            b = int(ts.searchsorted(query.ns_ceil(x1), side="right"))
             vis = rows[a:b]
             vis = vis[(s.ts_ns[vis] + s.dur_ns[vis]) >= x0][:20000]
             if not len(vis):
