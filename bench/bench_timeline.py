@@ -109,7 +109,7 @@ def bench(path: Path, frames: int, size: tuple[int, int], expand: bool) -> dict:
     return out
 
 
-def ui_stalls(path: Path) -> dict:
+def ui_stalls(path: Path, in_process: bool | None) -> dict:
     """Load through the app's LoadJob (worker thread) while a 10 ms UI timer ticks: the longest gaps
     between ticks are how long the window would freeze."""
     import tempfile
@@ -124,7 +124,7 @@ def ui_stalls(path: Path) -> dict:
     timer = QtCore.QTimer(interval=10)
     timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
     done = []
-    job = LoadJob(path)
+    job = LoadJob(path, in_process=in_process)
     job.sig_job_loaded.connect(lambda *a: done.append(1))
     job.sig_job_failed.connect(lambda *a: done.append(0))
     t0 = time.perf_counter()
@@ -135,7 +135,7 @@ def ui_stalls(path: Path) -> dict:
         time.sleep(0.001)
     timer.stop()
     gaps = sorted((b - a) * 1e3 for a, b in zip(ticks, ticks[1:]))
-    return {"trace": path.name, "load_in_worker_s": round(time.perf_counter() - t0, 1),
+    return {"trace": path.name, "in_process": job.in_process, "load_in_worker_s": round(time.perf_counter() - t0, 1),
             "ui_gap_max_ms": round(gaps[-1], 1) if gaps else None,
             "ui_gap_p99_ms": round(gaps[int(len(gaps) * 0.99)], 1) if gaps else None}
 
@@ -147,13 +147,14 @@ def main() -> int:
     ap.add_argument("--size", default="1600x1000")
     ap.add_argument("--expand", action="store_true", help="expand collapsed (python) tracks first")
     ap.add_argument("--ui-stalls", action="store_true", help="measure UI freezes during a cold load instead")
+    ap.add_argument("--thread", action="store_true", help="with --ui-stalls: load in a thread, not a process")
     a = ap.parse_args()
     size = tuple(int(x) for x in a.size.split("x"))
     for p in a.traces or DEFAULTS:
         if not p.exists():
             print(f"skip {p}: not found", file=sys.stderr)
             continue
-        print(ui_stalls(p) if a.ui_stalls else bench(p, a.frames, size, a.expand), flush=True)
+        print(ui_stalls(p, False if a.thread else None) if a.ui_stalls else bench(p, a.frames, size, a.expand), flush=True)
     return 0
 
 

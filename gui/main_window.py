@@ -150,8 +150,9 @@ class MainWindow(QtWidgets.QMainWindow):
     def open_sample(self) -> None:
         self.open_path(str(actions.SAMPLE))
 
-    def open_path(self, path: str | Path) -> LoadJob:
-        job = LoadJob(path, self)
+    def open_path(self, path: str | Path, in_process: bool | None = None) -> LoadJob:
+        """Load in the background: big inputs in a child process (the parser holds the GIL), small in a thread."""
+        job = LoadJob(path, self, in_process=in_process)
         job.sig_progress_changed.connect(self.progress.set_progress)
         job.sig_job_loaded.connect(lambda ts, idx, j=job: self._on_job_loaded(j, ts, idx))
         job.sig_job_failed.connect(lambda p, why, j=job: self._on_job_failed(j, p, why))

@@ -10,31 +10,18 @@ from superqt.utils import create_worker
 
 from core.trace import query
 from core.trace.loader import Progress, iter_load
-from core.trace.model import TraceParseError, TraceSet
+from core.trace.model import TraceSet
+from gui.load_process import ProcessLoad, error_reason, use_process
 
 log = logging.getLogger(__name__)
 
 
-def _load_gen(path: str):
+def _thread_gen(path: str):
     """iter_load, then the timeline indexes (so the first paint needs no sorting on the UI thread)."""
     trace_set = yield from iter_load(path)
     yield Progress("indexing", 1.0, Path(path).name)
     indexes = [query.SliceIndex(m) for m in trace_set.models]
     return trace_set, indexes
-
-
-def error_reason(exc: BaseException) -> str:
-    """One line, fit for a user: the loader's reason, else the exception's own words."""
-    if isinstance(exc, TraceParseError):
-        return exc.reason
-    if isinstance(exc, FileNotFoundError):
-        return f"no such file or folder: {exc.filename or exc}"
-    if isinstance(exc, PermissionError):
-        return f"permission denied: {exc.filename or exc}"
-    if isinstance(exc, MemoryError):
-        return "not enough memory to load this trace"
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 class LoadJob(QtCore.QObject):
@@ -45,11 +32,14 @@ class LoadJob(QtCore.QObject):
     sig_job_failed = QtCore.Signal(str, str)  # (path, one-line reason)
     sig_job_cancelled = QtCore.Signal(str)  # path
 
-    def __init__(self, path: str | Path, parent=None) -> None:
+    def __init__(self, path: str | Path, parent=None, in_process: bool | None = None) -> None:
         super().__init__(parent)
         self.path = str(path)
         self._cancelled = False
-        self.worker = create_worker(_load_gen, self.path, _start_thread=False,
+        self.in_process = use_process(self.path) if in_process is None else in_process
+        self.process = ProcessLoad(self.path) if self.in_process else None
+        gen_fn, args = (self.process.run, ()) if self.process is not None else (_thread_gen, (self.path,))
+        self.worker = create_worker(gen_fn, *args, _start_thread=False,
                                     _connect={"yielded": self._on_worker_yielded,
                                               "returned": self._on_worker_returned,
                                               "errored": self._on_worker_errored,
@@ -61,11 +51,12 @@ class LoadJob(QtCore.QObject):
     def cancel(self) -> None:
         self._cancelled = True
         self.worker.quit()
-
-    def wait(self, ms: int = 60_000) -> None:
-        self.worker.await_workers(ms) if hasattr(self.worker, "await_workers") else None
+        if self.process is not None:
+            self.process.stop()
 
     def _on_worker_yielded(self, prog: Progress) -> None:
+        if prog.fraction < 0:
+            return  # a heartbeat from the process loader
         detail = f" {prog.detail}" if prog.detail else ""
         self.sig_progress_changed.emit(f"{prog.stage}{detail}", float(prog.fraction))
 
@@ -75,7 +66,10 @@ class LoadJob(QtCore.QObject):
 
     def _on_worker_errored(self, exc: BaseException) -> None:
         log.info("load of %s failed: %r", self.path, exc)
-        self.sig_job_failed.emit(self.path, error_reason(exc))
+        if self._cancelled:
+            self.sig_job_cancelled.emit(self.path)  # the child was stopped on purpose
+            return
+        self.sig_job_failed.emit(self.path, getattr(exc, "reason", None) or error_reason(exc))
 
     def _on_worker_aborted(self) -> None:
         self.sig_job_cancelled.emit(self.path)

@@ -60,9 +60,7 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
         spans = [m.span_ns for m in self.models if len(m.slices)]
         span = (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else (0, 1)
         self.item.set_data(self.models, self.indexes, self.rows, span)
-        steps = self.models[0].steps if self.models else None
-        if steps is not None and len(steps):
-            self.item.step_bands = list(zip(steps.ts_ns.tolist(), (steps.ts_ns + steps.dur_ns).tolist()))
+        self._set_step_bands()
         self.vb.set_extent(span[0], span[1], len(self.rows))
         self.show_range(*self.default_range())
 
@@ -77,6 +75,19 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
         """Rank filter: hide these model indices."""
         self.state.hidden_models = set(hidden)
         self._rebuild_rows()
+        self._set_step_bands()
+        self.item.update()
+
+    def steps_model(self) -> TraceModel | None:
+        """The first shown model: its ProfilerSteps give the background bands and step zooms."""
+        shown = [m for i, m in enumerate(self.models) if i not in self.state.hidden_models]
+        return shown[0] if shown else None
+
+    def _set_step_bands(self) -> None:
+        m = self.steps_model()
+        st = m.steps if m is not None else None
+        self.item.step_bands = [] if st is None or not len(st) else \
+            list(zip(st.ts_ns.tolist(), (st.ts_ns + st.dur_ns).tolist()))
 
     def toggle_track(self, model: int, track: int) -> None:
         self.state.toggle(model, track, int(self.models[model].tracks.kind[track]))
@@ -84,9 +95,10 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
 
     def default_range(self) -> tuple[float, float]:
         """One step (the second when there are several: the first is often warm-up), else all."""
-        if not self.models:
+        m = self.steps_model()
+        if m is None:
             return (0.0, 1.0)
-        st = self.models[0].steps
+        st = m.steps
         if len(st):
             i = 1 if len(st) > 1 else 0
             t0, d = float(st.ts_ns[i]), float(st.dur_ns[i])
@@ -142,7 +154,8 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
             self.reveal_slice(*self.item.selected, zoom=True)
 
     def zoom_to_step(self, t_ns: float) -> bool:
-        st = self.models[0].steps if self.models else None
+        m = self.steps_model()
+        st = m.steps if m is not None else None
         if st is None or not len(st):
             return False
         i = int(np.searchsorted(st.ts_ns, t_ns, side="right")) - 1

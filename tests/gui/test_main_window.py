@@ -122,3 +122,32 @@ def test_drop_files_opens_them(qtbot, main_window):
     with qtbot.waitSignal(main_window.sig_trace_loaded, timeout=60_000):
         main_window.dropEvent(drop)
     assert main_window.tabs.count() == 1
+
+
+def test_process_loader_opens_and_reports_errors(qtbot, main_window, open_and_wait, tmp_path, monkeypatch):
+    """Big inputs load in a child process (the parser holds the GIL); same results, same one-line errors."""
+    from core.trace.loader import load
+    path = shared_trace("gpu_issues.pt.trace.json.gz")
+    with qtbot.waitSignal(main_window.sig_trace_loaded, timeout=120_000) as blocker:
+        job = main_window.open_path(str(path), in_process=True)
+    assert job.in_process
+    ts = blocker.args[0]
+    direct = load(path, use_cache=False)
+    assert len(ts.primary.slices) == len(direct.primary.slices)
+    assert main_window.current_view().timeline.indexes[0].count(0, 0, 0, 1e18) >= 0
+    bad = tmp_path / "empty.pt.trace.json"
+    bad.write_text("")
+    shown = []
+    monkeypatch.setattr(QtWidgets.QMessageBox, "critical", lambda *a, **k: shown.append(a))
+    with qtbot.waitSignal(main_window.sig_load_failed, timeout=60_000):
+        main_window.open_path(str(bad), in_process=True)
+    assert len(shown) == 1 and "empty" in shown[0][2]
+
+
+def test_process_loader_cancel_stops_the_child(qtbot, main_window):
+    job = main_window.open_path(str(shared_trace("gpu_dataloader.pt.trace.json.gz")), in_process=True)
+    qtbot.waitUntil(lambda: job.process.proc.is_alive(), timeout=30_000)
+    main_window.cancel_loads()
+    qtbot.waitUntil(lambda: not job.process.proc.is_alive(), timeout=10_000)
+    qtbot.wait(200)
+    assert main_window.tabs.count() == 0 and main_window.progress.isHidden()

@@ -1,0 +1,117 @@
+"""Load a trace in a child process (no Qt here): the parsing holds the GIL for seconds at a time on big
+traces, which would freeze the window if it ran in a thread of the GUI process.
+
+The child runs core.trace.loader.iter_load and the timeline indexes and sends ("progress", stage,
+fraction, detail) messages, then ("done", TraceSet, indexes) or ("error", path, reason) over a pipe.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+from collections.abc import Generator
+from pathlib import Path
+
+from core.trace.loader import Progress
+
+PROCESS_MIN_BYTES = 5 * 1024 * 1024  # inputs this big load in a child process (gpu_gpt_big.gz: 8.7 MB)
+_POLL_S = 0.05
+
+
+def input_bytes(path: str | Path) -> int:
+    """Size on disk of what `path` would load (a file, or the trace files under a folder)."""
+    p = Path(path)
+    try:
+        if p.is_file():
+            return p.stat().st_size
+        return sum(f.stat().st_size for f in p.rglob("*.json*") if f.is_file())
+    except OSError:
+        return 0
+
+
+def _child(path: str, conn) -> None:
+    from core.trace import query
+    from core.trace.loader import iter_load
+    from core.trace.model import TraceParseError
+
+    try:
+        gen = iter_load(path)
+        while True:
+            try:
+                p = next(gen)
+            except StopIteration as stop:
+                trace_set = stop.value
+                break
+            conn.send(("progress", p.stage, p.fraction, p.detail))
+        conn.send(("progress", "indexing", 1.0, Path(path).name))
+        indexes = [query.SliceIndex(m) for m in trace_set.models]
+        conn.send(("done", trace_set, indexes))
+    except TraceParseError as exc:
+        conn.send(("error", exc.path, exc.reason))
+    except BaseException as exc:  # noqa: BLE001 - everything becomes one line for the dialog
+        conn.send(("error", path, error_reason(exc)))
+    finally:
+        conn.close()
+
+
+def error_reason(exc: BaseException) -> str:
+    """One line, fit for a user: the loader's reason, else the exception's own words."""
+    from core.trace.model import TraceParseError
+    if isinstance(exc, TraceParseError):
+        return exc.reason
+    if isinstance(exc, FileNotFoundError):
+        return f"no such file or folder: {exc.filename or exc}"
+    if isinstance(exc, PermissionError):
+        return f"permission denied: {exc.filename or exc}"
+    if isinstance(exc, MemoryError):
+        return "not enough memory to load this trace"
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+class ChildLoadError(Exception):
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(reason)
+        self.path, self.reason = path, reason
+
+
+class ProcessLoad:
+    """Owns one child process; `run()` is a generator of Progress returning (TraceSet, indexes)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        ctx = mp.get_context("spawn")  # never fork a process that runs Qt threads
+        self._conn, child_conn = ctx.Pipe(duplex=False)
+        self.proc = ctx.Process(target=_child, args=(path, child_conn), name="ptprof-load", daemon=False)
+        self._child_conn = child_conn
+
+    def run(self) -> Generator[Progress, None, tuple]:
+        self.proc.start()
+        self._child_conn.close()
+        try:
+            while True:
+                if not self._conn.poll(_POLL_S):
+                    if not self.proc.is_alive() and not self._conn.poll(0):
+                        raise ChildLoadError(self.path, f"the loader process died (exit code {self.proc.exitcode})")
+                    yield Progress("loading", -1.0, "")  # lets the worker notice a cancel
+                    continue
+                msg = self._conn.recv()
+                if msg[0] == "progress":
+                    yield Progress(msg[1], msg[2], msg[3])
+                elif msg[0] == "done":
+                    return msg[1], msg[2]
+                else:
+                    raise ChildLoadError(msg[1], msg[2])
+        finally:
+            self.stop()
+
+    def stop(self) -> None:
+        if self.proc.is_alive():
+            self.proc.terminate()
+            self.proc.join(2)
+        self._conn.close()
+
+
+def use_process(path: str | Path) -> bool:
+    if os.environ.get("PTPROF_LOAD_IN_THREAD"):
+        return False
+    return input_bytes(path) >= PROCESS_MIN_BYTES
