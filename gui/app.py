@@ -47,7 +47,10 @@ def main(argv: list[str] | None = None) -> int:
             win.open_path(p)
     elif not args.start_page:
         win.open_sample()
-    return app.exec()
+    rc = app.exec()
+    from PySide6 import QtCore
+    QtCore.QThreadPool.globalInstance().waitForDone(3000)  # let table workers finish before teardown
+    return rc
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
+import shiboken6
 from superqt.utils import create_worker
 
 from core.analysis.stats import kernel_table, op_table
@@ -26,6 +27,9 @@ def _int(v) -> str:
     return f"{int(v):,}" if v >= 0 else ""
 
 
+_RUNNING: set = set()  # table workers stay referenced until they finish, even if their panel is closed
+
+
 class StatsPanel(QtWidgets.QWidget):
     """Filter box + table + occurrence navigation. Subclasses build the columns."""
 
@@ -44,7 +48,6 @@ class StatsPanel(QtWidgets.QWidget):
         self.occurrences = np.zeros(0, np.int64)
         self.ready = False
         self._generation = 0
-        self._workers: list = []
         self.table_model = ColumnTableModel(parent=self)
         self.proxy = FilterProxy(self)
         self.proxy.setSourceModel(self.table_model)
@@ -79,12 +82,12 @@ class StatsPanel(QtWidgets.QWidget):
         worker = create_worker(self.prepare(), model, _start_thread=False,
                                _connect={"returned": lambda table, g=gen: self._on_worker_returned(g, table),
                                          "errored": lambda exc, g=gen: self._on_worker_errored(g, exc)})
-        worker.finished.connect(lambda w=worker: self._workers.remove(w) if w in self._workers else None)
-        self._workers.append(worker)
+        worker.finished.connect(lambda w=worker: _RUNNING.discard(w))
+        _RUNNING.add(worker)
         worker.start()
 
     def _on_worker_returned(self, gen: int, table) -> None:
-        if gen != self._generation or self.model is None:
+        if not shiboken6.isValid(self) or gen != self._generation or self.model is None:
             return  # a newer model or grouping was asked for meanwhile
         self.table_model.set_columns(self.build_columns(self.model, table))
         self.table.sortByColumn(-1, QtCore.Qt.SortOrder.AscendingOrder)
@@ -96,7 +99,7 @@ class StatsPanel(QtWidgets.QWidget):
         self.sig_table_ready.emit()
 
     def _on_worker_errored(self, gen: int, exc: BaseException) -> None:
-        if gen == self._generation:
+        if shiboken6.isValid(self) and gen == self._generation:
             self.info.setText(f"could not compute: {exc}")
 
     def prepare(self):
