@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import threading
 from collections.abc import Generator
 from pathlib import Path
 
@@ -83,12 +84,19 @@ class ProcessLoad:
         self._conn, child_conn = ctx.Pipe(duplex=False)
         self.proc = ctx.Process(target=_child, args=(path, child_conn), name="ptprof-load", daemon=False)
         self._child_conn = child_conn
+        self._lock = threading.Lock()
+        self._stopped = False
 
     def run(self) -> Generator[Progress, None, tuple]:
-        self.proc.start()
+        with self._lock:
+            if self._stopped:
+                raise ChildLoadError(self.path, "cancelled")
+            self.proc.start()
         self._child_conn.close()
         try:
             while True:
+                if self._stopped:
+                    raise ChildLoadError(self.path, "cancelled")
                 if not self._conn.poll(_POLL_S):
                     if not self.proc.is_alive() and not self._conn.poll(0):
                         raise ChildLoadError(self.path, f"the loader process died (exit code {self.proc.exitcode})")
@@ -103,12 +111,15 @@ class ProcessLoad:
                     raise ChildLoadError(msg[1], msg[2])
         finally:
             self.stop()
+            self._conn.close()  # only the worker thread that reads the pipe closes it
 
     def stop(self) -> None:
-        if self.proc.is_alive():
-            self.proc.terminate()
-            self.proc.join(2)
-        self._conn.close()
+        """Terminate the child (any thread). The reader then sees EOF and ends."""
+        with self._lock:
+            self._stopped = True
+            if self.proc.pid is not None and self.proc.is_alive():
+                self.proc.terminate()
+                self.proc.join(2)
 
 
 def use_process(path: str | Path) -> bool:
