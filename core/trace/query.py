@@ -144,9 +144,12 @@ def merge_gaps(ts_ns: np.ndarray, end_ns: np.ndarray, rows: np.ndarray, min_gap_
     return Spans(ts_ns[starts], run_end[lasts], rows[starts], lasts - starts + 1)
 
 
-def pixel_spans(sp: Spans, t0_ns: float, ns_per_px: float, narrow_px: float = 2.0):
-    """Spans -> pixel intervals (x0, x1, representative index into sp) with runs of narrow spans
-    closer than a pixel merged into one, and every interval at least one pixel wide."""
+def pixel_spans(sp: Spans, t0_ns: float, ns_per_px: float, narrow_px: float = 2.0,
+                group_start: np.ndarray | None = None):
+    """Spans -> pixel intervals (x0, x1, representative index into sp or None for identity) with runs
+    of narrow spans closer than a pixel merged into one, every interval at least one pixel wide.
+    Spans of several rows can be converted at once: `group_start` marks each row's first span (no
+    merging across it)."""
     n = len(sp.start_ns)
     if n == 0:
         z = np.zeros(0)
@@ -158,6 +161,8 @@ def pixel_spans(sp: Spans, t0_ns: float, ns_per_px: float, narrow_px: float = 2.
         narrow = (x1 - x0) < narrow_px
         join = narrow[1:] & narrow[:-1]
         join &= (x0[1:] - x1[:-1]) < 1.0
+        if group_start is not None:
+            join &= ~group_start[1:]
         if join.any():
             keep = np.empty(n, bool)
             keep[0] = True

@@ -38,6 +38,10 @@ class TimelineItem(pg.GraphicsObject):
         self.step_bands: list[tuple[int, int]] = []  # (ts_ns, end_ns) alternating background
         self.last_paint_s = 0.0
         self.last_rects = 0
+        self._text_px = 0  # font pixel size the width cache was measured with
+        self._widths: dict[tuple[int, int], float] = {}
+        self._fm = None
+        self._ascent = 0.0
         self.setFlag(self.GraphicsItemFlag.ItemUsesExtendedStyleOption)
 
     # --- data -------------------------------------------------------------------------------
@@ -98,29 +102,36 @@ class TimelineItem(pg.GraphicsObject):
         r1 = min(len(self.rows), int(math.ceil(max(y0, y1))) + 1)
         origin_px = x0 * sx + dx  # device x of view start
         self._paint_bands(p, x0, x1, sx, dx, sy, dy, r0, r1)
-        xs0, xs1, firsts, counts, row_ids, lens = [], [], [], [], [], []
+        starts, ends, firsts, counts, row_ids, lens = [], [], [], [], [], []
         pad = 1.0 if abs(sy) >= 8 else 0.0
         for ri in range(r0, r1):
             row = self.rows[ri]
             if row.track == HEADER:
                 continue
             sp = self.indexes[row.model].spans(row.track, row.depth, x0, x1, ns_per_px)
-            if len(sp.start_ns) == 0:
-                continue
-            px0, px1, rep = query.pixel_spans(sp, x0, ns_per_px)
-            xs0.append(px0)
-            xs1.append(px1)
-            firsts.append(sp.first if rep is None else sp.first[rep])
-            counts.append(sp.count if rep is None else sp.count[rep])
-            row_ids.append(ri)
-            lens.append(len(px0))
+            k = len(sp.start_ns)
+            if k:
+                starts.append(sp.start_ns)
+                ends.append(sp.end_ns)
+                firsts.append(sp.first)
+                counts.append(sp.count)
+                row_ids.append(ri)
+                lens.append(k)
         n = 0
         texts = []
-        if xs0:
-            X0 = np.concatenate(xs0) + origin_px
-            X1 = np.concatenate(xs1) + origin_px
-            F = np.concatenate(firsts)
-            R = np.repeat(np.asarray(row_ids, np.int64), lens)
+        if starts:
+            lens_a = np.asarray(lens, np.int64)
+            R = np.repeat(np.asarray(row_ids, np.int64), lens_a)
+            group_start = np.zeros(len(R), bool)
+            group_start[np.cumsum(lens_a) - lens_a] = True
+            allsp = query.Spans(np.concatenate(starts), np.concatenate(ends), np.concatenate(firsts),
+                                np.concatenate(counts))
+            X0, X1, rep = query.pixel_spans(allsp, x0, ns_per_px, group_start=group_start)
+            X0 += origin_px
+            X1 += origin_px
+            F, N = (allsp.first, allsp.count) if rep is None else (allsp.first[rep], allsp.count[rep])
+            if rep is not None:
+                R = R[rep]
             C = self._colors(F, R)
             wide = (X1 - X0) >= 3.0
             X1[wide] -= 1.0  # 1 px gap between neighbours
@@ -136,7 +147,6 @@ class TimelineItem(pg.GraphicsObject):
                                  self._brushes[int(Cs[a]) % len(self._brushes)])
             n = len(X0)
             if abs(sy) >= 12:
-                N = np.concatenate(counts)
                 big = np.flatnonzero(((X1 - X0) >= self.theme.min_text_px) & (N == 1))[: self.theme.max_texts]
                 if len(big):
                     texts = (R[big], X0[big], X1[big], F[big], N[big])
@@ -184,25 +194,37 @@ class TimelineItem(pg.GraphicsObject):
             p.drawRect(QtCore.QRectF(a * sx + dx, top, (b - a) * sx, height))
 
     def _paint_texts(self, p, texts, sy, dy) -> None:
+        """Names inside wide slices. Widths are cached per name, eliding is a string cut (no Qt layout)."""
         if not len(texts):
             return
         p.setPen(self.theme.text_on_slice)
         font = p.font()
-        font.setPixelSize(max(8, min(12, int(abs(sy)) - 6)))
+        px = max(8, min(12, int(abs(sy)) - 6))
+        font.setPixelSize(px)
         p.setFont(font)
-        fm = QtGui.QFontMetrics(font)
-        flags = int(QtCore.Qt.AlignmentFlag.AlignVCenter | QtCore.Qt.AlignmentFlag.AlignLeft)
-        elide = QtCore.Qt.TextElideMode.ElideRight
-        R, X0, X1, F, N = texts
-        for ri, xa, xb, row, c in zip(R.tolist(), X0.tolist(), X1.tolist(), F.tolist(), N.tolist()):
+        if self._text_px != px:
+            self._text_px, self._widths = px, {}
+            fm = QtGui.QFontMetricsF(font)
+            self._fm, self._ascent = fm, fm.ascent() - fm.descent()
+        fm, widths = self._fm, self._widths
+        R, X0, X1, F, _ = texts
+        point = QtCore.QPointF
+        for ri, xa, xb, row in zip(R.tolist(), X0.tolist(), X1.tolist(), F.tolist()):
             r = self.rows[ri]
             m = self.models[r.model]
-            name = m.strings[m.slices.name[row]]
-            label = name if c == 1 else f"{name} (+{c - 1})"
-            w = int(xb - xa) - 6
-            text = fm.elidedText(label, elide, w)
-            if len(text) > 1:
-                p.drawText(QtCore.QRectF(xa + 3, ri * sy + dy, w, sy), flags, text)
+            sid = int(m.slices.name[row])
+            key = (r.model, sid)
+            name = m.strings[sid]
+            w_name = widths.get(key)
+            if w_name is None:
+                w_name = widths[key] = fm.horizontalAdvance(name)
+            room = xb - xa - 6
+            if w_name > room:
+                keep = int(len(name) * room / w_name) - 1
+                if keep < 2:
+                    continue
+                name = name[:keep] + "…"
+            p.drawText(point(xa + 3, ri * sy + dy + (sy + self._ascent) / 2), name)
 
     def _paint_overlays(self, p, x0, x1, sx, dx, sy, dy, r0, r1, ns_per_px) -> None:
         pen = QtGui.QPen(self.theme.highlight, 2)
