@@ -7,7 +7,7 @@ import numpy as np
 from PySide6 import QtCore, QtWidgets
 
 from core.trace import query
-from core.trace.model import NONE, Kind, TraceModel
+from core.trace.model import NONE, FlowKind, Kind, TraceModel
 from core.units import fmt_bytes, fmt_ns
 
 _MAX_LINKS = 30
@@ -59,6 +59,12 @@ def slice_details_html(m: TraceModel, mi: int, row: int) -> str:
                             f"({fmt_ns(s.dur_ns[int(d)])})</li>" for d in launched[:_MAX_LINKS])
             more = f"<li>… {len(launched) - _MAX_LINKS} more</li>" if len(launched) > _MAX_LINKS else ""
             out.append(f"<p><b>GPU work launched</b> ({len(launched)})</p><ul>{items}{more}</ul>")
+        f = m.flows
+        for label, mine, other in (("Backward", f.src, f.dst), ("Forward", f.dst, f.src)):
+            hit = np.flatnonzero((f.kind == FlowKind.FWD_BWD) & (mine == row))
+            if len(hit):
+                out.append(f"<p><b>{label}</b> " + ", ".join(_link(mi, int(other[i]), m.name(int(other[i])))
+                                                           for i in hit[:8]) + "</p>")
         chain = query.cpu_ancestors(m, row)
         if chain:
             out.append("<p><b>Called from</b><br>" + " › ".join(_link(mi, c, m.name(c)) for c in chain[-8:]) + "</p>")

@@ -94,7 +94,10 @@ def build_rows(models: list[TraceModel], state: RowState) -> list[Row]:
         if mi in state.hidden_models:
             continue
         if multi:
-            rows.append(Row(mi, HEADER, 0, model_title(m), True, False, False, -1))
+            folded = state.is_collapsed(mi, HEADER, -1)
+            rows.append(Row(mi, HEADER, 0, model_title(m), True, True, folded, -1))
+            if folded:
+                continue
         for tr in ordered_tracks(m):
             kind = int(m.tracks.kind[tr])
             n_depth = int(m.tracks.max_depth[tr]) + 1

@@ -9,7 +9,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from core.trace import query
-from core.trace.model import Kind, TraceModel, TrackKind
+from core.trace.model import FlowKind, Kind, TraceModel, TrackKind
 from core.units import fmt_ns
 from gui.theme import Theme
 from gui.timeline.axes import RowLabels, TimeAxis
@@ -90,8 +90,11 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
             list(zip(st.ts_ns.tolist(), (st.ts_ns + st.dur_ns).tolist()))
 
     def toggle_track(self, model: int, track: int) -> None:
-        self.state.toggle(model, track, int(self.models[model].tracks.kind[track]))
+        """Collapse / expand a track's rows (track HEADER folds a whole rank)."""
+        kind = -1 if track < 0 else int(self.models[model].tracks.kind[track])
+        self.state.toggle(model, track, kind)
         self._rebuild_rows()
+        self.item.update()
 
     def default_range(self) -> tuple[float, float]:
         """One step (the second when there are several: the first is often warm-up), else all."""
@@ -171,7 +174,11 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
         if kind in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET):
             src = query.launcher_of(m, row)
             return [(model, src, row)] if src >= 0 else []
-        return [(model, row, int(d)) for d in query.launched_by(m, row)[:64]]
+        out = [(model, row, int(d)) for d in query.launched_by(m, row)[:64]]
+        f = m.flows
+        fb = np.flatnonzero((f.kind == FlowKind.FWD_BWD) & ((f.src == row) | (f.dst == row)))
+        out.extend((model, int(f.src[i]), int(f.dst[i])) for i in fb[:8])
+        return out
 
     # --- events ---------------------------------------------------------------------------------
     def _pos_to_hit(self, scene_pos) -> tuple[int, int] | None:

@@ -54,6 +54,9 @@ def test_multi_rank_filter(qtbot, main_window, open_and_wait):
     assert view.kernels.table_model.rowCount() > 0
     view.rank_filter.setCurrentIndex(0)
     assert {r.model for r in view.timeline.rows} == {0, 1}
+    view.timeline.toggle_track(0, -1)  # fold rank 0 to its header row
+    assert [r for r in view.timeline.rows if r.model == 0] == [view.timeline.rows[0]]
+    assert view.timeline.rows[0].collapsed
 
 
 def test_bad_file_shows_one_dialog_without_traceback(qtbot, main_window, open_and_wait, tmp_path, monkeypatch):

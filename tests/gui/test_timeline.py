@@ -180,3 +180,14 @@ def test_pixels_gpu_rows_show_kernel_colours(view, issues_set):
     in_cpu = sum(_count_color(img, band(cpu_row), c) for c in shades)
     assert in_gpu > 50, "kernels drawn in their colour on the GPU stream row"
     assert in_cpu == 0, "no kernel colour on a CPU thread row"
+
+
+def test_forward_op_links_to_its_backward(view, issues_set):
+    from core.trace.model import FlowKind
+    m = issues_set.primary
+    f = m.flows
+    i = int(np.flatnonzero(f.kind == FlowKind.FWD_BWD)[0])
+    fwd, bwd = int(f.src[i]), int(f.dst[i])
+    view.timeline.select_slice(0, fwd)
+    assert (0, fwd, bwd) in view.timeline.item.flows
+    assert "Backward" in view.details.toHtml() and m.name(bwd) in view.details.toHtml()
