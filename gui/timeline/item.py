@@ -41,7 +41,8 @@ class TimelineItem(pg.GraphicsObject):
         self._text_px = 0  # font pixel size the width cache was measured with
         self._widths: dict[tuple[int, int], float] = {}
         self._fm = None
-        self._ascent = 0.0
+        self._text_h = 0.0
+        self._statics: dict[tuple[int, int, int], QtGui.QStaticText] = {}
         self.setFlag(self.GraphicsItemFlag.ItemUsesExtendedStyleOption)
 
     # --- data -------------------------------------------------------------------------------
@@ -194,7 +195,8 @@ class TimelineItem(pg.GraphicsObject):
             p.drawRect(QtCore.QRectF(a * sx + dx, top, (b - a) * sx, height))
 
     def _paint_texts(self, p, texts, sy, dy) -> None:
-        """Names inside wide slices. Widths are cached per name, eliding is a string cut (no Qt layout)."""
+        """Names inside wide slices: widths cached per name, eliding is a string cut, and each
+        (name, length) is a cached QStaticText (3-4x faster to draw than drawText)."""
         if not len(texts):
             return
         p.setPen(self.theme.text_on_slice)
@@ -202,29 +204,35 @@ class TimelineItem(pg.GraphicsObject):
         px = max(8, min(12, int(abs(sy)) - 6))
         font.setPixelSize(px)
         p.setFont(font)
-        if self._text_px != px:
-            self._text_px, self._widths = px, {}
+        if self._text_px != px or len(self._statics) > 20_000:
+            self._text_px, self._widths, self._statics = px, {}, {}
             fm = QtGui.QFontMetricsF(font)
-            self._fm, self._ascent = fm, fm.ascent() - fm.descent()
-        fm, widths = self._fm, self._widths
+            self._fm, self._text_h = fm, fm.height()
+        fm, widths, statics = self._fm, self._widths, self._statics
         R, X0, X1, F, _ = texts
         point = QtCore.QPointF
+        y_off = dy + (sy - self._text_h) / 2
         for ri, xa, xb, row in zip(R.tolist(), X0.tolist(), X1.tolist(), F.tolist()):
-            r = self.rows[ri]
-            m = self.models[r.model]
+            mi = self.rows[ri].model
+            m = self.models[mi]
             sid = int(m.slices.name[row])
-            key = (r.model, sid)
-            name = m.strings[sid]
-            w_name = widths.get(key)
+            w_name = widths.get((mi, sid))
             if w_name is None:
-                w_name = widths[key] = fm.horizontalAdvance(name)
+                w_name = widths[(mi, sid)] = fm.horizontalAdvance(m.strings[sid])
             room = xb - xa - 6
+            keep = -1
             if w_name > room:
-                keep = int(len(name) * room / w_name) - 1
+                keep = int(len(m.strings[sid]) * room / w_name) - 1
                 if keep < 2:
                     continue
-                name = name[:keep] + "…"
-            p.drawText(point(xa + 3, ri * sy + dy + (sy + self._ascent) / 2), name)
+            st = statics.get((mi, sid, keep))
+            if st is None:
+                name = m.strings[sid]
+                st = QtGui.QStaticText(name if keep < 0 else name[:keep] + "…")
+                st.setTextFormat(QtCore.Qt.TextFormat.PlainText)
+                st.prepare(QtGui.QTransform(), font)
+                statics[(mi, sid, keep)] = st
+            p.drawStaticText(point(xa + 3, ri * sy + y_off), st)
 
     def _paint_overlays(self, p, x0, x1, sx, dx, sy, dy, r0, r1, ns_per_px) -> None:
         pen = QtGui.QPen(self.theme.highlight, 2)
