@@ -46,11 +46,12 @@ def esc(v) -> str:
     return html.escape("" if v is None else str(v), quote=True)
 
 
-def _table(head: list[str], rows: list[list], num_from: int = 1, cls: str = "") -> str:
-    th = "".join(f"<th{' class=num' if i >= num_from else ''}>{esc(h)}</th>" for i, h in enumerate(head))
+def _table(head: list[str] | None, rows: list[list], num_from: int = 1, cls: str = "") -> str:
+    th = "".join(f"<th{' class=num' if i >= num_from else ''}>{esc(h)}</th>" for i, h in enumerate(head or ()))
     body = "".join("<tr>" + "".join(f"<td{' class=num' if i >= num_from else ''}>{c}</td>" for i, c in enumerate(r))
                    + "</tr>" for r in rows)
-    return f"<table class='{cls}'><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+    thead = f"<thead><tr>{th}</tr></thead>" if head else ""
+    return f"<table class='{cls}'>{thead}<tbody>{body}</tbody></table>"
 
 
 def _img(ctx: ReportContext, name: str) -> str:
@@ -59,7 +60,10 @@ def _img(ctx: ReportContext, name: str) -> str:
         why = ctx.skipped.get(name, "not rendered")
         return f"<p class=muted>{esc(name)}.png: {esc(why)}</p>"
     data = base64.b64encode(png).decode("ascii")
-    return (f"<figure><img alt='{esc(name)}' src='data:image/png;base64,{data}'>"
+    img = f"<img alt='{esc(name)}' src='data:image/png;base64,{data}'>"
+    if f"{name}.png" in ctx.files:  # full-size file next to the page
+        img = f"<a href='{esc(name)}.png'>{img}</a>"
+    return (f"<figure>{img}"
             f"<figcaption>{esc(FIGURE_CAPTIONS.get(name, ''))}</figcaption></figure>")
 
 
@@ -156,7 +160,7 @@ def build_html(ctx: ReportContext) -> str:
     from core.export.figures import trace_name
 
     name = trace_name(ts)
-    meta = _table(["", ""], [[esc(k), esc(v)] for k, v in summary.metadata(ts)], num_from=99, cls="meta")
+    meta = _table(None, [[esc(k), esc(v)] for k, v in summary.metadata(ts)], num_from=99, cls="meta")
     cards = "".join(f"<div class=card><div class=cv>{esc(v)}</div><div class=ck>{esc(k)}</div></div>"
                     for k, v in summary.headline(ts) + [("findings", str(len(ctx.findings.findings)))])
     warnings = "".join(f"<li>{esc(w)}</li>" for w in ts.all_warnings)

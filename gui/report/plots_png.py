@@ -67,6 +67,8 @@ def paint_lines(fig: LineFigure) -> bytes:
         ys = [s.y for s in panel.series if len(s.y)]
         top = panel.y_max or (max(float(np.nanmax(y)) for y in ys) if ys else 1.0)
         plot.setYRange(0, max(top, 1e-9) * 1.22, padding=0)  # headroom for the legend strip and peak labels
+        if panel.y_max == 100.0:  # percent: no ticks above 100 in the headroom
+            plot.getAxis("left").setTicks([[(v, str(v)) for v in range(0, 101, 20)], []])
         plot.enableAutoRange(axis="x")
     if not fig.panels:
         canvas.layout.addLabel("no data", row=1, col=0)
