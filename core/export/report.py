@@ -21,7 +21,7 @@ from core.trace.model import TraceSet
 
 TOP_N = 15
 FIGURE_CAPTIONS = {
-    "timeline": "Timeline of the busiest step (CPU threads collapsed to their top levels, one row per GPU stream).",
+    "timeline": "CPU threads collapsed to their top levels, one row per GPU stream; dashed lines are step edges.",
     "breakdown": "Where step time goes, per step.",
     "memory": "Allocated (solid) and reserved (dashed) memory per device; shaded bands are ProfilerSteps.",
     "gpu": "NVML samples over the run; the shaded band is the profiled window.",
@@ -39,6 +39,7 @@ class ReportContext:
     png: dict[str, bytes] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)  # figure -> reason it is missing
     files: list[str] = field(default_factory=list)  # names written next to report.html
+    captions: dict[str, str] = field(default_factory=dict)  # figure -> what it shows (e.g. "busiest step 3 · ...")
     generated: str = ""  # "2026-11-29 18:00 UTC"
 
 
@@ -64,7 +65,8 @@ def _img(ctx: ReportContext, name: str) -> str:
     if f"{name}.png" in ctx.files:  # full-size file next to the page
         img = f"<a href='{esc(name)}.png'>{img}</a>"
     return (f"<figure>{img}"
-            f"<figcaption>{esc(FIGURE_CAPTIONS.get(name, ''))}</figcaption></figure>")
+            f"<figcaption>{esc(' — '.join(filter(None, (ctx.captions.get(name), FIGURE_CAPTIONS.get(name)))))}"
+            "</figcaption></figure>")
 
 
 def _ms(us) -> str:

@@ -93,8 +93,10 @@ def iter_write_report(ts: TraceSet, out_dir: str | Path, renderer: Renderer | No
             result.files.append(write_table(t, out / f"{t.name}.csv"))
     png: dict[str, bytes] = {}
     skipped: dict[str, str] = {}
+    captions: dict[str, str] = {}
     if opts.pngs:
         figs = figures_for(ts, opts.spec)
+        captions = {n: f.header.subtitle for n, f in figs.items() if f is not None}
         if "gpu" not in figs:
             skipped["gpu"] = "no NVML samples in this trace set"
             result.skipped["gpu.png"] = skipped["gpu"]
@@ -114,7 +116,7 @@ def iter_write_report(ts: TraceSet, out_dir: str | Path, renderer: Renderer | No
     yield ExportProgress("html", 0.95, "report.html")
     ctx = ReportContext(trace_set=ts, findings=fr, kernels=kern, ops=ops, steps=steps_t,
                         breakdown=[breakdown_data.step_breakdown(m) for m in ts.models], png=png, skipped=skipped,
-                        files=[p.name for p in result.files],
+                        files=[p.name for p in result.files], captions=captions,
                         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
     page = out / "report.html"
     page.write_text(build_html(ctx), encoding="utf-8")

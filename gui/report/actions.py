@@ -51,7 +51,7 @@ class ReportActions(QtCore.QObject):
         self._window = parent
         self._context = context
         self._renderer = QtRenderer()
-        self._worker = None
+        self._workers: set = set()  # running exports (references keep them alive)
         self.act_timeline_png = self._action("Export timeline PNG…", self.export_timeline_png)
         self.act_memory_png = self._action("Export memory plot PNG…", self.export_memory_png)
         self.act_gpu_png = self._action("Export GPU plot PNG…", self.export_gpu_png)
@@ -197,9 +197,6 @@ class ReportActions(QtCore.QObject):
         self._start(job, "Exporting report")
 
     def _start(self, job, title: str) -> None:
-        if self._worker is not None:
-            QtWidgets.QMessageBox.information(self._window, "Export", "An export is already running.")
-            return
         progress = QtWidgets.QProgressDialog(title, "Cancel", 0, 100, self._window)
         progress.setWindowTitle(title)
         progress.setMinimumDuration(300)
@@ -210,13 +207,10 @@ class ReportActions(QtCore.QObject):
         worker.errored.connect(lambda exc: self._failed(f"{type(exc).__name__}: {exc}"))
         worker.aborted.connect(lambda: self._failed("cancelled"))
         worker.finished.connect(progress.close)
-        worker.finished.connect(self._on_worker_finished)
+        worker.finished.connect(lambda: self._workers.discard(worker))
         progress.canceled.connect(worker.quit)
-        self._worker = worker
+        self._workers.add(worker)
         worker.start()
-
-    def _on_worker_finished(self) -> None:
-        self._worker = None
 
     def _done(self, path) -> None:
         self.sig_export_finished.emit(Path(path))
@@ -231,4 +225,4 @@ class ReportActions(QtCore.QObject):
         return Path(path) if path else None
 
     def is_busy(self) -> bool:
-        return self._worker is not None
+        return bool(self._workers)
