@@ -1,13 +1,17 @@
 """Where step time goes, per step: the data of breakdown.png and of the report's step table.
 
-GPU traces: each step's wall time is split exactly (categories add up to the step duration) by what
-the GPUs were doing, in priority order: compute kernels, communication kernels (NCCL/gloo names),
-memcpy, memset, and idle (no GPU work on any stream). CPU-only traces: the step thread's time in
-DataLoader `__next__`, optimizer `step`, other top-level ops, and untracked (Python / nothing profiled).
+GPU traces: each step's wall time is split exactly (categories add up to the step duration). With the
+rules' `core.analysis.breakdown` (HTA-style) it is compute, memcpy and GPU idle split by cause
+(DataLoader, torch.compile, collective wait, after a host sync, CPU not queuing work, between kernels);
+without it, by what the GPUs were doing in priority order: compute kernels, communication kernels
+(NCCL/gloo names), memcpy, memset, idle. CPU-only traces: the step thread's time in DataLoader
+`__next__`, optimizer `step`, other top-level ops, and untracked (Python / nothing profiled).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import importlib
 
 import numpy as np
 
@@ -19,6 +23,13 @@ from core.trace.model import Kind, TraceModel, TraceSet, TrackKind
 COMM_MARKERS = ("nccl", "gloo", "allreduce", "all_reduce", "allgather", "reducescatter")
 GPU_CATEGORIES = (("compute kernels", "compute"), ("communication", "communication"), ("memcpy", "memcpy"),
                   ("memset", "memset"), ("GPU idle", "idle"))
+# core.analysis.breakdown.StepBreakdown field -> (label, colour key)
+HTA_CATEGORIES = (("compute_ns", "compute kernels", "compute"), ("memcpy_ns", "memcpy / memset only", "memcpy"),
+                  ("dataloader_ns", "idle: DataLoader", "dataloader"), ("compile_ns", "idle: torch.compile", "compile"),
+                  ("comm_wait_ns", "idle: collective wait", "communication"),
+                  ("sync_wait_ns", "idle: after host sync", "sync_wait"),
+                  ("host_wait_ns", "idle: CPU not queuing work", "host_wait"),
+                  ("kernel_wait_ns", "idle: between kernels", "kernel_wait"))
 CPU_CATEGORIES = (("DataLoader", "dataloader"), ("optimizer", "optimizer"), ("other ops", "other_ops"),
                   ("untracked", "untracked"))
 
@@ -30,6 +41,11 @@ class StepBreakdown:
     categories: tuple[tuple[str, str], ...]  # (label, colour key)
     values_ns: np.ndarray  # int64 (steps, categories); rows sum to the step duration
     gpu: bool
+    busy_parts: int = 0  # GPU traces: the first busy_parts categories are GPU busy time, the rest idle
+
+    @property
+    def gpu_busy_ns(self) -> np.ndarray:
+        return self.values_ns[:, : self.busy_parts].sum(axis=1)
 
 
 def _name_mask(model: TraceModel, rows: np.ndarray, needles: tuple[str, ...], prefix: bool = False) -> np.ndarray:
@@ -57,7 +73,25 @@ def _split(model: TraceModel, groups: list[np.ndarray], w0: np.ndarray, w1: np.n
     return out
 
 
+def _hta_breakdown(model: TraceModel) -> StepBreakdown | None:
+    """The rules' breakdown (core.analysis.breakdown) when this build has it."""
+    try:
+        mod = importlib.import_module("core.analysis.breakdown")
+    except ImportError:
+        return None
+    b = mod.step_breakdown(model)
+    if not b.has_gpu:
+        return None
+    values = np.stack([np.asarray(getattr(b, f), np.int64) for f, _, _ in HTA_CATEGORIES], axis=1)
+    return StepBreakdown(model.rank, np.asarray(b.number, np.int64), tuple((lab, key) for _, lab, key in HTA_CATEGORIES),
+                         values, True, busy_parts=2)
+
+
 def step_breakdown(model: TraceModel) -> StepBreakdown:
+    if len(model.devices):
+        hta = _hta_breakdown(model)
+        if hta is not None:
+            return hta
     number, w0, w1, _ = steps.step_windows(model)
     w0 = np.asarray(w0, np.int64)
     w1 = np.asarray(w1, np.int64)
@@ -66,7 +100,8 @@ def step_breakdown(model: TraceModel) -> StepBreakdown:
         kern = np.flatnonzero(s.kind == Kind.KERNEL)
         comm = _name_mask(model, kern, COMM_MARKERS)
         groups = [kern[~comm], kern[comm], np.flatnonzero(s.kind == Kind.MEMCPY), np.flatnonzero(s.kind == Kind.MEMSET)]
-        return StepBreakdown(model.rank, np.asarray(number, np.int64), GPU_CATEGORIES, _split(model, groups, w0, w1), True)
+        return StepBreakdown(model.rank, np.asarray(number, np.int64), GPU_CATEGORIES, _split(model, groups, w0, w1), True,
+                             busy_parts=4)
     cpu_tracks = np.flatnonzero(model.tracks.kind == TrackKind.CPU_THREAD)
     main = _main_thread(model, cpu_tracks)
     rows = np.arange(*model.track_rows(main).indices(len(s))) if main >= 0 else np.zeros(0, np.int64)

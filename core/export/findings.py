@@ -39,8 +39,9 @@ def collect(trace_set) -> FindingsResult:
         return FindingsResult(note=f"rules failed: {type(exc).__name__}: {exc}")
     found = getattr(result, "findings", result)
     findings = tuple(sorted(found or (), key=_sort_key))
+    not_run = [(str(getattr(n, "rule", "")), str(getattr(n, "reason", n))) for n in getattr(result, "not_run", ())]
     return FindingsResult(findings=findings, available=True,
-                          note="" if findings else "no problems found by the rules")
+                          note="" if findings else "no problems found by the rules", extra={"not_run": not_run})
 
 
 def _sort_key(f) -> tuple:
@@ -64,7 +65,7 @@ def as_dict(f) -> dict:
     d["severity"] = (name or str(getattr(sev, "value", sev))).lower()
     d["source"] = _source(d.get("source"))
     d["time_ranges"] = [tuple(int(x) for x in r) for r in (d.get("time_ranges") or ())]
-    d["evidence"] = [str(e) for e in (d.get("evidence") or ())]
+    d["evidence"] = [evidence_text(e) for e in (d.get("evidence") or ())]
     return d
 
 
@@ -76,3 +77,25 @@ def _source(src) -> dict | None:
     if isinstance(src, (tuple, list)) and len(src) >= 2:
         return {"file": src[0], "line": src[1], "function": src[2] if len(src) > 2 else ""}
     return {k: getattr(src, k, None) for k in ("file", "line", "function")}
+
+
+def evidence_text(e) -> str:
+    """One evidence item as a line: rules give dicts like {"name", "ts_ns", "dur_ns", "rank", "row", ...}."""
+    if not isinstance(e, dict):
+        return str(e)
+    from core import units
+
+    parts = [str(e["name"])] if e.get("name") else []
+    if e.get("ts_ns") is not None:
+        parts.append(f"at {int(e['ts_ns']) / 1e6:.3f} ms")
+    if e.get("dur_ns") is not None:
+        parts.append(f"for {units.fmt_ns(int(e['dur_ns']))}")
+    for k, v in e.items():
+        if k in ("name", "ts_ns", "dur_ns", "row", "rank") or v in (None, "", [], {}):
+            continue
+        if isinstance(v, (int, float)) and k.endswith("bytes"):
+            v = units.fmt_bytes(v)
+        elif isinstance(v, (int, float)) and k.endswith("_ns"):
+            v = units.fmt_ns(v)
+        parts.append(f"{k.removesuffix('_bytes').removesuffix('_ns').replace('_', ' ')} {v}")
+    return " · ".join(parts)

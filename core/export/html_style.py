@@ -7,7 +7,10 @@ CSS = """
 body { margin:0; background:var(--bg); color:var(--fg);
        font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
 main { max-width: 1240px; margin: 0 auto; padding: 24px 28px 48px; }
+.fmeta, .fix, .fhead, table.meta td { overflow-wrap: anywhere; }
+.scroll { overflow-x: auto; }
 h1 { font-size: 24px; margin: 0 0 2px; word-break: break-all; }
+h3 { font-size: 15px; margin: 18px 0 6px; }
 h2 { font-size: 18px; margin: 28px 0 10px; padding-bottom: 4px; border-bottom: 1px solid var(--line); }
 code { font: 12.5px ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
 .muted { color: var(--muted); }
@@ -17,7 +20,8 @@ code { font: 12.5px ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; 
 table { border-collapse: collapse; width: 100%; margin: 8px 0; font-size: 13px; }
 th, td { text-align:left; padding: 4px 8px; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { background: var(--band); font-weight: 600; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { white-space: nowrap; }
 table.meta td:first-child { width: 170px; color: var(--muted); white-space: nowrap; }
 table.top td:first-child { max-width: 720px; }
 .name { display:block; overflow:hidden; text-overflow:ellipsis; white-space:nowrap; max-width:720px;
@@ -33,6 +37,7 @@ figcaption { color: var(--muted); font-size: 12.5px; margin-top: 4px; }
          border-radius:4px; padding:1px 6px; background: var(--info); }
 .badge.error { background: var(--error); } .badge.warning { background: var(--warning); }
 .evidence { margin: 6px 0; padding-left: 20px; font-size: 13px; }
+.evidence li { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; max-width: 1140px; }
 .fix { background: #e6f4ea; border-radius: 4px; padding: 6px 10px; font-size: 13px; }
 .warnings { color: var(--warning); }
 footer { margin-top: 32px; color: var(--muted); font-size: 13px; }

@@ -50,6 +50,8 @@ def memory(ts: TraceSet, spec: FigureSpec | None = None) -> LineFigure | None:
         t = m.memory.ts_ns[sel] / 1e6
         who = ("CPU" if p["device"] < 0 else f"GPU {p['device']}") + (f" r{p['rank']}" if multi else "")
         for key, col in (("allocated", m.memory.total_allocated), ("reserved", m.memory.total_reserved)):
+            if key == "reserved" and not p["peak_reserved_bytes"]:
+                continue  # CPU memory events carry no reserved total
             x, y = figures.decimate(t, col[sel] / MIB, spec.width_px)
             series.append(Series(f"{who} {key}", x, y, key, step=True))
         markers.append(Marker(p["at_ns"] / 1e6, p["peak_allocated_bytes"] / MIB,

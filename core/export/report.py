@@ -20,8 +20,9 @@ from core.export.tables import ExportTable
 from core.trace.model import TraceSet
 
 TOP_N = 15
+EVIDENCE_N = 6  # evidence lines shown per finding (findings.csv has them all)
 FIGURE_CAPTIONS = {
-    "timeline": "CPU threads collapsed to their top levels, one row per GPU stream; dashed lines are step edges.",
+    "timeline": "CPU threads collapsed to their top levels, GPU streams one row each; dashed lines are step edges.",
     "breakdown": "Where step time goes, per step.",
     "memory": "Allocated (solid) and reserved (dashed) memory per device; shaded bands are ProfilerSteps.",
     "gpu": "NVML samples over the run; the shaded band is the profiled window.",
@@ -73,10 +74,18 @@ def _ms(us) -> str:
     return "" if us is None or (isinstance(us, float) and np.isnan(us)) else f"{float(us) / 1000:.3f}"
 
 
+def _not_run(fr: FindingsResult) -> str:
+    items = fr.extra.get("not_run") or []
+    if not items:
+        return ""
+    li = "".join(f"<li><code>{esc(rule)}</code> {esc(reason)}</li>" for rule, reason in items)
+    return f"<h3>Checks not run</h3><ul class='muted notrun'>{li}</ul>"
+
+
 def _findings(ctx: ReportContext) -> str:
     fr = ctx.findings
     if not fr.findings:
-        return f"<p class=muted>{esc(fr.note or 'no findings')}</p>"
+        return f"<p class=muted>{esc(fr.note or 'no findings')}</p>" + _not_run(fr)
     t_base = 0
     cards = []
     for f in fr.findings:
@@ -88,7 +97,10 @@ def _findings(ctx: ReportContext) -> str:
         ranges = d.get("time_ranges") or []
         first = (f"first at {(ranges[0][0] - t_base) / 1e6:.3f}–{(ranges[0][1] - t_base) / 1e6:.3f} ms"
                  f" ({len(ranges)} range{'s' if len(ranges) != 1 else ''})") if ranges else ""
-        ev = "".join(f"<li>{esc(e)}</li>" for e in (d.get("evidence") or [])[:8])
+        evidence = d.get("evidence") or []
+        ev = "".join(f"<li title='{esc(e)}'>{esc(e)}</li>" for e in evidence[:EVIDENCE_N])
+        if len(evidence) > EVIDENCE_N:
+            ev += f"<li class=muted>{len(evidence) - EVIDENCE_N} more in findings.csv</li>"
         cost = f"{units.fmt_ns(d.get('impact_ns') or 0)}"
         if d.get("impact_pct") is not None:
             cost += f" ({float(d['impact_pct']):.1f} % of profiled time)"
@@ -98,7 +110,7 @@ def _findings(ctx: ReportContext) -> str:
             f"<div class=fmeta>cost {esc(cost)} · {esc(d.get('count'))}× · {where} · {esc(first)}</div>"
             + (f"<ul class=evidence>{ev}</ul>" if ev else "")
             + (f"<div class=fix><b>Fix:</b> {esc(d.get('fix'))}</div>" if d.get("fix") else "") + "</div>")
-    return "".join(cards)
+    return "".join(cards) + _not_run(fr)
 
 
 def _steps(ctx: ReportContext) -> str:
@@ -106,15 +118,18 @@ def _steps(ctx: ReportContext) -> str:
     col = {c: i for i, c in enumerate(st.columns)}
     bd = {(b.rank, int(n)): (b.categories, b.values_ns[i]) for b in ctx.breakdown for i, n in enumerate(b.steps.tolist())}
     cats = ctx.breakdown[0].categories if ctx.breakdown else ()
-    head = ["rank", "step", "duration ms", "GPU busy %", "kernels"] + [f"{c[0]} ms" for c in cats]
+    # only the parts that occur (a table of zeros hides the ones that matter)
+    used = [j for j in range(len(cats)) if any(b.values_ns[:, j].any() for b in ctx.breakdown if b.categories == cats)]
+    gpu = any(m.devices for m in ctx.trace_set.models)
+    head = ["rank", "step", "duration ms"] + (["GPU busy %", "kernels"] if gpu else []) + [f"{cats[j][0]} ms" for j in used]
     rows = []
     for i in range(len(st)):
         rank, step = int(st.data[col["rank"]][i]), int(st.data[col["step"]][i])
         vals = bd.get((rank, step), (cats, np.zeros(len(cats))))[1]
-        rows.append([esc(rank), esc(step if step >= 0 else "whole trace"), _ms(st.data[col["dur_us"]][i]),
-                     f"{float(st.data[col['gpu_busy_pct']][i]):.1f}", esc(st.data[col["kernel_count"]][i])]
-                    + [f"{v / 1e6:.3f}" for v in vals])
-    return _table(head, rows, num_from=2)
+        gpu_cells = [f"{float(st.data[col['gpu_busy_pct']][i]):.1f}", esc(st.data[col["kernel_count"]][i])] if gpu else []
+        rows.append([esc(rank), esc(step if step >= 0 else "whole trace"), _ms(st.data[col["dur_us"]][i])] + gpu_cells
+                    + [f"{vals[j] / 1e6:.3f}" for j in used])
+    return f"<div class=scroll>{_table(head, rows, num_from=2)}</div>"
 
 
 def _top(table: ExportTable, cols: list[tuple[str, str, str]]) -> str:
@@ -135,7 +150,7 @@ def _top(table: ExportTable, cols: list[tuple[str, str, str]]) -> str:
                 out.append(esc(v))
         rows.append(out)
     if not rows:
-        return "<p class=muted>none in this trace</p>"
+        return f"<p class=muted>no {esc(table.name)} in this trace</p>"
     more = f"<p class=muted>{len(table) - TOP_N} more rows in {table.name}.csv</p>" if len(table) > TOP_N else ""
     return _table([h for _, h, _ in cols], rows, num_from=1 if cols[0][2] != "text" else 1, cls="top") + more
 
@@ -151,7 +166,8 @@ def _memory(ctx: ReportContext) -> str:
         total = p.get("total_bytes")
         share = f"{100 * p['peak_allocated_bytes'] / total:.1f}" if total else ""
         rows.append([esc(p["rank"]), esc("CPU" if p["device"] < 0 else f"GPU {p['device']}"),
-                     esc(units.fmt_bytes(p["peak_allocated_bytes"])), esc(units.fmt_bytes(p["peak_reserved_bytes"])),
+                     esc(units.fmt_bytes(p["peak_allocated_bytes"])),
+                     esc(units.fmt_bytes(p["peak_reserved_bytes"]) if p["peak_reserved_bytes"] else "–"),
                      esc(units.fmt_bytes(total) if total else ""), share, f"{p['at_ns'] / 1e6:.3f}"])
     return _table(["rank", "device", "peak allocated", "peak reserved", "device memory", "% of device", "at ms"], rows,
                   num_from=2)
@@ -171,7 +187,8 @@ def build_html(ctx: ReportContext) -> str:
                                  ("mean_us", "mean ms", "ms"), ("gpu_pct", "% GPU", "pct")])
     ops = _top(ctx.ops, [("name", "op", "text"), ("calls", "calls", "int"), ("host_total_us", "CPU total ms", "ms"),
                          ("host_self_us", "CPU self ms", "ms"), ("device_us", "GPU ms", "ms")])
-    gpu = f"<section><h2>GPU (NVML)</h2>{_img(ctx, 'gpu')}</section>" if "gpu" in ctx.png or "gpu" in ctx.skipped else ""
+    has_gpu = any(m.devices for m in ts.models) or "gpu" in ctx.png
+    gpu = f"<section><h2>GPU (NVML)</h2>{_img(ctx, 'gpu')}</section>" if has_gpu else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">

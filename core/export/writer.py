@@ -96,7 +96,7 @@ def iter_write_report(ts: TraceSet, out_dir: str | Path, renderer: Renderer | No
     captions: dict[str, str] = {}
     if opts.pngs:
         figs = figures_for(ts, opts.spec)
-        captions = {n: f.header.subtitle for n, f in figs.items() if f is not None}
+        captions = {"timeline": figs["timeline"].header.subtitle}  # which window was chosen
         if "gpu" not in figs:
             skipped["gpu"] = "no NVML samples in this trace set"
             result.skipped["gpu.png"] = skipped["gpu"]

@@ -56,7 +56,9 @@ def test_memory_figure_marks_the_peak(trace_set):
     (panel,) = fig.panels
     assert max(mk.y for mk in panel.markers) * 2**20 == peak
     labels = [s.label for s in panel.series]
-    assert any("allocated" in lab for lab in labels) and any("reserved" in lab for lab in labels)
+    assert any("allocated" in lab for lab in labels)
+    if any(x.device_type.any() for x in mem):  # CUDA memory events carry the reserved total
+        assert any("reserved" in lab for lab in labels)
     assert all(len(s.x) == len(s.y) and len(s.x) > 0 for s in panel.series)
 
 
@@ -77,8 +79,8 @@ def test_breakdown_adds_up_to_each_step(trace_set):
         st = steps.step_stats(m)
         assert (bd.values_ns >= 0).all()
         assert np.array_equal(bd.values_ns.sum(axis=1), st.dur_ns)
-        if bd.gpu:  # GPU idle = step - busy union
-            assert np.array_equal(bd.values_ns[:, -1], st.dur_ns - st.gpu_busy_ns)
+        if bd.gpu:  # busy parts = union of GPU work in the step; the idle parts are the rest
+            assert np.array_equal(bd.gpu_busy_ns, st.gpu_busy_ns)
     fig = breakdown_data.build(trace_set)
     assert fig.values_ms.shape == (len(fig.bar_labels), len(fig.categories))
 

@@ -80,4 +80,30 @@ def test_cpu_only_report_has_no_gpu_parts(cpu_set, tmp_path):
     assert "gpu.png" in res.skipped and "nvml.csv" in res.skipped
     assert not (tmp_path / "nvml.csv").exists()
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
-    assert "CPU only" in page and "<h2>GPU (NVML)</h2>" in page
+    assert "CPU only" in page and "<h2>GPU (NVML)</h2>" not in page and "GPU busy %" not in page
+
+
+def test_findings_come_from_the_rules_when_present(issues_set, tmp_path):
+    """With core.rules (rules branch) every finding lands in findings.csv and the page; without it the page says so."""
+    import csv
+    import importlib
+
+    from core.export import findings
+
+    fr = findings.collect(issues_set)
+    res = write_report(issues_set, tmp_path, None, ReportOptions(findings=fr))
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert_self_contained(page)
+    with open(tmp_path / "findings.csv", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    rules = importlib.import_module("core.rules")
+    if not hasattr(rules, "analyze"):
+        assert not fr.available and rows == [] and fr.note in page and res.findings_note == fr.note
+        return
+    analysis = rules.analyze(issues_set)
+    assert fr.available and len(fr.findings) == len(analysis.findings) == len(rows) > 0
+    assert {r["rule"] for r in rows} == {f.rule for f in analysis.findings}
+    for f in analysis.findings:
+        assert f"<code class=rule>{f.rule}</code>" in page
+    sev = [findings.SEVERITY_ORDER[r["severity"]] for r in rows]
+    assert sev == sorted(sev)  # errors first
