@@ -71,6 +71,10 @@ class Canvas:
             ax.setTextPen(pg.mkPen(text))
             ax.setStyle(tickFont=font())
             ax.label.setFont(font())
+            # values are already in the unit the label names: never rescale them with an SI prefix
+            # (pyqtgraph 0.14 applies its auto prefix to a labelled axis even after enableAutoSIPrefix(False))
+            ax.enableAutoSIPrefix(False)
+            ax.setSIPrefixEnableRanges(((-1.0, -1.0),))
 
     def to_png(self) -> bytes:
         """Lay out at the logical size and paint at `spec.scale` device pixels per logical pixel."""

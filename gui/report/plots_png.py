@@ -41,8 +41,6 @@ def paint_lines(fig: LineFigure) -> bytes:
         if first is not None:
             plot.setXLink(first)
         first = first or plot
-        plot.getAxis("bottom").enableAutoSIPrefix(False)
-        plot.getAxis("left").enableAutoSIPrefix(False)
         _legend(plot, len(panel.series))
         for k, (x0, x1, label) in enumerate(fig.shade):
             if k % 2 == 0 or len(fig.shade) == 1:
