@@ -132,11 +132,15 @@ def _steps(ctx: ReportContext) -> str:
     return f"<div class=scroll>{_table(head, rows, num_from=2)}</div>"
 
 
-def _top(table: ExportTable, cols: list[tuple[str, str, str]]) -> str:
-    """cols: (column, header, format: 'ms' | 'pct' | 'int' | 'text')."""
+def _top(table: ExportTable, cols: list[tuple[str, str, str]], sort_by: str, multi_rank: bool = False) -> str:
+    """The TOP_N rows by `sort_by` (across ranks). cols: (column, header, format: ms | pct | int | text)."""
     idx = {c: i for i, c in enumerate(table.columns)}
+    if multi_rank:
+        cols = [("rank", "rank", "int")] + cols
+    order = np.argsort(-np.asarray(table.data[idx[sort_by]], dtype=np.float64), kind="stable")[:TOP_N] \
+        if len(table) else []
     rows = []
-    for r in range(min(len(table), TOP_N)):
+    for r in order:
         out = []
         for c, _, fmt in cols:
             v = table.data[idx[c]][r]
@@ -152,7 +156,8 @@ def _top(table: ExportTable, cols: list[tuple[str, str, str]]) -> str:
     if not rows:
         return f"<p class=muted>no {esc(table.name)} in this trace</p>"
     more = f"<p class=muted>{len(table) - TOP_N} more rows in {table.name}.csv</p>" if len(table) > TOP_N else ""
-    return _table([h for _, h, _ in cols], rows, num_from=1 if cols[0][2] != "text" else 1, cls="top") + more
+    first_num = 2 if multi_rank else 1
+    return _table([h for _, h, _ in cols], rows, num_from=first_num, cls="top") + more
 
 
 def _memory(ctx: ReportContext) -> str:
@@ -183,10 +188,11 @@ def build_html(ctx: ReportContext) -> str:
                     for k, v in summary.headline(ts) + [("findings", str(len(ctx.findings.findings)))])
     warnings = "".join(f"<li>{esc(w)}</li>" for w in ts.all_warnings)
     files = " · ".join(f"<a href='{esc(f)}'>{esc(f)}</a>" for f in ctx.files)
+    multi = len(ts.models) > 1
     kernels = _top(ctx.kernels, [("name", "kernel", "text"), ("calls", "calls", "int"), ("total_us", "total ms", "ms"),
-                                 ("mean_us", "mean ms", "ms"), ("gpu_pct", "% GPU", "pct")])
+                                 ("mean_us", "mean ms", "ms"), ("gpu_pct", "% GPU", "pct")], "total_us", multi)
     ops = _top(ctx.ops, [("name", "op", "text"), ("calls", "calls", "int"), ("host_total_us", "CPU total ms", "ms"),
-                         ("host_self_us", "CPU self ms", "ms"), ("device_us", "GPU ms", "ms")])
+                         ("host_self_us", "CPU self ms", "ms"), ("device_us", "GPU ms", "ms")], "host_total_us", multi)
     has_gpu = any(m.devices for m in ts.models) or "gpu" in ctx.png
     gpu = f"<section><h2>GPU (NVML)</h2>{_img(ctx, 'gpu')}</section>" if has_gpu else ""
     return f"""<!DOCTYPE html>

@@ -5,6 +5,8 @@ import base64
 import re
 from pathlib import Path
 
+import numpy as np
+
 
 from core.export import tables
 from core.export.findings import FindingsResult
@@ -50,8 +52,11 @@ def test_report_without_renderer_is_complete_and_offline(trace_set, tmp_path):
     assert "profile_memory" in page and "record_shapes" in page
     kt = tables.kernels(trace_set)
     if len(kt):
-        top = str(kt.data[kt.columns.index("name")][0])
+        best = int(np.argmax(np.asarray(kt.data[kt.columns.index("total_us")])))
+        top = str(kt.data[kt.columns.index("name")][best])
         assert top[:40].replace("<", "&lt;").replace(">", "&gt;") in page
+    if len(trace_set.models) > 1:
+        assert page.count("<th>rank</th>") >= 3  # steps, top kernels and top ops name the rank
     n_steps = sum(len(x.steps) for x in trace_set.models)
     assert page.count("<tr>") >= n_steps
 
