@@ -68,3 +68,32 @@ def test_one_table_csv_and_timeline_view_png(exporter, qtbot, tmp_path, issues):
     with qtbot.waitSignal(ex.sig_export_finished, timeout=30_000) as sig:
         ex.run_png(lambda: timeline_data.build(issues, spec), tmp_path / "view.png")
     assert sig.args[0].stat().st_size > 10_000
+
+
+def test_png_options_dialog_maps_choices_to_a_figure_spec(qtbot, issues):
+    from gui.report.dialogs import PngOptionsDialog
+
+    steps = [int(n) for n in issues.primary.steps.number]
+    dlg = PngOptionsDialog(None, "Export timeline PNG", steps, has_view=True)
+    qtbot.addWidget(dlg)
+    labels = [dlg.source.itemText(i) for i in range(dlg.source.count())]
+    assert labels == ["current view", "busiest step"] + [f"step {n}" for n in steps]
+    dlg.source.setCurrentIndex(0)
+    dlg.width.setValue(1200)
+    dlg.hidpi.setChecked(True)
+    spec = dlg.spec((1_000, 5_000_000))
+    assert (spec.t0_ns, spec.t1_ns, spec.step, spec.width_px, spec.scale) == (1_000, 5_000_000, None, 1200, 2.0)
+    dlg.source.setCurrentIndex(2 + len(steps) - 1)
+    spec = dlg.spec((1_000, 5_000_000))
+    assert (spec.t0_ns, spec.step, spec.scale) == (None, steps[-1], 2.0)
+
+
+def test_cancel_stops_the_export(exporter, qtbot, tmp_path):
+    win, ex = exporter
+    with qtbot.waitSignal(ex.sig_export_failed, timeout=30_000) as sig:
+        ex.run_report(ex._context(), tmp_path)
+        for worker in list(ex._workers):
+            worker.quit()  # what the progress dialog's Cancel button does
+    assert sig.args == ["cancelled"]
+    assert not (tmp_path / "report.html").exists()
+    qtbot.waitUntil(lambda: not ex.is_busy(), timeout=10_000)
