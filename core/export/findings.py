@@ -37,6 +37,14 @@ def collect(trace_set) -> FindingsResult:
     except Exception as exc:  # noqa: BLE001 - a broken rule must not lose the rest of the report
         log.exception("rules failed")
         return FindingsResult(note=f"rules failed: {type(exc).__name__}: {exc}")
+    return wrap(result)
+
+
+def wrap(result) -> FindingsResult:
+    """A rules result as a FindingsResult: core.rules' Analysis (findings + not_run), a list of Finding
+    objects / JSON dicts, or a FindingsResult (returned as is)."""
+    if isinstance(result, FindingsResult):
+        return result
     found = getattr(result, "findings", result)
     findings = tuple(sorted(found or (), key=_sort_key))
     not_run = [(str(getattr(n, "rule", "")), str(getattr(n, "reason", n))) for n in getattr(result, "not_run", ())]

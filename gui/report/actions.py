@@ -18,6 +18,7 @@ from superqt.utils import create_worker
 from core.export import breakdown_data, plots_data, tables, timeline_data
 from core.export.csv import write_table
 from core.export.figures import FigureSpec
+from core.export import findings as findings_src
 from core.export.findings import FindingsResult
 from core.export.writer import ExportProgress, ReportOptions, iter_write_report
 from core.trace.model import TraceSet
@@ -31,15 +32,14 @@ class ExportContext:
     """What the window shows now. Only trace_set is required."""
 
     trace_set: TraceSet
-    findings: FindingsResult | list | None = None  # rules' result; None: the report runs the rules itself
+    findings: object = None  # core.rules Analysis, list of Findings or FindingsResult; None: the report runs the rules
     view_range_ns: tuple[int, int] | None = None  # the timeline's visible x range
     live_widget: QtWidgets.QWidget | None = None  # live GPU panel (a run in progress: NVML not in the TraceSet)
 
 
 def _as_result(findings) -> FindingsResult | None:
-    if findings is None or isinstance(findings, FindingsResult):
-        return findings
-    return FindingsResult(findings=tuple(findings), available=True, note="" if findings else "no problems found")
+    """None (the report runs the rules itself) or the window's rules result, whatever its form."""
+    return None if findings is None else findings_src.wrap(findings)
 
 
 class ReportActions(QtCore.QObject):

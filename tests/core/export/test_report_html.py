@@ -106,6 +106,9 @@ def test_findings_come_from_the_rules_when_present(issues_set, tmp_path):
         return
     analysis = rules.analyze(issues_set)
     assert fr.available and len(fr.findings) == len(analysis.findings) == len(rows) > 0
+    wrapped = findings.wrap(analysis)  # what the GUI passes: the issues panel's Analysis object
+    assert len(wrapped.findings) == len(analysis.findings)
+    assert len(wrapped.extra["not_run"]) == len(analysis.not_run)
     assert {r["rule"] for r in rows} == {f.rule for f in analysis.findings}
     for f in analysis.findings:
         assert f"<code class=rule>{f.rule}</code>" in page
