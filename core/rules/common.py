@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
+from core.analysis.breakdown import COMPILE_PATTERN
 from core.analysis.derived import cached
 from core.analysis.steps import gpu_busy_union
 from core.analysis.tree import is_library_frame, parents, parse_frame, user_frame
@@ -186,8 +187,7 @@ def step_of(steps, ts_ns) -> np.ndarray:
     return steps.index_of(ts_ns)
 
 
-COMPILE_RX = (r"\(dynamo_timed\)$|^CachingAutotuner|compile_id=|^entire_frame_compile$|^backend_compile$"
-              r"|^inductor_compile$|^dynamo$|^compile_attempt_\d+$|^fx_codegen_and_compile$")
+COMPILE_RX = COMPILE_PATTERN.pattern
 
 
 def compile_windows(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
