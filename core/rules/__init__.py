@@ -17,7 +17,8 @@ from core.rules.config import load_config
 
 log = logging.getLogger(__name__)
 
-FAMILIES = ("sync", "memcpy", "layout", "compile", "gpu_time")
+FAMILIES = ("sync", "memcpy", "layout", "compile", "gpu_time", "dataloader", "precision", "optimizer",
+            "memory", "distributed", "hints")
 
 RULE_IDS = ("host_sync", "non_contiguous_input", "graph_break", "recompile", "pageable_memcpy", "sync_memcpy",
             "launch_bound", "gpu_idle", "dataloader_bound", "fp32_gemm", "channels_last", "zero_grad_not_none",
