@@ -70,6 +70,7 @@ def analyze(trace_set, config: dict | None = None, rules: Iterable[Rule] | None 
         except Exception as exc:  # noqa: BLE001 - one broken rule must not hide the others
             log.exception("rule %s failed", r.id)
             total.not_run.append(CheckNotRun(r.id, f"rule failed: {type(exc).__name__}: {exc}"))
+    total.not_run[:0] = _capability_notes(ctx)
     findings = sorted(total.findings, key=lambda f: (-f.impact_ns, -int(f.severity), f.rule))
     not_run = _dedupe(total.not_run)
     elapsed = time.perf_counter() - t0
@@ -77,6 +78,26 @@ def analyze(trace_set, config: dict | None = None, rules: Iterable[Rule] | None 
     if progress is not None:
         progress(1.0, "done")
     return Analysis(tuple(findings), tuple(not_run), summary, elapsed)
+
+
+def _capability_notes(ctx: RuleContext) -> list[CheckNotRun]:
+    """What the trace lacks, once per analysis (profiler options off), so nobody reads silence as 'clean'."""
+    from core.rules import common as c
+    notes = []
+    for m in ctx.models:
+        who = f"rank {m.rank}: " if len(ctx.models) > 1 else ""
+        if not c.has_stacks(m):
+            notes.append(CheckNotRun("source", who + "no Python stacks (with_stack=False): findings carry no "
+                                     "file/line (compile.json reasons still apply)"))
+        if not c.has_shapes(m):
+            notes.append(CheckNotRun("non_contiguous_input", who + "no input shapes/strides (record_shapes=False): "
+                                     "layout copies found from the call tree only; zeros_then_overwrite shape "
+                                     "check skipped"))
+        if c.gpu_event_count(m) == 0:
+            notes.append(CheckNotRun("gpu", who + "CPU-only trace: GPU rules (launch_bound, gpu_idle, fp32_gemm, "
+                                     "pageable_memcpy, channels_last) do not apply; ops that would sync on a GPU "
+                                     "are reported as hints"))
+    return notes
 
 
 def _dedupe(items: list[CheckNotRun]) -> list[CheckNotRun]:

@@ -142,7 +142,8 @@ def recompile(ctx: RuleContext) -> RuleOutput:
         src = _src_from(reasons[0]) if reasons else None
         why = f": {reasons[0].get('reason')}" if reasons else ""
         if in_window:
-            title = f"Recompiled inside the profiled steps ({len(ids)} compile(s), frames {', '.join(frames)}){why}"
+            where = "window" if steps.synthetic else "steps"
+            title = f"Recompiled inside the profiled {where} ({len(ids)} compile(s), frames {', '.join(frames)}){why}"
             ranges = [(int(s.ts_ns[r]), int(s.ts_ns[r] + s.dur_ns[r])) for r in ids[:50]]
         else:
             title = f"Compiled frames were recompiled before the window (regions {', '.join(frames)}){why}"

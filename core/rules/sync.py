@@ -172,6 +172,8 @@ def _cpu_hints(ctx: RuleContext, i: int) -> RuleOutput:
     rows = rows[np.isin(m.slices.name[rows], c.name_ids(m, "would-sync-ids", c.exact(*WOULD_SYNC)))]
     opt = c.ancestor_matching(m, rows, c.name_ids(m, "optimizer-ann", lambda n: n.startswith("Optimizer.")))
     rows = rows[opt < 0]
+    cw0, cw1 = c.compile_windows(m)
+    rows = rows[~c.inside(m, rows, cw0, cw1)]
     steps = ctx.steps(i)
     if not steps.synthetic:
         rows = rows[steps.index_of(m.slices.ts_ns[rows]) >= 0]
