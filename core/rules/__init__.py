@@ -7,7 +7,7 @@ from __future__ import annotations
 import importlib
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -25,7 +25,7 @@ RULE_IDS = ("host_sync", "non_contiguous_input", "graph_break", "recompile", "pa
             "memory_near_capacity", "memory_growth", "allocator_churn", "single_tensor_optimizer", "comm_bound",
             "rank_imbalance", "zeros_then_overwrite")
 
-__all__ = ["Analysis", "CheckNotRun", "Finding", "Rule", "Severity", "Source", "all_rules", "analyze"]
+__all__ = ["Analysis", "AnalysisCancelled", "iter_analyze", "CheckNotRun", "Finding", "Rule", "Severity", "Source", "all_rules", "analyze"]
 
 
 def all_rules() -> list[Rule]:
@@ -55,16 +55,34 @@ def analyze(trace_set, config: dict | None = None, rules: Iterable[Rule] | None 
             progress: Callable[[float, str], None] | None = None,
             cancelled: Callable[[], bool] | None = None) -> Analysis:
     """Run rules over a TraceSet. A rule that raises becomes a 'check not run', never a crash."""
+    gen = iter_analyze(trace_set, config, rules)
+    while True:
+        try:
+            fraction, rule_id = next(gen)
+        except StopIteration as stop:
+            return stop.value
+        if progress is not None:
+            progress(fraction, rule_id)
+        if cancelled is not None and cancelled():
+            gen.close()
+            raise AnalysisCancelled()
+
+
+class AnalysisCancelled(Exception):
+    """The consumer of iter_analyze / analyze asked it to stop."""
+
+
+def iter_analyze(trace_set, config: dict | None = None, rules: Iterable[Rule] | None = None
+                 ) -> Generator[tuple[float, str], None, Analysis]:
+    """Generator form for workers: yields (fraction, rule id) before each rule, returns the Analysis.
+    Stop iterating to cancel (nothing is left running)."""
     t0 = time.perf_counter()
     cfg = config if config is not None else load_config()
     ctx = RuleContext(trace_set, cfg)
     rules = list(rules) if rules is not None else all_rules()
     total = RuleOutput()
     for k, r in enumerate(rules):
-        if cancelled is not None and cancelled():
-            break
-        if progress is not None:
-            progress(k / max(len(rules), 1), r.id)
+        yield k / max(len(rules), 1), r.id
         try:
             total.extend(r.run(ctx))
         except Exception as exc:  # noqa: BLE001 - one broken rule must not hide the others
@@ -75,8 +93,7 @@ def analyze(trace_set, config: dict | None = None, rules: Iterable[Rule] | None 
     not_run = _dedupe(total.not_run)
     elapsed = time.perf_counter() - t0
     summary = _summary(ctx, findings, not_run, elapsed)
-    if progress is not None:
-        progress(1.0, "done")
+    yield 1.0, "done"
     return Analysis(tuple(findings), tuple(not_run), summary, elapsed)
 
 
