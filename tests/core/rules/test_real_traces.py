@@ -151,3 +151,20 @@ def test_compile_json_reasons_are_used(loaded):
     # malformed compile.json never breaks the rules
     bad = analyze(replace(ts, compile_info={"graph_breaks": "oops", "recompiles": [1, None]}))
     assert {"graph_break", "recompile"} <= {f.rule for f in bad.findings}
+
+
+def test_gpt_big_is_fast_and_precise(loaded):
+    import time
+    ts = loaded(shared_trace("gpu_gpt_big.pt.trace.json.gz"))
+    t0 = time.perf_counter()
+    result = analyze(ts)
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 3.0  # issue target 1 s (measured ~0.25 s); slack for a loaded 2-core CI box
+    got = {f.rule for f in result.findings}
+    # bf16 autocast, pinned-free, set_to_none, no DataLoader: none of these may fire
+    assert not got & {"pageable_memcpy", "fp32_gemm", "zero_grad_not_none", "channels_last", "dataloader_bound",
+                      "graph_break", "recompile", "memory_growth"}
+    syncs = [f for f in result.findings if f.rule == "host_sync"]
+    assert sum(f.count for f in syncs) == 3  # loss.item() every 10 steps
+    idle = next(f for f in result.findings if f.rule == "gpu_idle")
+    assert "76" in idle.title or "77" in idle.title or "78" in idle.title  # HTA reports ~78 % idle
