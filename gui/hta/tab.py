@@ -148,6 +148,10 @@ class HtaTab(QtWidgets.QWidget):
 
     def _show_result(self, result, name: str = "") -> None:
         self.plot.clear()
+        self.plot.getAxis("bottom").setTicks(None)  # bar plots set category ticks; scatter needs numbers
+        self.plot.setLabel("bottom", "")
+        self.plot.setLabel("left", "")
+        self.plot.enableAutoRange()
         if result is None or not result.ok:
             self.frame_model.set_frame(None)
             if result is not None and self._report is not None and not self._report.unavailable:
