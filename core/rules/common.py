@@ -198,3 +198,23 @@ def compile_windows(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
         s = model.slices
         return intervals.union(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
     return cached(model, "compile_windows", compute)
+
+
+def forward_source(model: TraceModel, row: int) -> Source | None:
+    """Source of a backward-pass row: the user frame of the forward op that created its autograd node
+    (fwdbwd flows), since backward runs on the autograd thread with no user frames."""
+    from core.trace.model import FlowKind
+    f = model.flows
+    fb = f.kind == FlowKind.FWD_BWD
+    if not fb.any():
+        return None
+    par = parents(model)
+    dst_to_src = dict(zip(f.dst[fb].tolist(), f.src[fb].tolist()))
+    r = int(row)
+    for _ in range(64):
+        if r < 0:
+            return None
+        if r in dst_to_src:
+            return source_of(model, dst_to_src[r])
+        r = int(par[r])
+    return None

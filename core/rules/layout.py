@@ -89,7 +89,7 @@ def non_contiguous_input(ctx: RuleContext) -> RuleOutput:
             out.findings.append(ctx.finding(
                 "non_contiguous_input", i, title=f"Layout copies: {what} ({int(sel.sum())}×)",
                 count=int(sel.sum()), impact_ns=int(cost[sel].sum()), time_ranges=c.ranges_of(m, g_p), evidence=ev,
-                source=c.source_of(m, int(g_a[0])), fix=fix,
+                source=c.source_of(m, int(g_a[0])) or c.forward_source(m, int(g_a[0])), fix=fix,
                 evidence_rows=np.concatenate([g_p, g_c])))
     return out
 

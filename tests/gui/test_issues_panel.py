@@ -94,3 +94,17 @@ def test_connect_timeline_forwards_range_and_rows(qtbot, issues_ts):
     panel.select_row(0)
     kinds = [c[0] for c in tl.calls]
     assert kinds == ["range", "hl"] and 0 in tl.calls[1][1]
+
+
+def test_multi_rank_breakdown_switches_rank(qtbot):
+    from gui.issues import IssuesPanel
+    ts = load(shared_trace("gpu_ddp2"), use_cache=False)
+    panel = IssuesPanel()
+    qtbot.addWidget(panel)
+    panel.set_analysis(ts, analyze(ts))
+    assert panel.rank_combo.count() == 2 and not panel.rank_combo.isHidden()
+    first = panel.breakdown.breakdown()
+    panel.rank_combo.setCurrentIndex(1)
+    second = panel.breakdown.breakdown()
+    assert first is not second and len(second) == 3
+    assert "comm_wait_ns" in panel.breakdown.bars  # gloo all-reduce shows as collectives
