@@ -92,8 +92,8 @@ def rank_imbalance(ctx: RuleContext) -> RuleOutput:
     st = ctx.steps(slow)
     ev = [{"name": f"rank {m.rank} mean step", "dur_ns": int(x), "rank": m.rank} for m, x in zip(ctx.models, means)]
     out.findings.append(ctx.finding(
-        "rank_imbalance", slow, title=f"Rank {ctx.models[slow].rank} is {spread:.0f} % slower per step than the "
-                                      "fastest rank",
+        "rank_imbalance", slow, title=f"slowest rank: {spread:.0f} % longer steps than the fastest rank "
+                                      f"(rank {ctx.models[int(np.argmin(means_a))].rank})",
         count=len(ctx.models), impact_ns=int((means_a.max() - means_a.min()) * len(st.number)),
         time_ranges=list(zip(st.t0_ns.tolist(), st.t1_ns.tolist()))[:c.MAX_RANGES], evidence=ev, source=None,
         fix="Balance the work per rank: equal shard sizes (DistributedSampler, drop_last=True), the same sequence "
