@@ -6,7 +6,6 @@ spent inside `__next__` (GPU traces) or its CPU time (CPU-only traces).
 """
 from __future__ import annotations
 
-import numpy as np
 
 from core.analysis.breakdown import step_breakdown
 from core.rules import common as c

@@ -18,6 +18,9 @@ from core.trace.model import FlowKind, Kind, TrackKind
 from core.units import fmt_pct
 
 
+MAX_KERNEL_EVIDENCE = 200  # kernels considered for the evidence list (the longest MAX_EVIDENCE are shown)
+
+
 def _runs(flag: np.ndarray, min_run: int) -> list[tuple[int, int]]:
     """[start, stop) index ranges of consecutive True values at least min_run long."""
     if not len(flag):
@@ -89,9 +92,6 @@ def launch_bound(ctx: RuleContext) -> RuleOutput:
                     "larger batches also amortise launch overhead.",
                 evidence_rows=np.concatenate([k, ln])))
     return out
-
-
-MAX_KERNEL_EVIDENCE = 200
 
 
 @rule("gpu_idle", "GPU idle during steps")

@@ -15,7 +15,7 @@ import numpy as np
 
 from core.analysis.stats import device_time_per_row
 from core.rules import common as c
-from core.rules.base import CheckNotRun, RuleContext, RuleOutput, rule
+from core.rules.base import RuleContext, RuleOutput, rule
 from core.trace.model import Kind
 
 COPY_PARENTS = ("aten::contiguous", "aten::reshape", "aten::_reshape_alias", "aten::flatten")
@@ -59,10 +59,6 @@ def non_contiguous_input(ctx: RuleContext) -> RuleOutput:
             clones, p = clones[~expanded], p[~expanded]
         if not len(clones):
             continue
-        if not c.has_shapes(m):
-            out.not_run.append(CheckNotRun("non_contiguous_input",
-                                           "no input shapes/strides (record_shapes=False): copies are found "
-                                           "from the call tree, broadcast inputs cannot be told apart"))
         gp = par[p]
         # the op that asked for the copy: the grand-parent (an aten op or an autograd node), else Python
         asker = np.where(gp >= 0, gp, p)

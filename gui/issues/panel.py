@@ -20,7 +20,7 @@ from core.analysis.breakdown import step_breakdown
 from core.rules import Analysis, iter_analyze
 from core.rules.config import load_config
 from gui.issues.breakdown_view import BreakdownView
-from gui.issues.details import FindingDetails, not_run_html
+from gui.issues.details import FindingDetails
 from gui.issues.model import SORT_ROLE, FindingsModel
 
 log = logging.getLogger(__name__)
