@@ -2,7 +2,8 @@
 
 The direction and host memory kind are only in the GPU event's name (`Memcpy HtoD (Pageable -> Device)`).
 A pageable copy is staged through a driver bounce buffer and is synchronous for the host; costed by the
-GPU copy time plus the CPU time blocked in the copy's runtime calls and the syncs of the same op.
+GPU copy time plus the CPU time blocked in the copy's runtime calls (and, host->device, the syncs of the
+same op; device->host syncs are host_sync's, e.g. `.cpu()`).
 """
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ def pageable_memcpy(ctx: RuleContext) -> RuleOutput:
             sel = direction == d
             g, gs, gop = rows[sel], src[sel], op[sel]
             ops = np.unique(gop[gop >= 0])
-            g_sync = syncs[np.isin(sync_op, ops)] if len(ops) else np.zeros(0, np.int64)
+            # H2D: the op's syncs are the copy's (host_sync skips them); D2H syncs stay with host_sync
+            g_sync = syncs[np.isin(sync_op, ops)] if len(ops) and d == "HtoD" else np.zeros(0, np.int64)
             blocked = int(s.dur_ns[gs[gs >= 0]].sum()) + int(s.dur_ns[g_sync].sum())
             cost = int(s.dur_ns[g].sum()) + blocked
             nbytes = int(np.maximum(s.bytes[g], 0).sum())
