@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.rules import common as c
-from core.rules.base import CheckNotRun, RuleContext, RuleOutput, rule
+from core.rules.base import CheckNotRun, RuleContext, RuleOutput, Severity, rule
 from core.trace.model import Kind
 from core.units import fmt_bytes
 
@@ -56,7 +56,7 @@ def memory_near_capacity(ctx: RuleContext) -> RuleOutput:
                            "allocated_bytes": int(mem.total_allocated[k]), "rank": m.rank}], source=None,
                 fix="Leave headroom: lower the batch size or use activation checkpointing, bf16 autocast, "
                     "set_to_none gradients; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True reduces fragmentation.",
-                severity=ctx.severity(100.0, 0) if pct >= 98 else None, hint=pct < 98))
+                severity=Severity.ERROR if pct >= 98 else Severity.WARNING))
     return out
 
 
@@ -102,7 +102,7 @@ def memory_growth(ctx: RuleContext) -> RuleOutput:
             fix="Something keeps tensors alive across steps: accumulate losses/metrics with .item() or .detach() "
                 "(not the graph-holding tensor), do not append outputs/logits to a Python list, and clear caches; "
                 "torch.cuda.memory._record_memory_history + a snapshot shows the allocation stack.",
-            severity=ctx.severity(ctx.config.get("severity", {}).get("warning_pct", 3.0), 0)))
+            severity=Severity.WARNING))
     return out
 
 
