@@ -35,6 +35,9 @@ class HtaTab(QtWidgets.QWidget):
         self.status.setWordWrap(True)
         self.run_button = QtWidgets.QPushButton("Run HTA")
         self.run_button.setEnabled(False)
+        self.cancel_button = QtWidgets.QPushButton("Cancel")
+        self.cancel_button.setVisible(False)
+        self.cancel_button.setToolTip("Stop waiting for HTA (its parse cannot be interrupted; the result is dropped)")
         self.list = QtWidgets.QListWidget()
         for name in ANALYSES:
             item = QtWidgets.QListWidgetItem(TITLES[name].split(" (")[0])
@@ -59,6 +62,7 @@ class HtaTab(QtWidgets.QWidget):
         top = QtWidgets.QHBoxLayout()
         top.addWidget(self.status, 1)
         top.addWidget(self.run_button)
+        top.addWidget(self.cancel_button)
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         lay.addLayout(top)
@@ -66,6 +70,7 @@ class HtaTab(QtWidgets.QWidget):
         lay.addWidget(body, 1)
 
         self.run_button.clicked.connect(self.run)
+        self.cancel_button.clicked.connect(self.cancel)
         self.list.currentRowChanged.connect(self._on_list_row_changed)
 
     # --- public API -----------------------------------------------------------------------
@@ -98,10 +103,21 @@ class HtaTab(QtWidgets.QWidget):
         token = self._token
         self.status.setText("Running HTA…")
         self.run_button.setEnabled(False)
+        self.cancel_button.setVisible(True)
         self._worker = create_worker(run_hta, self._trace_set, _start_thread=False,
                                      _connect={"returned": lambda r, t=token: self._on_worker_returned(t, r),
                                                "errored": lambda e, t=token: self._on_worker_errored(t, e)})
         self._worker.start()
+
+    def cancel(self) -> None:
+        """Drop the running HTA job's result (HTA itself cannot be interrupted; its thread finishes alone)."""
+        if self._worker is None:
+            return
+        self._token += 1
+        self._worker = None
+        self.cancel_button.setVisible(False)
+        self.run_button.setEnabled(True)
+        self.status.setText("HTA cancelled.")
 
     def report(self) -> HtaReport | None:
         return self._report
@@ -117,6 +133,7 @@ class HtaTab(QtWidgets.QWidget):
             return
         self._worker = None
         self.run_button.setEnabled(True)
+        self.cancel_button.setVisible(False)
         self._apply(report)
 
     def _on_worker_errored(self, token: int, exc: BaseException) -> None:
@@ -124,6 +141,7 @@ class HtaTab(QtWidgets.QWidget):
             return
         self._worker = None
         self.run_button.setEnabled(True)
+        self.cancel_button.setVisible(False)
         self._apply(HtaReport({}, f"HTA failed: {type(exc).__name__}: {exc}"))
 
     def _apply(self, report: HtaReport) -> None:

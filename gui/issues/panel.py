@@ -54,6 +54,8 @@ class IssuesPanel(QtWidgets.QWidget):
         self._token = 0
 
         self.status = QtWidgets.QLabel("No trace loaded.")
+        self.cancel_button = QtWidgets.QPushButton("Cancel")
+        self.cancel_button.setVisible(False)
         self.rank_combo = QtWidgets.QComboBox()
         self.rank_combo.setVisible(False)
         self.model = FindingsModel(self)
@@ -79,6 +81,7 @@ class IssuesPanel(QtWidgets.QWidget):
 
         top = QtWidgets.QHBoxLayout()
         top.addWidget(self.status, 1)
+        top.addWidget(self.cancel_button)
         top.addWidget(self.rank_combo)
         upper = QtWidgets.QWidget()
         ul = QtWidgets.QVBoxLayout(upper)
@@ -97,6 +100,7 @@ class IssuesPanel(QtWidgets.QWidget):
 
         self.table.selectionModel().currentRowChanged.connect(self._on_table_current_changed)
         self.rank_combo.currentIndexChanged.connect(self._on_rank_changed)
+        self.cancel_button.clicked.connect(self._on_cancel_clicked)
         self.breakdown.sig_step_clicked.connect(self.sig_range_requested)
 
     # --- public API -----------------------------------------------------------------------
@@ -111,6 +115,7 @@ class IssuesPanel(QtWidgets.QWidget):
         self._token += 1
         token = self._token
         self.status.setText("Analysing…")
+        self.cancel_button.setVisible(True)
         self._worker = create_worker(
             _analysis_job, trace_set, self._config, _start_thread=False,
             _connect={"yielded": lambda p, t=token: self._on_worker_yielded(t, p),
@@ -156,6 +161,7 @@ class IssuesPanel(QtWidgets.QWidget):
             self._token += 1  # drop whatever it still returns
             self._worker.quit()
             self._worker = None
+        self.cancel_button.setVisible(False)
 
     def select_row(self, row: int) -> None:
         """Select the finding shown at `row` (0 = largest impact)."""
@@ -170,6 +176,10 @@ class IssuesPanel(QtWidgets.QWidget):
         self.details.show_finding(None)
         self.breakdown.set_breakdown(None)
 
+    def _on_cancel_clicked(self) -> None:
+        self.cancel()
+        self.status.setText("Analysis cancelled.")
+
     def _on_worker_yielded(self, token: int, prog) -> None:
         if token != self._token:
             return
@@ -181,6 +191,7 @@ class IssuesPanel(QtWidgets.QWidget):
         if token != self._token:
             return
         self._worker = None
+        self.cancel_button.setVisible(False)
         analysis, breakdowns = result
         self.set_analysis(self._trace_set, analysis, breakdowns)
 
@@ -188,6 +199,7 @@ class IssuesPanel(QtWidgets.QWidget):
         if token != self._token:
             return
         self._worker = None
+        self.cancel_button.setVisible(False)
         log.warning("analysis failed: %r", exc)
         self.status.setText(f"Analysis failed: {type(exc).__name__}: {exc}")
 

@@ -47,3 +47,21 @@ def test_tab_says_why_on_cpu_trace(qtbot):
         tab.set_trace_set(ts)
     assert "CPU-only" in tab.reason.text()
     assert not tab.run_button.isEnabled() and tab.frame_model.rowCount() == 0
+
+
+@pytest.mark.skipif(not _hta_importable(), reason="traceinsight (hta) not importable here")
+def test_cancel_drops_the_result(qtbot):
+    from gui.hta import HtaTab
+    ts = load(shared_trace("gpu_minimal_opts.pt.trace.json.gz"), use_cache=False)
+    tab = HtaTab(auto_run=False)
+    qtbot.addWidget(tab)
+    tab.show()
+    tab.set_trace_set(ts)
+    reports = []
+    tab.sig_report_ready.connect(reports.append)
+    tab.run()
+    assert tab.cancel_button.isVisible()
+    tab.cancel()
+    qtbot.wait(3000)  # HTA's thread finishes on its own; its result must not land
+    assert not reports and tab.report() is None and "cancelled" in tab.status.text()
+    assert tab.run_button.isEnabled()

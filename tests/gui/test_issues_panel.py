@@ -108,3 +108,17 @@ def test_multi_rank_breakdown_switches_rank(qtbot):
     second = panel.breakdown.breakdown()
     assert first is not second and len(second) == 3
     assert "comm_wait_ns" in panel.breakdown.bars  # gloo all-reduce shows as collectives
+
+
+def test_cancel_button_stops_analysis(qtbot, issues_ts):
+    from gui.issues import IssuesPanel
+    panel = IssuesPanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    finished = []
+    panel.sig_analysis_finished.connect(finished.append)
+    panel.set_trace_set(issues_ts)
+    assert panel.cancel_button.isVisible()
+    panel.cancel_button.click()
+    qtbot.wait(1500)
+    assert not finished and "cancelled" in panel.status.text() and not panel.is_running()
