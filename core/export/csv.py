@@ -53,8 +53,8 @@ def write_steps(ts: TraceSet, path: str | Path) -> Path:
     return write_table(tables.steps_table(ts), path)
 
 
-def write_findings(findings, path: str | Path) -> Path:
-    return write_table(tables.findings_table(findings), path)
+def write_findings(findings, path: str | Path, ts: TraceSet | None = None) -> Path:
+    return write_table(tables.findings_table(findings, ts), path)
 
 
 def write_nvml(ts: TraceSet, path: str | Path) -> Path | None:

@@ -68,6 +68,8 @@ def as_dict(f) -> dict:
     else:
         d = {k: getattr(f, k) for k in ("rule", "severity", "title", "count", "impact_ns", "impact_pct",
                                          "time_ranges", "evidence", "source", "fix") if hasattr(f, k)}
+    if not isinstance(f, dict) and hasattr(f, "model_index"):
+        d.setdefault("model_index", int(f.model_index))  # to_json leaves the rank out
     sev = d.get("severity", "")
     name = None if isinstance(sev, str) else getattr(sev, "name", None)
     d["severity"] = (name or str(getattr(sev, "value", sev))).lower()

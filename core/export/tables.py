@@ -68,7 +68,8 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     "findings": (
         ("rule", "rule id (see the rule table)"),
-        ("severity", "info | warning | error"),
+        ("severity", "info, warning or error"),
+        ("rank", "rank the finding's time ranges refer to"),
         ("title", "one-line description"),
         ("count", "occurrences"),
         ("impact_us", "estimated time lost"),
@@ -173,18 +174,21 @@ def steps_table(ts: TraceSet) -> ExportTable:
     return _table("steps", parts)
 
 
-def findings_table(findings) -> ExportTable:
+def findings_table(findings, ts: TraceSet | None = None) -> ExportTable:
     """`findings`: Finding objects (core.rules) or their JSON dicts (ARCHITECTURE.md contract)."""
     from core.export.findings import as_dict
 
     rows = [as_dict(f) for f in findings]
+    ranks = [m.rank for m in ts.models] if ts is not None else [0]
     cols = columns_of("findings")
     data: list[list] = [[] for _ in cols]
     for d in rows:
         ranges = d.get("time_ranges") or []
         src = d.get("source") or {}
         first = ranges[0] if ranges else (None, None)
-        values = (d.get("rule", ""), d.get("severity", ""), d.get("title", ""), d.get("count"),
+        mi = int(d.get("model_index") or 0)
+        rank = d.get("rank", ranks[mi] if mi < len(ranks) else mi)
+        values = (d.get("rule", ""), d.get("severity", ""), rank, d.get("title", ""), d.get("count"),
                   _round(d.get("impact_ns"), 1e-3), _round(d.get("impact_pct"), 1.0),
                   _round(first[0], 1e-3), _round(first[1], 1e-3), len(ranges), src.get("file") or "",
                   src.get("line"), src.get("function") or "", " | ".join(str(e) for e in d.get("evidence") or ()),
@@ -233,7 +237,7 @@ def nvml_from_counters(table: CounterTable, strings: StringTable, base_unix_ns: 
 
 
 def all_tables(ts: TraceSet, findings=()) -> list[ExportTable]:
-    out = [kernels(ts), ops(ts), steps_table(ts), findings_table(findings)]
+    out = [kernels(ts), ops(ts), steps_table(ts), findings_table(findings, ts)]
     nv = nvml(ts)
     if nv is not None:
         out.append(nv)

@@ -82,7 +82,7 @@ def iter_write_report(ts: TraceSet, out_dir: str | Path, renderer: Renderer | No
     result.findings_note = fr.note
     yield ExportProgress("tables", 0.2, "kernels, ops, steps")
     kern, ops, steps_t = tables.kernels(ts), tables.ops(ts), tables.steps_table(ts)
-    all_tables = [kern, ops, steps_t, tables.findings_table(fr.findings)]
+    all_tables = [kern, ops, steps_t, tables.findings_table(fr.findings, ts)]
     nv = tables.nvml(ts)
     if nv is not None:
         all_tables.append(nv)
