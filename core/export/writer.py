@@ -18,7 +18,7 @@ from pathlib import Path
 
 from core.export import breakdown_data, findings as findings_src, plots_data, tables, timeline_data
 from core.export.csv import write_table
-from core.export.figures import FigureSpec, NoteFigure, Renderer, header
+from core.export.figures import FIGURE_NAMES, FigureSpec, NoteFigure, Renderer, header
 from core.export.report import ReportContext, build_html
 from core.trace.model import TraceSet
 
@@ -113,6 +113,8 @@ def iter_write_report(ts: TraceSet, out_dir: str | Path, renderer: Renderer | No
                 result.files.append(path)
             if name in skipped:
                 result.skipped.setdefault(f"{name}.png", skipped[name])
+    else:
+        skipped = {n: "not rendered (PNG output turned off)" for n in FIGURE_NAMES}
     yield ExportProgress("html", 0.95, "report.html")
     ctx = ReportContext(trace_set=ts, findings=fr, kernels=kern, ops=ops, steps=steps_t,
                         breakdown=[breakdown_data.step_breakdown(m) for m in ts.models], png=png, skipped=skipped,

@@ -81,3 +81,14 @@ def test_bad_input_exits_2_with_one_line(case, tmp_path):
     assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
     assert lines[0].startswith("ptprof")
     assert "usage" in lines[0] or "error" in lines[0] or ":" in lines[0]
+
+
+def test_no_png_needs_no_qt(tmp_path):
+    code = ("import sys, core.cli; rc = core.cli.main(['report', sys.argv[1], '--out', sys.argv[2], '--no-png']); "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('PySide6', 'pyqtgraph', 'gui')]; "
+            "sys.exit(rc or (3 if bad else 0))")
+    r = subprocess.run([sys.executable, "-c", code, str(shared_trace("cpu_train.pt.trace.json.gz")), str(tmp_path)],
+                       cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert {p.name for p in tmp_path.iterdir()} == {"findings.csv", "kernels.csv", "ops.csv", "steps.csv", "report.html"}
+    assert "not rendered" in (tmp_path / "report.html").read_text(encoding="utf-8")
