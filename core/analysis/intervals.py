@@ -50,3 +50,29 @@ def gaps(us: np.ndarray, ue: np.ndarray, t0: int, t1: int) -> tuple[np.ndarray, 
 def intersect_total(a_s, a_e, b_s, b_e) -> int:
     """Total overlap of two disjoint sorted unions."""
     return int(covered(b_s, b_e, a_s, a_e).sum()) if len(a_s) else 0
+
+
+def _member(us: np.ndarray, ue: np.ndarray, t: np.ndarray) -> np.ndarray:
+    if not len(us):
+        return np.zeros(len(t), bool)
+    i = np.searchsorted(us, t, side="right") - 1
+    return (i >= 0) & (t < ue[np.maximum(i, 0)])
+
+
+def _combine(a_s, a_e, b_s, b_e, op) -> tuple[np.ndarray, np.ndarray]:
+    pts = np.unique(np.concatenate([a_s, a_e, b_s, b_e]).astype(np.int64))
+    if len(pts) < 2:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    left, right = pts[:-1], pts[1:]
+    keep = op(_member(a_s, a_e, left), _member(b_s, b_e, left))
+    return union(left[keep], right[keep])
+
+
+def intersect(a_s, a_e, b_s, b_e) -> tuple[np.ndarray, np.ndarray]:
+    """Intersection of two disjoint sorted unions, as a disjoint sorted union."""
+    return _combine(a_s, a_e, b_s, b_e, np.logical_and)
+
+
+def subtract(a_s, a_e, b_s, b_e) -> tuple[np.ndarray, np.ndarray]:
+    """a minus b for disjoint sorted unions."""
+    return _combine(a_s, a_e, b_s, b_e, lambda x, y: x & ~y)

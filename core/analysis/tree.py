@@ -17,25 +17,31 @@ def parents(model: TraceModel) -> np.ndarray:
 
 
 def _parents(model: TraceModel) -> np.ndarray:
+    """One sort + one searchsorted (not a pass per depth level: python stacks reach depth > 6000 in
+    compile traces, where a per-level loop over 3M rows took 20 s)."""
     s = model.slices
     n = len(s)
     out = np.full(n, -1, dtype=np.int64)
     if n == 0:
         return out
     gpu_tracks = np.isin(model.tracks.kind, [TrackKind.GPU_STREAM, TrackKind.GPU_ANNOTATION])
-    cpu_row = ~gpu_tracks[s.track]
-    depth = s.depth.astype(np.int64)
-    max_d = int(depth[cpu_row].max()) if cpu_row.any() else 0
-    by_depth = [np.flatnonzero(cpu_row & (depth == d)) for d in range(max_d + 1)]
-    for d in range(1, max_d + 1):
-        cand, rows = by_depth[d - 1], by_depth[d]
-        if not len(cand) or not len(rows):
-            continue
-        k = np.searchsorted(cand, rows) - 1
-        ok = k >= 0
-        p = cand[np.maximum(k, 0)]
-        ok &= s.track[p] == s.track[rows]
-        out[rows[ok]] = p[ok]
+    rows = np.flatnonzero(~gpu_tracks[s.track])
+    if not len(rows):
+        return out
+    depth = s.depth[rows].astype(np.int64)
+    # key = depth * n + row: rows of one depth level are contiguous and in (track, ts) order
+    keys = depth * n + rows
+    order = np.argsort(keys, kind="stable")
+    sorted_keys, sorted_rows = keys[order], rows[order]
+    child = depth > 0
+    q = (depth[child] - 1) * n + rows[child]
+    j = np.searchsorted(sorted_keys, q, side="left") - 1
+    ok = j >= 0
+    jj = np.maximum(j, 0)
+    ok &= sorted_keys[jj] // n == depth[child] - 1  # the candidate is one level up
+    p = sorted_rows[jj]
+    ok &= s.track[p] == s.track[rows[child]]
+    out[rows[child][ok]] = p[ok]
     return out
 
 

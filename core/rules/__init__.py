@@ -1,0 +1,149 @@
+"""Rule registry and `analyze(trace_set)`: every rule over every model, findings sorted by impact.
+
+Rule ids are stable (ARCHITECTURE.md, README). Each family lives in its own module and exports RULES.
+"""
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+from collections.abc import Callable, Generator, Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from core.rules.base import CheckNotRun, Finding, Rule, RuleContext, RuleOutput, Severity, Source
+from core.rules.config import load_config
+
+log = logging.getLogger(__name__)
+
+FAMILIES = ("sync", "memcpy", "layout", "compile", "gpu_time", "dataloader", "precision", "optimizer",
+            "memory", "distributed", "hints")
+
+RULE_IDS = ("host_sync", "non_contiguous_input", "graph_break", "recompile", "pageable_memcpy", "sync_memcpy",
+            "launch_bound", "gpu_idle", "dataloader_bound", "fp32_gemm", "channels_last", "zero_grad_not_none",
+            "memory_near_capacity", "memory_growth", "allocator_churn", "single_tensor_optimizer", "comm_bound",
+            "rank_imbalance", "zeros_then_overwrite")
+
+__all__ = ["Analysis", "AnalysisCancelled", "iter_analyze", "CheckNotRun", "Finding", "Rule", "Severity", "Source", "all_rules", "analyze"]
+
+
+def all_rules() -> list[Rule]:
+    rules: list[Rule] = []
+    for fam in FAMILIES:
+        rules.extend(importlib.import_module(f"core.rules.{fam}").RULES)
+    return rules
+
+
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """What `analyze` returns: findings (largest impact first), checks not run, and a summary."""
+
+    findings: tuple[Finding, ...]
+    not_run: tuple[CheckNotRun, ...]
+    summary: dict = field(default_factory=dict)
+    elapsed_s: float = 0.0
+
+    def at_or_above(self, level: Severity) -> list[Finding]:
+        return [f for f in self.findings if f.severity >= level]
+
+    def to_json(self) -> dict:
+        return {"findings": [f.to_json() for f in self.findings], "summary": self.summary}
+
+
+def analyze(trace_set, config: dict | None = None, rules: Iterable[Rule] | None = None,
+            progress: Callable[[float, str], None] | None = None,
+            cancelled: Callable[[], bool] | None = None) -> Analysis:
+    """Run rules over a TraceSet. A rule that raises becomes a 'check not run', never a crash."""
+    gen = iter_analyze(trace_set, config, rules)
+    while True:
+        try:
+            fraction, rule_id = next(gen)
+        except StopIteration as stop:
+            return stop.value
+        if progress is not None:
+            progress(fraction, rule_id)
+        if cancelled is not None and cancelled():
+            gen.close()
+            raise AnalysisCancelled()
+
+
+class AnalysisCancelled(Exception):
+    """The consumer of iter_analyze / analyze asked it to stop."""
+
+
+def iter_analyze(trace_set, config: dict | None = None, rules: Iterable[Rule] | None = None
+                 ) -> Generator[tuple[float, str], None, Analysis]:
+    """Generator form for workers: yields (fraction, rule id) before each rule, returns the Analysis.
+    Stop iterating to cancel (nothing is left running)."""
+    t0 = time.perf_counter()
+    cfg = config if config is not None else load_config()
+    ctx = RuleContext(trace_set, cfg)
+    rules = list(rules) if rules is not None else all_rules()
+    total = RuleOutput()
+    for k, r in enumerate(rules):
+        yield k / max(len(rules), 1), r.id
+        try:
+            total.extend(r.run(ctx))
+        except Exception as exc:  # noqa: BLE001 - one broken rule must not hide the others
+            log.exception("rule %s failed", r.id)
+            total.not_run.append(CheckNotRun(r.id, f"rule failed: {type(exc).__name__}: {exc}"))
+    total.not_run[:0] = _capability_notes(ctx)
+    findings = sorted(total.findings, key=lambda f: (-f.impact_ns, -int(f.severity), f.rule))
+    not_run = _dedupe(total.not_run)
+    elapsed = time.perf_counter() - t0
+    summary = _summary(ctx, findings, not_run, elapsed)
+    yield 1.0, "done"
+    return Analysis(tuple(findings), tuple(not_run), summary, elapsed)
+
+
+def _capability_notes(ctx: RuleContext) -> list[CheckNotRun]:
+    """What the trace lacks, once per analysis (profiler options off), so nobody reads silence as 'clean'."""
+    from core.rules import common as c
+    notes = []
+    for m in ctx.models:
+        who = f"rank {m.rank}: " if len(ctx.models) > 1 else ""
+        if not c.has_stacks(m):
+            notes.append(CheckNotRun("source", who + "no Python stacks (with_stack=False): findings carry no "
+                                     "file/line (compile.json reasons still apply)"))
+        if not c.has_shapes(m):
+            notes.append(CheckNotRun("non_contiguous_input", who + "no input shapes/strides (record_shapes=False): "
+                                     "layout copies found from the call tree only; zeros_then_overwrite shape "
+                                     "check skipped"))
+        if c.gpu_event_count(m) == 0:
+            notes.append(CheckNotRun("gpu", who + "CPU-only trace: GPU rules (launch_bound, gpu_idle, fp32_gemm, "
+                                     "pageable_memcpy, channels_last) do not apply; ops that would sync on a GPU "
+                                     "are reported as hints"))
+    return notes
+
+
+def _dedupe(items: list[CheckNotRun]) -> list[CheckNotRun]:
+    seen, out = set(), []
+    for it in items:
+        if (it.rule, it.reason) not in seen:
+            seen.add((it.rule, it.reason))
+            out.append(it)
+    return out
+
+
+def _summary(ctx: RuleContext, findings: list[Finding], not_run: list[CheckNotRun], elapsed: float) -> dict:
+    steps = [ctx.steps(i) for i in range(len(ctx.models))]
+    n_steps = sum(0 if s.synthetic else len(s.number) for s in steps)
+    durs = np.concatenate([s.t1_ns - s.t0_ns for s in steps if not s.synthetic] or [np.zeros(0, np.int64)])
+    per_rule: dict[str, int] = {}
+    per_sev = {s.label: 0 for s in Severity}
+    for f in findings:
+        per_rule[f.rule] = per_rule.get(f.rule, 0) + 1
+        per_sev[f.severity.label] += 1
+    return {
+        "trace": ctx.trace_set.path,
+        "ranks": len(ctx.models),
+        "steps": n_steps,
+        "mean_step_ns": int(durs.mean()) if len(durs) else 0,
+        "total_step_ns": int(sum(s.total_ns for s in steps)),
+        "findings": len(findings),
+        "per_rule": per_rule,
+        "per_severity": per_sev,
+        "checks_not_run": [n.to_json() for n in not_run],
+        "analysis_s": round(elapsed, 4),
+    }

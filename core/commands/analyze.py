@@ -1,0 +1,89 @@
+"""`ptprof analyze PATH [--json] [--csv FILE] [--fail-on info|warning|error] [--no-cache]`: findings.
+
+Exit 0 ok, 1 when a finding at or above --fail-on exists (a CI gate), 2 bad input (one line).
+JSON: {"findings": [{"rule","severity","title","count","impact_ns","impact_pct","time_ranges","source",
+"evidence","fix"}], "summary": {...}} (ARCHITECTURE.md).
+"""
+from __future__ import annotations
+
+import csv
+import json
+import sys
+
+from core import units
+from core.trace.loader import load
+
+CSV_COLUMNS = ("rule", "severity", "title", "count", "impact_ns", "impact_pct", "rank", "t0_ns", "t1_ns",
+               "source_file", "source_line", "source_function", "fix")
+
+
+def add_arguments(p) -> None:
+    p.add_argument("path", help="trace file, TensorBoard log dir, multi-rank dir or run bundle")
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    p.add_argument("--csv", metavar="FILE", help="also write the findings as CSV")
+    p.add_argument("--fail-on", choices=("info", "warning", "error"),
+                   help="exit 1 when a finding at or above this severity exists")
+    p.add_argument("--no-cache", action="store_true", help="ignore and do not write the columnar cache")
+    p.add_argument("--rules", metavar="IDS", help="comma-separated rule ids to run (default: all)")
+
+
+def run(args) -> int:
+    from core.rules import RULE_IDS, Severity, all_rules, analyze
+    rules = None
+    if args.rules:
+        wanted = [r.strip() for r in args.rules.split(",") if r.strip()]
+        unknown = sorted(set(wanted) - set(RULE_IDS))
+        if unknown:
+            print(f"ptprof: unknown rule id(s): {', '.join(unknown)}", file=sys.stderr)
+            return 2
+        rules = [r for r in all_rules() if r.id in wanted]
+    ts = load(args.path, use_cache=not args.no_cache)
+    result = analyze(ts, rules=rules)
+    if args.csv:
+        try:
+            write_csv(result, args.csv, ts)
+        except OSError as exc:
+            print(f"ptprof: cannot write {args.csv}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+    if args.json:
+        json.dump(result.to_json(), sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_table(result))
+    if args.fail_on and result.at_or_above(Severity.parse(args.fail_on)):
+        return 1
+    return 0
+
+
+def write_csv(result, path: str, trace_set) -> None:
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(CSV_COLUMNS)
+        for f in result.findings:
+            t0, t1 = f.time_ranges[0] if f.time_ranges else ("", "")
+            src = f.source
+            w.writerow([f.rule, f.severity.label, f.title, f.count, f.impact_ns, round(f.impact_pct, 3),
+                        trace_set.models[f.model_index].rank, t0, t1, src.file if src else "",
+                        src.line if src else "", src.function if src else "", f.fix])
+
+
+def format_table(result) -> str:
+    s = result.summary
+    lines = [f"{s['trace']}",
+             f"  {s['steps']} step(s), mean {units.fmt_ns(s['mean_step_ns'])}, {s['ranks']} rank(s); "
+             f"{len(result.findings)} finding(s) in {s['analysis_s']:.2f} s", ""]
+    if result.findings:
+        lines.append(f"  {'SEVERITY':8} {'RULE':22} {'IMPACT':>10} {'%STEP':>6} {'COUNT':>6}  TITLE")
+        for f in result.findings:
+            lines.append(f"  {f.severity.label:8} {f.rule:22} {units.fmt_ns(f.impact_ns):>10} "
+                         f"{f.impact_pct:6.1f} {f.count:6d}  {f.title}")
+            if f.source:
+                lines.append(f"  {'':8} {'':22} {'':>10} {'':>6} {'':>6}  at {f.source}")
+            lines.append(f"  {'':8} {'':22} {'':>10} {'':>6} {'':>6}  fix: {f.fix}")
+    else:
+        lines.append("  no findings")
+    if result.not_run:
+        lines.append("")
+        lines.append("  checks not run:")
+        lines.extend(f"    {n.rule}: {n.reason}" for n in result.not_run)
+    return "\n".join(lines) + "\n"

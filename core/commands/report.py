@@ -1,0 +1,71 @@
+"""`ptprof report PATH --out DIR [--no-cache] [--width PX] [--scale 2] [--step N] [--no-png]`.
+
+Writes timeline.png, memory.png, gpu.png (with NVML samples), breakdown.png, findings.csv, kernels.csv,
+ops.csv, steps.csv, nvml.csv (with NVML samples) and a self-contained report.html into DIR.
+Renders offscreen: without a display it sets QT_QPA_PLATFORM=offscreen itself, before Qt is imported.
+Exit codes: 0 ok, 2 bad input or usage (one line on stderr).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from core.trace.loader import load
+
+
+def add_arguments(p) -> None:
+    p.add_argument("path", help="trace file (.json/.json.gz), TensorBoard log dir, multi-rank dir or run bundle")
+    p.add_argument("--out", required=True, metavar="DIR", help="folder to write the report into (created)")
+    p.add_argument("--no-cache", action="store_true", help="ignore and do not write the columnar cache")
+    p.add_argument("--width", type=int, default=1600, metavar="PX", help="PNG width in logical pixels (default 1600)")
+    p.add_argument("--scale", type=float, default=1.0, help="device pixels per logical pixel: 2 for 2x DPI PNGs")
+    p.add_argument("--step", type=int, default=None, metavar="N", help="timeline of ProfilerStep N (default: busiest)")
+    p.add_argument("--no-png", action="store_true", help="CSVs and report.html only (no Qt needed)")
+
+
+def headless_platform(env=os.environ) -> None:
+    """Offscreen Qt when there is no display (CI, ssh). Must run before PySide6 is imported."""
+    if env.get("QT_QPA_PLATFORM"):
+        return
+    if sys.platform.startswith("linux") and not (env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")):
+        env["QT_QPA_PLATFORM"] = "offscreen"
+
+
+def _fail(msg: str) -> int:
+    print(f"ptprof: {msg}", file=sys.stderr)
+    return 2
+
+
+def run(args) -> int:
+    from core.export.figures import FigureSpec
+    from core.export.writer import ReportOptions, load_renderer, write_report
+
+    if not 200 <= args.width <= 10000:
+        return _fail(f"--width must be between 200 and 10000, got {args.width}")
+    if not 0.5 <= args.scale <= 4:
+        return _fail(f"--scale must be between 0.5 and 4, got {args.scale}")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        return _fail(f"--out {out}: exists and is not a folder")
+    ts = load(args.path, use_cache=not args.no_cache)  # TraceParseError -> exit 2 in core.cli
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return _fail(f"--out {out}: {exc.strerror or exc}")
+    renderer = None
+    if not args.no_png:
+        headless_platform()
+        renderer, why = load_renderer()
+        if renderer is None:
+            print(f"ptprof: warning: {why}; writing CSVs and report.html without PNGs", file=sys.stderr)
+    spec = FigureSpec(width_px=args.width, scale=args.scale, step=args.step)
+    try:
+        result = write_report(ts, out, renderer, ReportOptions(spec=spec, pngs=not args.no_png))
+    except OSError as exc:
+        return _fail(f"cannot write into {out}: {exc.strerror or exc}")
+    for path in result.files:
+        print(path)
+    if result.findings_note:
+        print(f"ptprof: note: {result.findings_note}", file=sys.stderr)
+    return 0

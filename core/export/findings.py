@@ -1,0 +1,111 @@
+"""Where a report gets its findings: core.rules when it is importable, otherwise an honest empty list.
+
+`collect(trace_set)` never raises for a missing or failing rule engine: the report still gets written
+and says why its findings section is empty (`FindingsResult.note`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import logging
+from dataclasses import dataclass, field
+
+log = logging.getLogger(__name__)
+
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class FindingsResult:
+    findings: tuple = ()  # Finding objects or their JSON dicts
+    available: bool = False  # a rule engine ran
+    note: str = ""  # why the list is empty / what went wrong, fit to show a user
+    extra: dict = field(default_factory=dict)
+
+
+def collect(trace_set) -> FindingsResult:
+    """Run every rule on `trace_set` (core.rules.run_all or equivalent)."""
+    try:
+        rules = importlib.import_module("core.rules")
+    except ImportError as exc:  # pragma: no cover - core.rules is a package on every branch
+        return FindingsResult(note=f"rules unavailable: {exc}")
+    run = next((getattr(rules, n) for n in ("run_all", "run_rules", "analyze", "run") if hasattr(rules, n)), None)
+    if run is None:
+        return FindingsResult(note="rules are not available in this build: no findings were computed")
+    try:
+        result = run(trace_set)
+    except Exception as exc:  # noqa: BLE001 - a broken rule must not lose the rest of the report
+        log.exception("rules failed")
+        return FindingsResult(note=f"rules failed: {type(exc).__name__}: {exc}")
+    return wrap(result)
+
+
+def wrap(result) -> FindingsResult:
+    """A rules result as a FindingsResult: core.rules' Analysis (findings + not_run), a list of Finding
+    objects / JSON dicts, or a FindingsResult (returned as is)."""
+    if isinstance(result, FindingsResult):
+        return result
+    found = getattr(result, "findings", result)
+    findings = tuple(sorted(found or (), key=_sort_key))
+    not_run = [(str(getattr(n, "rule", "")), str(getattr(n, "reason", n))) for n in getattr(result, "not_run", ())]
+    return FindingsResult(findings=findings, available=True,
+                          note="" if findings else "no problems found by the rules", extra={"not_run": not_run})
+
+
+def _sort_key(f) -> tuple:
+    d = as_dict(f)
+    return (SEVERITY_ORDER.get(str(d.get("severity", "")).lower(), 3), -float(d.get("impact_ns") or 0))
+
+
+def as_dict(f) -> dict:
+    """A Finding (object, dataclass or dict) as the ARCHITECTURE.md JSON shape."""
+    if isinstance(f, dict):
+        d = dict(f)
+    elif hasattr(f, "to_json"):
+        d = dict(f.to_json())
+    elif dataclasses.is_dataclass(f):
+        d = {fl.name: getattr(f, fl.name) for fl in dataclasses.fields(f)}
+    else:
+        d = {k: getattr(f, k) for k in ("rule", "severity", "title", "count", "impact_ns", "impact_pct",
+                                         "time_ranges", "evidence", "source", "fix") if hasattr(f, k)}
+    if not isinstance(f, dict) and hasattr(f, "model_index"):
+        d.setdefault("model_index", int(f.model_index))  # to_json leaves the rank out
+    sev = d.get("severity", "")
+    name = None if isinstance(sev, str) else getattr(sev, "name", None)
+    d["severity"] = (name or str(getattr(sev, "value", sev))).lower()
+    d["source"] = _source(d.get("source"))
+    d["time_ranges"] = [tuple(int(x) for x in r) for r in (d.get("time_ranges") or ())]
+    d["evidence"] = [evidence_text(e) for e in (d.get("evidence") or ())]
+    return d
+
+
+def _source(src) -> dict | None:
+    if src is None:
+        return None
+    if isinstance(src, dict):
+        return src
+    if isinstance(src, (tuple, list)) and len(src) >= 2:
+        return {"file": src[0], "line": src[1], "function": src[2] if len(src) > 2 else ""}
+    return {k: getattr(src, k, None) for k in ("file", "line", "function")}
+
+
+def evidence_text(e) -> str:
+    """One evidence item as a line: rules give dicts like {"name", "ts_ns", "dur_ns", "rank", "row", ...}."""
+    if not isinstance(e, dict):
+        return str(e)
+    from core import units
+
+    parts = [str(e["name"])] if e.get("name") else []
+    if e.get("ts_ns") is not None:
+        parts.append(f"at {int(e['ts_ns']) / 1e6:.3f} ms")
+    if e.get("dur_ns") is not None:
+        parts.append(f"for {units.fmt_ns(int(e['dur_ns']))}")
+    for k, v in e.items():
+        if k in ("name", "ts_ns", "dur_ns", "row", "rank") or v in (None, "", [], {}):
+            continue
+        if isinstance(v, (int, float)) and k.endswith("bytes"):
+            v = units.fmt_bytes(v)
+        elif isinstance(v, (int, float)) and k.endswith("_ns"):
+            v = units.fmt_ns(v)
+        parts.append(f"{k.removesuffix('_bytes').removesuffix('_ns').replace('_', ' ')} {v}")
+    return " · ".join(parts)

@@ -1,0 +1,244 @@
+"""Export tables: kernels, ops, steps, findings, NVML as named columns of plain numbers.
+
+One `ExportTable` per CSV file. Column names carry their unit (`total_us`, `gpu_busy_pct`,
+`mem_peak_mb`); `SCHEMAS` documents every column and fixes their order (the README lists them and a
+test holds the two together). Times: µs as floats with ns precision; memory: MiB ("mb", 2**20 bytes,
+as nvidia-smi counts). Missing values are empty cells (None / NaN).
+Multi-rank sets get one block of rows per rank (the `rank` column).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.analysis import stats, steps
+from core.trace.model import CounterTable, TraceSet
+from core.trace.strings import StringTable
+
+MIB = float(1 << 20)
+
+
+@dataclass(frozen=True, slots=True)
+class ExportTable:
+    name: str  # file stem: "kernels" -> kernels.csv
+    columns: tuple[str, ...]
+    data: tuple  # one sequence (numpy array or list) per column, all of one length
+
+    def __len__(self) -> int:
+        return len(self.data[0]) if self.data else 0
+
+
+SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
+    "kernels": (
+        ("rank", "rank of the trace file (0 for single-process traces)"),
+        ("name", "kernel name (one row per distinct name)"),
+        ("calls", "number of launches"),
+        ("total_us", "sum of kernel durations"),
+        ("mean_us", "mean duration"),
+        ("min_us", "shortest launch"),
+        ("max_us", "longest launch"),
+        ("gpu_pct", "share of all kernel time of this rank"),
+        ("grid", "grid of the longest launch, e.g. [128, 1, 1]"),
+        ("block", "block of the longest launch"),
+        ("registers", "registers per thread (empty when unknown)"),
+        ("occupancy_pct", "mean estimated achieved occupancy (empty when unknown)"),
+    ),
+    "ops": (
+        ("rank", "rank of the trace file"),
+        ("name", "operator / record_function name (one row per distinct name)"),
+        ("calls", "number of calls"),
+        ("host_total_us", "inclusive CPU time (recursive calls counted once)"),
+        ("host_self_us", "exclusive CPU time"),
+        ("device_us", "GPU time of kernels/memcpy/memset launched inside the op"),
+        ("device_self_us", "GPU time launched by the op itself (innermost op)"),
+    ),
+    "steps": (
+        ("rank", "rank of the trace file"),
+        ("step", "ProfilerStep number (-1: the trace has no steps, the row is the whole trace)"),
+        ("start_us", "step start, relative to the trace start"),
+        ("dur_us", "step duration"),
+        ("gpu_busy_us", "time any kernel/memcpy/memset runs (union over streams)"),
+        ("gpu_busy_pct", "gpu_busy_us / dur_us"),
+        ("kernel_count", "kernels starting in the step"),
+        ("kernel_us", "sum of kernel durations starting in the step"),
+        ("memcpy_us", "sum of memcpy durations"),
+        ("memset_us", "sum of memset durations"),
+        ("mem_peak_mb", "peak allocated GPU memory in the step (empty without memory events)"),
+    ),
+    "findings": (
+        ("rule", "rule id (see the rule table)"),
+        ("severity", "info, warning or error"),
+        ("rank", "rank the finding's time ranges refer to"),
+        ("title", "one-line description"),
+        ("count", "occurrences"),
+        ("impact_us", "estimated time lost"),
+        ("impact_pct", "impact_us as a share of the profiled time"),
+        ("first_start_us", "start of the first occurrence, relative to the trace start"),
+        ("first_end_us", "end of the first occurrence"),
+        ("ranges", "number of time ranges"),
+        ("source_file", "user source file (empty when unknown)"),
+        ("source_line", "line number"),
+        ("source_function", "function name"),
+        ("evidence", "evidence lines joined with ' | '"),
+        ("fix", "suggested fix"),
+    ),
+    "nvml": (
+        ("t_unix_ns", "sample wall-clock time (ns since the epoch)"),
+        ("t_us", "sample time relative to the trace start (negative before the profiled window)"),
+        ("gpu", "GPU index"),
+        ("gpu_util_pct", "SM utilisation"),
+        ("mem_util_pct", "memory-controller utilisation"),
+        ("mem_used_mb", "device memory in use (MiB)"),
+        ("mem_total_mb", "device memory (MiB)"),
+        ("power_w", "power draw"),
+        ("temp_c", "temperature"),
+        ("sm_clock_mhz", "SM clock"),
+    ),
+}
+
+# NVML sample column (bundle nvml.csv or *.nvml.csv) -> export column with unit
+NVML_ALIASES = {
+    "gpu_util": "gpu_util_pct", "util": "gpu_util_pct", "gpu_util_pct": "gpu_util_pct",
+    "mem_util": "mem_util_pct", "mem_util_pct": "mem_util_pct",
+    "mem_used_mb": "mem_used_mb", "mem_used": "mem_used_mb",
+    "mem_total_mb": "mem_total_mb", "mem_total": "mem_total_mb",
+    "power_w": "power_w", "power": "power_w",
+    "temp_c": "temp_c", "temperature": "temp_c",
+    "sm_clock_mhz": "sm_clock_mhz", "sm_clock": "sm_clock_mhz",
+}
+
+
+def columns_of(name: str) -> tuple[str, ...]:
+    return tuple(c for c, _ in SCHEMAS[name])
+
+
+def _us(ns) -> np.ndarray:
+    return np.round(np.asarray(ns, dtype=np.float64) / 1000.0, 3)
+
+
+def _names(strings: StringTable, ids: np.ndarray) -> list[str]:
+    return [strings[int(i)] for i in ids]
+
+
+def _concat(parts: list[tuple]) -> tuple:
+    if not parts:
+        return ()
+    out = []
+    for col in zip(*parts):
+        if all(isinstance(c, np.ndarray) for c in col):
+            out.append(np.concatenate(col))
+        else:
+            out.append([v for c in col for v in (c.tolist() if isinstance(c, np.ndarray) else c)])
+    return tuple(out)
+
+
+def _table(name: str, parts: list[tuple]) -> ExportTable:
+    cols = columns_of(name)
+    data = _concat(parts) if parts else tuple([] for _ in cols)
+    return ExportTable(name, cols, data)
+
+
+def kernels(ts: TraceSet) -> ExportTable:
+    parts = []
+    for m in ts.models:
+        kt = stats.kernel_table(m)
+        n = len(kt)
+        reg = kt.registers.astype(np.float64)
+        reg[kt.registers < 0] = np.nan
+        parts.append((np.full(n, m.rank, np.int64), _names(m.strings, kt.name), kt.calls, _us(kt.total_ns),
+                      _us(kt.mean_ns), _us(kt.min_ns), _us(kt.max_ns), np.round(kt.gpu_pct, 3),
+                      _names(m.strings, kt.grid), _names(m.strings, kt.block), reg,
+                      np.round(kt.occupancy_pct.astype(np.float64), 3)))
+    return _table("kernels", parts)
+
+
+def ops(ts: TraceSet) -> ExportTable:
+    parts = []
+    for m in ts.models:
+        ot = stats.op_table(m)
+        parts.append((np.full(len(ot), m.rank, np.int64), _names(m.strings, ot.name), ot.calls,
+                      _us(ot.host_total_ns), _us(ot.host_self_ns), _us(ot.device_ns), _us(ot.device_self_ns)))
+    return _table("ops", parts)
+
+
+def steps_table(ts: TraceSet) -> ExportTable:
+    parts = []
+    for m in ts.models:
+        st = steps.step_stats(m)
+        peak = st.mem_peak_bytes.astype(np.float64) / MIB
+        peak[st.mem_peak_bytes < 0] = np.nan
+        parts.append((np.full(len(st), m.rank, np.int64), st.number, _us(st.ts_ns), _us(st.dur_ns),
+                      _us(st.gpu_busy_ns), np.round(st.gpu_busy_pct, 3), st.kernel_count, _us(st.kernel_ns),
+                      _us(st.memcpy_ns), _us(st.memset_ns), np.round(peak, 3)))
+    return _table("steps", parts)
+
+
+def findings_table(findings, ts: TraceSet | None = None) -> ExportTable:
+    """`findings`: Finding objects (core.rules) or their JSON dicts (ARCHITECTURE.md contract)."""
+    from core.export.findings import as_dict
+
+    rows = [as_dict(f) for f in findings]
+    ranks = [m.rank for m in ts.models] if ts is not None else [0]
+    cols = columns_of("findings")
+    data: list[list] = [[] for _ in cols]
+    for d in rows:
+        ranges = d.get("time_ranges") or []
+        src = d.get("source") or {}
+        first = ranges[0] if ranges else (None, None)
+        mi = int(d.get("model_index") or 0)
+        rank = d.get("rank", ranks[mi] if mi < len(ranks) else mi)
+        values = (d.get("rule", ""), d.get("severity", ""), rank, d.get("title", ""), d.get("count"),
+                  _round(d.get("impact_ns"), 1e-3), _round(d.get("impact_pct"), 1.0),
+                  _round(first[0], 1e-3), _round(first[1], 1e-3), len(ranges), src.get("file") or "",
+                  src.get("line"), src.get("function") or "", " | ".join(str(e) for e in d.get("evidence") or ()),
+                  d.get("fix") or "")
+        for col, v in zip(data, values):
+            col.append(v)
+    return ExportTable("findings", cols, tuple(data))
+
+
+def _round(v, scale: float):
+    if v is None:
+        return None
+    return round(float(v) * scale, 3)
+
+
+def nvml(ts: TraceSet) -> ExportTable | None:
+    """NVML samples pivoted to one row per (time, gpu); None when the set has none."""
+    table, strings = ts.nvml, ts.nvml_strings
+    if table is None or strings is None or not len(table):
+        return None
+    return nvml_from_counters(table, strings, ts.base_unix_ns)
+
+
+def nvml_from_counters(table: CounterTable, strings: StringTable, base_unix_ns: int) -> ExportTable:
+    sids = np.unique(table.series)
+    gpu_of, col_of = {}, {}
+    for sid in sids.tolist():
+        gpu, _, metric = strings[sid].partition("/")
+        gpu_of[sid] = int(gpu[3:]) if gpu.startswith("gpu") and gpu[3:].isdigit() else 0
+        col_of[sid] = NVML_ALIASES.get(metric, metric)
+    fixed = columns_of("nvml")
+    extra = sorted(set(col_of.values()) - set(fixed))
+    cols = fixed + tuple(extra)
+    gpu = np.array([gpu_of[int(s)] for s in table.series], np.int64) if len(table) else np.zeros(0, np.int64)
+    key_ts, key_gpu = table.ts_ns, gpu
+    keys, inv = np.unique(np.stack([key_ts, key_gpu], axis=1), axis=0, return_inverse=True)
+    inv = inv.reshape(-1)
+    n = len(keys)
+    data = {c: np.full(n, np.nan) for c in cols[3:]}
+    for sid in sids.tolist():
+        m = table.series == sid
+        data[col_of[sid]][inv[m]] = table.value[m]
+    t_rel = keys[:, 0]
+    head = (t_rel + int(base_unix_ns), _us(t_rel), keys[:, 1])
+    return ExportTable("nvml", cols, head + tuple(data[c] for c in cols[3:]))
+
+
+def all_tables(ts: TraceSet, findings=()) -> list[ExportTable]:
+    out = [kernels(ts), ops(ts), steps_table(ts), findings_table(findings, ts)]
+    nv = nvml(ts)
+    if nv is not None:
+        out.append(nv)
+    return out

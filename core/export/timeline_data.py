@@ -1,0 +1,158 @@
+"""Timeline figure data: the busiest step (or a chosen window), tracks collapsed to a few rows each.
+
+Rows per track (resources/report.toml [timeline]): ProfilerStep row, CPU threads down to
+`cpu_depth` levels, every GPU stream as one row (its lanes merged), GPU annotations one row, Python
+frames and profiler spans left out. Slices narrower than a pixel are merged per (row, colour) into
+pixel runs in numpy, so a figure never holds more than rows × width rectangles whatever the trace size.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from core.analysis import steps
+from core.export import figures
+from core.export.figures import Bars, FigureSpec, TimelineFigure
+from core.export.style import timeline_config
+from core.trace.model import Kind, TraceModel, TraceSet, TrackKind
+
+
+def busiest_step(model: TraceModel) -> tuple[int, int, int] | None:
+    """(step number, t0_ns, t1_ns) of the step with the most GPU busy time (the longest on CPU-only traces)."""
+    st = steps.step_stats(model)
+    if st.synthetic or not len(st):
+        return None
+    score = st.gpu_busy_ns if int(st.gpu_busy_ns.max()) > 0 else st.dur_ns
+    i = int(np.argmax(score))
+    return int(st.number[i]), int(st.ts_ns[i]), int(st.ts_ns[i] + st.dur_ns[i])
+
+
+def choose_window(ts: TraceSet, spec: FigureSpec) -> tuple[int, int, str]:
+    """(t0_ns, t1_ns, description) for the spec: explicit window, a chosen step, or the busiest step."""
+    m = ts.primary
+    if spec.t0_ns is not None and spec.t1_ns is not None and spec.t1_ns > spec.t0_ns:
+        return int(spec.t0_ns), int(spec.t1_ns), figures.span_text(spec.t0_ns, spec.t1_ns)
+    if spec.step is not None and len(m.steps):
+        hit = np.flatnonzero(m.steps.number == spec.step)
+        if len(hit):
+            i = int(hit[0])
+            t0 = int(m.steps.ts_ns[i])
+            t1 = t0 + int(m.steps.dur_ns[i])
+            return t0, t1, f"step {spec.step} · {figures.span_text(t0, t1)}"
+    best = busiest_step(m)
+    if best is not None:
+        n, t0, t1 = best
+        return t0, t1, f"busiest step {n} · {figures.span_text(t0, t1)}"
+    t0, t1 = ts.span_ns
+    return t0, t1, f"whole trace · {figures.span_text(t0, t1)}"
+
+
+def _rows_for_track(model: TraceModel, track: int, cfg: dict) -> int:
+    kind = int(model.tracks.kind[track])
+    depth = int(model.tracks.max_depth[track]) + 1
+    if kind == TrackKind.CPU_THREAD:
+        return min(depth, int(cfg["cpu_depth"]))
+    if kind == TrackKind.PYTHON:
+        return min(depth, int(cfg["python_depth"]))
+    if kind in (TrackKind.GPU_STREAM, TrackKind.GPU_ANNOTATION, TrackKind.STEPS):
+        return 1
+    return 0
+
+
+_ORDER = {TrackKind.STEPS: 0, TrackKind.CPU_THREAD: 1, TrackKind.PYTHON: 2, TrackKind.GPU_STREAM: 3,
+          TrackKind.GPU_ANNOTATION: 3}
+
+
+def build(ts: TraceSet, spec: FigureSpec | None = None) -> TimelineFigure:
+    spec = spec or FigureSpec()
+    cfg = timeline_config()
+    t0, t1, detail = choose_window(ts, spec)
+    pad = max((t1 - t0) * float(cfg["pad_frac"]), 1)
+    v0, v1 = t0 - pad, t1 + pad
+    px_ns = max((v1 - v0) / max(spec.width_px - int(cfg["label_px"]), 100), 1.0)
+    multi = len(ts.models) > 1
+    labels: list[str] = []
+    group_starts: list[int] = []
+    chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []  # x0,x1,row,colour,row_id
+    texts: list[tuple[int, int, int, int, TraceModel]] = []
+    for model in ts.models:
+        s = model.slices
+        order = sorted(range(len(model.tracks)), key=lambda t: (_ORDER.get(int(model.tracks.kind[t]), 9), t))
+        for track in order:
+            n_rows = _rows_for_track(model, track, cfg)
+            if n_rows == 0:
+                continue
+            r = model.track_rows(track)
+            ts_ns = s.ts_ns[r]
+            hi = int(np.searchsorted(ts_ns, v1, side="left"))
+            lo = int(np.searchsorted(ts_ns, v0 - int(s.max_dur_ns[track]), side="left"))
+            idx = np.arange(r.start + lo, r.start + hi)
+            idx = idx[(s.ts_ns[idx] + s.dur_ns[idx] > v0)]
+            kind = int(model.tracks.kind[track])
+            if kind in (TrackKind.GPU_STREAM, TrackKind.GPU_ANNOTATION, TrackKind.STEPS):
+                depth = np.zeros(len(idx), np.int64)
+            else:
+                depth = s.depth[idx].astype(np.int64)
+                keep = depth < n_rows
+                idx, depth = idx[keep], depth[keep]
+            if not len(idx):
+                continue
+            n_rows = int(depth.max()) + 1  # only the levels present in the window
+            base = len(labels)
+            group_starts.append(base)
+            label = model.track_label(track)
+            labels.extend([f"r{model.rank} · {label}" if multi else label] + [""] * (n_rows - 1))
+            x0 = np.clip(s.ts_ns[idx], v0, v1)
+            x1 = np.clip(s.ts_ns[idx] + s.dur_ns[idx], v0, v1)
+            colour = s.kind[idx].astype(np.int64) * 3 + (s.name[idx].astype(np.int64) % 3)
+            chunks.append((x0, x1, base + depth, colour, idx))
+            wide = np.flatnonzero((x1 - x0) >= px_ns * int(cfg["min_text_px"]))
+            texts.extend((int(x0[w]), int(x1[w]), int(base + depth[w]), int(idx[w]), model) for w in wide.tolist())
+    bars, legend = _bars(chunks, v0, px_ns)
+    texts.sort(key=lambda t: t[0] - t[1])
+    text_out = tuple((a / 1e6, b / 1e6, row, m.name(i)) for a, b, row, i, m in texts[: int(cfg["max_texts"])])
+    edges = _step_edges(ts.primary, v0, v1)
+    return TimelineFigure(header=figures.header(ts, "timeline", detail), spec=spec, t0_ms=v0 / 1e6, t1_ms=v1 / 1e6,
+                          row_labels=tuple(labels), group_starts=tuple(group_starts), bars=bars, texts=text_out,
+                          step_edges_ms=edges, legend=legend)
+
+
+def _bars(chunks, v0: float, px_ns: float) -> tuple[tuple[Bars, ...], tuple[str, ...]]:
+    if not chunks:
+        return (), ()
+    x0 = np.concatenate([c[0] for c in chunks]).astype(np.float64)
+    x1 = np.concatenate([c[1] for c in chunks]).astype(np.float64)
+    row = np.concatenate([c[2] for c in chunks])
+    col = np.concatenate([c[3] for c in chunks])
+    big = (x1 - x0) >= px_ns
+    # sub-pixel slices: one pixel per (row, colour, pixel column), then consecutive pixels merged into runs
+    px = np.floor((x0[~big] - v0) / px_ns).astype(np.int64)
+    key = np.unique(np.stack([row[~big], col[~big], px], axis=1), axis=0) if (~big).any() else np.zeros((0, 3), np.int64)
+    if len(key):
+        brk = np.r_[True, (key[1:, 0] != key[:-1, 0]) | (key[1:, 1] != key[:-1, 1]) | (key[1:, 2] != key[:-1, 2] + 1)]
+        starts = np.flatnonzero(brk)
+        ends = np.r_[starts[1:], len(key)] - 1
+        run_row, run_col = key[starts, 0], key[starts, 1]
+        run_x0 = v0 + key[starts, 2] * px_ns
+        run_x1 = v0 + (key[ends, 2] + 1) * px_ns
+    else:
+        run_row = run_col = np.zeros(0, np.int64)
+        run_x0 = run_x1 = np.zeros(0)
+    all_x0 = np.concatenate([x0[big], run_x0])
+    all_x1 = np.concatenate([x1[big], run_x1])
+    all_row = np.concatenate([row[big], run_row])
+    all_col = np.concatenate([col[big], run_col])
+    out = []
+    for c in np.unique(all_col).tolist():
+        m = all_col == c
+        out.append(Bars(f"{Kind(c // 3).name}:{c % 3}", all_x0[m] / 1e6, all_x1[m] / 1e6, all_row[m]))
+    legend = tuple(sorted({Kind(c // 3).name for c in np.unique(all_col).tolist()}, key=lambda k: Kind[k].value))
+    return tuple(out), legend
+
+
+def _step_edges(model: TraceModel, v0: float, v1: float) -> tuple[float, ...]:
+    st = model.steps
+    if not len(st):
+        return ()
+    edges = np.unique(np.concatenate([st.ts_ns, st.ts_ns + st.dur_ns]))
+    edges = edges[(edges >= v0) & (edges <= v1)]
+    return tuple((edges / 1e6).tolist())

@@ -1,0 +1,213 @@
+"""Rule, Finding, Severity: what every rule returns and how it is costed.
+
+A rule is a small object with an `id` and `run(ctx) -> RuleOutput`; it reads one `RuleContext`
+(the trace set, per-model step windows and the thresholds from resources/rules.toml) and returns
+findings plus the checks it could not run (missing shapes, stacks, memory events, GPU ...).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from core.analysis.steps import step_windows
+from core.trace.model import TraceModel, TraceSet
+
+
+class Severity(IntEnum):
+    INFO = 0
+    WARNING = 1
+    ERROR = 2
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        try:
+            return cls[text.strip().upper()]
+        except KeyError:
+            raise ValueError(f"unknown severity {text!r} (info, warning, error)") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    file: str
+    line: int
+    function: str
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "line": self.line, "function": self.function}
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line} ({self.function})"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Finding:
+    """One problem: what, how much it costs, where in the trace and in the user's code, how to fix it."""
+
+    rule: str
+    severity: Severity
+    title: str
+    count: int
+    impact_ns: int
+    impact_pct: float
+    time_ranges: tuple[tuple[int, int], ...]
+    evidence: tuple[dict, ...]
+    source: Source | None
+    fix: str
+    model_index: int = 0  # which TraceModel of the set (rank) the ranges and rows refer to
+    evidence_rows: tuple[int, ...] = ()  # SliceTable rows of that model to highlight
+    hint: bool = False  # advisory (no measured cost), always info
+
+    def to_json(self) -> dict:
+        return {
+            "rule": self.rule,
+            "severity": self.severity.label,
+            "title": self.title,
+            "count": int(self.count),
+            "impact_ns": int(self.impact_ns),
+            "impact_pct": round(float(self.impact_pct), 3),
+            "time_ranges": [[int(a), int(b)] for a, b in self.time_ranges],
+            "source": self.source.to_json() if self.source else None,
+            "evidence": [_jsonable(e) for e in self.evidence],
+            "fix": self.fix,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CheckNotRun:
+    """A check a rule could not make on this trace, and why (shown in the summary and the GUI)."""
+
+    rule: str
+    reason: str
+
+    def to_json(self) -> dict:
+        return {"rule": self.rule, "reason": self.reason}
+
+
+@dataclass(slots=True)
+class RuleOutput:
+    findings: list[Finding] = field(default_factory=list)
+    not_run: list[CheckNotRun] = field(default_factory=list)
+
+    def extend(self, other: RuleOutput) -> None:
+        self.findings.extend(other.findings)
+        self.not_run.extend(other.not_run)
+
+
+@dataclass(frozen=True, slots=True)
+class Steps:
+    """Step windows of one model; `total_ns` is the denominator of impact_pct."""
+
+    number: np.ndarray
+    t0_ns: np.ndarray
+    t1_ns: np.ndarray
+    synthetic: bool
+
+    @property
+    def total_ns(self) -> int:
+        return int((self.t1_ns - self.t0_ns).sum())
+
+    def index_of(self, ts_ns: np.ndarray) -> np.ndarray:
+        """Step index containing each timestamp, -1 outside every step."""
+        ts_ns = np.asarray(ts_ns, dtype=np.int64)
+        i = np.searchsorted(self.t0_ns, ts_ns, side="right") - 1
+        ok = (i >= 0) & (ts_ns < self.t1_ns[np.maximum(i, 0)])
+        return np.where(ok, i, -1)
+
+
+@runtime_checkable
+class Rule(Protocol):
+    id: str
+    title: str
+
+    def run(self, ctx: RuleContext) -> RuleOutput: ...
+
+
+class RuleContext:
+    """What rules read: the trace set, thresholds and cheap per-model helpers."""
+
+    def __init__(self, trace_set: TraceSet, config: dict[str, Any]) -> None:
+        self.trace_set = trace_set
+        self.config = config
+        self._steps: dict[int, Steps] = {}
+
+    @property
+    def models(self) -> tuple[TraceModel, ...]:
+        return self.trace_set.models
+
+    def cfg(self, rule: str) -> dict[str, Any]:
+        return self.config.get(rule, {})
+
+    def steps(self, index: int) -> Steps:
+        if index not in self._steps:
+            number, t0, t1, synthetic = step_windows(self.models[index])
+            self._steps[index] = Steps(np.asarray(number), np.asarray(t0, np.int64), np.asarray(t1, np.int64),
+                                       bool(synthetic))
+        return self._steps[index]
+
+    def pct(self, index: int, impact_ns: float) -> float:
+        total = self.steps(index).total_ns
+        return 100.0 * float(impact_ns) / total if total > 0 else 0.0
+
+    def severity(self, impact_pct: float, impact_ns: float, hint: bool = False) -> Severity:
+        """By cost: share of step time, or absolute time per step for long steps."""
+        if hint:
+            return Severity.INFO
+        sev = self.config.get("severity", {})
+        if impact_pct >= sev.get("error_pct", 20.0):
+            return Severity.ERROR
+        if impact_pct >= sev.get("warning_pct", 3.0):
+            return Severity.WARNING
+        return Severity.INFO
+
+    def finding(self, rule: str, index: int, *, title: str, count: int, impact_ns: float,
+                time_ranges, evidence, source, fix: str, evidence_rows=(), hint: bool = False,
+                severity: Severity | None = None) -> Finding:
+        pct = self.pct(index, impact_ns)
+        sev = severity if severity is not None else self.severity(pct, impact_ns, hint)
+        rank = self.models[index].rank
+        if len(self.models) > 1:
+            title = f"[rank {rank}] {title}"
+        return Finding(rule=rule, severity=sev, title=title, count=int(count), impact_ns=int(impact_ns),
+                       impact_pct=pct, time_ranges=tuple((int(a), int(b)) for a, b in time_ranges),
+                       evidence=tuple(evidence), source=source, fix=fix, model_index=index,
+                       evidence_rows=tuple(int(r) for r in evidence_rows), hint=hint)
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    if isinstance(value, Source):
+        return value.to_json()
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class FnRule:
+    """A rule written as a function `fn(ctx) -> RuleOutput` (what the rule modules use)."""
+
+    id: str
+    title: str
+    fn: Any
+
+    def run(self, ctx: RuleContext) -> RuleOutput:
+        return self.fn(ctx)
+
+
+def rule(rule_id: str, title: str):
+    """Decorator: `@rule("host_sync", "Host-device synchronisation")` turns a function into a Rule."""
+    def wrap(fn) -> FnRule:
+        return FnRule(rule_id, title, fn)
+    return wrap

@@ -1,0 +1,220 @@
+"""Shared helpers for rules: name lookups, call-tree walks, source lines, evidence, GPU gaps.
+
+Everything works on whole columns; per-row Python only touches the few rows a finding reports.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+
+import numpy as np
+
+from core.analysis.breakdown import COMPILE_PATTERN
+from core.analysis.derived import cached
+from core.analysis.steps import gpu_busy_union
+from core.analysis.tree import is_library_frame, parents, parse_frame, user_frame
+from core.rules.base import Source
+from core.trace.model import GPU_KINDS, Kind, TraceModel, TrackKind
+
+MAX_EVIDENCE = 20  # evidence dicts per finding (the rows to highlight are all kept)
+MAX_RANGES = 50  # time ranges per finding
+
+
+def name_ids(model: TraceModel, key: str, predicate: Callable[[str], bool]) -> np.ndarray:
+    """String ids whose text satisfies predicate (cached per model under `key`)."""
+    return cached(model, f"ids:{key}", lambda: model.strings.ids_matching(predicate))
+
+
+def rows_with_names(model: TraceModel, key: str, predicate: Callable[[str], bool],
+                    kinds: Iterable[Kind] | None = None) -> np.ndarray:
+    s = model.slices
+    ids = name_ids(model, key, predicate)
+    if not len(ids):
+        return np.zeros(0, np.int64)
+    m = np.isin(s.name, ids)
+    if kinds is not None:
+        m &= np.isin(s.kind, np.asarray(list(kinds), dtype=np.int8))
+    return np.flatnonzero(m)
+
+
+def exact(*names: str) -> Callable[[str], bool]:
+    wanted = frozenset(names)
+    return lambda s: s in wanted
+
+
+def regex(pattern: str, flags: int = 0) -> Callable[[str], bool]:
+    rx = re.compile(pattern, flags)
+    return lambda s: rx.search(s) is not None
+
+
+def cpu_rows(model: TraceModel) -> np.ndarray:
+    """Bool per slice: on a CPU thread track (not python, steps, GPU, spans)."""
+    t = model.tracks.kind == TrackKind.CPU_THREAD
+    return t[model.slices.track]
+
+
+def gpu_event_count(model: TraceModel) -> int:
+    return int(np.isin(model.slices.kind, np.asarray(GPU_KINDS, dtype=np.int8)).sum())
+
+
+def ancestor_matching(model: TraceModel, rows: np.ndarray, ids: np.ndarray, max_levels: int = 64) -> np.ndarray:
+    """Innermost ancestor of each row whose name id is in `ids` (-1 if none)."""
+    par = parents(model)
+    name = model.slices.name
+    rows = np.asarray(rows, np.int64)
+    out = np.full(len(rows), -1, np.int64)
+    if not len(rows) or not len(ids):
+        return out
+    cur = par[rows]
+    for _ in range(max_levels):
+        live = np.flatnonzero((cur >= 0) & (out < 0))
+        if not len(live):
+            break
+        hit = np.isin(name[cur[live]], ids)
+        out[live[hit]] = cur[live[hit]]
+        cur[live] = par[cur[live]]
+    return out
+
+
+def outermost_chain(model: TraceModel, rows: np.ndarray, ids: np.ndarray, max_levels: int = 64) -> np.ndarray:
+    """Walk up from each row while the parent's name id is in `ids`; the last such ancestor (or -1)."""
+    par = parents(model)
+    name = model.slices.name
+    rows = np.asarray(rows, np.int64)
+    out = np.full(len(rows), -1, np.int64)
+    cur = rows.copy()
+    live = np.ones(len(rows), bool)
+    for _ in range(max_levels):
+        idx = np.flatnonzero(live)
+        if not len(idx):
+            break
+        p = par[cur[idx]]
+        ok = p >= 0
+        ok[ok] = np.isin(name[p[ok]], ids)
+        out[idx[ok]] = p[ok]
+        cur[idx[ok]] = p[ok]
+        live[idx[~ok]] = False
+    return out
+
+
+def inside(model: TraceModel, rows: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Bool per row: its start lies inside one of the disjoint sorted intervals (starts, ends)."""
+    ts = model.slices.ts_ns[np.asarray(rows, np.int64)]
+    if not len(starts):
+        return np.zeros(len(ts), bool)
+    i = np.searchsorted(starts, ts, side="right") - 1
+    return (i >= 0) & (ts < ends[np.maximum(i, 0)])
+
+
+def gpu_gap_after(model: TraceModel, t_ns: np.ndarray, limit_ns: np.ndarray | None = None,
+                  device: int | None = None) -> np.ndarray:
+    """GPU idle time from each t_ns until the next GPU activity starts (0 when the GPU is busy at t_ns)."""
+    us, ue = gpu_busy_union(model, device)
+    t_ns = np.asarray(t_ns, np.int64)
+    if not len(us):
+        return np.zeros(len(t_ns), np.int64)
+    i = np.searchsorted(us, t_ns, side="right")
+    busy_now = (i > 0) & (ue[np.maximum(i - 1, 0)] > t_ns)
+    nxt = np.where(i < len(us), us[np.minimum(i, len(us) - 1)], t_ns)
+    gap = np.where(busy_now, 0, np.maximum(nxt - t_ns, 0))
+    if limit_ns is not None:
+        gap = np.minimum(gap, np.maximum(np.asarray(limit_ns, np.int64) - t_ns, 0))
+    return gap
+
+
+def parse_call_stack(text: str) -> Source | None:
+    """First user frame of a verbose "Call stack" arg ("file.py(12): fn;..." innermost first)."""
+    for part in text.replace("\n", ";").split(";"):
+        part = part.strip()
+        if not part or is_library_frame(part):
+            continue
+        parsed = parse_frame(part)
+        if parsed:
+            return Source(*parsed)
+    return None
+
+
+def source_of(model: TraceModel, row: int) -> Source | None:
+    """User file/line/function for a row: its own or an ancestor's "Call stack", else the python frames."""
+    s = model.slices
+    par = parents(model)
+    r = int(row)
+    for _ in range(64):
+        if r < 0:
+            break
+        cs = int(s.call_stack[r])
+        if cs:
+            src = parse_call_stack(model.strings[cs])
+            if src:
+                return src
+        r = int(par[r])
+    fr = user_frame(model, int(row))
+    return Source(*fr) if fr else None
+
+
+def has_stacks(model: TraceModel) -> bool:
+    return bool((model.slices.call_stack > 0).any() or (model.tracks.kind == TrackKind.PYTHON).any())
+
+
+def has_shapes(model: TraceModel) -> bool:
+    return bool((model.slices.input_dims > 0).any())
+
+
+def evidence(model: TraceModel, rows: Iterable[int], **extra) -> list[dict]:
+    """Evidence dicts for the first MAX_EVIDENCE rows (longest first)."""
+    s = model.slices
+    rows = np.asarray(list(rows) if not isinstance(rows, np.ndarray) else rows, np.int64)
+    if len(rows) > MAX_EVIDENCE:
+        rows = rows[np.argsort(-s.dur_ns[rows], kind="stable")[:MAX_EVIDENCE]]
+    out = []
+    for r in rows.tolist():
+        d = {"name": model.name(r), "ts_ns": int(s.ts_ns[r]), "dur_ns": int(s.dur_ns[r]), "rank": model.rank,
+             "row": int(r)}
+        d.update(extra)
+        out.append(d)
+    return out
+
+
+def ranges_of(model: TraceModel, rows: np.ndarray, pad_ns: int = 0) -> list[tuple[int, int]]:
+    """Time ranges of rows (time ordered, at most MAX_RANGES)."""
+    s = model.slices
+    rows = np.asarray(rows, np.int64)
+    rows = rows[np.argsort(s.ts_ns[rows], kind="stable")][:MAX_RANGES]
+    return [(int(s.ts_ns[r]) - pad_ns, int(s.ts_ns[r] + s.dur_ns[r]) + pad_ns) for r in rows.tolist()]
+
+
+def step_of(steps, ts_ns) -> np.ndarray:
+    return steps.index_of(ts_ns)
+
+
+COMPILE_RX = COMPILE_PATTERN.pattern
+
+
+def compile_windows(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint intervals where torch.compile itself runs (dynamo tracing, inductor, autotuning)."""
+    def compute():
+        from core.analysis import intervals
+        rows = rows_with_names(model, "compile", regex(COMPILE_RX))
+        s = model.slices
+        return intervals.union(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
+    return cached(model, "compile_windows", compute)
+
+
+def forward_source(model: TraceModel, row: int) -> Source | None:
+    """Source of a backward-pass row: the user frame of the forward op that created its autograd node
+    (fwdbwd flows), since backward runs on the autograd thread with no user frames."""
+    from core.trace.model import FlowKind
+    f = model.flows
+    fb = f.kind == FlowKind.FWD_BWD
+    if not fb.any():
+        return None
+    par = parents(model)
+    dst_to_src = dict(zip(f.dst[fb].tolist(), f.src[fb].tolist()))
+    r = int(row)
+    for _ in range(64):
+        if r < 0:
+            return None
+        if r in dst_to_src:
+            return source_of(model, dst_to_src[r])
+        r = int(par[r])
+    return None

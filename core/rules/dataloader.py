@@ -1,0 +1,51 @@
+"""dataloader_bound: the step waits for the DataLoader.
+
+`enumerate(DataLoader)#..._SingleProcessDataLoaderIter.__next__` (num_workers=0) or
+`_MultiProcessingDataLoaderIter.__next__` taking more than min_pct of the step. Cost: the GPU idle time
+spent inside `__next__` (GPU traces) or its CPU time (CPU-only traces).
+"""
+from __future__ import annotations
+
+
+from core.analysis.breakdown import step_breakdown
+from core.rules import common as c
+from core.rules.base import RuleContext, RuleOutput, rule
+from core.units import fmt_pct
+
+
+@rule("dataloader_bound", "Data loading stalls the step")
+def dataloader_bound(ctx: RuleContext) -> RuleOutput:
+    out = RuleOutput()
+    min_pct = float(ctx.cfg("dataloader_bound").get("min_pct", 5.0))
+    kw = int(ctx.cfg("gpu_idle").get("kernel_wait_max_ns", 30_000))
+    for i, m in enumerate(ctx.models):
+        b = step_breakdown(m, kw)
+        total = max(int(b.dur_ns.sum()), 1)
+        cpu_ns = int(b.dataloader_cpu_ns.sum())
+        if 100.0 * cpu_ns / total < min_pct:
+            continue
+        rows = c.rows_with_names(m, "dataloader-next",
+                                 lambda n: n.startswith("enumerate(DataLoader)") and "__next__" in n)
+        steps = ctx.steps(i)
+        if len(rows) and not steps.synthetic:
+            rows = rows[steps.index_of(m.slices.ts_ns[rows]) >= 0]
+        single = any("_SingleProcessDataLoaderIter" in m.name(int(r)) for r in rows[:5])
+        impact = int(b.dataloader_ns.sum()) if b.has_gpu else cpu_ns
+        mode = " (num_workers=0: loading runs in the training process)" if single else ""
+        fix = ("Load in background workers: DataLoader(num_workers=4..8, persistent_workers=True, pin_memory=True, "
+               "prefetch_factor=2); move per-sample Python work (decoding, augmentation) into the Dataset workers "
+               "or onto the GPU; cache preprocessed data.") if single else (
+               "The workers cannot keep up: raise num_workers / prefetch_factor, make __getitem__ cheaper "
+               "(pre-decode, cache), and use pin_memory=True.")
+        per_step = [round(100.0 * float(x) / max(float(d), 1), 1) for x, d in zip(b.dataloader_cpu_ns, b.dur_ns)]
+        ev = c.evidence(m, rows)
+        ev.insert(0, {"name": "share of each step", "pct_per_step": per_step, "rank": m.rank})
+        out.findings.append(ctx.finding(
+            "dataloader_bound", i,
+            title=f"DataLoader takes {fmt_pct(100.0 * cpu_ns / total)} of step time{mode}",
+            count=len(rows), impact_ns=impact, time_ranges=c.ranges_of(m, rows), evidence=ev,
+            source=c.source_of(m, int(rows[0])) if len(rows) else None, fix=fix, evidence_rows=rows))
+    return out
+
+
+RULES = (dataloader_bound,)

@@ -1,0 +1,105 @@
+"""comm_bound and rank_imbalance for multi-rank traces (one TraceModel per rank on one time base)."""
+from __future__ import annotations
+
+import numpy as np
+
+from core.analysis import intervals
+from core.analysis.breakdown import step_breakdown
+from core.rules import common as c
+from core.rules.base import CheckNotRun, RuleContext, RuleOutput, rule
+from core.trace.model import Kind
+from core.units import fmt_pct
+
+
+def _world_size(m) -> int:
+    info = m.meta.distributed_info or {}
+    try:
+        return int(info.get("world_size", 1) or 1)
+    except (TypeError, ValueError):
+        return 1
+
+
+def _multi_rank(ctx: RuleContext, rule_id: str, out: RuleOutput) -> bool:
+    ranks = {m.rank for m in ctx.models}
+    world = max(_world_size(m) for m in ctx.models)
+    if len(ranks) > 1:
+        return True
+    if world > 1:
+        out.not_run.append(CheckNotRun(rule_id, f"only {len(ranks)} of {world} ranks loaded (open the folder with "
+                                                "all rank traces)"))
+    return False
+
+
+@rule("comm_bound", "Communication not overlapped with compute")
+def comm_bound(ctx: RuleContext) -> RuleOutput:
+    out = RuleOutput()
+    world = max(_world_size(m) for m in ctx.models)
+    if len({m.rank for m in ctx.models}) < 2 and world < 2:
+        return out
+    min_pct = float(ctx.cfg("comm_bound").get("min_exposed_pct", 10.0))
+    kw = int(ctx.cfg("gpu_idle").get("kernel_wait_max_ns", 30_000))
+    for i, m in enumerate(ctx.models):
+        s = m.slices
+        b = step_breakdown(m, kw)
+        coll = c.rows_with_names(m, "collectives", lambda n: n.startswith(("gloo:", "nccl:", "c10d::"))
+                                 or "all_reduce" in n or "AllReduce" in n or "nccl" in n.lower())
+        if not len(coll):
+            continue
+        steps = ctx.steps(i)
+        cpu_coll = coll[np.isin(s.kind[coll], np.asarray([Kind.COLLECTIVE, Kind.CPU_OP], np.int8))]
+        nccl_k = coll[s.kind[coll] == Kind.KERNEL]
+        km = s.kind == Kind.KERNEL
+        km[nccl_k] = False
+        ks, ke = intervals.union(s.ts_ns[km], s.ts_ns[km] + s.dur_ns[km])
+        ns_, ne = intervals.union(s.ts_ns[nccl_k], s.ts_ns[nccl_k] + s.dur_ns[nccl_k])
+        exposed_kernels = intervals.subtract(ns_, ne, ks, ke)
+        exposed = int(b.comm_wait_ns.sum()) + int(intervals.covered(*exposed_kernels, steps.t0_ns, steps.t1_ns).sum())
+        pct = ctx.pct(i, exposed)
+        if pct < min_pct:
+            continue
+        out.findings.append(ctx.finding(
+            "comm_bound", i, title=f"Communication exposed for {fmt_pct(pct)} of step time (not overlapped with "
+                                   "compute)",
+            count=len(coll), impact_ns=exposed, time_ranges=c.ranges_of(m, coll), evidence=c.evidence(m, cpu_coll
+                                                                                                      if len(cpu_coll)
+                                                                                                      else coll),
+            source=None,
+            fix="Overlap gradient all-reduce with backward: use the NCCL backend for GPU tensors (gloo copies through "
+                "the host), tune DDP bucket_cap_mb, use gradient accumulation with no_sync(), or larger per-rank "
+                "batches so compute hides communication.",
+            evidence_rows=coll))
+    return out
+
+
+@rule("rank_imbalance", "Ranks run at different speeds")
+def rank_imbalance(ctx: RuleContext) -> RuleOutput:
+    out = RuleOutput()
+    if not _multi_rank(ctx, "rank_imbalance", out):
+        return out
+    limit = float(ctx.cfg("rank_imbalance").get("max_spread_pct", 10.0))
+    means = []
+    for i, m in enumerate(ctx.models):
+        st = ctx.steps(i)
+        if st.synthetic:
+            out.not_run.append(CheckNotRun("rank_imbalance", f"rank {m.rank}: no ProfilerStep ranges"))
+            return out
+        means.append(float((st.t1_ns - st.t0_ns).mean()))
+    means_a = np.asarray(means)
+    spread = 100.0 * (means_a.max() - means_a.min()) / max(means_a.min(), 1.0)
+    if spread < limit:
+        return out
+    slow = int(np.argmax(means_a))
+    st = ctx.steps(slow)
+    ev = [{"name": f"rank {m.rank} mean step", "dur_ns": int(x), "rank": m.rank} for m, x in zip(ctx.models, means)]
+    out.findings.append(ctx.finding(
+        "rank_imbalance", slow, title=f"slowest rank: {spread:.0f} % longer steps than the fastest rank "
+                                      f"(rank {ctx.models[int(np.argmin(means_a))].rank})",
+        count=len(ctx.models), impact_ns=int((means_a.max() - means_a.min()) * len(st.number)),
+        time_ranges=list(zip(st.t0_ns.tolist(), st.t1_ns.tolist()))[:c.MAX_RANGES], evidence=ev, source=None,
+        fix="Balance the work per rank: equal shard sizes (DistributedSampler, drop_last=True), the same sequence "
+            "lengths per batch, no rank-0-only logging/checkpointing inside the step; check that the slow rank's GPU "
+            "is not throttled or shared."))
+    return out
+
+
+RULES = (comm_bound, rank_imbalance)

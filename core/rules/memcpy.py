@@ -1,0 +1,72 @@
+"""pageable_memcpy: host<->device copies through pageable host memory.
+
+The direction and host memory kind are only in the GPU event's name (`Memcpy HtoD (Pageable -> Device)`).
+A pageable copy is staged through a driver bounce buffer and is synchronous for the host; costed by the
+GPU copy time plus the CPU time blocked in the copy's runtime calls (and, host->device, the syncs of the
+same op; device->host syncs are host_sync's, e.g. `.cpu()`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from core.rules import common as c
+from core.rules.base import RuleContext, RuleOutput, rule
+from core.rules.sync import SYNC_NAMES
+from core.trace.model import FlowKind, Kind
+
+
+@rule("pageable_memcpy", "Copies through pageable host memory")
+def pageable_memcpy(ctx: RuleContext) -> RuleOutput:
+    out = RuleOutput()
+    for i, m in enumerate(ctx.models):
+        s = m.slices
+        rows = c.rows_with_names(m, "memcpy-pageable", lambda n: "Pageable" in n, [Kind.MEMCPY])
+        if not len(rows):
+            continue
+        f = m.flows
+        launch = f.kind == FlowKind.LAUNCH
+        src_of = dict(zip(f.dst[launch].tolist(), f.src[launch].tolist()))
+        src = np.array([src_of.get(int(r), -1) for r in rows], np.int64)  # few rows: memcpy events only
+        t_cpu = np.where(src >= 0, s.ts_ns[np.maximum(src, 0)], s.ts_ns[rows])
+        steps = ctx.steps(i)
+        if not steps.synthetic:
+            keep = steps.index_of(t_cpu) >= 0
+            rows, src = rows[keep], src[keep]
+        if not len(rows):
+            continue
+        aten = c.name_ids(m, "aten", lambda n: n.startswith("aten::"))
+        op = c.outermost_chain(m, np.maximum(src, 0), aten)
+        op = np.where(src >= 0, op, -1)
+        syncs = c.rows_with_names(m, "sync", c.exact(*SYNC_NAMES), [Kind.RUNTIME])
+        sync_op = c.outermost_chain(m, syncs, aten) if len(syncs) else np.zeros(0, np.int64)
+        direction = np.array(["HtoD" if "HtoD" in m.name(int(r)) else "DtoH" for r in rows])
+        for d in np.unique(direction).tolist():
+            sel = direction == d
+            g, gs, gop = rows[sel], src[sel], op[sel]
+            ops = np.unique(gop[gop >= 0])
+            # H2D: the op's syncs are the copy's (host_sync skips them); D2H syncs stay with host_sync
+            g_sync = syncs[np.isin(sync_op, ops)] if len(ops) and d == "HtoD" else np.zeros(0, np.int64)
+            blocked = int(s.dur_ns[gs[gs >= 0]].sum()) + int(s.dur_ns[g_sync].sum())
+            cost = int(s.dur_ns[g].sum()) + blocked
+            nbytes = int(np.maximum(s.bytes[g], 0).sum())
+            first = int(gop[gop >= 0][0]) if (gop >= 0).any() else int(gs[0])
+            if d == "HtoD":
+                title = f"Host→device copies from pageable memory ({len(g)}×, {nbytes / 2**20:.1f} MiB)"
+                fix = ("Pin the host memory (DataLoader(pin_memory=True) or tensor.pin_memory()) and copy with "
+                       ".to(device, non_blocking=True) so the copy overlaps compute.")
+            else:
+                title = f"Device→host copies into pageable memory ({len(g)}×, {nbytes / 2**20:.1f} MiB)"
+                fix = ("Copy into a preallocated pinned buffer with non_blocking=True (and read it after an "
+                       "event), or keep the data on the GPU.")
+            ev = c.evidence(m, g, bytes=None)
+            for e in ev:
+                e["bytes"] = int(s.bytes[e["row"]])
+            rows_all = np.concatenate([g, gs[gs >= 0], ops, g_sync])
+            out.findings.append(ctx.finding(
+                "pageable_memcpy", i, title=title, count=len(g), impact_ns=cost,
+                time_ranges=c.ranges_of(m, np.where(gop >= 0, gop, g)), evidence=ev,
+                source=c.source_of(m, first) if first >= 0 else None, fix=fix, evidence_rows=rows_all))
+    return out
+
+
+RULES = (pageable_memcpy,)

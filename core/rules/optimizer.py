@@ -1,0 +1,82 @@
+"""zero_grad_not_none and single_tensor_optimizer: optimizer overheads visible as per-parameter ops."""
+from __future__ import annotations
+
+import numpy as np
+
+from core.analysis.stats import device_time_per_row
+from core.rules import common as c
+from core.rules.base import RuleContext, RuleOutput, rule
+from core.trace.model import FlowKind, Kind
+
+
+@rule("zero_grad_not_none", "zero_grad fills gradients with zeros")
+def zero_grad_not_none(ctx: RuleContext) -> RuleOutput:
+    out = RuleOutput()
+    min_per_step = int(ctx.cfg("zero_grad_not_none").get("min_per_step", 2))
+    for i, m in enumerate(ctx.models):
+        zg = c.name_ids(m, "zero-grad-ann", lambda n: n.startswith("Optimizer.zero_grad"))
+        if not len(zg):
+            continue
+        rows = c.rows_with_names(m, "aten::zero_", c.exact("aten::zero_"), [Kind.CPU_OP])
+        anc = c.ancestor_matching(m, rows, zg)
+        rows, anc = rows[anc >= 0], anc[anc >= 0]
+        steps = ctx.steps(i)
+        n_steps = max(len(steps.number), 1) if not steps.synthetic else max(len(np.unique(anc)), 1)
+        if len(rows) < min_per_step * n_steps:
+            continue
+        s = m.slices
+        _, dev = device_time_per_row(m)
+        cost = int(s.dur_ns[rows].sum() + dev[rows].sum())
+        first = int(anc[0])
+        out.findings.append(ctx.finding(
+            "zero_grad_not_none", i,
+            title=f"optimizer.zero_grad() writes zeros into every gradient ({len(rows)} aten::zero_, "
+                  f"~{len(rows) // n_steps} per step)",
+            count=len(rows), impact_ns=cost, time_ranges=c.ranges_of(m, np.unique(anc)),
+            evidence=c.evidence(m, rows), source=c.source_of(m, first),
+            fix="Use optimizer.zero_grad(set_to_none=True) (the default since PyTorch 2.0) or model.zero_grad("
+                "set_to_none=True): gradients are then allocated by the backward pass instead of being zero-filled.",
+            evidence_rows=np.concatenate([rows, np.unique(anc)])))
+    return out
+
+
+@rule("single_tensor_optimizer", "Optimizer launches kernels per parameter")
+def single_tensor_optimizer(ctx: RuleContext) -> RuleOutput:
+    out = RuleOutput()
+    min_kernels = int(ctx.cfg("single_tensor_optimizer").get("min_kernels", 16))
+    for i, m in enumerate(ctx.models):
+        step_ids = c.name_ids(m, "opt-step-ann", lambda n: n.startswith("Optimizer.step#"))
+        if not len(step_ids):
+            continue
+        s = m.slices
+        ann = np.flatnonzero(np.isin(s.name, step_ids) & (s.kind == Kind.ANNOTATION))
+        if not len(ann):
+            continue
+        f = m.flows
+        launch = f.kind == FlowKind.LAUNCH
+        src, dst = f.src[launch], f.dst[launch]
+        owner = c.ancestor_matching(m, src, step_ids)
+        mine = owner >= 0
+        kern = dst[mine & (s.kind[dst] == Kind.KERNEL)]
+        if not len(kern):
+            continue
+        fused = c.name_ids(m, "foreach-kernels", lambda n: "multi_tensor_apply" in n or "fused_adam" in n.lower()
+                           or "FusedAdam" in n or "fused_sgd" in n.lower() or "_fused_" in n)
+        if np.isin(s.name[kern], fused).any():
+            continue
+        per_step = len(kern) / len(ann)
+        if per_step < min_kernels:
+            continue
+        name = m.name(int(ann[0])).split("#")[-1].split(".")[0]
+        out.findings.append(ctx.finding(
+            "single_tensor_optimizer", i,
+            title=f"{name} runs per parameter: {per_step:.0f} kernels per optimizer step, none multi-tensor",
+            count=len(kern), impact_ns=int(s.dur_ns[ann].sum()), time_ranges=c.ranges_of(m, ann),
+            evidence=c.evidence(m, ann), source=c.source_of(m, int(ann[0])),
+            fix=f"Use the multi-tensor implementation: torch.optim.{name}(..., foreach=True) or fused=True "
+                "(parameters on CUDA), which launches a handful of kernels for all parameters.",
+            evidence_rows=np.concatenate([ann, kern])))
+    return out
+
+
+RULES = (zero_grad_not_none, single_tensor_optimizer)

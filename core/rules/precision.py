@@ -1,0 +1,53 @@
+"""fp32_gemm: GEMM / convolution kernels running in plain FP32 (no tensor cores).
+
+Recognised by cuBLAS / CUTLASS / cuDNN kernel names: `sgemm`, `simt`, `f32f32_f32f32`, `ffma` ... are
+FP32 SIMT; names with `tf32`, `bf16`, `f16`, `tensorop`, `nvjet`, `hmma` ... use tensor cores and are
+never flagged. Cost: the fp32 GEMM time times the savings fraction in rules.toml.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from core.rules import common as c
+from core.rules.base import RuleContext, RuleOutput, rule
+from core.trace.model import Kind
+
+
+@rule("fp32_gemm", "FP32 GEMMs without tensor cores")
+def fp32_gemm(ctx: RuleContext) -> RuleOutput:
+    out = RuleOutput()
+    cfg = ctx.cfg("fp32_gemm")
+    fp32 = tuple(k.lower() for k in cfg.get("fp32_markers", ["sgemm", "simt", "f32f32_f32f32", "ffma"]))
+    fine = tuple(k.lower() for k in cfg.get("fine_markers", ["tf32", "bf16", "f16", "tensorop", "nvjet"]))
+    save = float(cfg.get("savings_fraction", 0.5))
+
+    def is_fp32(name: str) -> bool:
+        low = name.lower()
+        return any(k in low for k in fp32) and not any(k in low for k in fine)
+
+    for i, m in enumerate(ctx.models):
+        rows = c.rows_with_names(m, "fp32-gemm", is_fp32, [Kind.KERNEL])
+        steps = ctx.steps(i)
+        if len(rows) and not steps.synthetic:
+            rows = rows[steps.index_of(m.slices.ts_ns[rows]) >= 0]
+        if not len(rows):
+            continue
+        s = m.slices
+        gemm_ns = int(s.dur_ns[rows].sum())
+        names, counts = np.unique(s.name[rows], return_counts=True)
+        ev = [{"name": m.strings[int(n)], "calls": int(k), "dur_ns": int(s.dur_ns[rows[s.name[rows] == n]].sum()),
+               "rank": m.rank} for n, k in zip(names, counts)]
+        ev.sort(key=lambda e: -e["dur_ns"])
+        out.findings.append(ctx.finding(
+            "fp32_gemm", i,
+            title=f"{len(rows)} GEMM/conv kernels run in FP32 without tensor cores ({gemm_ns / 1e6:.2f} ms)",
+            count=len(rows), impact_ns=int(gemm_ns * save), time_ranges=c.ranges_of(m, rows),
+            evidence=ev[:c.MAX_EVIDENCE], source=None,
+            fix="Run the model under torch.autocast('cuda', dtype=torch.bfloat16) (bf16 tensor cores), or at least "
+                "allow TF32: torch.backends.cuda.matmul.allow_tf32 = True / "
+                "torch.set_float32_matmul_precision('high') (and torch.backends.cudnn.allow_tf32 = True).",
+            evidence_rows=rows))
+    return out
+
+
+RULES = (fp32_gemm,)

@@ -1,0 +1,215 @@
+"""host_sync and sync_memcpy: the CPU waits for the GPU.
+
+host_sync: cudaStreamSynchronize / cudaDeviceSynchronize / cudaEventSynchronize inside the steps, named
+by the op that caused them (aten::item -> _local_scalar_dense, aten::nonzero, aten::copy_ ...) and costed
+by the blocked CPU time plus the GPU idle gap that follows (the queue drained while the host waited).
+Not counted: the profiler's own final cudaDeviceSynchronize (outside the steps / after the last one),
+syncs inside torch.compile itself (autotuning), syncs of pageable H2D copies (pageable_memcpy owns them)
+and syncs inside collectives (comm_bound owns them). On CPU-only traces the ops that would sync on a
+GPU are reported as hints.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from core.rules import common as c
+from core.rules.base import RuleContext, RuleOutput, rule
+from core.trace.model import Kind
+
+SYNC_NAMES = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
+WOULD_SYNC = ("aten::item", "aten::_local_scalar_dense", "aten::nonzero", "aten::is_nonzero", "aten::masked_select",
+              "aten::unique", "aten::_unique2", "aten::equal")
+
+_WHY = {
+    "aten::item": (".item() / float(t) / bool(t) copies a scalar to the host and waits for the GPU",
+                   "Keep the value on the GPU (accumulate metrics in a tensor) and call .item() once every N steps, "
+                   "or log asynchronously; avoid Python `if tensor:` branches in the step."),
+    "aten::is_nonzero": ("a Python branch on a tensor value (`if t:` / `if t.mean() > 0:`) waits for the GPU",
+                         "Replace the data-dependent branch with torch.where / masking, or move it out of the "
+                         "training step."),
+    "aten::nonzero": ("nonzero / boolean-mask indexing must wait for the GPU to know the output size",
+                      "Use a fixed-size alternative (torch.where, masked multiplication, nonzero_static) or do it "
+                      "every N steps."),
+    "aten::masked_select": ("masked_select / boolean indexing waits for the GPU to know the output size",
+                            "Use torch.where or multiply by the mask instead of boolean indexing."),
+    "aten::copy_": (".cpu() / .tolist() / .numpy() copies a tensor to the host and waits",
+                    "Copy to pinned memory with non_blocking=True and read it later, or keep the data on the GPU."),
+    "DistributedDataParallel.forward": (
+        "DDP waits on CUDA events (buffer broadcast / gloo on CUDA tensors)",
+        "Use the NCCL backend for CUDA tensors; pass broadcast_buffers=False when buffers do not change."),
+    "": ("explicit synchronisation (torch.cuda.synchronize(), event.synchronize())",
+         "Remove explicit synchronize calls from the training loop; use CUDA events only for timing runs."),
+}
+_ALIASES = {"aten::_local_scalar_dense": "aten::item", "aten::to": "aten::copy_", "aten::_to_copy": "aten::copy_",
+            "aten::cpu": "aten::copy_", "aten::index": "aten::nonzero", "aten::unique": "aten::nonzero",
+            "aten::_unique2": "aten::nonzero"}
+
+
+def _why(op: str) -> tuple[str, str]:
+    return _WHY.get(_ALIASES.get(op, op), (f"{op} waits for the GPU", _WHY[""][1]))
+
+
+def _sync_rows(ctx: RuleContext, i: int) -> np.ndarray:
+    m = ctx.models[i]
+    s = m.slices
+    rows = c.rows_with_names(m, "sync", c.exact(*SYNC_NAMES), [Kind.RUNTIME])
+    if not len(rows):
+        return rows
+    steps = ctx.steps(i)
+    if not steps.synthetic:
+        rows = rows[steps.index_of(s.ts_ns[rows]) >= 0]
+    elif len(rows):
+        # no steps: the profiler's own flush is the last root-level cudaDeviceSynchronize of the trace
+        last = rows[-1] if m.name(int(rows[-1])) == "cudaDeviceSynchronize" else -1
+        par = c.parents(m)
+        if last >= 0 and par[last] < 0 and s.ts_ns[last] >= int(s.ts_ns[rows].max()):
+            rows = rows[rows != last]
+    cw0, cw1 = c.compile_windows(m)
+    rows = rows[~c.inside(m, rows, cw0, cw1)]
+    coll = c.ancestor_matching(m, rows, c.name_ids(m, "collective-names", lambda n: "all_reduce" in n or
+                                                 "nccl" in n.lower() or n.startswith(("gloo:", "c10d::"))))
+    return rows[coll < 0]
+
+
+@rule("host_sync", "CPU blocked waiting for the GPU")
+def host_sync(ctx: RuleContext) -> RuleOutput:
+    out = RuleOutput()
+    for i, m in enumerate(ctx.models):
+        if c.gpu_event_count(m) == 0:
+            out.extend(_cpu_hints(ctx, i))
+            continue
+        rows = _sync_rows(ctx, i)
+        if not len(rows):
+            continue
+        s = m.slices
+        aten = c.name_ids(m, "aten", lambda n: n.startswith("aten::"))
+        cause = c.outermost_chain(m, rows, aten)
+        # syncs of pageable host->device copies belong to pageable_memcpy
+        h2d = _h2d_pageable_ops(m, aten)
+        keep = ~np.isin(cause, h2d) | (cause < 0)
+        rows, cause = rows[keep], cause[keep]
+        if not len(rows):
+            continue
+        steps = ctx.steps(i)
+        end = s.ts_ns[rows] + s.dur_ns[rows]
+        st = steps.index_of(s.ts_ns[rows])
+        limit = np.where(st >= 0, steps.t1_ns[np.maximum(st, 0)], end)
+        gap = _idle_caused(m, s.ts_ns[rows], end, limit)
+        cost = s.dur_ns[rows] + gap
+        cause_name = np.where(cause >= 0, s.name[np.maximum(cause, 0)], 0)
+        for nid in np.unique(cause_name).tolist():
+            sel = cause_name == nid
+            op = m.strings[nid]
+            g_rows, g_cause = rows[sel], cause[sel]
+            first = int(g_cause[0]) if g_cause[0] >= 0 else int(g_rows[0])
+            region = _enclosing_annotation(m, first)
+            why, fix = _why(op or (region if region.startswith("DistributedDataParallel") else ""))
+            label = op or m.name(int(g_rows[0]))
+            where = f" in {region}" if region else ""
+            ev_rows = np.concatenate([g_rows, g_cause[g_cause >= 0]])
+            ev = c.evidence(m, g_rows, cause=label, annotation=region or "")
+            ev_by_row = {e["row"]: e for e in ev}
+            for r, gp in zip(g_rows.tolist(), gap[sel].tolist()):
+                if r in ev_by_row:
+                    ev_by_row[r]["gpu_idle_after_ns"] = int(gp)
+            out.findings.append(ctx.finding(
+                "host_sync", i, title=f"Host sync from {label}{where}: {why} ({int(sel.sum())}×)",
+                count=int(sel.sum()), impact_ns=int(cost[sel].sum()),
+                time_ranges=c.ranges_of(m, np.where(g_cause >= 0, g_cause, g_rows)), evidence=ev,
+                source=c.source_of(m, first), fix=fix, evidence_rows=ev_rows))
+    return out
+
+
+def _idle_caused(m, t0: np.ndarray, t1: np.ndarray, limit: np.ndarray) -> np.ndarray:
+    """GPU idle after each sync that the sync caused: only when the GPU was still working during the wait
+    (the sync drained the queue), up to the next GPU activity, the next sync, the step end, and without
+    the time torch.compile ran in between (compile owns that)."""
+    us, ue = c.gpu_busy_union(m)
+    if not len(us):
+        return np.zeros(len(t0), np.int64)
+    drained = np.searchsorted(ue, t1, side="right") > np.searchsorted(ue, t0, side="right")
+    order = np.argsort(t0, kind="stable")
+    nxt = np.full(len(t0), np.iinfo(np.int64).max, np.int64)
+    nxt[order[:-1]] = t0[order[1:]]
+    gap = c.gpu_gap_after(m, t1, np.minimum(limit, nxt))
+    cw0, cw1 = c.compile_windows(m)
+    if len(cw0):
+        from core.analysis import intervals
+        gap = np.maximum(gap - intervals.covered(cw0, cw1, t1, t1 + gap), 0)
+    return np.where(drained, gap, 0)
+
+
+def _enclosing_annotation(m, row: int) -> str:
+    """Innermost record_function range (user annotation) around a row, '' if none."""
+    from core.analysis.tree import ancestor_with_kind
+    a = ancestor_with_kind(m, np.array([row]), (Kind.ANNOTATION,))
+    return m.name(int(a[0])) if a[0] >= 0 else ""
+
+
+def _h2d_pageable_ops(m, aten_ids: np.ndarray) -> np.ndarray:
+    """Outermost aten ops that launched a pageable host->device copy."""
+    from core.trace.model import FlowKind
+    f = m.flows
+    launch = f.kind == FlowKind.LAUNCH
+    pageable = c.name_ids(m, "memcpy-h2d-pageable", lambda n: "HtoD" in n and "Pageable" in n)
+    if not len(pageable):
+        return np.zeros(0, np.int64)
+    sel = launch & np.isin(m.slices.name[f.dst], pageable)
+    src = f.src[sel]
+    top = c.outermost_chain(m, src, aten_ids)
+    return np.unique(top[top >= 0])
+
+
+def _cpu_hints(ctx: RuleContext, i: int) -> RuleOutput:
+    out = RuleOutput()
+    m = ctx.models[i]
+    rows = c.rows_with_names(m, "would-sync", c.exact(*WOULD_SYNC), [Kind.CPU_OP])
+    if not len(rows):
+        return out
+    aten = c.name_ids(m, "aten", lambda n: n.startswith("aten::"))
+    top = c.outermost_chain(m, rows, aten)
+    rows = np.unique(np.where(top >= 0, top, rows))
+    rows = rows[np.isin(m.slices.name[rows], c.name_ids(m, "would-sync-ids", c.exact(*WOULD_SYNC)))]
+    opt = c.ancestor_matching(m, rows, c.name_ids(m, "optimizer-ann", lambda n: n.startswith("Optimizer.")))
+    rows = rows[opt < 0]
+    cw0, cw1 = c.compile_windows(m)
+    rows = rows[~c.inside(m, rows, cw0, cw1)]
+    steps = ctx.steps(i)
+    if not steps.synthetic:
+        rows = rows[steps.index_of(m.slices.ts_ns[rows]) >= 0]
+    s = m.slices
+    for nid in np.unique(s.name[rows]).tolist():
+        g = rows[s.name[rows] == nid]
+        op = m.strings[nid]
+        why, fix = _why(op)
+        out.findings.append(ctx.finding(
+            "host_sync", i, title=f"{op} would block on a GPU: {why} ({len(g)}×, CPU-only trace)",
+            count=len(g), impact_ns=int(s.dur_ns[g].sum()), time_ranges=c.ranges_of(m, g),
+            evidence=c.evidence(m, g), source=c.source_of(m, int(g[0])), fix=fix, evidence_rows=g, hint=True))
+    return out
+
+
+@rule("sync_memcpy", "Blocking cudaMemcpy")
+def sync_memcpy(ctx: RuleContext) -> RuleOutput:
+    out = RuleOutput()
+    for i, m in enumerate(ctx.models):
+        rows = c.rows_with_names(m, "cudaMemcpy-blocking",
+                                 lambda n: n.startswith("cudaMemcpy") and "Async" not in n, [Kind.RUNTIME])
+        steps = ctx.steps(i)
+        if len(rows) and not steps.synthetic:
+            rows = rows[steps.index_of(m.slices.ts_ns[rows]) >= 0]
+        if not len(rows):
+            continue
+        s = m.slices
+        end = s.ts_ns[rows] + s.dur_ns[rows]
+        cost = s.dur_ns[rows] + c.gpu_gap_after(m, end)
+        out.findings.append(ctx.finding(
+            "sync_memcpy", i, title=f"Blocking cudaMemcpy ({len(rows)}×): the CPU waits for each copy",
+            count=len(rows), impact_ns=int(cost.sum()), time_ranges=c.ranges_of(m, rows),
+            evidence=c.evidence(m, rows), source=c.source_of(m, int(rows[0])),
+            fix="Use tensor.to(device, non_blocking=True) from pinned memory (cudaMemcpyAsync) and avoid "
+                "synchronous copies inside the step.", evidence_rows=rows))
+    return out
+
+
+RULES = (host_sync, sync_memcpy)

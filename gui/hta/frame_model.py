@@ -1,0 +1,55 @@
+"""A read-only Qt table model over a pandas DataFrame (values formatted lazily, per visible cell)."""
+from __future__ import annotations
+
+import numpy as np
+from PySide6 import QtCore
+
+
+class DataFrameModel(QtCore.QAbstractTableModel):
+    def __init__(self, frame=None, parent=None) -> None:
+        super().__init__(parent)
+        self._columns: list[str] = []
+        self._data: list[np.ndarray] = []
+        self._n = 0
+        if frame is not None:
+            self.set_frame(frame)
+
+    def set_frame(self, frame) -> None:
+        self.beginResetModel()
+        if frame is None:
+            self._columns, self._data, self._n = [], [], 0
+        else:
+            frame = frame.reset_index(drop=True)
+            self._columns = [str(c) for c in frame.columns]
+            self._data = [frame[c].to_numpy() for c in frame.columns]
+            self._n = len(frame)
+        self.endResetModel()
+
+    def rowCount(self, parent=QtCore.QModelIndex()) -> int:  # noqa: N802 (Qt API)
+        return 0 if parent.isValid() else self._n
+
+    def columnCount(self, parent=QtCore.QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(self._columns)
+
+    def headerData(self, section, orientation, role=QtCore.Qt.ItemDataRole.DisplayRole):  # noqa: N802
+        if role != QtCore.Qt.ItemDataRole.DisplayRole:
+            return None
+        if orientation == QtCore.Qt.Orientation.Horizontal:
+            return self._columns[section]
+        return str(section)
+
+    def data(self, index, role=QtCore.Qt.ItemDataRole.DisplayRole):
+        if not index.isValid() or role not in (QtCore.Qt.ItemDataRole.DisplayRole, QtCore.Qt.ItemDataRole.ToolTipRole):
+            return None
+        v = self._data[index.column()][index.row()]
+        if isinstance(v, (float, np.floating)):
+            return "" if np.isnan(v) else f"{v:,.2f}"
+        if isinstance(v, (int, np.integer)):
+            return f"{int(v):,}"
+        text = str(v)
+        if role == QtCore.Qt.ItemDataRole.DisplayRole and len(text) > 120:
+            return text[:117] + "…"
+        return text
+
+    def column(self, name: str) -> np.ndarray | None:
+        return self._data[self._columns.index(name)] if name in self._columns else None

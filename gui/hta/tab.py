@@ -1,0 +1,234 @@
+"""HTA tab: Holistic Trace Analysis tables and simple plots, run in a worker the first time the tab is shown.
+
+HTA (traceinsight) is imported lazily inside core.analysis.hta.run_hta; when it cannot run (CPU-only
+trace, no ProfilerStep, trace too large, HTA error) the tab says why instead of failing.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtWidgets
+from superqt.utils import create_worker
+
+from core.analysis.hta import ANALYSES, TITLES, HtaReport, check_available, launch_summary, run_hta
+from gui.hta.frame_model import DataFrameModel
+
+log = logging.getLogger(__name__)
+
+
+class HtaTab(QtWidgets.QWidget):
+    sig_report_ready = QtCore.Signal(object)
+    """The HtaReport, once HTA has returned (or said why it cannot run)."""
+
+    def __init__(self, parent=None, auto_run: bool = True) -> None:
+        super().__init__(parent)
+        self._trace_set = None
+        self._report: HtaReport | None = None
+        self._worker = None
+        self._token = 0
+        self._pending = False
+        self._auto_run = auto_run
+
+        self.status = QtWidgets.QLabel("No trace loaded.")
+        self.status.setWordWrap(True)
+        self.run_button = QtWidgets.QPushButton("Run HTA")
+        self.run_button.setEnabled(False)
+        self.cancel_button = QtWidgets.QPushButton("Cancel")
+        self.cancel_button.setVisible(False)
+        self.cancel_button.setToolTip("Stop waiting for HTA (its parse cannot be interrupted; the result is dropped)")
+        self.list = QtWidgets.QListWidget()
+        for name in ANALYSES:
+            item = QtWidgets.QListWidgetItem(TITLES[name].split(" (")[0])
+            item.setData(QtCore.Qt.ItemDataRole.UserRole, name)
+            self.list.addItem(item)
+        self.list.setMaximumWidth(260)
+        self.reason = QtWidgets.QLabel()
+        self.reason.setWordWrap(True)
+        self.frame_model = DataFrameModel(parent=self)
+        self.table = QtWidgets.QTableView()
+        self.table.setModel(self.frame_model)
+        self.table.setSortingEnabled(False)
+        self.plot = pg.PlotWidget()
+        self.plot.setMinimumHeight(180)
+        right = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
+        right.addWidget(self.plot)
+        right.addWidget(self.table)
+        body = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
+        body.addWidget(self.list)
+        body.addWidget(right)
+        body.setStretchFactor(1, 1)
+        top = QtWidgets.QHBoxLayout()
+        top.addWidget(self.status, 1)
+        top.addWidget(self.run_button)
+        top.addWidget(self.cancel_button)
+        lay = QtWidgets.QVBoxLayout(self)
+        lay.setContentsMargins(2, 2, 2, 2)
+        lay.addLayout(top)
+        lay.addWidget(self.reason)
+        lay.addWidget(body, 1)
+
+        self.run_button.clicked.connect(self.run)
+        self.cancel_button.clicked.connect(self.cancel)
+        self.list.currentRowChanged.connect(self._on_list_row_changed)
+
+    # --- public API -----------------------------------------------------------------------
+    def set_trace_set(self, trace_set) -> None:
+        """Remember the trace; HTA runs when the tab is (or becomes) visible, or on Run."""
+        self._token += 1
+        self._worker = None
+        self._trace_set = trace_set
+        self._report = None
+        self._show_result(None)
+        if trace_set is None:
+            self.status.setText("No trace loaded.")
+            self.run_button.setEnabled(False)
+            return
+        why = check_available(trace_set)
+        self.run_button.setEnabled(why is None)
+        if why:
+            self._apply(HtaReport({}, why))
+            return
+        self.status.setText("HTA has not run yet on this trace (it parses the file again: seconds to minutes).")
+        self._pending = True
+        if self._auto_run and self.isVisible():
+            self.run()
+
+    def run(self) -> None:
+        if self._trace_set is None or self._worker is not None:
+            return
+        self._pending = False
+        self._token += 1
+        token = self._token
+        self.status.setText("Running HTA…")
+        self.run_button.setEnabled(False)
+        self.cancel_button.setVisible(True)
+        self._worker = create_worker(run_hta, self._trace_set, _start_thread=False,
+                                     _connect={"returned": lambda r, t=token: self._on_worker_returned(t, r),
+                                               "errored": lambda e, t=token: self._on_worker_errored(t, e)})
+        self._worker.start()
+
+    def cancel(self) -> None:
+        """Drop the running HTA job's result (HTA itself cannot be interrupted; its thread finishes alone)."""
+        if self._worker is None:
+            return
+        self._token += 1
+        self._worker = None
+        self.cancel_button.setVisible(False)
+        self.run_button.setEnabled(True)
+        self.status.setText("HTA cancelled.")
+
+    def report(self) -> HtaReport | None:
+        return self._report
+
+    # --- slots ------------------------------------------------------------------------------
+    def showEvent(self, event) -> None:  # noqa: N802 (Qt API)
+        super().showEvent(event)
+        if self._pending and self._auto_run:
+            self.run()
+
+    def _on_worker_returned(self, token: int, report: HtaReport) -> None:
+        if token != self._token:
+            return
+        self._worker = None
+        self.run_button.setEnabled(True)
+        self.cancel_button.setVisible(False)
+        self._apply(report)
+
+    def _on_worker_errored(self, token: int, exc: BaseException) -> None:
+        if token != self._token:
+            return
+        self._worker = None
+        self.run_button.setEnabled(True)
+        self.cancel_button.setVisible(False)
+        self._apply(HtaReport({}, f"HTA failed: {type(exc).__name__}: {exc}"))
+
+    def _apply(self, report: HtaReport) -> None:
+        self._report = report
+        if report.unavailable:
+            self.status.setText("HTA unavailable.")
+            self.reason.setText(f"HTA cannot run on this trace: {report.unavailable}")
+        else:
+            ok = sum(1 for r in report.results.values() if r.ok)
+            self.status.setText(f"HTA: {ok} of {len(report.results)} analyses (parsed in {report.load_s:.1f} s).")
+            self.reason.setText("")
+        self.list.setCurrentRow(-1)
+        self.list.setCurrentRow(0)
+        self.sig_report_ready.emit(report)
+
+    def _on_list_row_changed(self, row: int) -> None:
+        if row < 0 or self._report is None:
+            self._show_result(None)
+            return
+        name = self.list.item(row).data(QtCore.Qt.ItemDataRole.UserRole)
+        self._show_result(self._report.results.get(name), name)
+
+    def _show_result(self, result, name: str = "") -> None:
+        self.plot.clear()
+        self.plot.getAxis("bottom").setTicks(None)  # bar plots set category ticks; scatter needs numbers
+        self.plot.setLabel("bottom", "")
+        self.plot.setLabel("left", "")
+        self.plot.enableAutoRange()
+        if result is None or not result.ok:
+            self.frame_model.set_frame(None)
+            if result is not None and self._report is not None and not self._report.unavailable:
+                self.reason.setText(f"{result.title}: {result.unavailable}")
+            return
+        if self._report is not None and not self._report.unavailable:
+            extra = ""
+            if name == "kernel_launch_stats":
+                s = launch_summary(result.table)
+                extra = (f" · {s['gpu_shorter_than_launch_pct']:.0f} % of kernels are shorter than their launch, "
+                         f"median launch delay {s['median_launch_delay_us']:.0f} µs") if s else ""
+            self.reason.setText(result.title + extra)
+        self.frame_model.set_frame(result.table)
+        self.table.resizeColumnsToContents()
+        try:
+            _PLOTS.get(name, lambda *_: None)(self.plot, result.table)
+        except (KeyError, ValueError, TypeError) as exc:  # a column HTA renamed: table only
+            log.info("HTA plot %s skipped: %r", name, exc)
+
+
+def _bars(plot, labels, values, brush="#377eb8") -> None:
+    x = np.arange(len(values), dtype=float)
+    plot.addItem(pg.BarGraphItem(x=x, height=np.asarray(values, float), width=0.7, brush=brush))
+    plot.getAxis("bottom").setTicks([[(float(i), str(l)[:24]) for i, l in enumerate(labels)]])
+
+
+def _plot_temporal(plot, df) -> None:
+    cols = [c for c in ("idle_time_pctg", "compute_time_pctg", "non_compute_time_pctg") if c in df.columns]
+    labels = [f"rank {r} {c.replace('_time_pctg', '')}" for r in df["rank"] for c in cols]
+    values = [float(df.loc[i, c]) for i in df.index for c in cols]
+    _bars(plot, labels, values)
+    plot.setLabel("left", "% of time")
+
+
+def _plot_idle(plot, df) -> None:
+    labels = [f"{s}:{c}" for s, c in zip(df["stream"], df["idle_category"])]
+    _bars(plot, labels, 100.0 * df["idle_time_ratio"].to_numpy(dtype=float), "#999999")
+    plot.setLabel("left", "% of idle time")
+
+
+def _plot_kernels(plot, df) -> None:
+    _bars(plot, df["kernel_type"], df["percentage"].to_numpy(dtype=float), "#4daf4a")
+    plot.setLabel("left", "% of kernel time")
+
+
+def _plot_launch(plot, df) -> None:
+    cpu = df["cpu_duration"].to_numpy(dtype=float)
+    gpu = df["gpu_duration"].to_numpy(dtype=float)
+    plot.addItem(pg.ScatterPlotItem(x=cpu, y=gpu, size=4, pen=None, brush=pg.mkBrush(55, 126, 184, 120)))
+    hi = float(max(cpu.max(initial=1), gpu.max(initial=1)))
+    plot.plot([0, hi], [0, hi], pen=pg.mkPen("#e41a1c", style=QtCore.Qt.PenStyle.DashLine))
+    plot.setLabel("bottom", "CPU launch (µs)")
+    plot.setLabel("left", "GPU kernel (µs)")
+
+
+def _plot_overlap(plot, df) -> None:
+    _bars(plot, [f"rank {r}" for r in df["rank"]], np.nan_to_num(df.iloc[:, -1].to_numpy(dtype=float)))
+    plot.setLabel("left", "% overlap")
+
+
+_PLOTS = {"temporal_breakdown": _plot_temporal, "idle_time_breakdown": _plot_idle, "kernel_breakdown": _plot_kernels,
+          "kernel_launch_stats": _plot_launch, "comm_comp_overlap": _plot_overlap}

@@ -1,0 +1,217 @@
+"""IssuesPanel: findings sorted by impact with severity icons, details (evidence, source, fix), checks not
+run, and the per-step breakdown. Analysis runs in a superqt worker right after set_trace_set(); the panel
+fills in when it returns, without blocking the UI thread.
+
+Wiring (main window):
+    panel.sig_finding_selected.connect(
+        lambda mi, t0, t1, rows: (timeline.show_range(t0, t1), timeline.highlight({mi: rows})))
+    panel.sig_range_requested.connect(timeline.show_range)
+or `gui.issues.connect_timeline(panel, timeline)`.
+"""
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from PySide6 import QtCore, QtWidgets
+from superqt.utils import create_worker
+
+from core.analysis.breakdown import step_breakdown
+from core.rules import Analysis, iter_analyze
+from core.rules.config import load_config
+from gui.issues.breakdown_view import BreakdownView
+from gui.issues.details import FindingDetails
+from gui.issues.model import SORT_ROLE, FindingsModel
+
+log = logging.getLogger(__name__)
+
+
+def _analysis_job(trace_set, config):
+    """Worker body: rules (yielding progress), then the per-step breakdown of every model."""
+    result = yield from iter_analyze(trace_set, config)
+    kw = int(config.get("gpu_idle", {}).get("kernel_wait_max_ns", 30_000))
+    breakdowns = [step_breakdown(m, kw) for m in trace_set.models]
+    return result, breakdowns
+
+
+class IssuesPanel(QtWidgets.QWidget):
+    sig_finding_selected = QtCore.Signal(int, object, object, object)
+    """(model index, t0_ns, t1_ns, evidence rows: np.ndarray int64) of the selected finding."""
+    sig_range_requested = QtCore.Signal(object, object)
+    """(t0_ns, t1_ns): a step clicked in the breakdown view."""
+    sig_analysis_finished = QtCore.Signal(object)
+    """The Analysis, once the worker has returned and the panel is filled."""
+    sig_progress_changed = QtCore.Signal(str, float)
+    """(rule id, fraction) while the analysis runs."""
+
+    def __init__(self, parent=None, config: dict | None = None) -> None:
+        super().__init__(parent)
+        self._config = config if config is not None else load_config()
+        self._trace_set = None
+        self._analysis: Analysis | None = None
+        self._breakdowns: list = []
+        self._worker = None
+        self._token = 0
+
+        self.status = QtWidgets.QLabel("No trace loaded.")
+        self.cancel_button = QtWidgets.QPushButton("Cancel")
+        self.cancel_button.setVisible(False)
+        self.rank_combo = QtWidgets.QComboBox()
+        self.rank_combo.setVisible(False)
+        self.model = FindingsModel(self)
+        self.proxy = QtCore.QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(self.model)
+        self.proxy.setSortRole(SORT_ROLE)
+        self.table = QtWidgets.QTableView()
+        self.table.setModel(self.proxy)
+        self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setSortingEnabled(True)
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.setWordWrap(False)
+        self.not_run = QtWidgets.QLabel()
+        self.not_run.setWordWrap(True)
+        self.not_run.setVisible(False)
+        self.details = FindingDetails()
+        self.breakdown = BreakdownView()
+        self.tabs = QtWidgets.QTabWidget()
+        self.tabs.addTab(self.details, "Details")
+        self.tabs.addTab(self.breakdown, "Per-step breakdown")
+
+        top = QtWidgets.QHBoxLayout()
+        top.addWidget(self.status, 1)
+        top.addWidget(self.cancel_button)
+        top.addWidget(self.rank_combo)
+        upper = QtWidgets.QWidget()
+        ul = QtWidgets.QVBoxLayout(upper)
+        ul.setContentsMargins(0, 0, 0, 0)
+        ul.addLayout(top)
+        ul.addWidget(self.table, 1)
+        ul.addWidget(self.not_run)
+        split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
+        split.addWidget(upper)
+        split.addWidget(self.tabs)
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 1)
+        lay = QtWidgets.QVBoxLayout(self)
+        lay.setContentsMargins(2, 2, 2, 2)
+        lay.addWidget(split)
+
+        self.table.selectionModel().currentRowChanged.connect(self._on_table_current_changed)
+        self.rank_combo.currentIndexChanged.connect(self._on_rank_changed)
+        self.cancel_button.clicked.connect(self._on_cancel_clicked)
+        self.breakdown.sig_step_clicked.connect(self.sig_range_requested)
+
+    # --- public API -----------------------------------------------------------------------
+    def set_trace_set(self, trace_set) -> None:
+        """Clear and analyse `trace_set` in a worker (a previous run is cancelled and its result dropped)."""
+        self.cancel()
+        self._trace_set = trace_set
+        self._clear()
+        if trace_set is None:
+            self.status.setText("No trace loaded.")
+            return
+        self._token += 1
+        token = self._token
+        self.status.setText("Analysing…")
+        self.cancel_button.setVisible(True)
+        self._worker = create_worker(
+            _analysis_job, trace_set, self._config, _start_thread=False,
+            _connect={"yielded": lambda p, t=token: self._on_worker_yielded(t, p),
+                      "returned": lambda r, t=token: self._on_worker_returned(t, r),
+                      "errored": lambda e, t=token: self._on_worker_errored(t, e)})
+        self._worker.start()
+
+    def set_analysis(self, trace_set, analysis: Analysis, breakdowns=None) -> None:
+        """Show a finished analysis (what the worker does on return; also for reports and tests)."""
+        self._trace_set = trace_set
+        self._analysis = analysis
+        kw = int(self._config.get("gpu_idle", {}).get("kernel_wait_max_ns", 30_000))
+        self._breakdowns = list(breakdowns) if breakdowns is not None else [step_breakdown(m, kw)
+                                                                            for m in trace_set.models]
+        self.model.set_findings(analysis.findings)
+        self.table.sortByColumn(2, QtCore.Qt.SortOrder.DescendingOrder)
+        self.table.resizeColumnsToContents()
+        n_err = sum(1 for f in analysis.findings if f.severity.label == "error")
+        n_warn = sum(1 for f in analysis.findings if f.severity.label == "warning")
+        self.status.setText(f"{len(analysis.findings)} finding(s): {n_err} error, {n_warn} warning · "
+                            f"{analysis.summary.get('steps', 0)} step(s) · analysed in {analysis.elapsed_s:.2f} s")
+        if analysis.not_run:
+            self.not_run.setText("Checks not run: " + "; ".join(f"{n.rule}: {n.reason}" for n in analysis.not_run))
+            self.not_run.setVisible(True)
+        self.details.show_finding(None, analysis.not_run)
+        self.rank_combo.blockSignals(True)
+        self.rank_combo.clear()
+        for m in trace_set.models:
+            self.rank_combo.addItem(f"rank {m.rank}")
+        self.rank_combo.setVisible(len(trace_set.models) > 1)
+        self.rank_combo.blockSignals(False)
+        self.breakdown.set_breakdown(self._breakdowns[0] if self._breakdowns else None)
+        self.sig_analysis_finished.emit(analysis)
+
+    def analysis(self) -> Analysis | None:
+        return self._analysis
+
+    def is_running(self) -> bool:
+        return self._worker is not None
+
+    def cancel(self) -> None:
+        if self._worker is not None:
+            self._token += 1  # drop whatever it still returns
+            self._worker.quit()
+            self._worker = None
+        self.cancel_button.setVisible(False)
+
+    def select_row(self, row: int) -> None:
+        """Select the finding shown at `row` (0 = largest impact)."""
+        self.table.selectRow(row)
+
+    # --- slots ------------------------------------------------------------------------------
+    def _clear(self) -> None:
+        self._analysis = None
+        self._breakdowns = []
+        self.model.set_findings([])
+        self.not_run.setVisible(False)
+        self.details.show_finding(None)
+        self.breakdown.set_breakdown(None)
+
+    def _on_cancel_clicked(self) -> None:
+        self.cancel()
+        self.status.setText("Analysis cancelled.")
+
+    def _on_worker_yielded(self, token: int, prog) -> None:
+        if token != self._token:
+            return
+        fraction, rule_id = prog
+        self.status.setText(f"Analysing… {rule_id} ({100 * fraction:.0f} %)")
+        self.sig_progress_changed.emit(str(rule_id), float(fraction))
+
+    def _on_worker_returned(self, token: int, result) -> None:
+        if token != self._token:
+            return
+        self._worker = None
+        self.cancel_button.setVisible(False)
+        analysis, breakdowns = result
+        self.set_analysis(self._trace_set, analysis, breakdowns)
+
+    def _on_worker_errored(self, token: int, exc: BaseException) -> None:
+        if token != self._token:
+            return
+        self._worker = None
+        self.cancel_button.setVisible(False)
+        log.warning("analysis failed: %r", exc)
+        self.status.setText(f"Analysis failed: {type(exc).__name__}: {exc}")
+
+    def _on_table_current_changed(self, current: QtCore.QModelIndex, _previous) -> None:
+        if not current.isValid():
+            return
+        f = self.model.finding(self.proxy.mapToSource(current).row())
+        self.details.show_finding(f)
+        t0, t1 = f.time_ranges[0] if f.time_ranges else (0, 0)
+        rows = np.asarray(f.evidence_rows, dtype=np.int64)
+        self.sig_finding_selected.emit(int(f.model_index), int(t0), int(t1), rows)
+
+    def _on_rank_changed(self, index: int) -> None:
+        if 0 <= index < len(self._breakdowns):
+            self.breakdown.set_breakdown(self._breakdowns[index])

@@ -1,0 +1,229 @@
+"""Export actions for the main window: timeline / memory / GPU PNG, tables as CSV, report folder.
+
+    exporter = ReportActions(main_window, context=lambda: ExportContext(trace_set, findings, view_range_ns))
+    file_menu.addMenu(exporter.menu())          # or add exporter.actions() where they belong
+
+All work runs in a superqt generator worker with a cancellable progress dialog: numpy preparation and
+file writing in the worker; painting (tens of ms per figure) is handed to the GUI thread by QtRenderer.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from pathlib import Path
+
+from PySide6 import QtCore, QtGui, QtWidgets
+from superqt.utils import create_worker
+
+from core.export import breakdown_data, plots_data, tables, timeline_data
+from core.export.csv import write_table
+from core.export.figures import FigureSpec
+from core.export import findings as findings_src
+from core.export.findings import FindingsResult
+from core.export.writer import ExportProgress, ReportOptions, iter_write_report
+from core.trace.model import TraceSet
+from gui.export_png import save_png, widget_png
+from gui.report.dialogs import PngOptionsDialog
+from gui.report.renderer import QtRenderer
+
+
+@dataclass(frozen=True, slots=True)
+class ExportContext:
+    """What the window shows now. Only trace_set is required."""
+
+    trace_set: TraceSet
+    findings: object = None  # core.rules Analysis, list of Findings or FindingsResult; None: the report runs the rules
+    view_range_ns: tuple[int, int] | None = None  # the timeline's visible x range
+    live_widget: QtWidgets.QWidget | None = None  # live GPU panel (a run in progress: NVML not in the TraceSet)
+
+
+def _as_result(findings) -> FindingsResult | None:
+    """None (the report runs the rules itself) or the window's rules result, whatever its form."""
+    return None if findings is None else findings_src.wrap(findings)
+
+
+class ReportActions(QtCore.QObject):
+    sig_export_finished = QtCore.Signal(object)  # Path of the file or folder written
+    sig_export_failed = QtCore.Signal(str)  # one-line reason
+
+    def __init__(self, parent: QtWidgets.QWidget, context: Callable[[], ExportContext | None]) -> None:
+        super().__init__(parent)
+        self._window = parent
+        self._context = context
+        self._renderer = QtRenderer()
+        self._workers: set = set()  # running exports (references keep them alive)
+        self.act_timeline_png = self._action("Export timeline PNG…", self.export_timeline_png)
+        self.act_memory_png = self._action("Export memory plot PNG…", self.export_memory_png)
+        self.act_gpu_png = self._action("Export GPU plot PNG…", self.export_gpu_png)
+        self.act_tables_csv = self._action("Export tables as CSV…", self.export_tables_csv)
+        self.act_report = self._action("Export report…", self.export_report, QtGui.QKeySequence("Ctrl+Shift+E"))
+
+    def _action(self, text: str, slot, shortcut=None) -> QtGui.QAction:
+        act = QtGui.QAction(text, self)
+        if shortcut is not None:
+            act.setShortcut(shortcut)
+        act.triggered.connect(slot)
+        return act
+
+    def actions(self) -> list[QtGui.QAction]:
+        return [self.act_timeline_png, self.act_memory_png, self.act_gpu_png, self.act_tables_csv, self.act_report]
+
+    def menu(self, title: str = "Export") -> QtWidgets.QMenu:
+        m = QtWidgets.QMenu(title, self._window)
+        for a in self.actions():
+            m.addAction(a)
+        return m
+
+    def update_enabled(self) -> None:
+        """Call when a trace opens / closes."""
+        ctx = self._context()
+        for a in self.actions():
+            a.setEnabled(ctx is not None)
+
+    # --- actions ---------------------------------------------------------------------------
+    def _ctx_or_warn(self) -> ExportContext | None:
+        ctx = self._context()
+        if ctx is None:
+            QtWidgets.QMessageBox.information(self._window, "Export", "Open a trace first.")
+        return ctx
+
+    def export_timeline_png(self) -> None:
+        ctx = self._ctx_or_warn()
+        if ctx is None:
+            return
+        steps = sorted({int(n) for n in ctx.trace_set.primary.steps.number.tolist()})
+        dlg = PngOptionsDialog(self._window, "Export timeline PNG", steps, has_view=ctx.view_range_ns is not None)
+        if dlg.exec() != QtWidgets.QDialog.DialogCode.Accepted:
+            return
+        path = self._ask_file("timeline.png")
+        if path:
+            spec = dlg.spec(ctx.view_range_ns)
+            self.run_png(lambda: timeline_data.build(ctx.trace_set, spec), path)
+
+    def export_memory_png(self) -> None:
+        ctx = self._ctx_or_warn()
+        if ctx is None:
+            return
+        if plots_data.memory_peak(ctx.trace_set) == []:
+            QtWidgets.QMessageBox.information(self._window, "Export", "This trace has no memory events "
+                                              "(record with profile_memory=True).")
+            return
+        self._figure_png("memory", lambda spec: plots_data.memory(ctx.trace_set, spec))
+
+    def export_gpu_png(self) -> None:
+        ctx = self._ctx_or_warn()
+        if ctx is None:
+            return
+        if ctx.live_widget is not None and (ctx.trace_set.nvml is None or not len(ctx.trace_set.nvml)):
+            path = self._ask_file("gpu.png")
+            if path:  # a run in progress: its samples live in the panel, export what it shows
+                self._done(save_png(widget_png(ctx.live_widget, scale=2.0), path))
+            return
+        if plots_data.gpu(ctx.trace_set) is None:
+            QtWidgets.QMessageBox.information(self._window, "Export", "No NVML samples for this trace "
+                                              "(they come with run bundles and *.nvml.csv files).")
+            return
+        self._figure_png("gpu", lambda spec: plots_data.gpu(ctx.trace_set, spec))
+
+    def export_breakdown_png(self) -> None:
+        ctx = self._ctx_or_warn()
+        if ctx is not None:
+            self._figure_png("breakdown", lambda spec: breakdown_data.build(ctx.trace_set, spec))
+
+    def _figure_png(self, name: str, build: Callable[[FigureSpec], object]) -> None:
+        dlg = PngOptionsDialog(self._window, f"Export {name} PNG")
+        if dlg.exec() != QtWidgets.QDialog.DialogCode.Accepted:
+            return
+        path = self._ask_file(f"{name}.png")
+        if path:
+            spec = dlg.spec()
+            self.run_png(lambda: build(spec), path)
+
+    def export_tables_csv(self) -> None:
+        ctx = self._ctx_or_warn()
+        if ctx is None:
+            return
+        folder = QtWidgets.QFileDialog.getExistingDirectory(self._window, "Export tables as CSV into folder")
+        if folder:
+            self.run_tables(ctx, Path(folder))
+
+    def export_table_csv(self, name: str) -> None:
+        """One table (kernels | ops | steps | findings | nvml) - for the tables' context menus."""
+        ctx = self._ctx_or_warn()
+        if ctx is None:
+            return
+        path = self._ask_file(f"{name}.csv", "CSV (*.csv)")
+        if path:
+            self.run_tables(ctx, Path(path).parent, only=name, path=Path(path))
+
+    def export_report(self) -> None:
+        ctx = self._ctx_or_warn()
+        if ctx is None:
+            return
+        folder = QtWidgets.QFileDialog.getExistingDirectory(self._window, "Export report into folder")
+        if folder:
+            self.run_report(ctx, Path(folder))
+
+    # --- workers (public so tests and the lead can call them without dialogs) -----------------
+    def run_png(self, build: Callable[[], object], path: Path | str) -> None:
+        def job() -> Generator[ExportProgress, None, Path]:
+            yield ExportProgress("figures", 0.1, "preparing")
+            fig = build()
+            yield ExportProgress("figures", 0.6, "painting")
+            return save_png(self._renderer.render(fig), path)
+        self._start(job, "Exporting PNG")
+
+    def run_tables(self, ctx: ExportContext, folder: Path, only: str | None = None, path: Path | None = None) -> None:
+        def job() -> Generator[ExportProgress, None, Path]:
+            builders = {"kernels": lambda: tables.kernels(ctx.trace_set), "ops": lambda: tables.ops(ctx.trace_set),
+                        "steps": lambda: tables.steps_table(ctx.trace_set),
+                        "findings": lambda: tables.findings_table((_as_result(ctx.findings) or FindingsResult()).findings,
+                                                         ctx.trace_set),
+                        "nvml": lambda: tables.nvml(ctx.trace_set)}
+            names = [only] if only else list(builders)
+            for i, name in enumerate(names):
+                yield ExportProgress("tables", i / len(names), f"{name}.csv")
+                table = builders[name]()
+                if table is not None:
+                    write_table(table, path or folder / f"{name}.csv")
+            return path or folder
+        self._start(job, "Exporting CSV")
+
+    def run_report(self, ctx: ExportContext, folder: Path, spec: FigureSpec | None = None) -> None:
+        opts = ReportOptions(spec=spec or FigureSpec(), findings=_as_result(ctx.findings))
+
+        def job():
+            result = yield from iter_write_report(ctx.trace_set, folder, self._renderer, opts)
+            return result.out_dir / "report.html"
+        self._start(job, "Exporting report")
+
+    def _start(self, job, title: str) -> None:
+        progress = QtWidgets.QProgressDialog(title, "Cancel", 0, 100, self._window)
+        progress.setWindowTitle(title)
+        progress.setMinimumDuration(300)
+        progress.setAutoClose(True)
+        worker = create_worker(job, _start_thread=False)
+        worker.yielded.connect(lambda p: (progress.setValue(int(p.fraction * 100)), progress.setLabelText(p.detail or p.stage)))
+        worker.returned.connect(self._done)
+        worker.errored.connect(lambda exc: self._failed(f"{type(exc).__name__}: {exc}"))
+        worker.aborted.connect(lambda: self._failed("cancelled"))
+        worker.finished.connect(progress.close)
+        worker.finished.connect(lambda: self._workers.discard(worker))
+        progress.canceled.connect(worker.quit)
+        self._workers.add(worker)
+        worker.start()
+
+    def _done(self, path) -> None:
+        self.sig_export_finished.emit(Path(path))
+
+    def _failed(self, reason: str) -> None:
+        self.sig_export_failed.emit(reason)
+        if reason != "cancelled" and self._window.isVisible():
+            QtWidgets.QMessageBox.warning(self._window, "Export failed", reason)
+
+    def _ask_file(self, default_name: str, filt: str = "PNG image (*.png)") -> Path | None:
+        path, _ = QtWidgets.QFileDialog.getSaveFileName(self._window, "Save as", default_name, filt)
+        return Path(path) if path else None
+
+    def is_busy(self) -> bool:
+        return bool(self._workers)

@@ -1,0 +1,124 @@
+"""IssuesPanel driven through real traces: worker fills it without blocking, selection emits the range and
+evidence rows, checks not run are shown, the breakdown view draws one batched bar item per category."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from helpers import shared_trace
+
+from core.rules import analyze
+from core.trace.loader import load
+
+pytest.importorskip("pytestqt")
+
+
+@pytest.fixture(scope="module")
+def issues_ts():
+    return load(shared_trace("gpu_issues.pt.trace.json.gz"), use_cache=False)
+
+
+def test_worker_fills_panel_and_selection_emits_range(qtbot, issues_ts):
+    from gui.issues import IssuesPanel
+    panel = IssuesPanel()
+    qtbot.addWidget(panel)
+    with qtbot.waitSignal(panel.sig_analysis_finished, timeout=30_000) as blocker:
+        panel.set_trace_set(issues_ts)
+        assert panel.status.text().startswith("Analysing")  # returned at once: the work is in the worker
+    analysis = blocker.args[0]
+    assert panel.model.rowCount() == len(analysis.findings) > 5
+    # sorted by impact, largest first
+    impacts = [panel.model.finding(panel.proxy.mapToSource(panel.proxy.index(r, 0)).row()).impact_ns
+               for r in range(panel.proxy.rowCount())]
+    assert impacts == sorted(impacts, reverse=True)
+    # pick the host_sync finding and check what the timeline would get
+    row = next(r for r in range(panel.proxy.rowCount())
+               if panel.proxy.index(r, 1).data() == "host_sync")
+    with qtbot.waitSignal(panel.sig_finding_selected, timeout=2_000) as sel:
+        panel.select_row(row)
+    mi, t0, t1, rows = sel.args
+    f = next(f for f in analysis.findings if f.rule == "host_sync" and f.impact_ns == max(
+        g.impact_ns for g in analysis.findings if g.rule == "host_sync"))
+    assert mi == 0 and t0 < t1 and isinstance(rows, np.ndarray) and len(rows) > 0
+    names = {issues_ts.primary.name(int(r)) for r in rows}
+    assert "cudaStreamSynchronize" in names
+    html = panel.details.toHtml()
+    assert "gpu_workloads.py" in html and "Fix:" in html and f.rule in html
+    # breakdown: one BarGraphItem per non-empty category
+    assert {"compute_ns", "sync_wait_ns"} <= set(panel.breakdown.bars)
+
+
+def test_checks_not_run_are_visible(qtbot):
+    from gui.issues import IssuesPanel
+    ts = load(shared_trace("gpu_minimal_opts.pt.trace.json.gz"), use_cache=False)
+    panel = IssuesPanel()
+    qtbot.addWidget(panel)
+    panel.set_analysis(ts, analyze(ts))
+    assert not panel.not_run.isHidden()
+    assert "memory_growth" in panel.not_run.text() and "with_stack" in panel.not_run.text()
+
+
+def test_new_trace_cancels_previous_run(qtbot, issues_ts):
+    from gui.issues import IssuesPanel
+    cpu = load(shared_trace("cpu_train.pt.trace.json.gz"), use_cache=False)
+    panel = IssuesPanel()
+    qtbot.addWidget(panel)
+    finished = []
+    panel.sig_analysis_finished.connect(finished.append)
+    panel.set_trace_set(issues_ts)
+    with qtbot.waitSignal(panel.sig_analysis_finished, timeout=30_000):
+        panel.set_trace_set(cpu)
+    qtbot.wait(300)
+    assert len(finished) == 1  # the first run's result was dropped
+    assert all(f.hint for f in finished[0].findings if f.rule == "host_sync")
+    assert "CPU-only" in panel.breakdown.totals.text()
+
+
+def test_connect_timeline_forwards_range_and_rows(qtbot, issues_ts):
+    from gui.issues import IssuesPanel, connect_timeline
+
+    class FakeTimeline:  # records calls like gui.timeline.view does
+        def __init__(self):
+            self.calls = []
+
+        def show_range(self, t0, t1):
+            self.calls.append(("range", t0, t1))
+
+        def highlight(self, model_rows):
+            self.calls.append(("hl", model_rows))
+
+    panel = IssuesPanel()
+    qtbot.addWidget(panel)
+    panel.set_analysis(issues_ts, analyze(issues_ts))
+    tl = FakeTimeline()
+    connect_timeline(panel, tl)
+    panel.select_row(0)
+    kinds = [c[0] for c in tl.calls]
+    assert kinds == ["range", "hl"] and 0 in tl.calls[1][1]
+
+
+def test_multi_rank_breakdown_switches_rank(qtbot):
+    from gui.issues import IssuesPanel
+    ts = load(shared_trace("gpu_ddp2"), use_cache=False)
+    panel = IssuesPanel()
+    qtbot.addWidget(panel)
+    panel.set_analysis(ts, analyze(ts))
+    assert panel.rank_combo.count() == 2 and not panel.rank_combo.isHidden()
+    first = panel.breakdown.breakdown()
+    panel.rank_combo.setCurrentIndex(1)
+    second = panel.breakdown.breakdown()
+    assert first is not second and len(second) == 3
+    assert "comm_wait_ns" in panel.breakdown.bars  # gloo all-reduce shows as collectives
+
+
+def test_cancel_button_stops_analysis(qtbot, issues_ts):
+    from gui.issues import IssuesPanel
+    panel = IssuesPanel()
+    qtbot.addWidget(panel)
+    panel.show()
+    finished = []
+    panel.sig_analysis_finished.connect(finished.append)
+    panel.set_trace_set(issues_ts)
+    assert panel.cancel_button.isVisible()
+    panel.cancel_button.click()
+    qtbot.wait(1500)
+    assert not finished and "cancelled" in panel.status.text() and not panel.is_running()
