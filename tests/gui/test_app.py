@@ -39,3 +39,22 @@ def test_start_page_then_sample(qtbot, main_window, open_and_wait):
     assert win.recent_menu.isEnabled() is False  # the bundled sample is not a "recent" file
     win.close_tab(0)
     assert win.stack.currentWidget() is win.start_page
+
+
+def test_main_without_paths_opens_the_sample(qtbot, monkeypatch):
+    from PySide6 import QtWidgets
+
+    from gui import app as app_mod
+    from gui.main_window import MainWindow
+    opened = []
+    monkeypatch.setattr(MainWindow, "open_sample", lambda self: opened.append("sample"))
+    monkeypatch.setattr(MainWindow, "open_path", lambda self, p, in_process=None: opened.append(str(p)))
+    monkeypatch.setattr(QtWidgets.QApplication, "exec", lambda self: 0)
+    assert app_mod.main([]) == 0
+    assert opened == ["sample"]
+    assert app_mod.main([str(SAMPLE)]) == 0
+    assert opened[-1] == str(SAMPLE)
+    for w in QtWidgets.QApplication.topLevelWidgets():
+        if isinstance(w, MainWindow):
+            w.close()
+            w.deleteLater()

@@ -115,16 +115,18 @@ def test_wiring_api(qtbot, main_window, open_and_wait):
 def test_drop_files_opens_them(qtbot, main_window):
     from PySide6 import QtCore, QtGui
     mime = QtCore.QMimeData()
-    mime.setUrls([QtCore.QUrl.fromLocalFile(str(shared_trace("gpu_clean.pt.trace.json.gz")))])
+    mime.setUrls([QtCore.QUrl.fromLocalFile(str(shared_trace("gpu_clean.pt.trace.json.gz"))),
+                  QtCore.QUrl.fromLocalFile(str(shared_trace("cpu_train.pt.trace.json.gz")))])
     enter = QtGui.QDragEnterEvent(QtCore.QPoint(10, 10), QtCore.Qt.DropAction.CopyAction, mime,
                                   QtCore.Qt.MouseButton.LeftButton, QtCore.Qt.KeyboardModifier.NoModifier)
     main_window.dragEnterEvent(enter)
     assert enter.isAccepted()
     drop = QtGui.QDropEvent(QtCore.QPointF(10, 10), QtCore.Qt.DropAction.CopyAction, mime,
                             QtCore.Qt.MouseButton.LeftButton, QtCore.Qt.KeyboardModifier.NoModifier)
-    with qtbot.waitSignal(main_window.sig_trace_loaded, timeout=60_000):
-        main_window.dropEvent(drop)
-    assert main_window.tabs.count() == 1
+    main_window.dropEvent(drop)
+    qtbot.waitUntil(lambda: main_window.tabs.count() == 2, timeout=60_000)  # one tab per trace
+    names = {main_window.tabs.tabText(i) for i in range(2)}
+    assert names == {"gpu_clean.pt.trace.json.gz", "cpu_train.pt.trace.json.gz"}
 
 
 def test_process_loader_opens_and_reports_errors(qtbot, main_window, open_and_wait, tmp_path, monkeypatch):
@@ -154,3 +156,17 @@ def test_process_loader_cancel_stops_the_child(qtbot, main_window):
     qtbot.waitUntil(lambda: not job.process.proc.is_alive(), timeout=10_000)
     qtbot.wait(200)
     assert main_window.tabs.count() == 0 and main_window.progress.isHidden()
+
+
+def test_truncated_trace_opens_with_warnings_indicator(qtbot, main_window, open_and_wait, tmp_path, monkeypatch):
+    import gzip
+    raw = gzip.decompress(shared_trace("gpu_clean.pt.trace.json.gz").read_bytes())
+    cut = tmp_path / "crashed.pt.trace.json"
+    cut.write_bytes(raw[: len(raw) * 2 // 3])  # a run that died mid-write
+    shown = []
+    monkeypatch.setattr(QtWidgets.QMessageBox, "warning", lambda *a, **k: shown.append(a))
+    ts = open_and_wait(main_window, cut)
+    assert ts.all_warnings and len(ts.primary.slices) > 0
+    assert main_window.warn_btn.isVisible() and "warning" in main_window.warn_btn.text()
+    main_window.warn_btn.click()
+    assert len(shown) == 1 and "truncated" in shown[0][2]
