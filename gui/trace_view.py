@@ -12,9 +12,27 @@ from gui.stats.panels import KernelsPanel, OpsPanel, StatsPanel, StepsPanel
 from gui.theme import Theme
 from gui.timeline.details import DetailsPanel
 from gui.timeline.legend import Legend
-from gui.timeline.rows import model_title
+from core.analysis.memory import counter_series, memory_series
+from core.units import fmt_bytes
+from gui.timeline.rows import CounterRow, model_title
 from gui.timeline.search import SearchBar
 from gui.timeline.view import RowScrollBar, TimelineWidget
+
+
+def counter_rows(ts: TraceSet) -> list[CounterRow]:
+    """Timeline counter rows: allocated memory per GPU of each rank (full row = peak reserved) and
+    NVML GPU utilisation (full row = 100 %) for the first rank."""
+    rows = []
+    for mi, m in enumerate(ts.models):
+        for s in memory_series(m):
+            top = float(max(1, s.peak_reserved_bytes))
+            rows.append(CounterRow(mi, f"{s.label} memory (0–{fmt_bytes(top)})", s.ts_ns,
+                                   s.allocated_bytes.astype(float), top, "#4a7fd4"))
+    for c in counter_series(ts.nvml, ts.nvml_strings) if ts.nvml is not None else []:
+        if c.name.endswith("/gpu_util"):
+            rows.append(CounterRow(0, f"NVML {c.name.split('/')[0]} util (0–100 %)", c.ts_ns, c.value, 100.0,
+                                   "#2e9e4f"))
+    return rows
 
 
 class TraceView(QtWidgets.QWidget):
@@ -87,6 +105,7 @@ class TraceView(QtWidgets.QWidget):
 
     def _load(self, indexes) -> None:
         self.timeline.set_models(self.models, indexes)
+        self.timeline.set_counters(counter_rows(self.trace_set))
         self.memory.set_trace(self.trace_set)
         self.memory.link_x(self.timeline.vb)
         self.details.set_models(self.models)

@@ -18,7 +18,7 @@ from PySide6 import QtCore, QtGui
 from core.trace import query
 from core.trace.model import TraceModel
 from gui.theme import SHADES, Theme
-from gui.timeline.rows import HEADER, Row, track_row_index
+from gui.timeline.rows import COUNTER, HEADER, CounterRow, Row, track_row_index
 
 
 class TimelineItem(pg.GraphicsObject):
@@ -36,6 +36,7 @@ class TimelineItem(pg.GraphicsObject):
         self.highlights: dict[int, np.ndarray] = {}  # model -> slice rows (time ordered)
         self.flows: list[tuple[int, int, int]] = []  # (model, src row, dst row) arrows to draw
         self.step_bands: list[tuple[int, int]] = []  # (ts_ns, end_ns) alternating background
+        self.counters: list[CounterRow] = []
         self.last_paint_s = 0.0
         self.last_rects = 0
         self._text_px = 0  # font pixel size the width cache was measured with
@@ -78,7 +79,7 @@ class TimelineItem(pg.GraphicsObject):
         if not 0 <= row_idx < len(self.rows):
             return None
         r = self.rows[row_idx]
-        if r.track == HEADER:
+        if r.track < 0:
             return None
         hit = self.indexes[r.model].at(r.track, r.depth, t_ns, tol_ns)
         return (r.model, hit) if hit >= 0 else None
@@ -107,7 +108,9 @@ class TimelineItem(pg.GraphicsObject):
         pad = 1.0 if abs(sy) >= 8 else 0.0
         for ri in range(r0, r1):
             row = self.rows[ri]
-            if row.track == HEADER:
+            if row.track < 0:
+                if row.track == COUNTER:
+                    self._paint_counter(p, self.counters[row.depth], x0, x1, sx, dx, ri * sy + dy, sy)
                 continue
             sp = self.indexes[row.model].spans(row.track, row.depth, x0, x1, ns_per_px)
             k = len(sp.start_ns)
@@ -156,6 +159,26 @@ class TimelineItem(pg.GraphicsObject):
         p.restore()
         self.last_rects = n
         self.last_paint_s = time.perf_counter() - t_start
+
+    def _paint_counter(self, p, c: CounterRow, x0, x1, sx, dx, top, h) -> None:
+        """Each sample holds until the next; one bar per pixel column with the column's highest value."""
+        ts = c.ts_ns
+        a = max(0, int(ts.searchsorted(query.ns_floor(x0), side="right")) - 1)
+        b = int(ts.searchsorted(query.ns_ceil(x1), side="right"))
+        if b <= a or c.max_value <= 0:
+            return
+        t_next = np.concatenate((ts[a + 1:b], [ts[b] if b < len(ts) else x1]))
+        px0 = np.maximum(ts[a:b], x0) * sx + dx
+        px1 = np.minimum(t_next, x1) * sx + dx
+        col = np.floor(px0).astype(np.int64)
+        starts = np.flatnonzero(np.concatenate(([True], col[1:] != col[:-1])))
+        lasts = np.concatenate((starts[1:] - 1, [len(col) - 1]))
+        v = np.maximum.reduceat(c.value[a:b], starts)
+        left = px0[starts]
+        width = np.maximum(px1[lasts] - left, 1.0)
+        hh = np.clip(v / c.max_value, 0.0, 1.0) * (h - 2)
+        p.setPen(QtCore.Qt.PenStyle.NoPen)
+        self._draw_rects(p, left, top + h - 1 - hh, width, hh, QtGui.QBrush(QtGui.QColor(c.color)))
 
     def _colors(self, first: np.ndarray, row_ids: np.ndarray) -> np.ndarray:
         """Brush index per span: kind * SHADES + name shade, looked up in each row's model."""

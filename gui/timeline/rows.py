@@ -11,6 +11,19 @@ from dataclasses import dataclass, field
 from core.trace.model import TraceModel, TrackKind
 
 HEADER = -1  # Row.track of a rank header row
+COUNTER = -2  # Row.track of a counter row (Row.depth = index into the view's counter series)
+
+
+@dataclass(frozen=True, slots=True)
+class CounterRow:
+    """A counter drawn as a bar graph on one timeline row (memory allocated, NVML utilisation)."""
+
+    model: int
+    label: str
+    ts_ns: object  # int64 ndarray, time ordered
+    value: object  # float64 ndarray
+    max_value: float  # the row's full height
+    color: str = "#4a7fd4"
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +100,7 @@ def model_title(m: TraceModel) -> str:
     return f"rank {m.rank} · {Path(m.path).name}"
 
 
-def build_rows(models: list[TraceModel], state: RowState) -> list[Row]:
+def build_rows(models: list[TraceModel], state: RowState, counters: list[CounterRow] = ()) -> list[Row]:
     rows: list[Row] = []
     multi = len(models) > 1
     for mi, m in enumerate(models):
@@ -107,6 +120,9 @@ def build_rows(models: list[TraceModel], state: RowState) -> list[Row]:
             depths = [0] if collapsed else range(n_depth)
             for d in depths:
                 rows.append(Row(mi, tr, d, label, d == 0, collapsible, collapsed, kind))
+        for ci, c in enumerate(counters):
+            if c.model == mi:
+                rows.append(Row(mi, COUNTER, ci, c.label, True, False, False, -2))
     return rows
 
 

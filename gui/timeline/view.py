@@ -15,7 +15,7 @@ from gui.theme import Theme
 from gui.timeline.axes import RowLabels, TimeAxis
 from gui.timeline.item import TimelineItem
 from gui.timeline.nav import NavViewBox
-from gui.timeline.rows import RowState, build_rows
+from gui.timeline.rows import CounterRow, RowState, build_rows
 
 
 class TimelineWidget(pg.GraphicsLayoutWidget):
@@ -44,6 +44,7 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
         self.indexes: list[query.SliceIndex] = []
         self.state = RowState()
         self.rows = []
+        self.counters: list[CounterRow] = []
         self._hover = pg.SignalProxy(self.scene().sigMouseMoved, rateLimit=theme.hover_rate_hz,
                                      slot=self._on_scene_hover)
         self.scene().sigMouseClicked.connect(self._on_scene_clicked)
@@ -64,8 +65,15 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
         self.vb.set_extent(span[0], span[1], len(self.rows))
         self.show_range(*self.default_range())
 
+    def set_counters(self, counters: list[CounterRow]) -> None:
+        """Counter rows under each rank's tracks (memory, NVML)."""
+        self.counters = list(counters)
+        self.item.counters = self.counters
+        self._rebuild_rows()
+        self.item.update()
+
     def _rebuild_rows(self) -> None:
-        self.rows = build_rows(self.models, self.state)
+        self.rows = build_rows(self.models, self.state, self.counters)
         self.labels.set_rows(self.rows)
         self.item.set_rows(self.rows)
         self.vb.n_rows = max(1, len(self.rows))

@@ -191,3 +191,20 @@ def test_forward_op_links_to_its_backward(view, issues_set):
     view.timeline.select_slice(0, fwd)
     assert (0, fwd, bwd) in view.timeline.item.flows
     assert "Backward" in view.details.toHtml() and m.name(bwd) in view.details.toHtml()
+
+
+def test_counter_rows_draw_memory(view, issues_set):
+    from gui.timeline.rows import COUNTER
+    tl = view.timeline
+    rows = [i for i, r in enumerate(tl.rows) if r.track == COUNTER]
+    labels = [tl.rows[i].label for i in rows]
+    assert any(lbl.startswith("GPU 0 memory") for lbl in labels)
+    assert any(lbl.startswith("NVML gpu0 util") for lbl in labels)  # gpu_issues.nvml.csv sits next to it
+    mem_row = rows[labels.index(next(lbl for lbl in labels if lbl.startswith("GPU 0 memory")))]
+    tl.vb.scroll_to_row(mem_row)
+    img = tl.grab().toImage()
+    top = tl.mapFromScene(tl.vb.mapViewToScene(QtCore.QPointF(tl.view_range()[0], mem_row + 0.1)))
+    bot = tl.mapFromScene(tl.vb.mapViewToScene(QtCore.QPointF(tl.view_range()[1], mem_row + 0.95)))
+    blue = QtGui.QColor("#4a7fd4")
+    assert _count_color(img, QtCore.QRect(top.x() + 2, top.y(), bot.x() - top.x() - 4, bot.y() - top.y()), blue) > 50
+    assert tl.item.slice_at(mem_row, tl.view_range()[0] + 1, 1e9) is None  # counters are not slices
