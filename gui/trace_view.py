@@ -120,6 +120,7 @@ class TraceView(QtWidgets.QWidget):
         self.rank_filter.blockSignals(False)
         self._set_stats_model(0)
         QtCore.QTimer.singleShot(0, self.fit_splitter)
+        QtCore.QTimer.singleShot(0, self.timeline.setFocus)  # W/S/A/D work right away
 
     def fit_splitter(self) -> None:
         """Give the timeline the height its rows need; plots get 160 px; tables keep at least 200 px."""
