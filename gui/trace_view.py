@@ -43,6 +43,7 @@ class TraceView(QtWidgets.QWidget):
         super().__init__(parent)
         self.trace_set = trace_set
         self.models = list(trace_set.models)
+        self._keep_tab = False
         self.search = SearchBar()
         self.rank_filter = QtWidgets.QComboBox()
         self.rank_filter.setToolTip("Rank filter: which ranks the timeline shows and the tables describe")
@@ -100,7 +101,7 @@ class TraceView(QtWidgets.QWidget):
         self.rank_filter.currentIndexChanged.connect(self._on_rank_filter_changed)
         for panel in self.stats_panels():
             panel.sig_occurrences_selected.connect(self.highlight_slices)
-            panel.sig_occurrence_requested.connect(self._on_goto)
+            panel.sig_occurrence_requested.connect(self._on_table_goto)
             panel.sig_range_requested.connect(self.show_range)
 
     def _load(self, indexes) -> None:
@@ -161,7 +162,7 @@ class TraceView(QtWidgets.QWidget):
     # --- handlers -----------------------------------------------------------------------------
     def _on_timeline_selected(self, mi: int, row: int) -> None:
         self.details.show_slice(mi, row)
-        if row >= 0:
+        if row >= 0 and not self._keep_tab:
             self.tabs.setCurrentWidget(self.details)
         self.sig_slice_selected.emit(mi, row)
 
@@ -171,6 +172,14 @@ class TraceView(QtWidgets.QWidget):
 
     def _on_goto(self, mi: int, row: int) -> None:
         self.timeline.select_slice(mi, row, reveal=True)
+
+    def _on_table_goto(self, mi: int, row: int) -> None:
+        """"Next occurrence" from a table: select and reveal it, but stay on the table's tab."""
+        self._keep_tab = True
+        try:
+            self.timeline.select_slice(mi, row, reveal=True)
+        finally:
+            self._keep_tab = False
 
     def _on_search_matches(self, per_model: dict) -> None:
         self.timeline.highlight(per_model)

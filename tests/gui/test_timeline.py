@@ -124,6 +124,7 @@ def test_kernel_table_selection_highlights_and_goes_to_next(view, issues_set):
     first = panel.goto_next()
     second = panel.goto_next()
     assert first != second and view.timeline.item.selected == (0, second)
+    assert view.tabs.currentWidget() is panel  # stays on the table
     assert m.slices.ts_ns[second] > m.slices.ts_ns[first]
 
 
