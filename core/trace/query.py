@@ -274,23 +274,97 @@ def has_value(v) -> bool:
     return v is not None and v != NONE
 
 
+def _strip_nested(s: str) -> str:
+    """Drop <...> and (...) groups and {lambda...} tags: 'a::f<int>(x)::{lambda(float)#1}' -> 'a::f::'."""
+    out, angle, paren, brace = [], 0, 0, 0
+    for ch in s:
+        if ch == "<":
+            angle += 1
+        elif ch == ">":
+            angle = max(0, angle - 1)
+        elif ch == "(":
+            paren += 1
+        elif ch == ")":
+            paren = max(0, paren - 1)
+        elif ch == "{":
+            brace += 1
+        elif ch == "}":
+            brace = max(0, brace - 1)
+        elif angle == paren == brace == 0:
+            out.append(ch)
+    return "".join(out)
+
+
+def _template_args(s: str) -> list[str]:
+    """Top-level template arguments of the first <...> group of a signature."""
+    start = s.find("<")
+    if start < 0:
+        return []
+    args, depth, cur = [], 0, []
+    for ch in s[start + 1:]:
+        if ch in "<({":
+            depth += 1
+        elif ch in ">)}":
+            if depth == 0:
+                break
+            depth -= 1
+        if ch == "," and depth == 0:
+            args.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    args.append("".join(cur).strip())
+    return args
+
+
+_GENERIC_KERNELS = {"elementwise_kernel", "vectorized_elementwise_kernel", "unrolled_elementwise_kernel",
+                    "reduce_kernel", "multi_tensor_apply_kernel", "index_elementwise_kernel"}
+_WRAPPERS = ("gpu_kernel_impl",)  # template wrappers whose own argument names the functor
+_PRIMITIVES = {"int", "long", "float", "double", "bool", "char", "unsigned", "short", "half", "void"}
+
+
+def _functor(args: list[str], depth: int = 0) -> str | None:
+    """The first template argument that names a function/functor (its last meaningful component)."""
+    for arg in args:
+        if not arg or arg.replace(" ", "").replace("u", "").isdigit():
+            continue
+        parts = [p.strip() for p in _strip_nested(arg).split("::")]
+        parts = [p for p in parts if p and not p.startswith("operator")]
+        if not parts or parts[-1] in _PRIMITIVES or parts[-1].startswith("std"):
+            continue
+        if parts[-1].startswith(_WRAPPERS) and depth < 2:
+            inner = _functor(_template_args(arg), depth + 1)
+            if inner:
+                return inner
+        return parts[-1]
+    return None
+
+
 def short_kernel_name(name: str) -> str:
     """Demangled kernel name without return type, template arguments and parameters:
-    'void at::native::foo<8, bar<int> >(int, float*)' -> 'at::native::foo'."""
+    'void at::native::foo<8, bar<int> >(int, float*)' -> 'at::native::foo'. Generic launchers
+    (elementwise / reduce / multi_tensor_apply kernels) keep the functor they run:
+    'at::native::vectorized_elementwise_kernel<CUDAFunctor_add>'."""
     s = name.strip()
     if "<" not in s and not s.startswith("void "):
         return s  # not a C++ signature ("Memcpy HtoD (Pageable -> Device)", nvjet_...)
     if s.startswith("void "):
         s = s[5:]
-    out, depth = [], 0
-    for ch in s:
+    s = s.replace("(anonymous namespace)::", "")
+    cut = len(s)
+    depth = 0
+    for i, ch in enumerate(s):
         if ch == "<":
             depth += 1
         elif ch == ">":
             depth = max(0, depth - 1)
         elif ch == "(" and depth == 0:
+            cut = i
             break
-        elif depth == 0:
-            out.append(ch)
-    short = "".join(out).strip()
-    return short or name
+    head = s[:cut]
+    short = _strip_nested(head).strip() or name
+    if short.split("::")[-1] in _GENERIC_KERNELS:
+        functor = _functor(_template_args(head))
+        if functor:
+            return f"{short}<{functor}>"
+    return short

@@ -108,6 +108,15 @@ def test_launch_lookups_and_python_stack(issues):
 def test_short_kernel_names():
     assert query.short_kernel_name("void at::native::foo<8, bar<int> >(int, float*)") == "at::native::foo"
     assert query.short_kernel_name("Memcpy HtoD (Pageable -> Device)") == "Memcpy HtoD (Pageable -> Device)"
+    name = "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(float*, float const*, int)"
+    assert query.short_kernel_name(name) == "at::native::cunn_SoftMaxForward"
+    add = ("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+           "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)")
+    assert query.short_kernel_name(add) == "at::native::vectorized_elementwise_kernel<CUDAFunctor_add>"
+    gelu = ("void at::native::vectorized_elementwise_kernel<8, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+            "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::"
+            "{lambda(c10::BFloat16)#1}, std::array<char*, 2ul> >(int, float)")
+    assert query.short_kernel_name(gelu) == "at::native::vectorized_elementwise_kernel<GeluCUDAKernelImpl>"
 
 
 def test_sample_index_counts_every_slice():
