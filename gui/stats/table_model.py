@@ -90,6 +90,7 @@ class StatsTableView(QtWidgets.QTableView):
         self.verticalHeader().setVisible(False)
         self.verticalHeader().setDefaultSectionSize(22)
         self.horizontalHeader().setStretchLastSection(True)
+        self.horizontalHeader().setResizeContentsPrecision(64)  # size columns from 64 rows, not all
         copy = QtGui.QAction("Copy", self)
         copy.setShortcut(QtGui.QKeySequence.StandardKey.Copy)
         copy.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
