@@ -95,6 +95,7 @@ class TraceView(QtWidgets.QWidget):
     def _wire(self) -> None:
         self.timeline.sig_slice_selected.connect(self._on_timeline_selected)
         self.timeline.sig_range_changed.connect(self._on_timeline_range)
+        self.timeline.sig_search_requested.connect(self._on_timeline_search)
         self.details.sig_goto_requested.connect(self._on_goto)
         self.search.sig_matches_changed.connect(self._on_search_matches)
         self.search.sig_match_selected.connect(self._on_goto)
@@ -180,6 +181,10 @@ class TraceView(QtWidgets.QWidget):
             self.timeline.select_slice(mi, row, reveal=True)
         finally:
             self._keep_tab = False
+
+    def _on_timeline_search(self, text: str) -> None:
+        self.search.edit.setText(text)
+        self.search.run()
 
     def _on_search_matches(self, per_model: dict) -> None:
         self.timeline.highlight(per_model)

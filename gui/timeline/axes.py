@@ -45,6 +45,7 @@ class RowLabels(QtWidgets.QGraphicsWidget):
         self.setMinimumWidth(theme.label_px)
         self.setMaximumWidth(theme.label_px)
         self.setSizePolicy(QtWidgets.QSizePolicy.Policy.Fixed, QtWidgets.QSizePolicy.Policy.Expanding)
+        self.setAcceptHoverEvents(True)
         view_box.sigYRangeChanged.connect(self._on_vb_changed)
         view_box.sigResized.connect(self._on_vb_changed)
 
@@ -103,6 +104,10 @@ class RowLabels(QtWidgets.QGraphicsWidget):
             elided = fm.elidedText(text, QtCore.Qt.TextElideMode.ElideMiddle, int(rect.width() - indent - 4))
             p.drawText(QtCore.QRectF(indent, y, rect.width() - indent, k),
                        int(QtCore.Qt.AlignmentFlag.AlignVCenter | QtCore.Qt.AlignmentFlag.AlignLeft), elided)
+
+    def hoverMoveEvent(self, ev) -> None:
+        i = self.row_at(ev.pos().y())
+        self.setToolTip(self.rows[i].label if 0 <= i < len(self.rows) else "")
 
     def mousePressEvent(self, ev) -> None:
         i = self.row_at(ev.pos().y())

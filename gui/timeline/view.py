@@ -21,6 +21,7 @@ from gui.timeline.rows import CounterRow, RowState, build_rows
 class TimelineWidget(pg.GraphicsLayoutWidget):
     sig_slice_selected = QtCore.Signal(int, int)  # (model index, slice row); row -1 = cleared
     sig_range_changed = QtCore.Signal(float, float)  # visible (t0_ns, t1_ns)
+    sig_search_requested = QtCore.Signal(str)  # "find all with this name" from a slice's context menu
 
     def __init__(self, theme: Theme, parent=None) -> None:
         super().__init__(parent)
@@ -206,6 +207,11 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
         QtWidgets.QToolTip.showText(QtGui.QCursor.pos(), slice_tooltip(self.models[hit[0]], hit[1]), self)
 
     def _on_scene_clicked(self, ev) -> None:
+        if ev.button() == QtCore.Qt.MouseButton.RightButton and not ev.double():
+            hit = self._pos_to_hit(ev.scenePos())
+            if hit is not None:
+                self.context_menu(*hit).popup(QtGui.QCursor.pos())
+            return
         if ev.double() or ev.button() != QtCore.Qt.MouseButton.LeftButton:
             return
         hit = self._pos_to_hit(ev.scenePos())
@@ -214,6 +220,15 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
                 self.select_slice(0, -1)
             return
         self.select_slice(hit[0], hit[1], reveal=False)
+
+    def context_menu(self, model: int, row: int) -> QtWidgets.QMenu:
+        """Right-click on a slice: select + zoom, find all with its name, copy its name."""
+        name = self.models[model].name(row)
+        menu = QtWidgets.QMenu(self)
+        menu.addAction("Zoom to slice", lambda: (self.select_slice(model, row), self.reveal_slice(model, row, True)))
+        menu.addAction(f"Find all “{name[:40]}”", lambda: self.sig_search_requested.emit(name))
+        menu.addAction("Copy name", lambda: QtWidgets.QApplication.clipboard().setText(name))
+        return menu
 
     def _on_vb_double_clicked(self, t_ns: float, y: float) -> None:
         ri = int(np.floor(y))

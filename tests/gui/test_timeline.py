@@ -209,3 +209,13 @@ def test_counter_rows_draw_memory(view, issues_set):
     blue = QtGui.QColor("#4a7fd4")
     assert _count_color(img, QtCore.QRect(top.x() + 2, top.y(), bot.x() - top.x() - 4, bot.y() - top.y()), blue) > 50
     assert tl.item.slice_at(mem_row, tl.view_range()[0] + 1, 1e9) is None  # counters are not slices
+
+
+def test_context_menu_finds_all_with_the_name(view, issues_set):
+    m = issues_set.primary
+    k = int(np.flatnonzero(m.slices.kind == Kind.KERNEL)[5])
+    menu = view.timeline.context_menu(0, k)
+    find = next(a for a in menu.actions() if a.text().startswith("Find all"))
+    find.trigger()
+    assert view.search.edit.text() == m.name(k)
+    assert len(view.timeline.item.highlights[0]) == len(query.search(m, m.name(k)))
