@@ -63,3 +63,23 @@ def write(tmp_path: Path, name: str, text: str) -> Path:
     p = tmp_path / name
     p.write_text(textwrap.dedent(text))
     return p
+
+COMPILED = """
+import torch
+from torch import nn
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(8, 8)
+    def forward(self, x):
+        y = self.l(x)
+        if y.sum() > 0:  # data-dependent branch: graph break
+            y = y * 2
+        return y
+m = M()
+cm = torch.compile(m, backend="eager")
+opt = torch.optim.SGD(m.parameters(), lr=0.01)
+for i in range(6):
+    x = torch.randn(4 if i < 3 else 5, 8)  # batch size changes at step 3: recompile
+    opt.zero_grad(); cm(x).sum().backward(); opt.step()
+"""

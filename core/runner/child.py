@@ -28,6 +28,9 @@ import traceback
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
+# a script that visibly trains gets no global module hooks: they would make torch.compile warn and
+# recompile once when removed. Only scripts that look like inference get the forward-stepped fallback.
+_TRAINS = re.compile(r"\boptim\b|\boptimizer\b|\.backward\(|\bTrainer\b|lightning|accelerate|deepspeed")
 _USES_PROFILER = re.compile(
     r"(torch\.)?profiler\.profile\s*\(|from\s+torch\.profiler\s+import\s+[^\n]*\bprofile\b(?!\w)"
     r"|torch\.autograd\.profiler\.profile\s*\(|emit_nvtx\s*\(")
@@ -91,6 +94,7 @@ class ChildRunner:
         self._meta_cycle = -1
         self._autocast_seen: set[str] = set()
         self._handles = []
+        self._fwd_handles = []
 
     # -- profiler construction -------------------------------------------------------------------
     def _make_profiler(self, wait, warmup, active, repeat):
@@ -128,18 +132,20 @@ class ChildRunner:
                 **self._run_meta()}
 
     # -- hooks -----------------------------------------------------------------------------------
-    def install(self) -> None:
+    def install(self, forward_fallback: bool) -> None:
         from torch.optim.optimizer import register_optimizer_step_post_hook
         from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
         self._handles.append(register_optimizer_step_post_hook(self._on_optimizer_step))
-        self._handles.append(register_module_forward_pre_hook(self._on_forward_pre))
-        self._handles.append(register_module_forward_hook(self._on_forward_post))
+        if forward_fallback:
+            self._fwd_handles = [register_module_forward_pre_hook(self._on_forward_pre),
+                                 register_module_forward_hook(self._on_forward_post)]
         self._patch_autocast()
         self._patch_profiler_start()
 
     def _drop_forward_hooks(self) -> None:
-        for h in self._handles[1:3]:
+        for h in self._fwd_handles:
             h.remove()
+        self._fwd_handles = []
 
     def _on_optimizer_step(self, optimizer, args, kwargs) -> None:
         if self._opt_id is None:
@@ -290,7 +296,7 @@ class ChildRunner:
         if _USES_PROFILER.search(source):
             self.step_aside("the script uses torch.profiler itself: ptprof does not add a second profiler "
                             "(steps and GPU are still monitored; the script's own traces are not in the bundle)")
-        self.install()
+        self.install(forward_fallback=not _TRAINS.search(source))
         sys.argv = [script, *args]
         sys.path[0] = str(Path(script).resolve().parent)
         exit_code = 0
@@ -320,7 +326,7 @@ class ChildRunner:
                     prof.stop()  # saves the cycle in progress (partial) if it was recording
                 except Exception as exc:
                     self.ev.emit("notice", code="flush_failed", message=f"could not flush the profiler: {exc}")
-        for h in self._handles:
+        for h in self._handles + self._fwd_handles:
             h.remove()
         if self.capture is not None and self.rank == 0:
             try:

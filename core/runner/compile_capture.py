@@ -24,15 +24,17 @@ _GUARD = re.compile(r"^\s*-\s*(?P<guard>.+)$")
 
 
 class CompileCapture(logging.Filter):
-    def __init__(self, quiet: bool):
+    def __init__(self, quiet: bool, skip_dirs: tuple[str, ...] = ()):
         super().__init__()
         self.quiet = quiet
+        self.skip_dirs = skip_dirs  # torch's and the runner's own folders: not user frames
         self.records: list[tuple[str, str, int]] = []  # (artifact, message, t_ns)
 
     @classmethod
     def install(cls, torch) -> "CompileCapture | None":
         user_logs = "TORCH_LOGS" in os.environ
-        cap = cls(quiet=not user_logs)
+        cap = cls(quiet=not user_logs, skip_dirs=(os.path.dirname(torch.__file__) + os.sep,
+                                                  os.path.dirname(os.path.abspath(__file__)) + os.sep))
         try:
             internal = torch._logging._internal
             if not user_logs:
@@ -62,7 +64,7 @@ class CompileCapture(logging.Filter):
         recompiles: list[dict] = []
         for artifact, msg, t_ns in self.records:
             if artifact == "graph_breaks":
-                b = parse_graph_break(msg)
+                b = parse_graph_break(msg, self.skip_dirs)
                 key = (b["file"], b["line"], b["reason"])
                 if key in breaks:
                     breaks[key]["count"] += 1
@@ -87,7 +89,7 @@ class CompileCapture(logging.Filter):
         os.replace(tmp, path)
 
 
-def parse_graph_break(msg: str) -> dict:
+def parse_graph_break(msg: str, skip_dirs: tuple[str, ...] = ()) -> dict:
     m = _BREAK_AT.search(msg)
     r = _REASON.search(msg)
     frames = []
@@ -96,7 +98,7 @@ def parse_graph_break(msg: str) -> dict:
         start = next(i for i, ln in enumerate(lines) if "User code traceback:" in ln)
         for ln in lines[start + 1:]:
             f = _FRAME.match(ln)
-            if f:
+            if f and not f["file"].startswith(("<", *skip_dirs)):
                 frames.append({"file": f["file"], "line": int(f["line"]), "function": f["function"].strip()})
     reason = r["reason"].strip() if r else (lines[0].strip() if lines else "")
     explanation = next((ln.strip()[len("Explanation:"):].strip() for ln in lines

@@ -13,7 +13,7 @@ from core.runner.session import RunSession
 from core.gpu.backend import FakeBackend, NoGpu
 from core.trace.loader import load
 
-from runner_scripts import INFERENCE, OWN_PROFILER, STUBBORN, SYNTAX_ERROR, TRAIN, write
+from runner_scripts import COMPILED, INFERENCE, OWN_PROFILER, STUBBORN, SYNTAX_ERROR, TRAIN, write
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.needs_torch
@@ -154,3 +154,19 @@ def test_events_file_reads_back(tmp_path):
     script = write(tmp_path, "train.py", TRAIN)
     s, events = _run(tmp_path, script, ["4"], schedule=Schedule(0, 1, 1, 1))
     assert read_events(str(s.bundle.events)) == events
+
+
+def test_compile_graph_breaks_and_recompiles_land_in_compile_json(tmp_path):
+    script = write(tmp_path, "comp.py", COMPILED)
+    s, _ = _run(tmp_path, script)
+    assert s.exit_code == 0
+    info = read_json(s.bundle.compile_json)
+    (brk,) = info["graph_breaks"]
+    assert brk["reason"] == "Data-dependent branching" and brk["line"] == 10 and brk["file"] == str(script)
+    assert [f["function"] for f in brk["user_frames"]] == ["<module>", "forward"]  # no torch/runner frames
+    (rec,) = info["recompiles"]  # only the batch-size change: our hooks cause none
+    assert rec["function"] == "forward" and "size mismatch" in rec["reasons"][0]
+    assert info["counters"]["frames"]["total"] >= 2
+    assert "graph_break" not in s.bundle.stderr_log.read_text()  # kept off the user's stderr
+    ts = load(s.bundle.root, use_cache=False)
+    assert ts.compile_info["graph_breaks"][0]["line"] == 10
