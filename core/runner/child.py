@@ -25,6 +25,7 @@ import signal
 import sys
 import time
 import traceback
+import warnings
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
@@ -319,7 +320,10 @@ class ChildRunner:
         return exit_code
 
     def finish(self, exit_code: int) -> None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the trace flush
+        # a second Ctrl-C, or torchrun's SIGTERM after our SIGINT, must not cut the trace flush
+        # (the launcher escalates to SIGKILL if the flush hangs)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         for prof in (self.prof, self.fallback):
             if prof is not None:
                 try:
@@ -351,6 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     protocol = _load_sibling("protocol")
     capture_mod = _load_sibling("compile_capture")
     signal.signal(signal.SIGTERM, _on_sigterm)
+    warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle")
     try:
         import torch
     except ImportError as exc:

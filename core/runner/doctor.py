@@ -25,11 +25,21 @@ try:
 except OSError:
     pass
 out["cpu_isa"] = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile", "fma") if f in flags]
+import re
+out["driver_version"] = None
 try:
-    with open("/proc/driver/nvidia/version") as fh:
-        out["driver_version"] = fh.readline().split("Kernel Module")[-1].split()[0]
-except (OSError, IndexError):
-    out["driver_version"] = None
+    import pynvml
+    pynvml.nvmlInit()
+    v = pynvml.nvmlSystemGetDriverVersion()
+    out["driver_version"] = v.decode() if isinstance(v, bytes) else str(v)
+    pynvml.nvmlShutdown()
+except Exception:
+    try:
+        with open("/proc/driver/nvidia/version") as fh:
+            m = re.search(r"\s(\d{3,}\.\d+(?:\.\d+)?)\s", fh.readline())
+            out["driver_version"] = m.group(1) if m else None
+    except OSError:
+        pass
 try:
     v = ctypes.c_int()
     ctypes.CDLL("libcuda.so.1").cuDriverGetVersion(ctypes.byref(v))

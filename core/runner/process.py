@@ -52,6 +52,13 @@ class ChildProcess:
         self.stop_requested_at: float | None = None
         self.signals_sent: list[str] = []
         self.exit_code: int | None = None
+        # process groups besides ours: torchrun starts every worker in a new session (start_new_session),
+        # so a stop must reach them by their own group ids (their pids, from the start events)
+        self.extra_groups: set[int] = set()
+
+    @property
+    def groups(self) -> set[int]:
+        return ({self.proc.pid} if self.proc else set()) | self.extra_groups
 
     @property
     def pid(self) -> int | None:
@@ -96,7 +103,8 @@ class ChildProcess:
         return self.exit_code
 
     def _finish(self, code: int) -> None:
-        signal_group(self.proc.pid, signal.SIGKILL)  # leftovers of the group: no orphans
+        for pgid in self.groups:  # leftovers (DataLoader workers, torchrun ranks): no orphans
+            signal_group(pgid, signal.SIGKILL)
         for t in self._readers:
             t.join(timeout=2)
         self.exit_code = code if code >= 0 else 128 - code  # -SIGKILL -> 137 like a shell
@@ -109,7 +117,8 @@ class ChildProcess:
 
     def _send(self, sig: int) -> None:
         self.signals_sent.append(signal.Signals(sig).name)
-        signal_group(self.proc.pid, sig)
+        for pgid in self.groups:
+            signal_group(pgid, sig)
 
     def _escalate(self) -> None:
         if self.stop_requested_at is None:

@@ -111,9 +111,9 @@ class RunSession:
             backend.close()
             self._finalize(127, extra={"error": f"could not start {cfg.python}: {exc.strerror or exc}"})
             return self
-        pid = self.proc.pid
+        proc = self.proc
         self.sampler = Sampler(backend, cfg.nvml_hz, csv_path=self.bundle.nvml_csv,
-                               pids=lambda: group_pids(pid)).start()
+                               pids=lambda: set().union(*(group_pids(g) for g in proc.groups))).start()
         self._run_json["gpu"] = {"backend": backend.name, "devices": backend.device_names(),
                                  "reason": self.sampler.reason}
         bl.write_json(self.bundle.run_json, self._run_json)
@@ -128,6 +128,8 @@ class RunSession:
         up.lines = self.proc.take_lines()
         for e in up.events:
             self.state.fold(e)
+            if e.get("type") == "start" and isinstance(e.get("pid"), int) and e["pid"] != self.proc.pid:
+                self.proc.extra_groups.add(e["pid"])  # a torchrun worker (its own session)
         if code is not None:
             self._finalize(code)
             up.exit_code = code

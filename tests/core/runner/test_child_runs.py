@@ -170,3 +170,29 @@ def test_compile_graph_breaks_and_recompiles_land_in_compile_json(tmp_path):
     assert "graph_break" not in s.bundle.stderr_log.read_text()  # kept off the user's stderr
     ts = load(s.bundle.root, use_cache=False)
     assert ts.compile_info["graph_breaks"][0]["line"] == 10
+
+
+def test_torchrun_ranks_flush_on_stop_and_leave_no_orphans(tmp_path):
+    script = write(tmp_path, "forever.py", TRAIN)
+    cfg = validate(RunConfig(script=str(script), args=("-1",), schedule=Schedule(0, 1, 100000, 1),
+                             out_dir=str(tmp_path / "bundle"), nproc=2))
+    s = RunSession(cfg, backend=NoGpu("test")).start()
+    events = []
+    t0 = time.monotonic()
+    while not s.finished:
+        events += s.poll().events
+        ranks_stepping = {e["rank"] for e in events if e["type"] == "step" and e["step"] >= 3}
+        if ranks_stepping == {0, 1} and not s.stopping_requested:
+            s.request_stop()
+        assert time.monotonic() - t0 < 120, "torchrun run did not finish"
+        time.sleep(0.05)
+    workers = {e["pid"] for e in events if e["type"] == "start"}
+    assert len(workers) == 2 and s.proc.pid not in workers  # ranks are torchrun's children
+    assert sorted(p.name for p in s.bundle.trace_files()) == ["rank0.cycle1.pt.trace.json.gz",
+                                                               "rank1.cycle1.pt.trace.json.gz"]
+    assert sorted(e["rank"] for e in events if e["type"] == "end") == [0, 1]
+    assert s.exit_code != 0
+    for pid in workers:
+        assert not _alive(pid)
+    ts = load(s.bundle.root, use_cache=False)
+    assert ts.ranks == [0, 1] and all(len(m.steps) >= 2 for m in ts.models)
