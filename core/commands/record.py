@@ -30,6 +30,8 @@ def add_arguments(p) -> None:
     p.add_argument("--with-stack", action="store_true", help="record Python stacks (traces get much larger)")
     p.add_argument("--no-shapes", action="store_true", help="do not record input shapes")
     p.add_argument("--no-memory", action="store_true", help="do not profile memory")
+    p.add_argument("--no-sync-debug", action="store_true",
+                   help="CUDA: do not report implicit host-sync sites (torch.cuda.set_sync_debug_mode)")
     p.add_argument("--nvml-hz", type=float, default=10.0, help="GPU sampling rate (default 10)")
     p.add_argument("--quiet", action="store_true", help="no status line, no script output echo")
     p.add_argument("script", help="the training script (run unmodified as __main__)")
@@ -50,7 +52,7 @@ def config_from_args(args):
     return RunConfig(script=args.script, args=tuple(script_args), python=args.python, cwd=args.cwd,
                      env=tuple(env), schedule=Schedule(args.wait, args.warmup, args.active, args.repeat),
                      record_shapes=not args.no_shapes, profile_memory=not args.no_memory,
-                     with_stack=args.with_stack, out_dir=args.out, nproc=args.nproc,
+                     with_stack=args.with_stack, sync_debug=not args.no_sync_debug, out_dir=args.out, nproc=args.nproc,
                      use_torchrun=args.torchrun, nvml_hz=args.nvml_hz)
 
 
@@ -136,6 +138,8 @@ def _summary(session, quiet: bool) -> int:
         for notice in st.notices:
             if sys.stderr.isatty():
                 sys.stderr.write(f"ptprof: {notice}\n")
+        for site in st.syncs:
+            sys.stderr.write(f"ptprof: host sync at {site}\n")
         sys.stderr.write(f"ptprof: bundle {root} ({n_traces} trace file(s), {st.step} steps) - "
                          f"open with: ptprof info {root}\n")
     if code == 0:

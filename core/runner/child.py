@@ -53,6 +53,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--no-shapes", action="store_true")
     p.add_argument("--no-memory", action="store_true")
     p.add_argument("--with-stack", action="store_true")
+    p.add_argument("--no-sync-debug", action="store_true")
     p.add_argument("script")
     p.add_argument("args", nargs=argparse.REMAINDER)
     ns = p.parse_args(argv)
@@ -96,6 +97,8 @@ class ChildRunner:
         self._autocast_seen: set[str] = set()
         self._handles = []
         self._fwd_handles = []
+        self.sync_sites: dict[tuple[str, int], dict] = {}
+        self._sync_meta_n = 0
 
     # -- profiler construction -------------------------------------------------------------------
     def _make_profiler(self, wait, warmup, active, repeat):
@@ -142,6 +145,7 @@ class ChildRunner:
                                  register_module_forward_hook(self._on_forward_post)]
         self._patch_autocast()
         self._patch_profiler_start()
+        self._install_sync_debug()
 
     def _drop_forward_hooks(self) -> None:
         for h in self._fwd_handles:
@@ -220,6 +224,12 @@ class ChildRunner:
         if phase != self._phase:
             self._phase = phase
             self.ev.emit("phase", phase=phase, step=self.step)
+        if phase in ("warmup", "active") and len(self.sync_sites) != self._sync_meta_n:
+            self._sync_meta_n = len(self.sync_sites)
+            try:
+                prof.add_metadata_json("ptprof_sync_sites", json.dumps(list(self.sync_sites.values())))
+            except Exception:
+                pass
         if phase in ("warmup", "active") and self._meta_cycle != self._cycle:
             self._meta_cycle = self._cycle
             try:
@@ -250,6 +260,29 @@ class ChildRunner:
                      export_s=round(time.perf_counter() - t0, 3), step=self.step)
 
     # -- patches ---------------------------------------------------------------------------------
+    def _install_sync_debug(self) -> None:
+        """torch.cuda.set_sync_debug_mode("warn"): each implicit host sync site (.item(), .cpu(), masks,
+        nonzero, pageable .to()) warns once at its user line; we turn those warnings into "sync" events
+        and trace metadata instead of printing them. Explicit torch.cuda.synchronize() is not reported."""
+        if self.o.no_sync_debug or not self.torch.cuda.is_available():
+            return
+        try:
+            self.torch.cuda.set_sync_debug_mode("warn")
+        except Exception:
+            return
+        original = warnings.showwarning
+        sites, ev, runner = self.sync_sites, self.ev, self
+
+        def showwarning(message, category, filename, lineno, file=None, line=None):
+            text = str(message)
+            if "synchronizing CUDA operation" not in text:
+                return original(message, category, filename, lineno, file, line)
+            key = (filename, lineno)
+            if key not in sites:
+                sites[key] = {"file": filename, "line": lineno, "first_step": runner.step}
+                ev.emit("sync", file=filename, line=lineno, step=runner.step, message=text.splitlines()[0])
+        warnings.showwarning = showwarning
+
     def _patch_autocast(self) -> None:
         cls = getattr(getattr(self.torch, "amp", None), "autocast", None) or self.torch.autocast
         original = cls.__enter__

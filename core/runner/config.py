@@ -38,6 +38,7 @@ class RunConfig:
     record_shapes: bool = True
     profile_memory: bool = True
     with_stack: bool = False
+    sync_debug: bool = True  # CUDA only: torch.cuda.set_sync_debug_mode("warn") -> "sync" events with user lines
     out_dir: str = ""  # bundle folder; "" = ./ptprof-runs/<script>-<time>
     nproc: int = 1
     use_torchrun: bool = False  # launch through torch.distributed.run even with nproc=1
@@ -61,7 +62,7 @@ class RunConfig:
             "env": dict(self.env), "schedule": {"wait": self.schedule.wait, "warmup": self.schedule.warmup,
                                                 "active": self.schedule.active, "repeat": self.schedule.repeat},
             "record_shapes": self.record_shapes, "profile_memory": self.profile_memory,
-            "with_stack": self.with_stack, "nproc": self.nproc, "torchrun": self.torchrun,
+            "with_stack": self.with_stack, "sync_debug": self.sync_debug, "nproc": self.nproc, "torchrun": self.torchrun,
             "nvml_hz": self.nvml_hz,
         }
 

@@ -19,6 +19,8 @@ def child_options(cfg: RunConfig, bundle_dir: str | Path) -> list[str]:
         opts.append("--no-memory")
     if cfg.with_stack:
         opts.append("--with-stack")
+    if not cfg.sync_debug:
+        opts.append("--no-sync-debug")
     return opts
 
 

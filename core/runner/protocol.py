@@ -8,6 +8,7 @@ The child (core/runner/child.py, in the user's interpreter) appends; the GUI con
     {"type": "phase", "phase": "wait" | "warmup" | "active" | "done"}     (profiler state changes)
     {"type": "cycle", "cycle", "path", "bytes"}                          (a trace file was saved)
     {"type": "notice", "code", "message"}                                 (fallback window, step aside …)
+    {"type": "sync", "file", "line", "step", "message"}                   (CUDA: an implicit host-sync site)
     {"type": "exception", "message", "traceback"}
     {"type": "end", "exit_code"}
 

@@ -46,6 +46,7 @@ class LiveState:
     notices: list[str] = field(default_factory=list)
     exception: str = ""
     step_source: str = "optimizer"
+    syncs: list[str] = field(default_factory=list)  # "file:line" of implicit host syncs (CUDA sync debug)
 
     def fold(self, e: dict) -> None:
         t = e.get("type")
@@ -63,6 +64,10 @@ class LiveState:
             self.phase = "running"
         elif t == "notice":
             self.notices.append(e.get("message", ""))
+        elif t == "sync":
+            site = f"{e.get('file')}:{e.get('line')}"
+            if site not in self.syncs:
+                self.syncs.append(site)
         elif t == "exception" and not self.exception:
             self.exception = e.get("message", "")
 
@@ -160,7 +165,7 @@ class RunSession:
             "exit_code": code, "ended_at": bl.iso_utc(self.ended_ns),
             "duration_s": round((self.ended_ns - self.started_ns) / 1e9, 3),
             "torch_version": st.torch_version or None, "steps": st.step, "cycles": st.cycles,
-            "step_source": st.step_source, "exception": st.exception or None, "notices": st.notices,
+            "step_source": st.step_source, "sync_sites": st.syncs, "exception": st.exception or None, "notices": st.notices,
             "traces": [str(p.relative_to(self.bundle.root)) for p in self.bundle.trace_files()],
             "stop_signals": list(self.proc.signals_sent) if self.proc else [], **(extra or {})})
         bl.write_json(self.bundle.run_json, self._run_json)

@@ -18,7 +18,7 @@ from core.gpu.backend import COLUMNS
 
 REFRESH_MS = 200
 GPU_COLORS = ("#4c9be8", "#e8774c", "#5cc46b", "#c45cc4", "#e8c94c", "#4ce8d9", "#a0a0a0", "#e84c7d")
-PHASE_COLORS = {"warmup": "#e8c94c", "active": "#5cc46b", "done": "#a0a0a0"}
+ACTIVE_COLOR = "#5cc46b"  # recorded (active) windows on the step-time plot
 _UTIL, _MEM_USED, _MEM_TOTAL, _POWER, _TEMP = (COLUMNS.index(c) for c in
                                                ("util_pct", "mem_used_mb", "mem_total_mb", "power_w", "temp_c"))
 MAX_STEPS = 20_000
@@ -54,7 +54,8 @@ class LivePanel(QtWidgets.QWidget):
         self._step_y: list[float] = []
         self._step_dirty = False
         self._last_step: dict | None = None
-        self._markers: list[pg.InfiniteLine] = []
+        self._markers: list[pg.GraphicsObject] = []
+        self._active_x: float | None = None
         self.timer = QtCore.QTimer(self)
         self.timer.setInterval(REFRESH_MS)
         self.timer.timeout.connect(self._on_timer_timeout)
@@ -98,22 +99,30 @@ class LivePanel(QtWidgets.QWidget):
         t = e.get("type")
         x = (int(e.get("t_ns", 0)) - self.t0_ns) / 1e9 if self.t0_ns else 0.0
         if t == "step" and e.get("rank", 0) == 0:
+            self._last_step = e
+            if int(e.get("step", 0)) <= 1:
+                return  # the first "step" spans interpreter start, imports and setup: off the plot's scale
             self._step_x.append(x)
             self._step_y.append(int(e.get("dur_ns", 0)) / 1e6)
             if len(self._step_x) > MAX_STEPS:
                 del self._step_x[:-MAX_STEPS], self._step_y[:-MAX_STEPS]
-            self._last_step = e
             self._step_dirty = True
-        elif t == "phase" and e.get("rank", 0) == 0 and e.get("phase") in PHASE_COLORS:
-            self._marker(x, PHASE_COLORS[e["phase"]], e["phase"])
+        elif t == "phase" and e.get("rank", 0) == 0 and e.get("phase") == "active":
+            self._active_x = x
         elif t == "cycle" and e.get("rank", 0) == 0:
-            self._marker(x, "#5b8def", f"trace {e.get('cycle')}")
+            x0 = self._active_x if self._active_x is not None else x
+            self._active_x = None
+            self._marker(x0, x, f"trace {e.get('cycle')}")
 
-    def _marker(self, x: float, color: str, label: str) -> None:
-        line = pg.InfiniteLine(pos=x, angle=90, pen=pg.mkPen(color, style=QtCore.Qt.PenStyle.DashLine),
-                               label=label, labelOpts={"position": 0.9, "color": color})
-        self.step_plot.addItem(line)
-        self._markers.append(line)
+    def _marker(self, x0: float, x1: float, label: str) -> None:
+        """The recorded window as a shaded band, labelled at its end."""
+        band = pg.LinearRegionItem((x0, x1), movable=False, brush=pg.mkBrush(92, 196, 107, 50),
+                                   pen=pg.mkPen(None))
+        line = pg.InfiniteLine(pos=x1, angle=90, pen=pg.mkPen(ACTIVE_COLOR, style=QtCore.Qt.PenStyle.DashLine),
+                               label=label, labelOpts={"position": 0.9, "color": ACTIVE_COLOR})
+        for item in (band, line):
+            self.step_plot.addItem(item)
+            self._markers.append(item)
 
     def clear(self) -> None:
         for p in (self.util_plot, self.mem_plot):
@@ -125,6 +134,7 @@ class LivePanel(QtWidgets.QWidget):
         self._util_curves.clear()
         self._mem_curves.clear()
         self._markers.clear()
+        self._active_x = None
         self._seen.clear()
         self._step_x, self._step_y = [], []
         self.step_curve.setData([], [])
@@ -153,6 +163,7 @@ class LivePanel(QtWidgets.QWidget):
         self.values.setText("   ".join(parts))
 
     def step_count(self) -> int:
+        """Steps on the plot (the first step, which includes setup, is left out)."""
         return len(self._step_x)
 
 

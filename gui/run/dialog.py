@@ -40,7 +40,7 @@ class RunDialog(QtWidgets.QDialog):
     def __init__(self, parent: QtWidgets.QWidget | None = None, script: str = ""):
         super().__init__(parent)
         self.setWindowTitle("Run script under the profiler")
-        self.setMinimumWidth(560)
+        self.setMinimumWidth(720)
         self._worker = None
         self._config: RunConfig | None = None
         form = QtWidgets.QFormLayout()
@@ -76,19 +76,25 @@ class RunDialog(QtWidgets.QDialog):
         form.addRow("Environment", self.env)
         sched = QtWidgets.QHBoxLayout()
         self.wait, self.warmup, self.active, self.repeat = (self._spin(v, lo) for v, lo in ((1, 0), (1, 0), (3, 1), (1, 0)))
+        for spin in (self.wait, self.warmup, self.active, self.repeat):
+            spin.setToolTip("counted in optimizer steps, from the first one (setup and compilation are skipped)")
         for label, spin in (("wait", self.wait), ("warmup", self.warmup), ("active", self.active),
                             ("repeat", self.repeat)):
             sched.addWidget(QtWidgets.QLabel(label, self))
             sched.addWidget(spin)
         sched.addStretch(1)
-        form.addRow("Schedule (optimizer steps)", sched)
-        self.record_shapes = QtWidgets.QCheckBox("record shapes", self)
+        form.addRow("Schedule (steps)", sched)
+        self.record_shapes = QtWidgets.QCheckBox("shapes", self)
         self.record_shapes.setChecked(True)
-        self.profile_memory = QtWidgets.QCheckBox("profile memory", self)
+        self.profile_memory = QtWidgets.QCheckBox("memory", self)
         self.profile_memory.setChecked(True)
         self.with_stack = QtWidgets.QCheckBox("Python stacks", self)
+        self.sync_debug = QtWidgets.QCheckBox("host-sync lines (CUDA)", self)
+        self.sync_debug.setChecked(True)
+        self.sync_debug.setToolTip("torch.cuda.set_sync_debug_mode('warn'): the source line of every implicit "
+                                   "host sync (.item(), .cpu(), masks, pageable copies), reported once per line")
         opts = QtWidgets.QHBoxLayout()
-        for w in (self.record_shapes, self.profile_memory, self.with_stack):
+        for w in (self.record_shapes, self.profile_memory, self.with_stack, self.sync_debug):
             opts.addWidget(w)
         opts.addStretch(1)
         form.addRow("Profiler", opts)
@@ -180,7 +186,8 @@ class RunDialog(QtWidgets.QDialog):
                          schedule=Schedule(self.wait.value(), self.warmup.value(), self.active.value(),
                                            self.repeat.value()),
                          record_shapes=self.record_shapes.isChecked(), profile_memory=self.profile_memory.isChecked(),
-                         with_stack=self.with_stack.isChecked(), out_dir=self.out_dir.text().strip(),
+                         with_stack=self.with_stack.isChecked(), sync_debug=self.sync_debug.isChecked(),
+                         out_dir=self.out_dir.text().strip(),
                          nproc=self.nproc.value(), use_torchrun=self.torchrun.isChecked())
 
     def set_config(self, d: dict) -> None:
@@ -197,6 +204,7 @@ class RunDialog(QtWidgets.QDialog):
         self.record_shapes.setChecked(bool(d.get("record_shapes", True)))
         self.profile_memory.setChecked(bool(d.get("profile_memory", True)))
         self.with_stack.setChecked(bool(d.get("with_stack", False)))
+        self.sync_debug.setChecked(bool(d.get("sync_debug", True)))
         self.out_dir.setText(d.get("out_dir", ""))
         self.nproc.setValue(int(d.get("nproc", 1)))
         self.torchrun.setChecked(bool(d.get("use_torchrun", False)))

@@ -102,6 +102,8 @@ class RunPanel(QtWidgets.QWidget):
         t = e.get("type")
         if t == "notice":
             self.console.append_note(f"ptprof: {e.get('message')}")
+        elif t == "sync":
+            self.console.append_note(f"ptprof: host sync at {e.get('file')}:{e.get('line')} (step {e.get('step')})")
         elif t in ("step", "phase", "cycle") and e.get("rank", 0) == 0:
             st = self.controller.session.state
             self.status.setText(f"Running · step {st.step} · {st.phase}" +

@@ -18,6 +18,7 @@ def test_curves_follow_the_sampler(qtbot):
     for i in range(1, 6):
         panel.add_event({"type": "step", "step": i, "dur_ns": 20_000_000 + i, "t_ns": t0 + i * 10**8, "rank": 0})
     panel.add_event({"type": "phase", "phase": "active", "step": 3, "t_ns": t0 + 3 * 10**8, "rank": 0})
+    panel.add_event({"type": "cycle", "cycle": 1, "step": 5, "t_ns": t0 + 5 * 10**8, "rank": 0})
     panel.add_event({"type": "step", "step": 9, "dur_ns": 5, "t_ns": t0, "rank": 1})  # other ranks: not plotted
     qtbot.wait(600)
     sampler.stop()
@@ -28,8 +29,10 @@ def test_curves_follow_the_sampler(qtbot):
     mx, my = panel._mem_curves[0].getData()
     assert my.max() < 100  # GiB, not MiB
     sx, sy = panel.step_curve.getData()
-    assert panel.step_count() == 5 and abs(sy[0] - 20.0) < 1e-3 and abs(sx[1] - 0.2) < 1e-9
-    assert len(panel._markers) == 1
+    assert panel.step_count() == 4  # step 1 (interpreter start + setup) is not plotted
+    assert abs(sy[0] - 20.000002) < 1e-6 and abs(sx[0] - 0.2) < 1e-9
+    band = panel._markers[0]
+    assert [round(v, 3) for v in band.getRegion()] == [0.3, 0.5]  # the recorded window, shaded
     assert "GPU1" in panel.values.text() and "step 5" in panel.values.text()
 
 

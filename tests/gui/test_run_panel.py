@@ -39,7 +39,7 @@ def test_panel_runs_script_and_offers_the_bundle(qtbot, tmp_path):
     assert panel.status.text().startswith("Finished · 6 steps · 1 trace file(s)")
     text = panel.console.text.toPlainText()
     assert "finished 6" in text and "ptprof: running train.py" in text
-    assert panel.live.step_count() == 6
+    assert panel.live.step_count() == 5
     assert len(panel.live._util_curves[0].getData()[0]) > 0  # fake GPU curve was fed from the ring
     ts = load(bundle, use_cache=False)
     assert list(ts.primary.steps.number) == [2, 3]
