@@ -277,11 +277,32 @@ class ChildRunner:
             text = str(message)
             if "synchronizing CUDA operation" not in text:
                 return original(message, category, filename, lineno, file, line)
-            key = (filename, lineno)
+            site = runner._user_site(filename, lineno)
+            if site is None:
+                return  # inside torch.compile's own work (dynamo/inductor): not the training loop
+            key = (site[0], site[1])
             if key not in sites:
-                sites[key] = {"file": filename, "line": lineno, "first_step": runner.step}
-                ev.emit("sync", file=filename, line=lineno, step=runner.step, message=text.splitlines()[0])
+                sites[key] = {"file": site[0], "line": site[1], "first_step": runner.step, "via": site[2]}
+                ev.emit("sync", file=site[0], line=site[1], step=runner.step, via=site[2],
+                        message=text.split(" (Triggered internally")[0])
         warnings.showwarning = showwarning
+
+    def _user_site(self, filename: str, lineno: int):
+        """(file, line, via) of the user's code behind a warning raised inside torch, or None when
+        the stack runs through torch._dynamo / torch._inductor (compile-time work)."""
+        torch_dir = os.path.dirname(self.torch.__file__) + os.sep
+        if not filename.startswith(torch_dir):
+            return filename, lineno, None
+        via = f"{filename[len(torch_dir) - 6:]}:{lineno}"  # "torch/nn/modules/module.py:1370"
+        frame = sys._getframe(2)
+        while frame is not None:
+            f = frame.f_code.co_filename
+            if f.startswith((torch_dir + "_dynamo", torch_dir + "_inductor")):
+                return None
+            if not f.startswith((torch_dir, str(_HERE))) and "warnings" not in f and not f.startswith("<"):
+                return f, frame.f_lineno, via
+            frame = frame.f_back
+        return filename, lineno, None
 
     def _patch_autocast(self) -> None:
         cls = getattr(getattr(self.torch, "amp", None), "autocast", None) or self.torch.autocast
@@ -353,6 +374,8 @@ class ChildRunner:
         return exit_code
 
     def finish(self, exit_code: int) -> None:
+        if any(p is not None and p.current_action.name != "NONE" for p in (self.prof, self.fallback)):
+            self.ev.emit("notice", code="flushing", message="writing the trace window in progress…")
         # a second Ctrl-C, or torchrun's SIGTERM after our SIGINT, must not cut the trace flush
         # (the launcher escalates to SIGKILL if the flush hangs)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -389,6 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     capture_mod = _load_sibling("compile_capture")
     signal.signal(signal.SIGTERM, _on_sigterm)
     warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle")
+    warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype feature")
     try:
         import torch
     except ImportError as exc:

@@ -20,6 +20,7 @@ from pathlib import Path
 class StopPlan:
     sigint_grace_s: float = 10.0  # time to write the trace after Ctrl-C / Stop
     sigterm_grace_s: float = 5.0
+    flush_grace_s: float = 60.0  # extra time before SIGTERM while a rank says it is writing its trace
 
 
 def signal_group(pgid: int, sig: int) -> bool:
@@ -55,6 +56,7 @@ class ChildProcess:
         # process groups besides ours: torchrun starts every worker in a new session (start_new_session),
         # so a stop must reach them by their own group ids (their pids, from the start events)
         self.extra_groups: set[int] = set()
+        self.flushing = False  # set by the session when a rank reports it is writing its trace
 
     @property
     def groups(self) -> set[int]:
@@ -124,9 +126,10 @@ class ChildProcess:
         if self.stop_requested_at is None:
             return
         waited = time.monotonic() - self.stop_requested_at
-        if "SIGTERM" not in self.signals_sent and waited >= self.plan.sigint_grace_s:
+        grace = self.plan.sigint_grace_s + (self.plan.flush_grace_s if self.flushing else 0.0)
+        if "SIGTERM" not in self.signals_sent and waited >= grace:
             self._send(signal.SIGTERM)
-        elif "SIGKILL" not in self.signals_sent and waited >= self.plan.sigint_grace_s + self.plan.sigterm_grace_s:
+        elif "SIGKILL" not in self.signals_sent and waited >= grace + self.plan.sigterm_grace_s:
             self._send(signal.SIGKILL)
 
     def wait(self, timeout: float | None = None, tick_s: float = 0.05) -> int | None:
@@ -149,7 +152,7 @@ class ChildProcess:
     def stop_and_wait(self) -> int:
         """The full escalation, blocking: for the CLI and for closing the app."""
         self.request_stop()
-        code = self.wait(self.plan.sigint_grace_s + self.plan.sigterm_grace_s + 5)
+        code = self.wait(self.plan.sigint_grace_s + self.plan.flush_grace_s + self.plan.sigterm_grace_s + 5)
         if code is None:
             self.kill()
             code = self.exit_code

@@ -135,6 +135,8 @@ class RunSession:
             self.state.fold(e)
             if e.get("type") == "start" and isinstance(e.get("pid"), int) and e["pid"] != self.proc.pid:
                 self.proc.extra_groups.add(e["pid"])  # a torchrun worker (its own session)
+            elif e.get("type") == "notice" and e.get("code") == "flushing":
+                self.proc.flushing = True  # give the trace export time before SIGTERM
         if code is not None:
             self._finalize(code)
             up.exit_code = code
