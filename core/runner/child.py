@@ -137,8 +137,13 @@ class ChildRunner:
 
     # -- hooks -----------------------------------------------------------------------------------
     def install(self, forward_fallback: bool) -> None:
-        from torch.optim.optimizer import register_optimizer_step_post_hook
-        from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+        try:
+            from torch.optim.optimizer import register_optimizer_step_post_hook
+            from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+        except ImportError:  # torch < 2.0
+            self.step_aside(f"torch {self.torch.__version__} has no global optimizer hook (needs torch >= 2.0): "
+                            "the script runs without the profiler")
+            return
         self._handles.append(register_optimizer_step_post_hook(self._on_optimizer_step))
         if forward_fallback:
             self._fwd_handles = [register_module_forward_pre_hook(self._on_forward_pre),

@@ -73,8 +73,10 @@ class LiveState:
 
 
 class RunSession:
-    def __init__(self, cfg: RunConfig, backend: GpuBackend | None = None, plan: StopPlan = StopPlan()):
+    def __init__(self, cfg: RunConfig, backend: GpuBackend | None = None, plan: StopPlan = StopPlan(),
+                 doctor: dict | None = None):
         self.cfg = cfg
+        self.doctor = doctor  # core.runner.doctor.DoctorReport.to_dict() when the GUI checked the interpreter
         root = cfg.out_dir or bl.default_dir(cfg.script)
         self.bundle = bl.prepare(root)
         self._backend = backend
@@ -104,7 +106,7 @@ class RunSession:
             "format": "ptprof-run/1", "status": "running", "config": cfg.to_dict(), "argv": [cfg.script, *cfg.args],
             "command": argv, "python": cfg.python, "torch_version": None, "host": platform.node(),
             "started_at": bl.iso_utc(self.started_ns), "ended_at": None, "exit_code": None,
-            "launcher_python": sys.executable,
+            "launcher_python": sys.executable, "doctor": self.doctor, "environment": None,
         }
         bl.write_json(self.bundle.run_json, self._run_json)
         backend = self._backend if self._backend is not None else open_backend()
@@ -135,6 +137,9 @@ class RunSession:
             self.state.fold(e)
             if e.get("type") == "start" and isinstance(e.get("pid"), int) and e["pid"] != self.proc.pid:
                 self.proc.extra_groups.add(e["pid"])  # a torchrun worker (its own session)
+            if e.get("type") == "start" and self._run_json.get("environment") is None:
+                self._run_json["environment"] = {k: e.get(k) for k in ("python", "torch_version", "cuda", "devices",
+                                                                        "world_size", "cwd")}
             elif e.get("type") == "notice" and e.get("code") == "flushing":
                 self.proc.flushing = True  # give the trace export time before SIGTERM
         if code is not None:

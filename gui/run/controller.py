@@ -48,14 +48,14 @@ class RunController(QtCore.QObject):
     def state(self) -> str:
         return self._state
 
-    def start(self, cfg: RunConfig) -> bool:
+    def start(self, cfg: RunConfig, doctor: dict | None = None) -> bool:
         """Start a validated config. False (and sig_run_failed) when a run is active or launching fails."""
         if self.is_running:
             self.sig_run_failed.emit("a run is already in progress: stop it first")
             return False
         backend: GpuBackend | None = self.backend_factory() if self.backend_factory else None
         try:
-            self.session = RunSession(cfg, backend=backend, plan=self.plan).start()
+            self.session = RunSession(cfg, backend=backend, plan=self.plan, doctor=doctor).start()
         except OSError as exc:
             self.sig_run_failed.emit(f"cannot create the run folder: {exc.strerror or exc}")
             return False

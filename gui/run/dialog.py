@@ -43,6 +43,7 @@ class RunDialog(QtWidgets.QDialog):
         self.setMinimumWidth(720)
         self._worker = None
         self._config: RunConfig | None = None
+        self.doctor_report: doctor.DoctorReport | None = None  # the last check, kept for run.json
         form = QtWidgets.QFormLayout()
         self.script = QtWidgets.QLineEdit(self)
         self.script.setPlaceholderText("train.py")
@@ -103,7 +104,7 @@ class RunDialog(QtWidgets.QDialog):
         note.setStyleSheet("color: gray; font-size: small;")
         form.addRow("", note)
         self.out_dir = QtWidgets.QLineEdit(self)
-        self.out_dir.setPlaceholderText("./ptprof-runs/<script>-<time>")
+        self.out_dir.setPlaceholderText("~/ptprof-runs/<script>-<time>")
         form.addRow("Output folder", self._with_browse(self.out_dir, lambda: self._browse_dir(self.out_dir)))
         self.nproc = self._spin(1, 1, 64)
         self.torchrun = QtWidgets.QCheckBox("through torchrun even for 1", self)
@@ -245,6 +246,12 @@ class RunDialog(QtWidgets.QDialog):
     def accepted_config(self) -> RunConfig | None:
         return self._config
 
+    @property
+    def accepted_doctor(self) -> dict | None:
+        """The interpreter check of the accepted config's Python, if one was run."""
+        r = self.doctor_report
+        return r.to_dict() if r is not None and self._config is not None and r.python == self._config.python else None
+
     # -- interpreter check -----------------------------------------------------------------------
     def _on_check_clicked(self) -> None:
         self.check_button.setEnabled(False)
@@ -260,6 +267,7 @@ class RunDialog(QtWidgets.QDialog):
         colors = {"error": "#d9534f", "warning": "#d08b00", "info": "inherit"}
         lines = [f'<span style="color:{colors[level]}">{_esc(text)}</span>' for level, text in report.messages]
         self.doctor_label.setText("<br>".join(lines))
+        self.doctor_report = report
         self.check_button.setEnabled(True)
         self._worker = None
         self.sig_doctor_finished.emit(report)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from PySide6 import QtCore, QtWidgets
 
+from core.runner.bundle import default_dir
 from core.runner.config import RunConfig
 from core.runner.process import StopPlan
 from gui.live.panel import LivePanel
@@ -76,12 +77,14 @@ class RunPanel(QtWidgets.QWidget):
         dlg = RunDialog(self, script=script)
         if not dlg.exec() or dlg.accepted_config is None:
             return False
-        return self.start(dlg.accepted_config)
+        return self.start(dlg.accepted_config, dlg.accepted_doctor)
 
-    def start(self, cfg: RunConfig) -> bool:
-        """Start a validated RunConfig (core.runner.config.validate)."""
+    def start(self, cfg: RunConfig, doctor: dict | None = None) -> bool:
+        """Start a validated RunConfig (core.runner.config.validate); bundle in ~/ptprof-runs unless set."""
+        if not cfg.out_dir:
+            cfg = cfg.with_(out_dir=str(default_dir(cfg.script, Path.home() / "ptprof-runs")))
         self.console.clear()
-        return self.controller.start(cfg)
+        return self.controller.start(cfg, doctor)
 
     def stop(self) -> None:
         self.controller.stop()
