@@ -116,7 +116,8 @@ class RunSession:
             self.proc.start()
         except OSError as exc:
             backend.close()
-            self._finalize(127, extra={"error": f"could not start {cfg.python}: {exc.strerror or exc}"})
+            self.state.exception = f"could not start {cfg.python}: {exc.strerror or exc}"
+            self._finalize(127, extra={"error": self.state.exception})
             return self
         proc = self.proc
         self.sampler = Sampler(backend, cfg.nvml_hz, csv_path=self.bundle.nvml_csv,
