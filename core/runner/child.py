@@ -144,13 +144,26 @@ class ChildRunner:
             self.step_aside(f"torch {self.torch.__version__} has no global optimizer hook (needs torch >= 2.0): "
                             "the script runs without the profiler")
             return
-        self._handles.append(register_optimizer_step_post_hook(self._on_optimizer_step))
+        self._handles.append(register_optimizer_step_post_hook(self._guarded(self._on_optimizer_step)))
         if forward_fallback:
-            self._fwd_handles = [register_module_forward_pre_hook(self._on_forward_pre),
+            self._fwd_handles = [register_module_forward_pre_hook(self._guarded(self._on_forward_pre)),
                                  register_module_forward_hook(self._on_forward_post)]
         self._patch_autocast()
         self._patch_profiler_start()
         self._install_sync_debug()
+
+    def _guarded(self, hook):
+        """Our hooks run inside the user's training step: a profiler failure must never break it."""
+        def call(*args):
+            if self.stepped_aside and hook.__name__ != "_on_optimizer_step":
+                return None
+            try:
+                return hook(*args)
+            except Exception as exc:
+                self.step_aside(f"the profiler failed ({type(exc).__name__}: {exc}); the run goes on without it")
+            return None
+        call.__name__ = hook.__name__
+        return call
 
     def _drop_forward_hooks(self) -> None:
         for h in self._fwd_handles:
