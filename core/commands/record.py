@@ -140,8 +140,8 @@ def _summary(session, quiet: bool) -> int:
                 sys.stderr.write(f"ptprof: {notice}\n")
         for site in st.syncs:
             sys.stderr.write(f"ptprof: host sync at {site}\n")
-        sys.stderr.write(f"ptprof: bundle {root} ({n_traces} trace file(s), {st.step} steps) - "
-                         f"open with: ptprof info {root}\n")
+        hint = f" - open with: ptprof info {root}" if n_traces else ""
+        sys.stderr.write(f"ptprof: bundle {root} ({n_traces} trace file(s), {st.step} steps){hint}\n")
     if code == 0:
         if n_traces == 0:
             print("ptprof: the script ended before any trace cycle completed (too few steps for the schedule?)",
