@@ -85,6 +85,9 @@ def run(args) -> int:
     except ConfigError as exc:
         print(f"ptprof: {exc}", file=sys.stderr)
         return 2
+    from core.runner.config import advice
+    for line in advice(cfg):
+        print(f"ptprof: note: {line}", file=sys.stderr)
     session = RunSession(cfg)
     interrupts = []
 

@@ -112,3 +112,18 @@ def validate(cfg: RunConfig) -> RunConfig:
         if out.is_dir() and any(out.iterdir()) and not (out / "run.json").exists():
             raise ConfigError(f"output folder is not empty and not a run bundle: {out}")
     return replace(cfg, script=str(script.resolve()), python=python, cwd=str(cwd.resolve()))
+
+
+def advice(cfg: RunConfig) -> list[str]:
+    """Non-fatal warnings about a config (shown by the dialog and `ptprof record`)."""
+    out = []
+    try:
+        source = Path(cfg.script).read_text(errors="replace")
+    except OSError:
+        source = ""
+    if cfg.with_stack and ("torch.compile" in source or ".compile(" in source):
+        out.append("Python stacks with torch.compile: a recompilation inside the active window can make a "
+                   "trace of several GB; keep the window short or record without stacks")
+    if cfg.schedule.repeat == 0:
+        out.append("repeat 0 records a trace every cycle until the script ends: many files")
+    return out

@@ -19,7 +19,7 @@ from PySide6 import QtCore, QtWidgets
 from superqt.utils import create_worker
 
 from core.runner import doctor
-from core.runner.config import ConfigError, RunConfig, Schedule, validate
+from core.runner.config import ConfigError, RunConfig, Schedule, advice, validate
 
 SETTINGS_ORG, SETTINGS_APP = "ptprof", "ptprof-gui"
 STACK_NOTE = ("Python stacks give exact source lines for findings but multiply the trace size "
@@ -113,6 +113,12 @@ class RunDialog(QtWidgets.QDialog):
         procs.addWidget(self.torchrun)
         procs.addStretch(1)
         form.addRow("Processes per node", procs)
+        self.advice = QtWidgets.QLabel("", self)
+        self.advice.setStyleSheet("color: #d08b00;")
+        self.advice.setWordWrap(True)
+        for w in (self.with_stack, self.repeat):
+            (w.toggled if isinstance(w, QtWidgets.QCheckBox) else w.valueChanged).connect(self._on_options_changed)
+        self.script.textChanged.connect(self._on_options_changed)
         self.error = QtWidgets.QLabel("", self)
         self.error.setStyleSheet("color: #d9534f;")
         self.error.setWordWrap(True)
@@ -123,6 +129,7 @@ class RunDialog(QtWidgets.QDialog):
         buttons.rejected.connect(self.reject)
         lay = QtWidgets.QVBoxLayout(self)
         lay.addLayout(form)
+        lay.addWidget(self.advice)
         lay.addWidget(self.error)
         lay.addWidget(buttons)
         if script:
@@ -162,6 +169,13 @@ class RunDialog(QtWidgets.QDialog):
         path = QtWidgets.QFileDialog.getExistingDirectory(self, "Folder")
         if path:
             field.setText(path)
+
+    def _on_options_changed(self, *_) -> None:
+        try:
+            notes = advice(self.config())
+        except ConfigError:
+            notes = []
+        self.advice.setText("\n".join(notes))
 
     def _on_script_editing_finished(self) -> None:
         if self.script.text().strip():

@@ -79,3 +79,15 @@ def test_check_interpreter_runs_in_a_worker(qtbot, tmp_path):
     with qtbot.waitSignal(d.sig_doctor_finished, timeout=10_000):
         d.check_button.click()
     assert "interpreter not found" in d.doctor_label.text()
+
+
+def test_stacks_with_compile_get_a_size_warning(qtbot, tmp_path):
+    script = tmp_path / "c.py"
+    script.write_text("import torch\nmodel = torch.compile(model)\n")
+    d = RunDialog(script=str(script))
+    qtbot.addWidget(d)
+    assert d.advice.text() == ""
+    d.with_stack.setChecked(True)
+    assert "several GB" in d.advice.text()
+    d.with_stack.setChecked(False)
+    assert d.advice.text() == ""
