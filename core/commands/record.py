@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import signal
 import sys
 import time
@@ -25,7 +26,7 @@ def add_arguments(p) -> None:
                    help="processes (ranks) through torchrun; >1 implies --torchrun")
     p.add_argument("--torchrun", action="store_true", help="launch through python -m torch.distributed.run")
     p.add_argument("--python", default=sys.executable, help="interpreter that has torch (default: this one)")
-    p.add_argument("--cwd", default="", help="working directory (default: the script's folder)")
+    p.add_argument("--cwd", default="", help="working directory (default: the current one, as `python SCRIPT`)")
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="extra environment variable")
     p.add_argument("--with-stack", action="store_true", help="record Python stacks (traces get much larger)")
     p.add_argument("--no-shapes", action="store_true", help="do not record input shapes")
@@ -49,7 +50,7 @@ def config_from_args(args):
     script_args = list(args.args)
     if script_args and script_args[0] == "--":
         script_args = script_args[1:]
-    return RunConfig(script=args.script, args=tuple(script_args), python=args.python, cwd=args.cwd,
+    return RunConfig(script=args.script, args=tuple(script_args), python=args.python, cwd=args.cwd or os.getcwd(),
                      env=tuple(env), schedule=Schedule(args.wait, args.warmup, args.active, args.repeat),
                      record_shapes=not args.no_shapes, profile_memory=not args.no_memory,
                      with_stack=args.with_stack, sync_debug=not args.no_sync_debug, out_dir=args.out, nproc=args.nproc,
