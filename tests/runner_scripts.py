@@ -76,6 +76,7 @@ class M(nn.Module):
         if y.sum() > 0:  # data-dependent branch: graph break
             y = y * 2
         return y
+torch.manual_seed(0)
 m = M()
 cm = torch.compile(m, backend="eager")
 opt = torch.optim.SGD(m.parameters(), lr=0.01)

@@ -164,8 +164,11 @@ def test_compile_graph_breaks_and_recompiles_land_in_compile_json(tmp_path):
     (brk,) = info["graph_breaks"]
     assert brk["reason"] == "Data-dependent branching" and brk["line"] == 10 and brk["file"] == str(script)
     assert [f["function"] for f in brk["user_frames"]] == ["<module>", "forward"]  # no torch/runner frames
-    (rec,) = info["recompiles"]  # only the batch-size change: our hooks cause none
-    assert rec["function"] == "forward" and "size mismatch" in rec["reasons"][0]
+    # only the batch-size change recompiles (forward, and the resume frame after the break when the
+    # branch is taken): no guard failure comes from our hooks
+    recs = info["recompiles"]
+    assert recs and recs[0]["function"] == "forward", recs
+    assert all("size mismatch" in r["reasons"][0] for r in recs), recs
     assert info["counters"]["frames"]["total"] >= 2
     assert "graph_break" not in s.bundle.stderr_log.read_text()  # kept off the user's stderr
     ts = load(s.bundle.root, use_cache=False)
@@ -187,12 +190,15 @@ def test_torchrun_ranks_flush_on_stop_and_leave_no_orphans(tmp_path):
         assert time.monotonic() - t0 < 120, "torchrun run did not finish"
         time.sleep(0.05)
     workers = {e["pid"] for e in events if e["type"] == "start"}
-    assert len(workers) == 2 and s.proc.pid not in workers  # ranks are torchrun's children
+    assert len(workers) == 2 and s.proc.pid not in workers, events  # ranks are torchrun's children
     assert sorted(p.name for p in s.bundle.trace_files()) == ["rank0.cycle1.pt.trace.json.gz",
-                                                               "rank1.cycle1.pt.trace.json.gz"]
+                                                               "rank1.cycle1.pt.trace.json.gz"], \
+        (s.proc.signals_sent, [e for e in events if e["type"] != "step"])
     assert sorted(e["rank"] for e in events if e["type"] == "end") == [0, 1]
     assert s.exit_code != 0
-    for pid in workers:
-        assert not _alive(pid)
+    deadline = time.monotonic() + 5
+    while any(_alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in workers), "a torchrun worker outlived the run"
     ts = load(s.bundle.root, use_cache=False)
     assert ts.ranks == [0, 1] and all(len(m.steps) >= 2 for m in ts.models)
