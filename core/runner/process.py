@@ -36,6 +36,23 @@ def group_alive(pgid: int) -> bool:
     return signal_group(pgid, 0)
 
 
+def group_running(pgid: int) -> bool:
+    """A member of the group that has not exited (zombies waiting for a reaper do not count)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return group_alive(pgid)
+    for d in proc.iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != "Z":
+            return True
+    return False
+
+
 class ChildProcess:
     """subprocess.Popen in a new session; stdout/stderr lines go to log files and a bounded queue."""
 
@@ -99,6 +116,13 @@ class ChildProcess:
             return self.exit_code
         code = self.proc.poll()
         if code is None:
+            self._escalate()
+            return None
+        if "SIGKILL" not in self.signals_sent and any(group_running(g) for g in self.extra_groups):
+            # the launcher (torchrun's agent) is gone but ranks still run (flushing their traces after a
+            # stop): let them finish under the same escalation; a crashed agent gets them stopped
+            if self.stop_requested_at is None:
+                self.request_stop()
             self._escalate()
             return None
         self._finish(code)
