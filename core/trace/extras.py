@@ -60,7 +60,9 @@ def read_nvml_csv(path: Path, base_unix_ns: int) -> tuple[CounterTable | None, S
             value_cols = [c for c in cols if c not in (tcol, "gpu")]
             for row in reader:
                 try:
-                    t = int(round(float(row[tcol]) * scale)) - base_unix_ns
+                    raw = row[tcol]
+                    # integer ns must not pass through float64 (19 digits > 53 bits: ~100 ns error)
+                    t = (int(raw) if scale == 1 and raw.isdigit() else int(round(float(raw) * scale))) - base_unix_ns
                 except (TypeError, ValueError):
                     continue
                 gpu = row.get("gpu", "0") or "0"

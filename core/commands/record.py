@@ -1,0 +1,160 @@
+"""`ptprof record [options] SCRIPT [ARGS...]`: run a training script under torch.profiler into a run bundle.
+
+Shows one live status line (step, step time, GPU util); Ctrl-C stops cleanly (the profiler flushes
+the cycle in progress); a second Ctrl-C escalates. Exit code: 0, the script's own non-zero code with
+one line saying why, 2 for bad input.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import signal
+import sys
+import time
+
+from core import units
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--out", default="", help="bundle folder (default ./ptprof-runs/<script>-<time>)")
+    p.add_argument("--wait", type=int, default=1, help="schedule: optimizer steps skipped per cycle")
+    p.add_argument("--warmup", type=int, default=1, help="schedule: warm-up steps (traced, not saved)")
+    p.add_argument("--active", type=int, default=3, help="schedule: recorded steps per cycle")
+    p.add_argument("--repeat", type=int, default=1, help="schedule: cycles (0 = until the script ends)")
+    p.add_argument("--nproc-per-node", type=int, default=1, dest="nproc",
+                   help="processes (ranks) through torchrun; >1 implies --torchrun")
+    p.add_argument("--torchrun", action="store_true", help="launch through python -m torch.distributed.run")
+    p.add_argument("--python", default=sys.executable, help="interpreter that has torch (default: this one)")
+    p.add_argument("--cwd", default="", help="working directory (default: the current one, as `python SCRIPT`)")
+    p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="extra environment variable")
+    p.add_argument("--with-stack", action="store_true", help="record Python stacks (traces get much larger)")
+    p.add_argument("--no-shapes", action="store_true", help="do not record input shapes")
+    p.add_argument("--no-memory", action="store_true", help="do not profile memory")
+    p.add_argument("--no-sync-debug", action="store_true",
+                   help="CUDA: do not report implicit host-sync sites (torch.cuda.set_sync_debug_mode)")
+    p.add_argument("--nvml-hz", type=float, default=10.0, help="GPU sampling rate (default 10)")
+    p.add_argument("--quiet", action="store_true", help="no status line, no script output echo")
+    p.add_argument("script", help="the training script (run unmodified as __main__)")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
+
+
+def config_from_args(args):
+    from core.runner.config import ConfigError, RunConfig, Schedule
+    env = []
+    for item in args.env:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--env expects KEY=VALUE, got {item!r}")
+        env.append((key, value))
+    script_args = list(args.args)
+    if script_args and script_args[0] == "--":
+        script_args = script_args[1:]
+    return RunConfig(script=args.script, args=tuple(script_args), python=args.python, cwd=args.cwd or os.getcwd(),
+                     env=tuple(env), schedule=Schedule(args.wait, args.warmup, args.active, args.repeat),
+                     record_shapes=not args.no_shapes, profile_memory=not args.no_memory,
+                     with_stack=args.with_stack, sync_debug=not args.no_sync_debug, out_dir=args.out, nproc=args.nproc,
+                     use_torchrun=args.torchrun, nvml_hz=args.nvml_hz)
+
+
+def status_line(session) -> str:
+    st = session.state
+    parts = [f"step {st.step}"]
+    if st.last_step_ns:
+        parts.append(f"{units.fmt_ns(st.last_step_ns)}/step")
+    parts.append(st.phase)
+    sampler = session.sampler
+    if sampler is not None and sampler.available:
+        for gpu, ring in sampler.rings.items():
+            last = ring.last()
+            if last is not None and not math.isnan(last[1][0]):
+                parts.append(f"gpu{gpu} {last[1][0]:.0f}% {last[1][2] / 1024:.1f}/{last[1][3] / 1024:.0f} GiB")
+    elif sampler is not None:
+        parts.append(f"no GPU data ({sampler.reason})")
+    if st.cycles:
+        parts.append(f"{st.cycles} trace(s) saved")
+    if session.stopping:
+        parts.append("stopping…")
+    return " · ".join(parts)
+
+
+def run(args) -> int:
+    from core.runner.config import ConfigError, validate
+    from core.runner.session import RunSession
+    try:
+        cfg = validate(config_from_args(args))
+    except ConfigError as exc:
+        print(f"ptprof: {exc}", file=sys.stderr)
+        return 2
+    from core.runner.config import advice
+    for line in advice(cfg):
+        print(f"ptprof: note: {line}", file=sys.stderr)
+    session = RunSession(cfg)
+    interrupts = []
+
+    def on_sigint(signum, frame):
+        interrupts.append(time.monotonic())
+        if len(interrupts) == 1:
+            session.request_stop()
+        elif session.proc is not None:
+            session.proc.kill()
+
+    old = signal.signal(signal.SIGINT, on_sigint)
+    tty = sys.stderr.isatty() and not args.quiet
+    shown = ""
+    try:
+        session.start()
+        while not session.finished:
+            up = session.poll()
+            if not args.quiet:
+                if up.lines and shown:
+                    sys.stderr.write("\r\033[K")
+                    shown = ""
+                for stream, text in up.lines:
+                    (sys.stdout if stream == "stdout" else sys.stderr).write(text + "\n")
+                sys.stdout.flush()
+                for e in up.events:
+                    if e.get("type") == "notice" and not tty:
+                        sys.stderr.write(f"ptprof: {e.get('message')}\n")
+            if tty:
+                line = status_line(session)
+                if line != shown:
+                    sys.stderr.write("\r\033[K" + line[:200])
+                    sys.stderr.flush()
+                    shown = line
+            if not session.finished:
+                time.sleep(0.1)
+    finally:
+        signal.signal(signal.SIGINT, old)
+        if not session.finished:
+            session.stop_and_wait()
+    if shown:
+        sys.stderr.write("\r\033[K")
+    return _summary(session, args.quiet)
+
+
+def _summary(session, quiet: bool) -> int:
+    code = session.exit_code
+    st = session.state
+    root = session.bundle.root
+    n_traces = len(session.bundle.trace_files())
+    if not quiet:
+        for notice in st.notices:
+            if sys.stderr.isatty():
+                sys.stderr.write(f"ptprof: {notice}\n")
+        for site in st.syncs:
+            sys.stderr.write(f"ptprof: host sync at {site}\n")
+        hint = f" - open with: ptprof info {root}" if n_traces else ""
+        sys.stderr.write(f"ptprof: bundle {root} ({n_traces} trace file(s), {st.step} steps){hint}\n")
+    if code == 0:
+        if n_traces == 0:
+            print("ptprof: the script ended before any trace cycle completed (too few steps for the schedule?)",
+                  file=sys.stderr)
+        return 0
+    if session.stopping_requested:
+        print(f"ptprof: stopped (exit {code}); traces recorded so far are kept", file=sys.stderr)
+        return 130 if code in (130, -2) else code
+    why = st.exception or (f"interpreter failed to start: {session._run_json.get('error')}"
+                           if session._run_json.get("error") else "see stderr.log")
+    print(f"ptprof: script failed (exit {code}): {why.splitlines()[0] if why else ''}", file=sys.stderr)
+    return code if 0 < code < 256 else 1

@@ -1,0 +1,129 @@
+"""RunConfig: everything needed to launch one profiled run, and validate() with one-line messages."""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+
+class ConfigError(ValueError):
+    """A run cannot start; str(exc) is one line meant for the user."""
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """torch.profiler.schedule arguments, counted in optimizer steps."""
+
+    wait: int = 1
+    warmup: int = 1
+    active: int = 3
+    repeat: int = 1
+
+    @property
+    def steps_needed(self) -> int:
+        """Optimizer steps after which every cycle has been recorded (repeat=0: unbounded -> one cycle)."""
+        return (self.wait + self.warmup + self.active) * max(1, self.repeat)
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    script: str
+    args: tuple[str, ...] = ()
+    python: str = field(default_factory=lambda: sys.executable)
+    cwd: str = ""  # "" = the script's folder
+    env: tuple[tuple[str, str], ...] = ()  # extra environment variables
+    schedule: Schedule = Schedule()
+    record_shapes: bool = True
+    profile_memory: bool = True
+    with_stack: bool = False
+    sync_debug: bool = True  # CUDA only: torch.cuda.set_sync_debug_mode("warn") -> "sync" events with user lines
+    out_dir: str = ""  # bundle folder; "" = ./ptprof-runs/<script>-<time>
+    nproc: int = 1
+    use_torchrun: bool = False  # launch through torch.distributed.run even with nproc=1
+    nvml_hz: float = 10.0
+    fallback_steps: int = 5  # forward-stepped window length when no optimizer ever steps
+
+    @property
+    def workdir(self) -> str:
+        return self.cwd or str(Path(self.script).resolve().parent)
+
+    @property
+    def torchrun(self) -> bool:
+        return self.use_torchrun or self.nproc > 1
+
+    def with_(self, **changes) -> "RunConfig":
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return {
+            "script": self.script, "args": list(self.args), "python": self.python, "cwd": self.workdir,
+            "env": dict(self.env), "schedule": {"wait": self.schedule.wait, "warmup": self.schedule.warmup,
+                                                "active": self.schedule.active, "repeat": self.schedule.repeat},
+            "record_shapes": self.record_shapes, "profile_memory": self.profile_memory,
+            "with_stack": self.with_stack, "sync_debug": self.sync_debug, "nproc": self.nproc, "torchrun": self.torchrun,
+            "nvml_hz": self.nvml_hz,
+        }
+
+
+def resolve_python(python: str) -> str | None:
+    """An absolute path to an executable interpreter, or None."""
+    if not python:
+        return None
+    if os.sep in python or (os.altsep and os.altsep in python):
+        p = Path(python).expanduser()
+        return str(p) if p.is_file() and os.access(p, os.X_OK) else None
+    return shutil.which(python)
+
+
+def validate(cfg: RunConfig) -> RunConfig:
+    """The config with paths made absolute, or ConfigError with one clear line."""
+    script = Path(cfg.script).expanduser()
+    if not cfg.script:
+        raise ConfigError("no script given")
+    if not script.is_file():
+        raise ConfigError(f"script not found: {script}")
+    if script.suffix not in (".py", ".pyw", ""):
+        raise ConfigError(f"not a Python script: {script}")
+    python = resolve_python(cfg.python)
+    if python is None:
+        raise ConfigError(f"interpreter not found or not executable: {cfg.python}")
+    s = cfg.schedule
+    for name in ("wait", "warmup", "active", "repeat"):
+        if getattr(s, name) < 0:
+            raise ConfigError(f"schedule {name} must be >= 0 (got {getattr(s, name)})")
+    if s.active < 1:
+        raise ConfigError("schedule active must be >= 1: nothing would be recorded")
+    if cfg.nproc < 1:
+        raise ConfigError(f"--nproc-per-node must be >= 1 (got {cfg.nproc})")
+    if not 0 < cfg.nvml_hz <= 1000:
+        raise ConfigError(f"NVML rate must be in (0, 1000] Hz (got {cfg.nvml_hz})")
+    cwd = Path(cfg.workdir if cfg.cwd else script.resolve().parent).expanduser()
+    if not cwd.is_dir():
+        raise ConfigError(f"working directory not found: {cwd}")
+    for key, _ in cfg.env:
+        if not key or "=" in key or "\0" in key:
+            raise ConfigError(f"bad environment variable name: {key!r}")
+    if cfg.out_dir:
+        out = Path(cfg.out_dir).expanduser()
+        if out.exists() and not out.is_dir():
+            raise ConfigError(f"output path exists and is not a folder: {out}")
+        if out.is_dir() and any(out.iterdir()) and not (out / "run.json").exists():
+            raise ConfigError(f"output folder is not empty and not a run bundle: {out}")
+    return replace(cfg, script=str(script.resolve()), python=python, cwd=str(cwd.resolve()))
+
+
+def advice(cfg: RunConfig) -> list[str]:
+    """Non-fatal warnings about a config (shown by the dialog and `ptprof record`)."""
+    out = []
+    try:
+        source = Path(cfg.script).read_text(errors="replace")
+    except OSError:
+        source = ""
+    if cfg.with_stack and ("torch.compile" in source or ".compile(" in source):
+        out.append("Python stacks with torch.compile: a recompilation inside the active window can make a "
+                   "trace of several GB; keep the window short or record without stacks")
+    if cfg.schedule.repeat == 0:
+        out.append("repeat 0 records a trace every cycle until the script ends: many files")
+    return out

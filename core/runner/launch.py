@@ -1,0 +1,42 @@
+"""argv and environment of a profiled run: the child directly, or through torchrun. Never a shell."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from core.runner.config import RunConfig
+
+CHILD = Path(__file__).resolve().with_name("child.py")
+
+
+def child_options(cfg: RunConfig, bundle_dir: str | Path) -> list[str]:
+    s = cfg.schedule
+    opts = ["--bundle", str(bundle_dir), "--wait", str(s.wait), "--warmup", str(s.warmup),
+            "--active", str(s.active), "--repeat", str(s.repeat), "--fallback-steps", str(cfg.fallback_steps)]
+    if not cfg.record_shapes:
+        opts.append("--no-shapes")
+    if not cfg.profile_memory:
+        opts.append("--no-memory")
+    if cfg.with_stack:
+        opts.append("--with-stack")
+    if not cfg.sync_debug:
+        opts.append("--no-sync-debug")
+    return opts
+
+
+def build_argv(cfg: RunConfig, bundle_dir: str | Path) -> list[str]:
+    """[python, child.py, options, --, script, args] or the same under `python -m torch.distributed.run`."""
+    tail = [str(CHILD), *child_options(cfg, bundle_dir), "--", cfg.script, *cfg.args]
+    if cfg.torchrun:
+        return [cfg.python, "-u", "-m", "torch.distributed.run", "--standalone",
+                "--nproc-per-node", str(cfg.nproc), *tail]
+    return [cfg.python, "-u", *tail]
+
+
+def build_env(cfg: RunConfig, bundle_dir: str | Path, base: dict | None = None) -> dict[str, str]:
+    env = dict(os.environ if base is None else base)
+    env.update(dict(cfg.env))
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PTPROF_BUNDLE"] = str(bundle_dir)
+    # our own package must not shadow the user's modules: the child loads its siblings by path
+    return env

@@ -1,0 +1,183 @@
+"""One profiled run, Qt-free: bundle + child process group + GPU sampler + events tail + run.json.
+
+    s = RunSession(validate(cfg)).start()
+    while not s.finished:
+        update = s.poll()          # new events, console lines, exit code once done
+        ...                        # s.request_stop() at any time (SIGINT -> SIGTERM -> SIGKILL)
+    s.bundle.root                  # open with core.trace.loader.load
+
+The GUI controller drives the same object from a QTimer; `ptprof record` from a loop.
+"""
+from __future__ import annotations
+
+import logging
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+
+from core.gpu.backend import GpuBackend, open_backend
+from core.gpu.sampler import Sampler, group_pids
+from core.runner import bundle as bl
+from core.runner.config import RunConfig
+from core.runner.launch import build_argv, build_env
+from core.runner.process import ChildProcess, StopPlan
+from core.runner.protocol import EventTail
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class Update:
+    events: list[dict] = field(default_factory=list)
+    lines: list[tuple[str, str]] = field(default_factory=list)
+    exit_code: int | None = None  # set once, on the poll that saw the run end
+
+
+@dataclass(slots=True)
+class LiveState:
+    """What the status line / live panel shows: folded from events."""
+
+    step: int = 0
+    last_step_ns: int = 0
+    phase: str = "starting"
+    cycles: int = 0
+    torch_version: str = ""
+    notices: list[str] = field(default_factory=list)
+    exception: str = ""
+    step_source: str = "optimizer"
+    syncs: list[str] = field(default_factory=list)  # "file:line" of implicit host syncs (CUDA sync debug)
+
+    def fold(self, e: dict) -> None:
+        t = e.get("type")
+        if t == "step":
+            self.step = max(self.step, int(e.get("step", 0))) if e.get("rank", 0) == 0 else self.step
+            if e.get("rank", 0) == 0:
+                self.last_step_ns = int(e.get("dur_ns", 0))
+                self.step_source = e.get("source", self.step_source)
+        elif t == "phase" and e.get("rank", 0) == 0:
+            self.phase = e.get("phase", self.phase)
+        elif t == "cycle":
+            self.cycles += 1
+        elif t == "start":
+            self.torch_version = e.get("torch_version", "")
+            self.phase = "running"
+        elif t == "notice":
+            self.notices.append(e.get("message", ""))
+        elif t == "sync":
+            site = f"{e.get('file')}:{e.get('line')}"
+            if site not in self.syncs:
+                self.syncs.append(site)
+        elif t == "exception" and not self.exception:
+            self.exception = e.get("message", "")
+
+
+class RunSession:
+    def __init__(self, cfg: RunConfig, backend: GpuBackend | None = None, plan: StopPlan = StopPlan(),
+                 doctor: dict | None = None):
+        self.cfg = cfg
+        self.doctor = doctor  # core.runner.doctor.DoctorReport.to_dict() when the GUI checked the interpreter
+        root = cfg.out_dir or bl.default_dir(cfg.script)
+        self.bundle = bl.prepare(root)
+        self._backend = backend
+        self.plan = plan
+        self.proc: ChildProcess | None = None
+        self.sampler: Sampler | None = None
+        self.tail = EventTail(str(self.bundle.events))
+        self.state = LiveState()
+        self.started_ns = 0
+        self.ended_ns = 0
+        self.exit_code: int | None = None
+        self._run_json: dict = {}
+
+    @property
+    def finished(self) -> bool:
+        return self.exit_code is not None
+
+    @property
+    def stopping(self) -> bool:
+        return self.proc is not None and self.proc.stop_requested_at is not None and not self.finished
+
+    def start(self) -> "RunSession":
+        cfg = self.cfg
+        argv = build_argv(cfg, self.bundle.root)
+        self.started_ns = time.time_ns()
+        self._run_json = {
+            "format": "ptprof-run/1", "status": "running", "config": cfg.to_dict(), "argv": [cfg.script, *cfg.args],
+            "command": argv, "python": cfg.python, "torch_version": None, "host": platform.node(),
+            "started_at": bl.iso_utc(self.started_ns), "ended_at": None, "exit_code": None,
+            "launcher_python": sys.executable, "doctor": self.doctor, "environment": None,
+        }
+        bl.write_json(self.bundle.run_json, self._run_json)
+        backend = self._backend if self._backend is not None else open_backend()
+        self.proc = ChildProcess(argv, cfg.workdir, build_env(cfg, self.bundle.root),
+                                 self.bundle.stdout_log, self.bundle.stderr_log, self.plan)
+        try:
+            self.proc.start()
+        except OSError as exc:
+            backend.close()
+            self.state.exception = f"could not start {cfg.python}: {exc.strerror or exc}"
+            self._finalize(127, extra={"error": self.state.exception})
+            return self
+        proc = self.proc
+        self.sampler = Sampler(backend, cfg.nvml_hz, csv_path=self.bundle.nvml_csv,
+                               pids=lambda: set().union(*(group_pids(g) for g in proc.groups))).start()
+        self._run_json["gpu"] = {"backend": backend.name, "devices": backend.device_names(),
+                                 "reason": self.sampler.reason}
+        bl.write_json(self.bundle.run_json, self._run_json)
+        return self
+
+    def poll(self) -> Update:
+        up = Update()
+        if self.proc is None or self.finished:
+            return up
+        code = self.proc.poll()  # first: then the last events and lines below are complete
+        up.events = self.tail.poll()
+        up.lines = self.proc.take_lines()
+        for e in up.events:
+            self.state.fold(e)
+            if e.get("type") == "start" and isinstance(e.get("pid"), int) and e["pid"] != self.proc.pid:
+                self.proc.extra_groups.add(e["pid"])  # a torchrun worker (its own session)
+            if e.get("type") == "start" and self._run_json.get("environment") is None:
+                self._run_json["environment"] = {k: e.get(k) for k in ("python", "torch_version", "cuda", "devices",
+                                                                        "world_size", "cwd")}
+            elif e.get("type") == "notice" and e.get("code") == "flushing":
+                self.proc.flushing = True  # give the trace export time before SIGTERM
+        if code is not None:
+            self._finalize(code)
+            up.exit_code = code
+        return up
+
+    def request_stop(self) -> None:
+        if self.proc is not None:
+            self.proc.request_stop()
+
+    def stop_and_wait(self) -> int:
+        if self.proc is not None and not self.finished:
+            self.proc.stop_and_wait()
+        while not self.finished:
+            self.poll()
+        return self.exit_code
+
+    def _finalize(self, code: int, extra: dict | None = None) -> None:
+        self.ended_ns = time.time_ns()
+        if self.sampler is not None:
+            self.sampler.stop()
+            self.sampler.backend.close()
+            self._run_json["nvml"] = {"samples": self.sampler.samples, "rate_hz": self.cfg.nvml_hz,
+                                      "sampler_cpu_s": round(self.sampler.busy_s, 4)}
+        self.exit_code = code
+        st = self.state
+        self._run_json.update({
+            "status": "ok" if code == 0 else ("stopped" if self.stopping_requested else "failed"),
+            "exit_code": code, "ended_at": bl.iso_utc(self.ended_ns),
+            "duration_s": round((self.ended_ns - self.started_ns) / 1e9, 3),
+            "torch_version": st.torch_version or None, "steps": st.step, "cycles": st.cycles,
+            "step_source": st.step_source, "sync_sites": st.syncs, "exception": st.exception or None, "notices": st.notices,
+            "traces": [str(p.relative_to(self.bundle.root)) for p in self.bundle.trace_files()],
+            "stop_signals": list(self.proc.signals_sent) if self.proc else [], **(extra or {})})
+        bl.write_json(self.bundle.run_json, self._run_json)
+
+    @property
+    def stopping_requested(self) -> bool:
+        return self.proc is not None and self.proc.stop_requested_at is not None

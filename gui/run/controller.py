@@ -1,0 +1,100 @@
+"""RunController: drives one core.runner.session.RunSession from the Qt event loop.
+
+The child runs in its own process group (subprocess with start_new_session, the Qt-free equivalent of
+QProcess + setsid), so Stop reaches every rank and DataLoader worker: SIGINT (the profiler writes the
+window in progress), then SIGTERM, then SIGKILL after StopPlan's grace periods. A QTimer polls the
+session: new events.jsonl lines, console lines, exit. Closing the app calls shutdown(): no orphans.
+"""
+from __future__ import annotations
+
+import logging
+
+from PySide6 import QtCore
+
+from core.gpu.backend import GpuBackend
+from core.runner.config import RunConfig
+from core.runner.process import StopPlan
+from core.runner.session import RunSession
+
+log = logging.getLogger(__name__)
+POLL_MS = 100
+
+
+class RunController(QtCore.QObject):
+    sig_run_started = QtCore.Signal(str)  # bundle folder
+    sig_step_received = QtCore.Signal(dict)  # a "step" event: step, dur_ns, t_ns, rank, source
+    sig_event_received = QtCore.Signal(dict)  # every events.jsonl event (phase, cycle, notice, exception, end, ...)
+    sig_lines_received = QtCore.Signal(list)  # [(stream "stdout"|"stderr", text), ...] console output
+    sig_state_changed = QtCore.Signal(str)  # "running" | "stopping" | "finished"
+    sig_run_finished = QtCore.Signal(str, int)  # (bundle folder, exit code)
+    sig_run_failed = QtCore.Signal(str)  # the run could not start: one line
+
+    def __init__(self, parent: QtCore.QObject | None = None, plan: StopPlan = StopPlan(),
+                 backend_factory=None):
+        super().__init__(parent)
+        self.plan = plan
+        self.backend_factory = backend_factory  # () -> GpuBackend; None = NVML if present
+        self.session: RunSession | None = None
+        self._timer = QtCore.QTimer(self)
+        self._timer.setInterval(POLL_MS)
+        self._timer.timeout.connect(self._on_timer_timeout)
+        self._state = "idle"
+
+    @property
+    def is_running(self) -> bool:
+        return self.session is not None and not self.session.finished
+
+    @property
+    def state(self) -> str:
+        return self._state
+
+    def start(self, cfg: RunConfig, doctor: dict | None = None) -> bool:
+        """Start a validated config. False (and sig_run_failed) when a run is active or launching fails."""
+        if self.is_running:
+            self.sig_run_failed.emit("a run is already in progress: stop it first")
+            return False
+        backend: GpuBackend | None = self.backend_factory() if self.backend_factory else None
+        try:
+            self.session = RunSession(cfg, backend=backend, plan=self.plan, doctor=doctor).start()
+        except OSError as exc:
+            self.sig_run_failed.emit(f"cannot create the run folder: {exc.strerror or exc}")
+            return False
+        self.sig_run_started.emit(str(self.session.bundle.root))
+        self._set_state("running")
+        self._timer.start()
+        self._on_timer_timeout()
+        return True
+
+    def stop(self) -> None:
+        """Ask the run to stop (escalates to SIGTERM/SIGKILL on its own if ignored)."""
+        if self.is_running:
+            self.session.request_stop()
+            self._set_state("stopping")
+
+    def shutdown(self) -> None:
+        """Blocking stop for app exit: the whole escalation, then the last events are delivered."""
+        if self.is_running:
+            self._set_state("stopping")
+            self.session.stop_and_wait()
+            self._on_timer_timeout()
+
+    def _set_state(self, state: str) -> None:
+        if state != self._state:
+            self._state = state
+            self.sig_state_changed.emit(state)
+
+    def _on_timer_timeout(self) -> None:
+        s = self.session
+        if s is None:
+            return
+        up = s.poll()
+        if up.lines:
+            self.sig_lines_received.emit(up.lines)
+        for e in up.events:
+            if e.get("type") == "step":
+                self.sig_step_received.emit(e)
+            self.sig_event_received.emit(e)
+        if s.finished:
+            self._timer.stop()
+            self._set_state("finished")
+            self.sig_run_finished.emit(str(s.bundle.root), int(s.exit_code))

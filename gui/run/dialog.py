@@ -1,0 +1,291 @@
+"""RunDialog: what to run and how (script, args, interpreter, cwd, env, schedule, options, output, nproc).
+
+    dlg = RunDialog(parent, script="train.py")
+    if dlg.exec():
+        cfg = dlg.validated_config()          # core.runner.config.RunConfig, paths resolved
+
+Settings are remembered per script (QSettings). "Check interpreter" runs core.runner.doctor in a
+worker thread against the chosen Python (usually the user's training venv, not the app's).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from PySide6 import QtCore, QtWidgets
+from superqt.utils import create_worker
+
+from core.runner import doctor
+from core.runner.config import ConfigError, RunConfig, Schedule, advice, validate
+
+SETTINGS_ORG, SETTINGS_APP = "ptprof", "ptprof-gui"
+STACK_NOTE = ("Python stacks give exact source lines for findings but multiply the trace size "
+              "(GBs around torch.compile): keep the active window short.")
+
+
+def settings() -> QtCore.QSettings:
+    return QtCore.QSettings(SETTINGS_ORG, SETTINGS_APP)
+
+
+def _script_key(script: str) -> str:
+    return "run/scripts/" + hashlib.sha1(str(Path(script).expanduser().resolve()).encode()).hexdigest()[:16]
+
+
+class RunDialog(QtWidgets.QDialog):
+    sig_doctor_finished = QtCore.Signal(object)  # core.runner.doctor.DoctorReport
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None, script: str = ""):
+        super().__init__(parent)
+        self.setWindowTitle("Run script under the profiler")
+        self.setMinimumWidth(720)
+        self._worker = None
+        self._config: RunConfig | None = None
+        self.doctor_report: doctor.DoctorReport | None = None  # the last check, kept for run.json
+        form = QtWidgets.QFormLayout()
+        self.script = QtWidgets.QLineEdit(self)
+        self.script.setPlaceholderText("train.py")
+        self.script.editingFinished.connect(self._on_script_editing_finished)
+        form.addRow("Script", self._with_browse(self.script, self._browse_script))
+        self.args = QtWidgets.QLineEdit(self)
+        self.args.setPlaceholderText("--epochs 1 --batch-size 64   (as in a shell)")
+        form.addRow("Arguments", self.args)
+        self.python = QtWidgets.QComboBox(self)
+        self.python.setEditable(True)
+        self.python.setInsertPolicy(QtWidgets.QComboBox.InsertPolicy.NoInsert)
+        known = [sys.executable] + [p for p in (settings().value("run/interpreters", []) or []) if p != sys.executable]
+        self.python.addItems(known)
+        self.check_button = QtWidgets.QPushButton("Check interpreter", self)
+        self.check_button.clicked.connect(self._on_check_clicked)
+        self.compile_check = QtWidgets.QCheckBox("with torch.compile test", self)
+        row = self._with_browse(self.python, self._browse_python)
+        row.layout().addWidget(self.check_button)
+        form.addRow("Python", row)
+        self.doctor_label = QtWidgets.QLabel("", self)
+        self.doctor_label.setWordWrap(True)
+        self.doctor_label.setTextFormat(QtCore.Qt.TextFormat.RichText)
+        form.addRow("", self.compile_check)
+        form.addRow("", self.doctor_label)
+        self.cwd = QtWidgets.QLineEdit(self)
+        self.cwd.setPlaceholderText("the script's folder")
+        form.addRow("Working dir", self._with_browse(self.cwd, lambda: self._browse_dir(self.cwd)))
+        self.env = QtWidgets.QPlainTextEdit(self)
+        self.env.setPlaceholderText("KEY=VALUE, one per line")
+        self.env.setFixedHeight(56)
+        form.addRow("Environment", self.env)
+        sched = QtWidgets.QHBoxLayout()
+        self.wait, self.warmup, self.active, self.repeat = (self._spin(v, lo) for v, lo in ((1, 0), (1, 0), (3, 1), (1, 0)))
+        for spin in (self.wait, self.warmup, self.active, self.repeat):
+            spin.setToolTip("counted in optimizer steps, from the first one (setup and compilation are skipped)")
+        for label, spin in (("wait", self.wait), ("warmup", self.warmup), ("active", self.active),
+                            ("repeat", self.repeat)):
+            sched.addWidget(QtWidgets.QLabel(label, self))
+            sched.addWidget(spin)
+        sched.addStretch(1)
+        form.addRow("Schedule (steps)", sched)
+        self.record_shapes = QtWidgets.QCheckBox("shapes", self)
+        self.record_shapes.setChecked(True)
+        self.profile_memory = QtWidgets.QCheckBox("memory", self)
+        self.profile_memory.setChecked(True)
+        self.with_stack = QtWidgets.QCheckBox("Python stacks", self)
+        self.sync_debug = QtWidgets.QCheckBox("host-sync lines (CUDA)", self)
+        self.sync_debug.setChecked(True)
+        self.sync_debug.setToolTip("torch.cuda.set_sync_debug_mode('warn'): the source line of every implicit "
+                                   "host sync (.item(), .cpu(), masks, pageable copies), reported once per line")
+        opts = QtWidgets.QHBoxLayout()
+        for w in (self.record_shapes, self.profile_memory, self.with_stack, self.sync_debug):
+            opts.addWidget(w)
+        opts.addStretch(1)
+        form.addRow("Profiler", opts)
+        note = QtWidgets.QLabel(STACK_NOTE, self)
+        note.setWordWrap(True)
+        note.setStyleSheet("color: gray; font-size: small;")
+        form.addRow("", note)
+        self.out_dir = QtWidgets.QLineEdit(self)
+        self.out_dir.setPlaceholderText("~/ptprof-runs/<script>-<time>")
+        form.addRow("Output folder", self._with_browse(self.out_dir, lambda: self._browse_dir(self.out_dir)))
+        self.nproc = self._spin(1, 1, 64)
+        self.torchrun = QtWidgets.QCheckBox("through torchrun even for 1", self)
+        procs = QtWidgets.QHBoxLayout()
+        procs.addWidget(self.nproc)
+        procs.addWidget(self.torchrun)
+        procs.addStretch(1)
+        form.addRow("Processes per node", procs)
+        self.advice = QtWidgets.QLabel("", self)
+        self.advice.setStyleSheet("color: #d08b00;")
+        self.advice.setWordWrap(True)
+        for w in (self.with_stack, self.repeat):
+            (w.toggled if isinstance(w, QtWidgets.QCheckBox) else w.valueChanged).connect(self._on_options_changed)
+        self.script.textChanged.connect(self._on_options_changed)
+        self.error = QtWidgets.QLabel("", self)
+        self.error.setStyleSheet("color: #d9534f;")
+        self.error.setWordWrap(True)
+        buttons = QtWidgets.QDialogButtonBox(QtWidgets.QDialogButtonBox.StandardButton.Ok |
+                                             QtWidgets.QDialogButtonBox.StandardButton.Cancel, self)
+        buttons.button(QtWidgets.QDialogButtonBox.StandardButton.Ok).setText("Run")
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        lay = QtWidgets.QVBoxLayout(self)
+        lay.addLayout(form)
+        lay.addWidget(self.advice)
+        lay.addWidget(self.error)
+        lay.addWidget(buttons)
+        if script:
+            self.script.setText(script)
+            self.load_settings(script)
+
+    # -- helpers ---------------------------------------------------------------------------------
+    def _spin(self, value: int, lo: int = 0, hi: int = 100_000) -> QtWidgets.QSpinBox:
+        s = QtWidgets.QSpinBox(self)
+        s.setRange(lo, hi)
+        s.setValue(value)
+        return s
+
+    def _with_browse(self, field: QtWidgets.QWidget, browse) -> QtWidgets.QWidget:
+        w = QtWidgets.QWidget(self)
+        h = QtWidgets.QHBoxLayout(w)
+        h.setContentsMargins(0, 0, 0, 0)
+        h.addWidget(field, 1)
+        b = QtWidgets.QPushButton("…", w)
+        b.setFixedWidth(32)
+        b.clicked.connect(browse)
+        h.addWidget(b)
+        return w
+
+    def _browse_script(self) -> None:
+        path, _ = QtWidgets.QFileDialog.getOpenFileName(self, "Training script", "", "Python (*.py);;All files (*)")
+        if path:
+            self.script.setText(path)
+            self.load_settings(path)
+
+    def _browse_python(self) -> None:
+        path, _ = QtWidgets.QFileDialog.getOpenFileName(self, "Python interpreter (e.g. venv/bin/python)")
+        if path:
+            self.python.setCurrentText(path)
+
+    def _browse_dir(self, field: QtWidgets.QLineEdit) -> None:
+        path = QtWidgets.QFileDialog.getExistingDirectory(self, "Folder")
+        if path:
+            field.setText(path)
+
+    def _on_options_changed(self, *_) -> None:
+        try:
+            notes = advice(self.config())
+        except ConfigError:
+            notes = []
+        self.advice.setText("\n".join(notes))
+
+    def _on_script_editing_finished(self) -> None:
+        if self.script.text().strip():
+            self.load_settings(self.script.text().strip())
+
+    # -- config <-> widgets ----------------------------------------------------------------------
+    def config(self) -> RunConfig:
+        """The config as typed (ConfigError for unparsable arguments / environment lines)."""
+        try:
+            args = tuple(shlex.split(self.args.text()))
+        except ValueError as exc:
+            raise ConfigError(f"arguments: {exc}") from None
+        env = []
+        for line in self.env.toPlainText().splitlines():
+            if not line.strip():
+                continue
+            key, sep, value = line.strip().partition("=")
+            if not sep:
+                raise ConfigError(f"environment line is not KEY=VALUE: {line.strip()!r}")
+            env.append((key.strip(), value))
+        return RunConfig(script=self.script.text().strip(), args=args, python=self.python.currentText().strip(),
+                         cwd=self.cwd.text().strip(), env=tuple(env),
+                         schedule=Schedule(self.wait.value(), self.warmup.value(), self.active.value(),
+                                           self.repeat.value()),
+                         record_shapes=self.record_shapes.isChecked(), profile_memory=self.profile_memory.isChecked(),
+                         with_stack=self.with_stack.isChecked(), sync_debug=self.sync_debug.isChecked(),
+                         out_dir=self.out_dir.text().strip(),
+                         nproc=self.nproc.value(), use_torchrun=self.torchrun.isChecked())
+
+    def set_config(self, d: dict) -> None:
+        """Fill the widgets from a RunConfig.to_dict()-like dict (remembered settings)."""
+        self.args.setText(shlex.join(d.get("args", [])))
+        if d.get("python"):
+            self.python.setCurrentText(d["python"])
+        self.cwd.setText(d.get("cwd_typed", ""))
+        self.env.setPlainText("\n".join(f"{k}={v}" for k, v in d.get("env", {}).items()))
+        s = d.get("schedule", {})
+        for spin, key in ((self.wait, "wait"), (self.warmup, "warmup"), (self.active, "active"), (self.repeat, "repeat")):
+            if key in s:
+                spin.setValue(int(s[key]))
+        self.record_shapes.setChecked(bool(d.get("record_shapes", True)))
+        self.profile_memory.setChecked(bool(d.get("profile_memory", True)))
+        self.with_stack.setChecked(bool(d.get("with_stack", False)))
+        self.sync_debug.setChecked(bool(d.get("sync_debug", True)))
+        self.out_dir.setText(d.get("out_dir", ""))
+        self.nproc.setValue(int(d.get("nproc", 1)))
+        self.torchrun.setChecked(bool(d.get("use_torchrun", False)))
+
+    def load_settings(self, script: str) -> bool:
+        raw = settings().value(_script_key(script))
+        if not raw:
+            return False
+        try:
+            self.set_config(json.loads(raw))
+        except (ValueError, TypeError):
+            return False
+        return True
+
+    def save_settings(self, cfg: RunConfig) -> None:
+        d = cfg.to_dict()
+        d.update(cwd_typed=self.cwd.text().strip(), out_dir="", use_torchrun=cfg.use_torchrun)
+        s = settings()
+        s.setValue(_script_key(cfg.script), json.dumps(d))
+        interpreters = [cfg.python] + [p for p in (s.value("run/interpreters", []) or []) if p != cfg.python]
+        s.setValue("run/interpreters", interpreters[:10])
+
+    def validated_config(self) -> RunConfig:
+        """Valid config or ConfigError (one line)."""
+        return validate(self.config())
+
+    def accept(self) -> None:
+        try:
+            cfg = self.validated_config()
+        except ConfigError as exc:
+            self.error.setText(str(exc))
+            return
+        self._config = cfg
+        self.save_settings(cfg)
+        super().accept()
+
+    @property
+    def accepted_config(self) -> RunConfig | None:
+        return self._config
+
+    @property
+    def accepted_doctor(self) -> dict | None:
+        """The interpreter check of the accepted config's Python, if one was run."""
+        r = self.doctor_report
+        return r.to_dict() if r is not None and self._config is not None and r.python == self._config.python else None
+
+    # -- interpreter check -----------------------------------------------------------------------
+    def _on_check_clicked(self) -> None:
+        self.check_button.setEnabled(False)
+        self.doctor_label.setText("checking…")
+        self._worker = create_worker(doctor.check, self.python.currentText().strip(),
+                                     compile_test=self.compile_check.isChecked(), _start_thread=False)
+        self._worker.returned.connect(self._on_doctor_returned)
+        self._worker.errored.connect(lambda exc: self._on_doctor_returned(
+            doctor.DoctorReport(self.python.currentText(), False, {}, (("error", str(exc)),))))
+        self._worker.start()
+
+    def _on_doctor_returned(self, report: doctor.DoctorReport) -> None:
+        colors = {"error": "#d9534f", "warning": "#d08b00", "info": "inherit"}
+        lines = [f'<span style="color:{colors[level]}">{_esc(text)}</span>' for level, text in report.messages]
+        self.doctor_label.setText("<br>".join(lines))
+        self.doctor_report = report
+        self.check_button.setEnabled(True)
+        self._worker = None
+        self.sig_doctor_finished.emit(report)
+
+
+def _esc(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

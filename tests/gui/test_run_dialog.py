@@ -1,0 +1,93 @@
+"""RunDialog: config from widgets, one-line errors, per-script settings, interpreter check in a worker."""
+from __future__ import annotations
+
+import sys
+
+import pytest
+from PySide6 import QtCore
+
+from gui.run import dialog as dlg_mod
+from gui.run.dialog import RunDialog
+
+
+@pytest.fixture(autouse=True)
+def _settings(tmp_path):
+    QtCore.QSettings.setDefaultFormat(QtCore.QSettings.Format.IniFormat)
+    QtCore.QSettings.setPath(QtCore.QSettings.Format.IniFormat, QtCore.QSettings.Scope.UserScope, str(tmp_path))
+    yield
+
+
+def test_defaults_and_config(qtbot, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("print(1)\n")
+    d = RunDialog(script=str(script))
+    qtbot.addWidget(d)
+    assert d.python.currentText() == sys.executable
+    assert (d.wait.value(), d.warmup.value(), d.active.value(), d.repeat.value()) == (1, 1, 3, 1)
+    d.args.setText("--lr 0.1 --name 'a b'")
+    d.env.setPlainText("CUDA_VISIBLE_DEVICES=0\n\nFOO=bar=baz")
+    d.with_stack.setChecked(True)
+    d.nproc.setValue(2)
+    cfg = d.validated_config()
+    assert cfg.args == ("--lr", "0.1", "--name", "a b")
+    assert dict(cfg.env) == {"CUDA_VISIBLE_DEVICES": "0", "FOO": "bar=baz"}
+    assert cfg.with_stack and cfg.torchrun and cfg.cwd == str(tmp_path)
+
+
+def test_bad_input_keeps_the_dialog_open_with_one_line(qtbot, tmp_path):
+    d = RunDialog(script=str(tmp_path / "missing.py"))
+    qtbot.addWidget(d)
+    d.accept()
+    assert d.result() == 0 and d.accepted_config is None
+    assert d.error.text().startswith("script not found")
+    script = tmp_path / "s.py"
+    script.write_text("")
+    d.script.setText(str(script))
+    d.python.setCurrentText(str(tmp_path / "venv/bin/python"))
+    d.accept()
+    assert d.error.text().startswith("interpreter not found")
+
+
+def test_settings_are_remembered_per_script(qtbot, tmp_path):
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("")
+    b.write_text("")
+    d = RunDialog(script=str(a))
+    qtbot.addWidget(d)
+    d.args.setText("--epochs 2")
+    d.active.setValue(7)
+    d.profile_memory.setChecked(False)
+    d.accept()
+    assert d.accepted_config is not None and d.accepted_config.schedule.active == 7
+    again = RunDialog(script=str(a))
+    qtbot.addWidget(again)
+    assert again.args.text() == "--epochs 2" and again.active.value() == 7 and not again.profile_memory.isChecked()
+    other = RunDialog(script=str(b))
+    qtbot.addWidget(other)
+    assert other.args.text() == "" and other.active.value() == 3
+
+
+def test_check_interpreter_runs_in_a_worker(qtbot, tmp_path):
+    pytest.importorskip("torch")
+    d = RunDialog()
+    qtbot.addWidget(d)
+    with qtbot.waitSignal(d.sig_doctor_finished, timeout=60_000) as done:
+        d.check_button.click()
+        assert not d.check_button.isEnabled()  # the UI thread is free while it runs
+    assert done.args[0].ok and "torch" in d.doctor_label.text()
+    d.python.setCurrentText(str(tmp_path / "nope" / "python"))
+    with qtbot.waitSignal(d.sig_doctor_finished, timeout=10_000):
+        d.check_button.click()
+    assert "interpreter not found" in d.doctor_label.text()
+
+
+def test_stacks_with_compile_get_a_size_warning(qtbot, tmp_path):
+    script = tmp_path / "c.py"
+    script.write_text("import torch\nmodel = torch.compile(model)\n")
+    d = RunDialog(script=str(script))
+    qtbot.addWidget(d)
+    assert d.advice.text() == ""
+    d.with_stack.setChecked(True)
+    assert "several GB" in d.advice.text()
+    d.with_stack.setChecked(False)
+    assert d.advice.text() == ""
