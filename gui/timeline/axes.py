@@ -94,6 +94,8 @@ class RowLabels(QtWidgets.QGraphicsWidget):
                 continue
             y = off + i * k
             bold = r.track == HEADER
+            if bold:
+                p.fillRect(QtCore.QRectF(0, y, rect.width(), k), self.theme.row_alt)
             font.setBold(bold)
             p.setFont(font)
             p.setPen(self.theme.text)

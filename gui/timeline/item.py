@@ -109,7 +109,9 @@ class TimelineItem(pg.GraphicsObject):
         for ri in range(r0, r1):
             row = self.rows[ri]
             if row.track < 0:
-                if row.track == COUNTER:
+                if row.track == HEADER:
+                    p.fillRect(QtCore.QRectF(origin_px, ri * sy + dy, (x1 - x0) * sx, sy), self.theme.row_alt)
+                elif row.track == COUNTER:
                     self._paint_counter(p, self.counters[row.depth], x0, x1, sx, dx, ri * sy + dy, sy)
                 continue
             sp = self.indexes[row.model].spans(row.track, row.depth, x0, x1, ns_per_px)

@@ -10,12 +10,12 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from core.trace import query
 from core.trace.model import FlowKind, Kind, TraceModel, TrackKind
-from core.units import fmt_ns
+from core.units import fmt_bytes, fmt_ns
 from gui.theme import Theme
 from gui.timeline.axes import RowLabels, TimeAxis
 from gui.timeline.item import TimelineItem
 from gui.timeline.nav import NavViewBox
-from gui.timeline.rows import CounterRow, RowState, build_rows
+from gui.timeline.rows import COUNTER, CounterRow, RowState, build_rows
 
 
 class TimelineWidget(pg.GraphicsLayoutWidget):
@@ -202,9 +202,29 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
         pos = args[0]
         hit = self._pos_to_hit(pos)
         if hit is None:
-            QtWidgets.QToolTip.hideText()
+            tip = self._counter_tip(pos)
+            if tip:
+                QtWidgets.QToolTip.showText(QtGui.QCursor.pos(), tip, self)
+            else:
+                QtWidgets.QToolTip.hideText()
             return
         QtWidgets.QToolTip.showText(QtGui.QCursor.pos(), slice_tooltip(self.models[hit[0]], hit[1]), self)
+
+    def _counter_tip(self, scene_pos) -> str:
+        """Value of the counter row under the cursor (the last sample at or before it)."""
+        if not self.vb.sceneBoundingRect().contains(scene_pos):
+            return ""
+        pt = self.vb.mapSceneToView(scene_pos)
+        ri = int(np.floor(pt.y()))
+        if not 0 <= ri < len(self.rows) or self.rows[ri].track != COUNTER:
+            return ""
+        c = self.counters[self.rows[ri].depth]
+        i = int(c.ts_ns.searchsorted(query.ns_floor(pt.x()), side="right")) - 1
+        if i < 0:
+            return ""
+        v = float(c.value[i])
+        shown = fmt_bytes(v) if "memory" in c.label else f"{v:.0f} %"
+        return f"{html.escape(c.label.split(' (')[0])}: <b>{shown}</b> at {fmt_ns(c.ts_ns[i])}"
 
     def _on_scene_clicked(self, ev) -> None:
         if ev.button() == QtCore.Qt.MouseButton.RightButton and not ev.double():

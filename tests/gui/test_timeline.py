@@ -209,6 +209,9 @@ def test_counter_rows_draw_memory(view, issues_set):
     blue = QtGui.QColor("#4a7fd4")
     assert _count_color(img, QtCore.QRect(top.x() + 2, top.y(), bot.x() - top.x() - 4, bot.y() - top.y()), blue) > 50
     assert tl.item.slice_at(mem_row, tl.view_range()[0] + 1, 1e9) is None  # counters are not slices
+    mid = tl.vb.mapViewToScene(QtCore.QPointF(sum(tl.view_range()) / 2, mem_row + 0.5))
+    tip = tl._counter_tip(mid)
+    assert tip.startswith("GPU 0 memory") and "MiB" in tip
 
 
 def test_context_menu_finds_all_with_the_name(view, issues_set):
