@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.trace.model import NONE, FlowKind, TraceModel, TrackKind
+from core.trace.model import FlowKind, TraceModel, TrackKind
 
 RAW_LIMIT = 4096  # slices of one row in view below which spans() reads them directly
 _LEVEL_BASE = 4  # merged levels at 4**k ns resolution
@@ -268,10 +268,6 @@ def cpu_ancestors(model: TraceModel, row: int) -> list[int]:
     s = model.slices
     rows = enclosing(model, int(s.track[row]), int(s.ts_ns[row]), int(s.ts_ns[row] + s.dur_ns[row]))
     return [r for r in rows.tolist() if s.depth[r] < s.depth[row]]
-
-
-def has_value(v) -> bool:
-    return v is not None and v != NONE
 
 
 def _strip_nested(s: str) -> str:
