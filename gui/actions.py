@@ -67,7 +67,7 @@ SHORTCUTS_HTML = """<table cellspacing=4>
 <tr><td><b>Drag</b></td><td>pan</td></tr>
 <tr><td><b>W</b> / <b>S</b></td><td>zoom in / out</td></tr>
 <tr><td><b>A</b> / <b>D</b></td><td>pan left / right</td></tr>
-<tr><td><b>F</b></td><td>fit the selected slice</td></tr>
+<tr><td><b>F</b></td><td>fit the selected slice (nothing selected: the whole trace)</td></tr>
 <tr><td><b>Double-click</b></td><td>step band: zoom to the step; slice: zoom to it</td></tr>
 <tr><td><b>Click a track label</b></td><td>collapse / expand its rows</td></tr>
 <tr><td><b>Ctrl+F</b>, <b>Enter</b>, <b>Shift+Enter</b></td><td>search, next, previous</td></tr>

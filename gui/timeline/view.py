@@ -162,8 +162,11 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
         self.item.update()
 
     def fit_selection(self) -> None:
+        """Zoom to the selected slice; with nothing selected, show the whole trace."""
         if self.item.selected is not None:
             self.reveal_slice(*self.item.selected, zoom=True)
+        else:
+            self.show_range(*self.item._span)
 
     def zoom_to_step(self, t_ns: float) -> bool:
         m = self.steps_model()

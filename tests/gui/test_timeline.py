@@ -59,6 +59,9 @@ def test_zoom_and_pan_change_the_view(qtbot, view):
     assert tl.view_range()[1] - tl.view_range()[0] > b2 - a2
     tl.vb.zoom_at(0.5, center_ns=a2)
     assert tl.view_range()[0] <= a2 <= tl.view_range()[1]
+    qtbot.keyClick(tl, QtCore.Qt.Key.Key_F)  # nothing selected: the whole trace
+    s0, s1 = view.trace_set.span_ns
+    assert tl.view_range()[0] <= s0 + 1 and tl.view_range()[1] >= s1 - 1
     a, b = tl.view_range()
     # x-linked: pyqtgraph aligns the two views on screen, so ranges agree to a pixel or two
     assert view.memory.mem_plot.getViewBox().viewRange()[0] == pytest.approx([a, b], abs=0.01 * (b - a))
