@@ -61,6 +61,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.issues_dock.hide()
         self._wire_start_page()
         self._refresh_recent()
+        from gui.integrations import install_all  # feature panels: issues, HTA, run, export
+        self.integrations = install_all(self)
 
     # --- menus --------------------------------------------------------------------------------
     def _menus(self) -> None:
@@ -260,6 +262,14 @@ class MainWindow(QtWidgets.QMainWindow):
         ev.acceptProposedAction()
 
     def closeEvent(self, ev) -> None:
+        run = getattr(getattr(self, "integrations", None), "run_panel", None)
+        if run is not None and run.is_running:
+            answer = QtWidgets.QMessageBox.question(
+                self, "Run in progress", "A profiling run is in progress. Stop it (its trace is saved) and quit?")
+            if answer != QtWidgets.QMessageBox.StandardButton.Yes:
+                ev.ignore()
+                return
+            run.shutdown()
         for job in list(self.jobs):
             job.cancel()
         super().closeEvent(ev)

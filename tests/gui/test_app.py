@@ -29,7 +29,7 @@ def test_missing_path_is_one_line_exit_2():
 def test_start_page_then_sample(qtbot, main_window, open_and_wait):
     win = main_window
     assert win.stack.currentWidget() is win.start_page
-    assert not win.start_page.run_btn.isEnabled()  # placeholder until the run dialog is wired
+    assert win.start_page.run_btn.isEnabled()  # wired to the run dialog (gui/integrations.py)
     win.action_run_script.setEnabled(True)
     assert win.start_page.run_btn.isEnabled()
     ts = open_and_wait(win, SAMPLE)

@@ -1,0 +1,93 @@
+"""Wire the feature panels into the MainWindow: Issues dock, HTA tab per trace, Run dock, export actions.
+
+Each panel lives in its own package and knows nothing of the others; this module only connects
+signals to the window's documented extension points (see gui/main_window.py).
+"""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+from PySide6 import QtCore
+
+from gui.hta import HtaTab
+from gui.issues import IssuesPanel
+from gui.report.wiring import install as install_export
+from gui.run.panel import RunPanel
+
+
+@dataclass
+class Integrations:
+    issues: IssuesPanel
+    run_panel: RunPanel
+    run_dock: object
+    exporter: object
+    analyses: weakref.WeakKeyDictionary  # TraceSet -> core.rules Analysis (computed once per trace)
+
+
+def install_all(win) -> Integrations:
+    analyses: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    # --- issues: one dock that follows the current tab; each trace is analysed once -------------
+    issues = IssuesPanel(win)
+    win.set_issues_widget(issues)
+
+    def _on_analysis_finished(analysis) -> None:
+        ts = getattr(issues, "_trace_set", None)
+        if ts is not None:
+            analyses[ts] = analysis
+
+    def _on_finding_selected(model_index: int, t0_ns, t1_ns, rows) -> None:
+        view = win.current_view()
+        if view is None:
+            return
+        if t1_ns is not None and t0_ns is not None and t1_ns > t0_ns:
+            view.show_range(t0_ns, t1_ns)
+        if rows is not None and len(rows):
+            view.highlight_slices(int(model_index), rows)
+
+    def _on_range_requested(t0_ns, t1_ns) -> None:
+        view = win.current_view()
+        if view is not None:
+            view.show_range(t0_ns, t1_ns)
+
+    def _on_tabs_changed(_index: int) -> None:
+        view = win.current_view()
+        ts = view.trace_set if view is not None else None
+        if ts is getattr(issues, "_trace_set", None) and ts is not None:
+            return
+        if ts is not None and ts in analyses:
+            issues.cancel()
+            issues.set_analysis(ts, analyses[ts])
+        else:
+            issues.set_trace_set(ts)
+
+    issues.sig_analysis_finished.connect(_on_analysis_finished)
+    issues.sig_finding_selected.connect(_on_finding_selected)
+    issues.sig_range_requested.connect(_on_range_requested)
+    win.tabs.currentChanged.connect(_on_tabs_changed)
+
+    # --- HTA: a tab in each trace's bottom panel, run when first shown ---------------------------
+    def _on_trace_loaded(trace_set) -> None:
+        view = win.current_view()
+        if view is None or view.trace_set is not trace_set:
+            return
+        hta = HtaTab(view)
+        view.add_tab(hta, "HTA", replace_hta=True)
+        hta.set_trace_set(trace_set)
+
+    win.sig_trace_loaded.connect(_on_trace_loaded)
+
+    # --- run: dock with status, live GPU plots and console; the bundle opens when the run ends ---
+    run_panel = RunPanel(win)
+    run_dock = win.add_dock(run_panel, "Run", QtCore.Qt.DockWidgetArea.BottomDockWidgetArea)
+    run_dock.hide()
+    win.live_panel = run_panel.live
+    win.action_run_script.triggered.connect(lambda _checked=False: run_panel.open_dialog())
+    win.action_run_script.setEnabled(True)
+    run_panel.sig_run_started.connect(lambda _bundle: (run_dock.show(), run_dock.raise_()))
+    run_panel.sig_bundle_ready.connect(win.open_path)
+
+    # --- export: File > Export report… and Export as > PNG / CSV --------------------------------
+    exporter = install_export(win, findings_for=lambda ts: analyses.get(ts))
+    return Integrations(issues, run_panel, run_dock, exporter, analyses)
