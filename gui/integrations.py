@@ -31,6 +31,8 @@ def install_all(win) -> Integrations:
     # --- issues: one dock that follows the current tab; each trace is analysed once -------------
     issues = IssuesPanel(win)
     win.set_issues_widget(issues)
+    QtCore.QTimer.singleShot(0, lambda: win.resizeDocks(  # after the window is laid out
+        [win.issues_dock], [max(420, win.width() * 3 // 10)], QtCore.Qt.Orientation.Horizontal))
 
     def _on_analysis_finished(analysis) -> None:
         ts = getattr(issues, "_trace_set", None)

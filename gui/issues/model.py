@@ -1,4 +1,4 @@
-"""FindingsModel: the findings of an Analysis as a Qt table (severity icon, rule, impact, % of step, count, title)."""
+"""FindingsModel: the findings of an Analysis as a Qt table (severity icon, title, impact, % of step, count, rule)."""
 from __future__ import annotations
 
 from PySide6 import QtCore, QtGui, QtWidgets
@@ -6,7 +6,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from core import units
 from core.rules.base import Finding, Severity
 
-COLUMNS = ("Severity", "Rule", "Impact", "% step", "Count", "Title")
+COLUMNS = ("Severity", "Problem", "Impact", "% step", "Count", "Rule")
 _ICONS = {Severity.ERROR: QtWidgets.QStyle.StandardPixmap.SP_MessageBoxCritical,
           Severity.WARNING: QtWidgets.QStyle.StandardPixmap.SP_MessageBoxWarning,
           Severity.INFO: QtWidgets.QStyle.StandardPixmap.SP_MessageBoxInformation}
@@ -48,10 +48,10 @@ class FindingsModel(QtCore.QAbstractTableModel):
         f = self._findings[index.row()]
         col = index.column()
         if role == QtCore.Qt.ItemDataRole.DisplayRole:
-            return (f.severity.label + (" (hint)" if f.hint else ""), f.rule, units.fmt_ns(f.impact_ns),
-                    f"{f.impact_pct:.1f}", str(f.count), f.title)[col]
+            return (f.severity.label + (" (hint)" if f.hint else ""), f.title, units.fmt_ns(f.impact_ns),
+                    f"{f.impact_pct:.1f}", str(f.count), f.rule)[col]
         if role == SORT_ROLE:
-            return (int(f.severity), f.rule, f.impact_ns, f.impact_pct, f.count, f.title)[col]
+            return (int(f.severity), f.title, f.impact_ns, f.impact_pct, f.count, f.rule)[col]
         if role == QtCore.Qt.ItemDataRole.DecorationRole and col == 0:
             if f.severity not in self._icons:
                 self._icons[f.severity] = severity_icon(f.severity)

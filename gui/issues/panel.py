@@ -133,6 +133,7 @@ class IssuesPanel(QtWidgets.QWidget):
         self.model.set_findings(analysis.findings)
         self.table.sortByColumn(2, QtCore.Qt.SortOrder.DescendingOrder)
         self.table.resizeColumnsToContents()
+        self.table.setColumnWidth(1, min(self.table.columnWidth(1), 380))  # long titles: full text on hover
         n_err = sum(1 for f in analysis.findings if f.severity.label == "error")
         n_warn = sum(1 for f in analysis.findings if f.severity.label == "warning")
         self.status.setText(f"{len(analysis.findings)} finding(s): {n_err} error, {n_warn} warning · "

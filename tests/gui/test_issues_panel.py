@@ -32,7 +32,7 @@ def test_worker_fills_panel_and_selection_emits_range(qtbot, issues_ts):
     assert impacts == sorted(impacts, reverse=True)
     # pick the host_sync finding and check what the timeline would get
     row = next(r for r in range(panel.proxy.rowCount())
-               if panel.proxy.index(r, 1).data() == "host_sync")
+               if panel.proxy.index(r, 5).data() == "host_sync")
     with qtbot.waitSignal(panel.sig_finding_selected, timeout=2_000) as sel:
         panel.select_row(row)
     mi, t0, t1, rows = sel.args
