@@ -101,8 +101,8 @@ def _capability_notes(ctx: RuleContext) -> list[CheckNotRun]:
     """What the trace lacks, once per analysis (profiler options off), so nobody reads silence as 'clean'."""
     from core.rules import common as c
     notes = []
-    for m in ctx.models:
-        who = f"rank {m.rank}: " if len(ctx.models) > 1 else ""
+    for i, m in enumerate(ctx.models):
+        who = f"{ctx.label(i)}: " if len(ctx.models) > 1 else ""
         if not c.has_stacks(m):
             notes.append(CheckNotRun("source", who + "no Python stacks (with_stack=False): findings carry no "
                                      "file/line (compile.json reasons still apply)"))
@@ -137,7 +137,8 @@ def _summary(ctx: RuleContext, findings: list[Finding], not_run: list[CheckNotRu
         per_sev[f.severity.label] += 1
     return {
         "trace": ctx.trace_set.path,
-        "ranks": len(ctx.models),
+        "ranks": len({m.rank for m in ctx.models}),
+        "traces": len(ctx.models),  # one per rank and profiler cycle
         "steps": n_steps,
         "mean_step_ns": int(durs.mean()) if len(durs) else 0,
         "total_step_ns": int(sum(s.total_ns for s in steps)),
