@@ -104,8 +104,10 @@ def _capability_notes(ctx: RuleContext) -> list[CheckNotRun]:
     for i, m in enumerate(ctx.models):
         who = f"{ctx.label(i)}: " if len(ctx.models) > 1 else ""
         if not c.has_stacks(m):
-            notes.append(CheckNotRun("source", who + "no Python stacks (with_stack=False): findings carry no "
-                                     "file/line (compile.json reasons still apply)"))
+            from core.rules import sync_sites
+            extra = ", except host-sync lines the runner recorded" if sync_sites.sites(ctx, m.rank) else ""
+            notes.append(CheckNotRun("source", who + f"no Python stacks (with_stack=False): findings carry no "
+                                     f"file/line{extra} (compile.json reasons still apply)"))
         if not c.has_shapes(m):
             notes.append(CheckNotRun("non_contiguous_input", who + "no input shapes/strides (record_shapes=False): "
                                      "layout copies found from the call tree only; zeros_then_overwrite shape "

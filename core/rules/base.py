@@ -49,7 +49,7 @@ class Source:
         return {"file": self.file, "line": self.line, "function": self.function}
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line} ({self.function})"
+        return f"{self.file}:{self.line} ({self.function})" if self.function else f"{self.file}:{self.line}"
 
 
 @dataclass(frozen=True, slots=True, eq=False)

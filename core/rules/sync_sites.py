@@ -108,6 +108,7 @@ def sites(ctx: RuleContext, rank: int) -> list[SyncSite]:
     torch/_inductor sites, dropped)."""
     def build() -> list[SyncSite]:
         seen: dict[tuple[str, int], SyncSite] = {}
+        known = _compile_frames(ctx)
         for d in _records(ctx, rank):
             try:
                 file, line = str(d["file"]), int(d["line"])
@@ -116,8 +117,9 @@ def sites(ctx: RuleContext, rank: int) -> list[SyncSite]:
             if (file, line) in seen or is_library_frame(file):
                 continue
             step = d.get("first_step", d.get("step"))
-            seen[(file, line)] = SyncSite(file, line, step if isinstance(step, int) else None,
-                                          d.get("via") or None, _kinds(d, file, line), _function(file, line))
+            seen[(file, line)] = SyncSite(file, line, step if isinstance(step, int) else None, d.get("via") or None,
+                                          _kinds(d, file, line),
+                                          _function(file, line) or known.get((file, line), ""))
         return list(seen.values())
     return cached(ctx.trace_set.primary, f"sync-sites:{rank}", build)
 
@@ -130,6 +132,13 @@ def _kinds(d: dict, file: str, line: int) -> frozenset[str] | None:
     if not isinstance(code, str) and os.path.isfile(file):
         code = linecache.getline(file, line)
     return kinds_of(code) if isinstance(code, str) and code.strip() else None
+
+
+def _compile_frames(ctx: RuleContext) -> dict[tuple[str, int], str]:
+    """(file, line) -> function of the user frames compile.json names (graph breaks' innermost frames)."""
+    from core.rules import compile_info
+    return {(b.source.file, b.source.line): b.source.function
+            for b in compile_info.graph_breaks(ctx.trace_set.compile_info) if b.source and b.source.function}
 
 
 _DEF = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w+)")
