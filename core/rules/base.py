@@ -142,6 +142,12 @@ class RuleContext:
         self.trace_set = trace_set
         self.config = config
         self._steps: dict[int, Steps] = {}
+        self.memo: dict[str, Any] = {}  # per-analysis values shared by rules (bundle sync sites ...)
+
+    def memoized(self, key: str, compute):
+        if key not in self.memo:
+            self.memo[key] = compute()
+        return self.memo[key]
 
     @property
     def models(self) -> tuple[TraceModel, ...]:

@@ -21,7 +21,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.analysis.derived import cached
 from core.analysis.tree import is_library_frame
 from core.rules.base import RuleContext, Source
 
@@ -100,7 +99,7 @@ def _bundle_events(ctx: RuleContext) -> list[dict]:
         except OSError:
             pass
         return events
-    return cached(ctx.trace_set.primary, "bundle-sync-events", read)
+    return ctx.memoized("bundle-sync-events", read)
 
 
 def sites(ctx: RuleContext, rank: int) -> list[SyncSite]:
@@ -121,7 +120,7 @@ def sites(ctx: RuleContext, rank: int) -> list[SyncSite]:
                                           _kinds(d, file, line),
                                           _function(file, line) or known.get((file, line), ""))
         return list(seen.values())
-    return cached(ctx.trace_set.primary, f"sync-sites:{rank}", build)
+    return ctx.memoized(f"sync-sites:{rank}", build)
 
 
 def _kinds(d: dict, file: str, line: int) -> frozenset[str] | None:
@@ -130,6 +129,7 @@ def _kinds(d: dict, file: str, line: int) -> frozenset[str] | None:
         return frozenset({kind}) if kind else None
     code = d.get("code")
     if not isinstance(code, str) and os.path.isfile(file):
+        linecache.checkcache(file)  # the script may have been edited since the last analysis
         code = linecache.getline(file, line)
     return kinds_of(code) if isinstance(code, str) and code.strip() else None
 
