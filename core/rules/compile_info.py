@@ -81,8 +81,10 @@ def graph_breaks(info) -> list[GraphBreak]:
         for key in ("graph_break", "unimplemented"):
             table = counters.get(key) if isinstance(counters, dict) else None
             for reason, n in (table.items() if isinstance(table, dict) else ()):
-                first = str(reason).strip().splitlines()
-                out.append(GraphBreak(first[0].strip() if first else "", "", (), None, max(_int(n) or 1, 1), None))
+                lines = [ln.strip() for ln in str(reason).strip().splitlines()]
+                expl = next((ln[len("Explanation:"):].strip() for ln in lines if ln.startswith("Explanation:")), "")
+                hints = tuple(ln[len("Hint:"):].strip() for ln in lines if ln.startswith("Hint:"))
+                out.append(GraphBreak(lines[0] if lines else "", expl, hints, None, max(_int(n) or 1, 1), None))
     return out
 
 
