@@ -76,7 +76,7 @@ def _records(ctx: RuleContext, rank: int) -> list[dict]:
             except ValueError:
                 raw = None
         out.extend(d for d in raw or () if isinstance(d, dict))
-    if ctx.trace_set.bundle is not None:  # sites first seen after the last metadata write are only here
+    if Path(ctx.trace_set.path).is_dir():  # a bundle: sites first seen after the last metadata write are only here
         out.extend(e for e in _bundle_events(ctx) if e.get("rank", 0) == rank)
     return out
 
