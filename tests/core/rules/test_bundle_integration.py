@@ -2,6 +2,7 @@
 compile.json as the runner writes it, the runner's sync sites as source lines, several trace cycles of one rank.
 
 s1: resources/examples/train_small.py with sync debug (sites at :35 pageable .to() and :40 loss.item()).
+s2: the same, recorded with today's child.py (sites with "via", :27 model.to(device) inside torch).
 g1: the same script recorded before the runner recorded sync sites. c1: torch.compile with `if y.mean() > 0:`
 (graph break at comp.py:8) and a batch change 64 -> 96 (2 recompiles) between the two trace cycles.
 """
@@ -116,6 +117,21 @@ def test_sync_sites_name_the_lines(tmp_path):
     assert len(pm) == 1 and (pm[0].source.file, pm[0].source.line) == (str(EXAMPLE), 35)
     assert ".to(device)" in EXAMPLE.read_text().splitlines()[34]
     assert not any("module.py" in e["name"] for f in hs + pm for e in f.evidence)  # torch's own frame dropped
+
+
+def test_current_runner_sites_prefer_the_direct_call(tmp_path):
+    """s2: recorded by today's child.py (sites carry "via"; no run.json: child only). model.to(device) at :27
+    synced inside torch's Module.to (via module.py); the per-step pageable copy is the direct call at :35."""
+    bundle = _copy(tmp_path, "s2")
+    _repoint_sites(bundle, "/work/main/resources/examples/train_small.py", str(EXAMPLE))
+    ts, result = _analyze(bundle)
+    assert ts.bundle is None  # no run.json: the folder is still read as a bundle
+    pm = _by_rule(result, "pageable_memcpy")
+    assert len(pm) == 1 and (pm[0].source.line, pm[0].source.function) == (35, "main")
+    vias = {e["name"].rsplit(":", 1)[-1]: e.get("via") for e in pm[0].evidence if e["name"].startswith("sync site")}
+    assert vias == {"35": None, "27": "torch/nn/modules/module.py:1370"}
+    hs = _by_rule(result, "host_sync")
+    assert len(hs) == 1 and hs[0].source.line == 40
 
 
 def test_unreadable_sync_sites_are_listed_not_guessed(tmp_path):
