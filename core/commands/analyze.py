@@ -6,15 +6,15 @@ JSON: {"findings": [{"rule","severity","title","count","impact_ns","impact_pct",
 """
 from __future__ import annotations
 
-import csv
 import json
 import sys
 
 from core import units
+from core.export.tables import columns_of
 from core.trace.loader import load
 
-CSV_COLUMNS = ("rule", "severity", "title", "count", "impact_ns", "impact_pct", "rank", "t0_ns", "t1_ns",
-               "source_file", "source_line", "source_function", "fix")
+# `--csv FILE` writes the same findings.csv as `ptprof report` (core.export.tables SCHEMAS["findings"])
+CSV_COLUMNS = columns_of("findings")
 
 
 def add_arguments(p) -> None:
@@ -56,21 +56,18 @@ def run(args) -> int:
 
 
 def write_csv(result, path: str, trace_set) -> None:
-    with open(path, "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(CSV_COLUMNS)
-        for f in result.findings:
-            t0, t1 = f.time_ranges[0] if f.time_ranges else ("", "")
-            src = f.source
-            w.writerow([f.rule, f.severity.label, f.title, f.count, f.impact_ns, round(f.impact_pct, 3),
-                        trace_set.models[f.model_index].rank, t0, t1, src.file if src else "",
-                        src.line if src else "", src.function if src else "", f.fix])
+    """findings.csv exactly as `ptprof report` writes it (README: findings.csv columns)."""
+    from core.export.csv import write_findings
+    from core.export.findings import wrap
+    write_findings(wrap(result).findings, path, trace_set)
 
 
 def format_table(result) -> str:
     s = result.summary
+    traces = s.get("traces", s["ranks"])
+    files = f" in {traces} trace files" if traces != s["ranks"] else ""
     lines = [f"{s['trace']}",
-             f"  {s['steps']} step(s), mean {units.fmt_ns(s['mean_step_ns'])}, {s['ranks']} rank(s); "
+             f"  {s['steps']} step(s), mean {units.fmt_ns(s['mean_step_ns'])}, {s['ranks']} rank(s){files}; "
              f"{len(result.findings)} finding(s) in {s['analysis_s']:.2f} s", ""]
     if result.findings:
         lines.append(f"  {'SEVERITY':8} {'RULE':22} {'IMPACT':>10} {'%STEP':>6} {'COUNT':>6}  TITLE")

@@ -101,11 +101,13 @@ def _capability_notes(ctx: RuleContext) -> list[CheckNotRun]:
     """What the trace lacks, once per analysis (profiler options off), so nobody reads silence as 'clean'."""
     from core.rules import common as c
     notes = []
-    for m in ctx.models:
-        who = f"rank {m.rank}: " if len(ctx.models) > 1 else ""
+    for i, m in enumerate(ctx.models):
+        who = f"{ctx.label(i)}: " if len(ctx.models) > 1 else ""
         if not c.has_stacks(m):
-            notes.append(CheckNotRun("source", who + "no Python stacks (with_stack=False): findings carry no "
-                                     "file/line (compile.json reasons still apply)"))
+            from core.rules import sync_sites
+            extra = ", except host-sync lines the runner recorded" if sync_sites.sites(ctx, m.rank) else ""
+            notes.append(CheckNotRun("source", who + f"no Python stacks (with_stack=False): findings carry no "
+                                     f"file/line{extra} (compile.json reasons still apply)"))
         if not c.has_shapes(m):
             notes.append(CheckNotRun("non_contiguous_input", who + "no input shapes/strides (record_shapes=False): "
                                      "layout copies found from the call tree only; zeros_then_overwrite shape "
@@ -137,7 +139,8 @@ def _summary(ctx: RuleContext, findings: list[Finding], not_run: list[CheckNotRu
         per_sev[f.severity.label] += 1
     return {
         "trace": ctx.trace_set.path,
-        "ranks": len(ctx.models),
+        "ranks": len({m.rank for m in ctx.models}),
+        "traces": len(ctx.models),  # one per rank and profiler cycle
         "steps": n_steps,
         "mean_step_ns": int(durs.mean()) if len(durs) else 0,
         "total_step_ns": int(sum(s.total_ns for s in steps)),

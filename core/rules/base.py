@@ -10,10 +10,16 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any, Protocol, runtime_checkable
 
+import re
+from pathlib import Path
+
 import numpy as np
 
 from core.analysis.steps import step_windows
 from core.trace.model import TraceModel, TraceSet
+
+
+_CYCLE = re.compile(r"\.cycle(\d+)\.")
 
 
 class Severity(IntEnum):
@@ -43,7 +49,7 @@ class Source:
         return {"file": self.file, "line": self.line, "function": self.function}
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line} ({self.function})"
+        return f"{self.file}:{self.line} ({self.function})" if self.function else f"{self.file}:{self.line}"
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -136,10 +142,26 @@ class RuleContext:
         self.trace_set = trace_set
         self.config = config
         self._steps: dict[int, Steps] = {}
+        self.memo: dict[str, Any] = {}  # per-analysis values shared by rules (bundle sync sites ...)
+
+    def memoized(self, key: str, compute):
+        if key not in self.memo:
+            self.memo[key] = compute()
+        return self.memo[key]
 
     @property
     def models(self) -> tuple[TraceModel, ...]:
         return self.trace_set.models
+
+    def label(self, index: int) -> str:
+        """Which trace a finding is about: "rank 1", or "rank 0 · cycle 2" when one rank has several trace
+        files (a run bundle's profiler cycles: traces/rank0.cycle2.pt.trace.json.gz; else the file name)."""
+        m = self.models[index]
+        if sum(1 for o in self.models if o.rank == m.rank) < 2:
+            return f"rank {m.rank}"
+        name = Path(m.path).name
+        cycle = _CYCLE.search(name)
+        return f"rank {m.rank} · cycle {cycle.group(1)}" if cycle else f"rank {m.rank} · {name.split('.pt.trace')[0]}"
 
     def cfg(self, rule: str) -> dict[str, Any]:
         return self.config.get(rule, {})
@@ -171,9 +193,8 @@ class RuleContext:
                 severity: Severity | None = None) -> Finding:
         pct = self.pct(index, impact_ns)
         sev = severity if severity is not None else self.severity(pct, impact_ns, hint)
-        rank = self.models[index].rank
         if len(self.models) > 1:
-            title = f"[rank {rank}] {title}"
+            title = f"[{self.label(index)}] {title}"
         return Finding(rule=rule, severity=sev, title=title, count=int(count), impact_ns=int(impact_ns),
                        impact_pct=pct, time_ranges=tuple((int(a), int(b)) for a, b in time_ranges),
                        evidence=tuple(evidence), source=source, fix=fix, model_index=index,

@@ -14,6 +14,7 @@ import numpy as np
 
 from core.analysis import intervals
 from core.rules import common as c
+from core.rules import compile_info as ci
 from core.rules.base import RuleContext, RuleOutput, Source, rule
 
 _REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)$")
@@ -43,27 +44,29 @@ def _resume_sources(m) -> list[Source]:
     return sorted(set(out), key=lambda s: (s.file, s.line))
 
 
-def _compile_json(ctx: RuleContext, key: str) -> list[dict]:
-    info = ctx.trace_set.compile_info
-    if not isinstance(info, dict):
-        return []
-    items = info.get(key)
-    return [d for d in items if isinstance(d, dict)] if isinstance(items, list) else []
+def _wall_end_ns(ctx: RuleContext, m) -> int | None:
+    """Wall-clock end of a model's window, when the trace has a wall-clock base (run bundles do)."""
+    base = ctx.trace_set.base_unix_ns
+    return base + m.span_ns[1] if base > 10**18 else None
 
 
-def _src_from(d: dict | None) -> Source | None:
-    if not isinstance(d, dict):
-        return None
-    try:
-        return Source(str(d.get("file", "")), int(d.get("line", 0) or 0), str(d.get("function", "")))
-    except (TypeError, ValueError):
-        return None
+def _recompiles_until(ctx: RuleContext, m) -> list[ci.Recompile]:
+    """compile.json recompiles that happened before this model's window ended (all when times are unknown):
+    a later trace cycle's recompile does not explain an earlier cycle."""
+    end = _wall_end_ns(ctx, m)
+    return [r for r in ci.recompiles(ctx.trace_set.compile_info)
+            if end is None or r.t_ns is None or r.t_ns < 10**18 or r.t_ns <= end]
+
+
+_BREAK_FIX = ("Remove the break: avoid data-dependent Python control flow on tensors (use torch.where / "
+              "torch.cond), .item()/print()/tolist() inside the compiled function; check with "
+              "torch._dynamo.explain(fn)(*args) or TORCH_LOGS=graph_breaks, then compile with fullgraph=True.")
 
 
 @rule("graph_break", "torch.compile graph breaks")
 def graph_break(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
-    reasons = _compile_json(ctx, "graph_breaks")
+    breaks = ci.graph_breaks(ctx.trace_set.compile_info)
     for i, m in enumerate(ctx.models):
         rows, x, _ = _regions(m)
         if not len(rows):
@@ -94,30 +97,34 @@ def graph_break(ctx: RuleContext) -> RuleOutput:
         n_breaks = int((frames_per_step[broken] - 1).sum())
         per_step = int(frames_per_step[broken].max() - 1)
         unit = "in the trace" if steps.synthetic else "per step"
-        sources = [src for src in (_src_from(d.get("user_frame")) for d in reasons) if src] or _resume_sources(m)
+        sources = [b.source for b in breaks if b.source] or _resume_sources(m)
         ev = c.evidence(m, g)
-        for d in reasons[:10]:
-            ev.append({"name": "reason: " + str(d.get("reason", "")), "count": d.get("count", 1),
-                       "source": _src_from(d.get("user_frame")), "rank": m.rank})
-        for src in sources[:10]:
+        for b in breaks[:10]:
+            ev.append({"name": f"reason: {b.reason}", "explanation": b.explanation, "count": b.count,
+                       "source": b.source, "rank": m.rank})
+        for src in _resume_sources(m)[:10]:
             ev.append({"name": f"break site {src}", "rank": m.rank})
-        why = f": {reasons[0].get('reason')}" if reasons else ""
+        why = ""
+        if breaks and breaks[0].reason:
+            at = f" at {_short(breaks[0].source)}" if breaks[0].source else ""
+            why = f": {breaks[0].reason}{at}"
+        hints = [h for b in breaks[:3] for h in b.hints if "fundamental" not in h]
+        fix = (f"torch says: {' '.join(dict.fromkeys(hints))} " if hints else "") + _BREAK_FIX
         out.findings.append(ctx.finding(
             "graph_break", i,
             title=f"Graph breaks: {per_step + 1} compiled frames {unit} ({per_step} break(s)){why}",
             count=n_breaks, impact_ns=max(int(eager), 0), time_ranges=[(int(a), int(b)) for a, b in zip(us, ue)],
-            evidence=ev, source=sources[0] if sources else None,
-            fix="Remove the break: avoid data-dependent Python control flow on tensors (use torch.where / "
-                "torch.cond), .item()/print()/tolist() inside the compiled function; check with "
-                "torch._dynamo.explain(fn)(*args) or TORCH_LOGS=graph_breaks, then compile with fullgraph=True.",
-            evidence_rows=g))
+            evidence=ev, source=sources[0] if sources else None, fix=fix, evidence_rows=g))
     return out
+
+
+def _short(src: Source) -> str:
+    return f"{src.file.rsplit('/', 1)[-1]}:{src.line}"
 
 
 @rule("recompile", "torch.compile recompilations")
 def recompile(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
-    reasons = _compile_json(ctx, "recompiles")
     for i, m in enumerate(ctx.models):
         rows, x, y = _regions(m)
         s = m.slices
@@ -128,32 +135,43 @@ def recompile(ctx: RuleContext) -> RuleOutput:
         if len(ids) and not steps.synthetic:
             ids = ids[steps.index_of(s.ts_ns[ids]) >= 0]
         compile_ns = int(intervals.covered(cw0, cw1, steps.t0_ns, steps.t1_ns).sum()) if len(cw0) else 0
-        re_rows = rows[y > 0]
-        if not steps.synthetic and len(re_rows):
-            re_rows = re_rows[steps.index_of(s.ts_ns[re_rows]) >= 0]
+        re_mask = y > 0
+        if not steps.synthetic and len(rows):
+            re_mask &= steps.index_of(s.ts_ns[rows]) >= 0
+        re_rows, re_x = rows[re_mask], x[re_mask]
         in_window = len(ids) > 0 and len(re_rows) > 0
-        if not len(re_rows) and not reasons:
+        recs = _recompiles_until(ctx, m)
+        if len(rows) and not len(re_rows):
+            continue  # the trace shows its compiled frames and none of them was recompiled
+        if not len(re_rows) and not recs:
             continue
+        # failed guards of the frames this window shows ("0/0: ..." is frame 0), else every one
+        shown = set(re_x.tolist())
+        matched = [r for r in recs if shown & set(r.frames)] or recs
         frames = sorted({m.name(int(r)).split(": ")[-1] for r in re_rows})
+        count = max(len(ids), len(frames)) if len(re_rows) else len(matched)
+        if count < 1:
+            continue
         ev = c.evidence(m, np.concatenate([ids, re_rows]) if in_window else re_rows)
-        for d in reasons[:10]:
-            ev.append({"name": "reason: " + str(d.get("reason", "")), "count": d.get("count", 1),
-                       "function": d.get("function", ""), "rank": m.rank})
-        src = _src_from(reasons[0]) if reasons else None
-        why = f": {reasons[0].get('reason')}" if reasons else ""
+        for r in matched[:10]:
+            for reason in r.reasons[:3] or ("",):
+                ev.append({"name": f"guard failed: {reason}" if reason else "recompiled",
+                           "function": ci.readable_function(r.function), "source": r.source, "rank": m.rank})
+        reason = next((x for r in matched for x in r.reasons if x), "")
+        src = next((r.source for r in matched if r.source), None)
+        why = f": {reason}" if reason else ""
+        what = f"frames {', '.join(frames)}" if frames else ", ".join(sorted({ci.readable_function(r.function)
+                                                                              for r in matched}))
         if in_window:
             where = "window" if steps.synthetic else "steps"
-            title = f"Recompiled inside the profiled {where} ({len(ids)} compile(s), frames {', '.join(frames)}){why}"
+            title = f"Recompiled inside the profiled {where} ({len(ids)} compile(s), {what}){why}"
             ranges = [(int(s.ts_ns[r]), int(s.ts_ns[r] + s.dur_ns[r])) for r in ids[:50]]
         else:
-            title = f"Compiled frames were recompiled before the window (regions {', '.join(frames)}){why}"
+            title = f"Compiled code was recompiled before the profiled window ({what}){why}"
             ranges = c.ranges_of(m, re_rows[:1])
         out.findings.append(ctx.finding(
-            "recompile", i, title=title, count=max(len(ids), len(frames)), impact_ns=compile_ns if in_window else 0,
-            time_ranges=ranges, evidence=ev, source=src,
-            fix="Find the guard that failed (TORCH_LOGS=recompiles). Typical causes: a changing batch size or "
-                "sequence length (mark_dynamic / pad to fixed shapes / drop_last=True), Python scalars that change "
-                "each step (pass them as tensors), switching train/eval or requires_grad.",
+            "recompile", i, title=title, count=count, impact_ns=compile_ns if in_window else 0,
+            time_ranges=ranges, evidence=ev, source=src, fix=ci.recompile_fix(reason),
             evidence_rows=np.concatenate([ids, re_rows]), hint=not in_window))
     return out
 

@@ -77,24 +77,28 @@ def rank_imbalance(ctx: RuleContext) -> RuleOutput:
     if not _multi_rank(ctx, "rank_imbalance", out):
         return out
     limit = float(ctx.cfg("rank_imbalance").get("max_spread_pct", 10.0))
-    means = []
+    durs: dict[int, list[np.ndarray]] = {}  # per rank: every profiled cycle's step durations
+    first: dict[int, int] = {}
     for i, m in enumerate(ctx.models):
         st = ctx.steps(i)
         if st.synthetic:
-            out.not_run.append(CheckNotRun("rank_imbalance", f"rank {m.rank}: no ProfilerStep ranges"))
+            out.not_run.append(CheckNotRun("rank_imbalance", f"{ctx.label(i)}: no ProfilerStep ranges"))
             return out
-        means.append(float((st.t1_ns - st.t0_ns).mean()))
+        durs.setdefault(m.rank, []).append(st.t1_ns - st.t0_ns)
+        first.setdefault(m.rank, i)
+    ranks = sorted(durs)
+    means = [float(np.concatenate(durs[r]).mean()) for r in ranks]
     means_a = np.asarray(means)
     spread = 100.0 * (means_a.max() - means_a.min()) / max(means_a.min(), 1.0)
     if spread < limit:
         return out
-    slow = int(np.argmax(means_a))
+    slow = first[ranks[int(np.argmax(means_a))]]
     st = ctx.steps(slow)
-    ev = [{"name": f"rank {m.rank} mean step", "dur_ns": int(x), "rank": m.rank} for m, x in zip(ctx.models, means)]
+    ev = [{"name": f"rank {r} mean step", "dur_ns": int(x), "rank": r} for r, x in zip(ranks, means)]
     out.findings.append(ctx.finding(
         "rank_imbalance", slow, title=f"slowest rank: {spread:.0f} % longer steps than the fastest rank "
-                                      f"(rank {ctx.models[int(np.argmin(means_a))].rank})",
-        count=len(ctx.models), impact_ns=int((means_a.max() - means_a.min()) * len(st.number)),
+                                      f"(rank {ranks[int(np.argmin(means_a))]})",
+        count=len(ranks), impact_ns=int((means_a.max() - means_a.min()) * len(st.number)),
         time_ranges=list(zip(st.t0_ns.tolist(), st.t1_ns.tolist()))[:c.MAX_RANGES], evidence=ev, source=None,
         fix="Balance the work per rank: equal shard sizes (DistributedSampler, drop_last=True), the same sequence "
             "lengths per batch, no rank-0-only logging/checkpointing inside the step; check that the slow rank's GPU "

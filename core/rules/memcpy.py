@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.rules import common as c
+from core.rules import sync_sites
 from core.rules.base import RuleContext, RuleOutput, rule
 from core.rules.sync import SYNC_NAMES
 from core.trace.model import FlowKind, Kind
@@ -62,10 +63,14 @@ def pageable_memcpy(ctx: RuleContext) -> RuleOutput:
             for e in ev:
                 e["bytes"] = int(s.bytes[e["row"]])
             rows_all = np.concatenate([g, gs[gs >= 0], ops, g_sync])
+            src = c.source_of(m, first) if first >= 0 else None
+            if src is None and not c.has_stacks(m):  # the runner's recorded sync sites stand in for stacks
+                src, site_ev = sync_sites.match(ctx, i, "copy_h2d" if d == "HtoD" else "copy_d2h")
+                ev.extend(site_ev)
             out.findings.append(ctx.finding(
                 "pageable_memcpy", i, title=title, count=len(g), impact_ns=cost,
                 time_ranges=c.ranges_of(m, np.where(gop >= 0, gop, g)), evidence=ev,
-                source=c.source_of(m, first) if first >= 0 else None, fix=fix, evidence_rows=rows_all))
+                source=src, fix=fix, evidence_rows=rows_all))
     return out
 
 

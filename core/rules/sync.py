@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.rules import common as c
+from core.rules import sync_sites
 from core.rules.base import RuleContext, RuleOutput, rule
 from core.trace.model import Kind
 
@@ -112,11 +113,15 @@ def host_sync(ctx: RuleContext) -> RuleOutput:
             for r, gp in zip(g_rows.tolist(), gap[sel].tolist()):
                 if r in ev_by_row:
                     ev_by_row[r]["gpu_idle_after_ns"] = int(gp)
+            src = c.source_of(m, first)
+            if src is None and not c.has_stacks(m):  # the runner's recorded sync sites stand in for stacks
+                src, site_ev = sync_sites.match(ctx, i, sync_sites.op_kind(op))
+                ev.extend(site_ev)
             out.findings.append(ctx.finding(
                 "host_sync", i, title=f"Host sync from {label}{where}: {why} ({int(sel.sum())}×)",
                 count=int(sel.sum()), impact_ns=int(cost[sel].sum()),
                 time_ranges=c.ranges_of(m, np.where(g_cause >= 0, g_cause, g_rows)), evidence=ev,
-                source=c.source_of(m, first), fix=fix, evidence_rows=ev_rows))
+                source=src, fix=fix, evidence_rows=ev_rows))
     return out
 
 

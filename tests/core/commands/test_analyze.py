@@ -9,6 +9,7 @@ from helpers import shared_trace
 
 from core.cli import main
 from core.commands.analyze import CSV_COLUMNS
+from core.export.tables import columns_of
 
 
 def test_json_shape_and_csv(tmp_path, capsys):
@@ -22,7 +23,28 @@ def test_json_shape_and_csv(tmp_path, capsys):
     assert {"host_sync", "pageable_memcpy", "launch_bound"} <= rules
     rows = list(csv.DictReader(out_csv.open()))
     assert tuple(rows[0]) == CSV_COLUMNS and len(rows) == len(doc["findings"])
-    assert rows[0]["rule"] == doc["findings"][0]["rule"]
+    # the same findings.csv as `ptprof report` (errors first, µs, evidence)
+    assert CSV_COLUMNS == columns_of("findings") and "evidence" in CSV_COLUMNS
+    by_title = {f["title"]: f for f in doc["findings"]}
+    for row in rows:
+        f = by_title[row["title"]]
+        assert row["rule"] == f["rule"] and float(row["impact_us"]) == pytest.approx(f["impact_ns"] / 1000, abs=1e-3)
+        assert row["evidence"] or not f["evidence"]
+    order = [{"error": 0, "warning": 1, "info": 2}[r["severity"]] for r in rows]
+    assert order == sorted(order)
+
+
+def test_csv_is_the_report_findings_csv(tmp_path):
+    from core.export.csv import write_findings
+    from core.export.findings import collect
+    from core.trace.loader import load
+    path = str(shared_trace("gpu_issues.pt.trace.json.gz"))
+    assert main(["analyze", path, "--csv", str(tmp_path / "a.csv")]) == 0
+    ts = load(path)
+    write_findings(collect(ts).findings, tmp_path / "r.csv", ts)
+    a = list(csv.DictReader((tmp_path / "a.csv").open()))
+    r = list(csv.DictReader((tmp_path / "r.csv").open()))
+    assert [(x["rule"], x["title"], x["impact_us"]) for x in a] == [(x["rule"], x["title"], x["impact_us"]) for x in r]
 
 
 def test_fail_on_levels(capsys):

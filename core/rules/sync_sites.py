@@ -1,0 +1,186 @@
+"""Implicit host-sync call sites the runner recorded, as the source of sync findings in stack-less traces.
+
+With with_stack off (the runner's default) a trace has no Python frames, so host_sync / pageable_memcpy
+cannot name the user's line. The runner turns on torch.cuda.set_sync_debug_mode("warn") and records each
+implicit sync site once (core/runner/child.py):
+- trace metadata `ptprof_sync_sites` (prof.add_metadata_json, only in cycles where the list grew):
+  [{"file", "line", "first_step", "via"?}, ...], "via" = torch's own file:line when the warning came
+  from inside torch and the site is the user's frame that called it;
+- events.jsonl: {"type": "sync", "rank", "file", "line", "step", "via"?, "message"}.
+Neither says which op synced, so the op kind comes from the site's source line when the file is readable
+here (`.item()`, `if t:`, `.nonzero()` / masks, `.cpu()`, `.to(...)`). A site is used only when it
+matches the finding's op kind, or when it is the rank's only site (then every implicit sync is from it);
+otherwise the candidates go into the evidence and the source stays null (no guessed lines).
+"""
+from __future__ import annotations
+
+import json
+import linecache
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.analysis.tree import is_library_frame
+from core.rules.base import RuleContext, Source
+
+# op kinds; host_sync's cause ops map onto them, pageable copies are copy_h2d / copy_d2h
+_OP_KIND = {"aten::item": "item", "aten::_local_scalar_dense": "item", "aten::is_nonzero": "branch",
+            "aten::nonzero": "nonzero", "aten::masked_select": "nonzero", "aten::index": "nonzero",
+            "aten::unique": "nonzero", "aten::_unique2": "nonzero", "aten::copy_": "copy_d2h",
+            "aten::to": "copy_d2h", "aten::_to_copy": "copy_d2h", "aten::cpu": "copy_d2h"}
+_PATTERNS = (
+    ("item", re.compile(r"\.item\(\)|\b(float|int)\(|print\(")),
+    ("branch", re.compile(r"^\s*(if|elif|while|assert)\b|\bbool\(")),
+    ("nonzero", re.compile(r"nonzero|masked_select|unique\(|\[[^\]]*(>|<|==|!=|mask)[^\]]*\]")),
+    ("copy_d2h", re.compile(r"\.cpu\(\)|\.numpy\(\)|\.tolist\(\)|\.to\(\s*['\"]cpu|print\(")),
+    ("copy_h2d", re.compile(r"\.to\((?!\s*['\"]cpu)|\.cuda\(")),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SyncSite:
+    file: str
+    line: int
+    first_step: int | None
+    via: str | None  # torch's file:line behind the user's call (e.g. Module.to), None for a direct call
+    kinds: frozenset[str] | None  # op kinds the line can sync with, None when the source is not readable
+    function: str = ""  # enclosing def when the source is readable
+
+    @property
+    def source(self) -> Source:
+        return Source(self.file, self.line, self.function)
+
+    def label(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+def op_kind(op: str) -> str | None:
+    return _OP_KIND.get(op)
+
+
+def kinds_of(code: str) -> frozenset[str]:
+    code = code.split("#", 1)[0]
+    return frozenset(k for k, rx in _PATTERNS if rx.search(code))
+
+
+def _records(ctx: RuleContext, rank: int) -> list[dict]:
+    out: list[dict] = []
+    for m in ctx.models:
+        if m.rank != rank:
+            continue
+        raw = m.meta.extra.get("ptprof_sync_sites")
+        if isinstance(raw, str):
+            try:
+                raw = json.loads(raw)
+            except ValueError:
+                raw = None
+        out.extend(d for d in raw or () if isinstance(d, dict))
+    if Path(ctx.trace_set.path).is_dir():  # a bundle: sites first seen after the last metadata write are only here
+        out.extend(e for e in _bundle_events(ctx) if e.get("rank", 0) == rank)
+    return out
+
+
+def _bundle_events(ctx: RuleContext) -> list[dict]:
+    def read() -> list[dict]:
+        path = Path(ctx.trace_set.path) / "events.jsonl"
+        events = []
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    if '"sync"' not in line:
+                        continue
+                    try:
+                        e = json.loads(line)
+                    except ValueError:
+                        continue
+                    if isinstance(e, dict) and e.get("type") == "sync":
+                        events.append(e)
+        except OSError:
+            pass
+        return events
+    return ctx.memoized("bundle-sync-events", read)
+
+
+def sites(ctx: RuleContext, rank: int) -> list[SyncSite]:
+    """The rank's user-code sync sites in discovery order (library frames, e.g. an old runner's
+    torch/_inductor sites, dropped)."""
+    def build() -> list[SyncSite]:
+        seen: dict[tuple[str, int], SyncSite] = {}
+        known = _compile_frames(ctx)
+        for d in _records(ctx, rank):
+            try:
+                file, line = str(d["file"]), int(d["line"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            if (file, line) in seen or is_library_frame(file):
+                continue
+            step = d.get("first_step", d.get("step"))
+            seen[(file, line)] = SyncSite(file, line, step if isinstance(step, int) else None, d.get("via") or None,
+                                          _kinds(d, file, line),
+                                          _function(file, line) or known.get((file, line), ""))
+        return list(seen.values())
+    return ctx.memoized(f"sync-sites:{rank}", build)
+
+
+def _kinds(d: dict, file: str, line: int) -> frozenset[str] | None:
+    if isinstance(d.get("op"), str):
+        kind = op_kind(d["op"])
+        return frozenset({kind}) if kind else None
+    code = d.get("code")
+    if not isinstance(code, str) and os.path.isfile(file):
+        linecache.checkcache(file)  # the script may have been edited since the last analysis
+        code = linecache.getline(file, line)
+    return kinds_of(code) if isinstance(code, str) and code.strip() else None
+
+
+def _compile_frames(ctx: RuleContext) -> dict[tuple[str, int], str]:
+    """(file, line) -> function of the user frames compile.json names (graph breaks' innermost frames)."""
+    from core.rules import compile_info
+    return {(b.source.file, b.source.line): b.source.function
+            for b in compile_info.graph_breaks(ctx.trace_set.compile_info) if b.source and b.source.function}
+
+
+_DEF = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w+)")
+
+
+def _function(file: str, line: int) -> str:
+    """Name of the def enclosing `line` (module level: "<module>"), "" when the file is not readable here."""
+    if not os.path.isfile(file):
+        return ""
+    lines = linecache.getlines(file)
+    if not 0 < line <= len(lines):
+        return ""
+    indent = len(lines[line - 1]) - len(lines[line - 1].lstrip())
+    for text in reversed(lines[:line - 1]):
+        body = text.strip()
+        if not body or body.startswith(("#", "@", ")", "]", "}")):
+            continue
+        ind = len(text) - len(text.lstrip())
+        if ind < indent:  # an enclosing block: a def ends the search, a for/if/with narrows it
+            m = _DEF.match(text)
+            if m:
+                return m.group(2)
+            indent = ind
+    return "<module>"
+
+
+def match(ctx: RuleContext, index: int, kind: str | None) -> tuple[Source | None, list[dict]]:
+    """(source, evidence) for a finding of op `kind` in model `index` whose trace has no stacks."""
+    rank = ctx.models[index].rank
+    all_sites = sites(ctx, rank)
+    if not all_sites or kind is None:
+        return None, []
+    hits = [s for s in all_sites if s.kinds is not None and kind in s.kinds]
+    if hits:
+        hits.sort(key=lambda s: s.via is not None)  # a direct call before one made inside torch (Module.to)
+        ev = [{"name": f"sync site {s.label()}", "matched": kind, "via": s.via, "rank": rank} for s in hits[:10]]
+        return hits[0].source, ev
+    if len(all_sites) == 1 and all_sites[0].kinds is None:
+        s = all_sites[0]  # the program's only implicit sync site: every implicit sync comes from it
+        return s.source, [{"name": f"sync site {s.label()}", "matched": "only site recorded", "rank": rank}]
+    unknown = [s for s in all_sites if s.kinds is None]
+    if not unknown:
+        return None, []
+    return None, [{"name": "implicit sync sites recorded by the runner (source not readable here, op unknown): "
+                           + ", ".join(s.label() for s in unknown[:10]), "rank": rank}]
