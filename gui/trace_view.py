@@ -67,10 +67,15 @@ class TraceView(QtWidgets.QWidget):
     def _layout(self) -> None:
         top = QtWidgets.QHBoxLayout()
         top.setContentsMargins(4, 2, 4, 2)
+        self.search.setMinimumWidth(260)
         top.addWidget(self.search, 3)
         top.addWidget(QtWidgets.QLabel("Ranks:"))
-        top.addWidget(self.rank_filter)
-        top.addWidget(self.legend, 4)
+        top.addWidget(self.rank_filter, 1)
+        # the colour legend gets its own line so that it is never squeezed by the search box
+        legend_row = QtWidgets.QHBoxLayout()
+        legend_row.setContentsMargins(4, 0, 4, 2)
+        legend_row.addWidget(self.legend)
+        legend_row.addStretch(1)
         self.split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
         pane = QtWidgets.QWidget()
         h = QtWidgets.QHBoxLayout(pane)
@@ -90,6 +95,7 @@ class TraceView(QtWidgets.QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
         lay.addLayout(top)
+        lay.addLayout(legend_row)
         lay.addWidget(self.split, 1)
 
     def _wire(self) -> None:

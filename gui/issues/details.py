@@ -7,6 +7,7 @@ from PySide6 import QtWidgets
 
 from core import units
 from core.rules.base import Finding
+from core.trace.query import short_kernel_name
 
 MAX_EVIDENCE_ROWS = 20
 
@@ -26,7 +27,7 @@ def finding_html(f: Finding) -> str:
         keys: list[str] = []
         for ev in f.evidence[:MAX_EVIDENCE_ROWS]:
             keys.extend(k for k in ev if k not in keys and k not in ("row", "rank"))
-        head = "".join(f"<th align='left'>{e(k)}</th>" for k in keys)
+        head = "".join(f"<th align='left'>{e(_label(k))}</th>" for k in keys)
         rows = []
         for ev in f.evidence[:MAX_EVIDENCE_ROWS]:
             cells = "".join(f"<td>{e(_fmt(k, ev.get(k)))}</td>" for k in keys)
@@ -44,7 +45,18 @@ def _fmt(key: str, value) -> str:
     if key.endswith("bytes") and isinstance(value, (int, float)):
         return units.fmt_bytes(value)
     text = str(value)
+    if key == "name" and len(text) > 60:
+        text = short_kernel_name(text)
+        return text if len(text) <= 60 else text[:59] + "…"
     return text if len(text) <= 160 else text[:157] + "…"
+
+
+def _label(key: str) -> str:
+    """Column header: units go into the cells (formatted), so drop the suffix: dur_ns -> dur."""
+    for suffix in ("_ns", "_bytes"):
+        if key.endswith(suffix):
+            key = key[: -len(suffix)]
+    return key.replace("_", " ")
 
 
 def not_run_html(not_run) -> str:
