@@ -13,6 +13,7 @@ the end. Errors are TraceParseError with a one-line reason.
 from __future__ import annotations
 
 import gc
+import mmap
 import time
 from collections.abc import Generator
 from dataclasses import dataclass
@@ -20,8 +21,9 @@ from pathlib import Path
 
 import numpy as np
 
-from core.trace import io, kineto
+from core.trace import io, kineto, parallel
 from core.trace.build import build_model
+from core.trace.merge import merge_chunks
 from core.trace.model import TraceModel, TraceParseError, TraceSet
 
 
@@ -80,46 +82,38 @@ def _load_file(src: io.TraceSource, lo: float, hi: float) -> Generator[Progress,
         doc = kineto.locate(buf)
         if doc is None:
             raise TraceParseError(path, _not_a_trace_reason(buf))
-        bounds = kineto.chunk_bounds(buf, doc)
         warnings: list[str] = [] if doc.complete else ["file is truncated (crashed run?): loaded every complete event"]
-        raw = kineto.RawEvents()
-        total_bytes = max(1, doc.events_end - doc.events_start)
+        yield Progress("decoding", lo + span * 0.05, path.name)
+        decoding = parallel.decode_chunks(buf, doc, path, isinstance(buf, mmap.mmap))
+        try:
+            while True:
+                frac = next(decoding)
+                yield Progress("decoding", lo + span * (0.05 + 0.75 * frac), path.name)
+        except StopIteration as stop:
+            chunks = stop.value
+        finally:
+            decoding.close()
+        yield Progress("building", lo + span * 0.8, path.name)
         gc_was = gc.isenabled()
         gc.disable()
         try:
-            k = 0
-            pending_start = None
-            while k < len(bounds):
-                a, b = bounds[k]
-                if pending_start is not None:
-                    a = pending_start
-                last = k == len(bounds) - 1
-                try:
-                    part, w = kineto.decode_chunk(kineto.chunk_text(buf, a, b), last=last or not doc.complete and last)
-                except ValueError:
-                    pending_start = a  # a bad cut: merge with the next chunk
-                    k += 1
-                    continue
-                pending_start = None
-                raw.extend(part)
-                warnings.extend(w)
-                k += 1
-                yield Progress("decoding", lo + span * 0.8 * (b - doc.events_start) / total_bytes, path.name)
+            merged = merge_chunks(chunks)
+            del chunks
+            if merged.n_events == 0 and not doc.meta:
+                raise TraceParseError(path, "no trace events found")
+            model = build_model(merged, doc.meta, str(path), warnings)
         finally:
             if gc_was:
                 gc.enable()
-        total = len(raw.complete) + len(raw.begins) + len(raw.ends) + len(raw.instants) + len(raw.memory) + \
-            len(raw.counters) + len(raw.flows) + len(raw.metadata) + raw.skipped
-        if total == 0 and not doc.meta:
-            raise TraceParseError(path, "no trace events found")
-        yield Progress("building", lo + span * 0.85, path.name)
-        model = build_model(raw, doc.meta, str(path), warnings, total)
         if src.rank_hint is not None and model.meta.distributed_info is None:
             from dataclasses import replace
             model = replace(model, rank=src.rank_hint)
     finally:
-        if hasattr(buf, "close"):
-            buf.close()
+        if isinstance(buf, mmap.mmap):
+            try:
+                buf.close()
+            except BufferError:  # a view is still alive somewhere; the mmap closes with it
+                pass
     yield Progress("building", hi, path.name)
     return model
 

@@ -1,0 +1,241 @@
+"""One chunk of decoded events -> compact numpy columns + a chunk-local string table.
+
+This is what worker processes run (core.trace.parallel): they return `ChunkColumns` (numpy arrays,
+a list of unique strings, a few metadata tuples), never lists of Structs, so little crosses the
+process boundary. Columns come out of the Structs with C-level passes
+(`np.fromiter(map(attrgetter(field), events))`), and per-kind arg columns are taken only on the
+rows of the kinds that carry them and shipped sparse as (row index, value) pairs.
+
+pid / tid / flow ids that are strings ("Spans", "Traces") are encoded as STR_CODE_BASE - string id;
+the parent (core.trace.merge) turns them into small negative ids after remapping strings.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from operator import attrgetter, itemgetter
+
+import numpy as np
+
+from core.trace.kineto import Event, decode_events
+from core.trace.model import CATEGORY_KIND, NONE, Kind
+
+STR_CODE_BASE = -(1 << 60)  # pid/tid/flow-id codes <= this are strings: STR_CODE_BASE - string id
+
+# phase codes
+PH_X, PH_B, PH_E, PH_INSTANT, PH_FLOW_S, PH_FLOW_F, PH_FLOW_T, PH_META, PH_COUNTER, PH_OTHER = range(10)
+
+
+class _PhaseCodes(dict):
+    def __missing__(self, key):
+        return PH_OTHER
+
+
+_PH = _PhaseCodes({"X": PH_X, "B": PH_B, "E": PH_E, "i": PH_INSTANT, "I": PH_INSTANT, "R": PH_INSTANT,
+                   "n": PH_INSTANT, "s": PH_FLOW_S, "f": PH_FLOW_F, "t": PH_FLOW_T, "M": PH_META,
+                   "C": PH_COUNTER})
+
+# arg columns: name -> (dtype, kinds whose rows carry it); "str" columns hold string ids
+_GPU = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
+_OPS = (Kind.CPU_OP, Kind.ANNOTATION, Kind.COLLECTIVE)
+INT_ARGS: dict[str, tuple[type, tuple]] = {
+    "python_id": (np.int64, (Kind.PYTHON,)),
+    "python_parent_id": (np.int64, (Kind.PYTHON,)),
+    "external_id": (np.int64, (Kind.OTHER, Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET, Kind.CPU_OP, Kind.RUNTIME,
+                               Kind.DRIVER, Kind.ANNOTATION, Kind.GPU_ANNOTATION, Kind.TRACE, Kind.COLLECTIVE)),
+    "correlation": (np.int64, (*_GPU, Kind.RUNTIME, Kind.DRIVER)),
+    "stream": (np.int32, (*_GPU, Kind.GPU_ANNOTATION)),
+    "device": (np.int16, (*_GPU, Kind.GPU_ANNOTATION)),
+    "bytes": (np.int64, (Kind.MEMCPY, Kind.MEMSET)),
+    "registers": (np.int32, (Kind.KERNEL,)),
+    "seq": (np.int64, _OPS),
+}
+FLOAT_ARGS = {"occupancy": (np.float32, (Kind.KERNEL,))}
+STR_ARGS = {"grid": (Kind.KERNEL,), "block": (Kind.KERNEL,), "input_dims": _OPS, "input_strides": _OPS,
+            "input_types": _OPS, "call_stack": _OPS}
+MEMORY_ARGS = {"device_id": np.int16, "device_type": np.int8, "mem_bytes": np.int64,
+               "total_allocated": np.int64, "total_reserved": np.int64, "addr": np.int64}
+
+
+@dataclass
+class ChunkColumns:
+    """Columns of one chunk. String columns hold ids into `strings` (chunk-local, 0 = "")."""
+
+    strings: list[str]
+    rows: dict[str, np.ndarray]  # X/B/E events: ph, ts, dur, name, cat, kind, pid, tid
+    args: dict[str, tuple[np.ndarray, np.ndarray]]  # sparse arg columns: (row index, value)
+    instants: dict[str, np.ndarray]  # ts, name, pid, tid
+    memory: dict[str, np.ndarray]  # ts, pid, tid + MEMORY_ARGS
+    flows: dict[str, np.ndarray]  # ph, id, ts, pid, tid, cat
+    counters: dict[str, np.ndarray]  # ts, series, value
+    metadata: list[tuple] = field(default_factory=list)  # (name, pid, tid, arg name, sort_index, labels)
+    n_events: int = 0
+    skipped: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+class _Strings:
+    __slots__ = ("strs", "ids")
+
+    def __init__(self) -> None:
+        self.strs: list[str] = [""]
+        self.ids: dict = {"": 0, None: 0}
+
+    def col(self, values) -> np.ndarray:
+        ids, strs = self.ids, self.strs
+        for s in dict.fromkeys(values):
+            if s not in ids:
+                ids[s] = len(strs)
+                strs.append(s)
+        return np.fromiter(map(ids.__getitem__, values), dtype=np.int32, count=len(values))
+
+    def raw_col(self, raws) -> np.ndarray:
+        """Ids of msgspec.Raw values, interned as their JSON text."""
+        values = list(map(bytes, raws))
+        bmap = {}
+        for b in dict.fromkeys(values):
+            bmap[b] = self.col([b.decode("utf-8", "replace")])[0] if b else 0
+        return np.fromiter(map(bmap.__getitem__, values), dtype=np.int32, count=len(values))
+
+    def codes(self, values) -> np.ndarray:
+        """int64 column of ints; strings (and oddities) become STR_CODE_BASE - string id."""
+        try:
+            return np.fromiter(values, dtype=np.int64, count=len(values))
+        except (TypeError, ValueError, OverflowError):
+            out = np.empty(len(values), dtype=np.int64)
+            for i, v in enumerate(values):
+                if isinstance(v, int) and not isinstance(v, bool) and -(1 << 59) < v < (1 << 62):
+                    out[i] = v
+                elif v is None:
+                    out[i] = NONE
+                else:
+                    out[i] = STR_CODE_BASE - int(self.col([str(v)])[0])
+            return out
+
+
+def _pick(seq, idx: np.ndarray):
+    if len(idx) == len(seq):
+        return seq
+    if len(idx) == 0:
+        return ()
+    if len(idx) == 1:
+        return (seq[int(idx[0])],)
+    return itemgetter(*idx.tolist())(seq)
+
+
+def int_col(values, dtype=np.int64, missing: int = NONE) -> np.ndarray:
+    try:
+        out = np.fromiter(values, dtype=np.int64, count=len(values))
+    except (TypeError, ValueError, OverflowError):  # JSON null or a huge number
+        out = np.fromiter((missing if not isinstance(v, int) or abs(v) >= (1 << 63) else v for v in values),
+                          dtype=np.int64, count=len(values))
+    if dtype is not np.int64:
+        info = np.iinfo(dtype)
+        out = np.clip(out, info.min, info.max)
+    return out.astype(dtype, copy=False)
+
+
+def float_col(values, dtype=np.float64) -> np.ndarray:
+    try:
+        return np.fromiter(values, dtype=np.float64, count=len(values)).astype(dtype, copy=False)
+    except (TypeError, ValueError):
+        return np.array([np.nan if v is None else v for v in values], dtype=np.float64).astype(dtype, copy=False)
+
+
+def decode_chunk_columns(chunk, last: bool) -> ChunkColumns:
+    """Worker entry: decode a `[...]` chunk and return its columns. ValueError: bad cut (merge on)."""
+    events, counter_args, warnings = decode_events(chunk, last)
+    return events_to_columns(events, counter_args, warnings)
+
+
+def events_to_columns(events: list[Event], counter_args: dict[int, dict], warnings: list[str]) -> ChunkColumns:
+    st = _Strings()
+    n = len(events)
+    ph = np.fromiter(map(_PH.__getitem__, map(attrgetter("ph"), events)), dtype=np.int8, count=n)
+    ts = float_col(list(map(attrgetter("ts"), events)))
+    has_ts = ~np.isnan(ts)
+    timed = (ph <= PH_INSTANT) | (ph == PH_COUNTER)
+    skipped = int((timed & ~has_ts).sum() + (ph == PH_OTHER).sum())
+
+    # --- X / B / E rows -------------------------------------------------------------------------
+    ridx = np.flatnonzero((ph <= PH_E) & has_ts)
+    rev = _pick(events, ridx)
+    cat = st.col(list(map(attrgetter("cat"), rev)))
+    lut = np.zeros(len(st.strs), dtype=np.int8)
+    for sid in np.unique(cat).tolist():
+        lut[sid] = CATEGORY_KIND.get(st.strs[sid], Kind.OTHER)
+    kind = lut[cat]
+    rows = {
+        "ph": ph[ridx], "ts": ts[ridx], "dur": float_col(list(map(attrgetter("dur"), rev))),
+        "name": st.col(list(map(attrgetter("name"), rev))), "cat": cat, "kind": kind,
+        "pid": st.codes(list(map(attrgetter("pid"), rev))), "tid": st.codes(list(map(attrgetter("tid"), rev))),
+    }
+    args = list(map(attrgetter("args"), rev))
+    sparse: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    masks: dict[tuple, np.ndarray] = {}
+
+    def rows_of(kinds: tuple) -> np.ndarray:
+        if kinds not in masks:
+            masks[kinds] = np.flatnonzero(np.isin(kind, np.asarray(kinds, dtype=np.int8))).astype(np.int32)
+        return masks[kinds]
+
+    for name, (dtype, kinds) in INT_ARGS.items():
+        idx = rows_of(kinds)
+        vals = int_col(list(map(attrgetter(name), _pick(args, idx))), dtype)
+        keep = vals != NONE
+        sparse[name] = (idx[keep], vals[keep])
+    for name, (dtype, kinds) in FLOAT_ARGS.items():
+        idx = rows_of(kinds)
+        vals = float_col(list(map(attrgetter(name), _pick(args, idx))), dtype)
+        keep = ~np.isnan(vals)
+        sparse[name] = (idx[keep], vals[keep])
+    for name, kinds in STR_ARGS.items():
+        idx = rows_of(kinds)
+        sub = list(map(attrgetter(name), _pick(args, idx)))
+        vals = st.col(sub) if name == "call_stack" else st.raw_col(sub)
+        keep = vals != 0
+        sparse[name] = (idx[keep], vals[keep])
+
+    # --- instants, [memory] ------------------------------------------------------------------------
+    iidx = np.flatnonzero((ph == PH_INSTANT) & has_ts)
+    iev = _pick(events, iidx)
+    iname = st.col(list(map(attrgetter("name"), iev)))
+    mem_sid = st.ids.get("[memory]", -1)
+    is_mem = iname == mem_sid
+    mev = _pick(iev, np.flatnonzero(is_mem))
+    margs = list(map(attrgetter("args"), mev))
+    memory = {"ts": ts[iidx[is_mem]], "pid": st.codes([e.pid for e in mev]), "tid": st.codes([e.tid for e in mev])}
+    for name, dtype in MEMORY_ARGS.items():
+        memory[name] = int_col(list(map(attrgetter(name), margs)), dtype,
+                               missing=NONE if name.startswith("device") else 0)
+    oev = _pick(iev, np.flatnonzero(~is_mem))
+    instants = {"ts": ts[iidx[~is_mem]], "name": iname[~is_mem],
+                "pid": st.codes([e.pid for e in oev]), "tid": st.codes([e.tid for e in oev])}
+
+    # --- flows -----------------------------------------------------------------------------------
+    fidx = np.flatnonzero((ph >= PH_FLOW_S) & (ph <= PH_FLOW_T) & has_ts)
+    fev = _pick(events, fidx)
+    flows = {"ph": ph[fidx], "ts": ts[fidx], "id": st.codes([e.id for e in fev]),
+             "pid": st.codes([e.pid for e in fev]), "tid": st.codes([e.tid for e in fev]),
+             "cat": st.col([e.cat for e in fev])}
+
+    # --- counters ("C": every numeric arg is one series "<name>/<key>") ----------------------------
+    c_ts, c_series, c_val = [], [], []
+    for i in np.flatnonzero((ph == PH_COUNTER) & has_ts).tolist():
+        e = events[i]
+        for key, v in (counter_args.get(i) or {}).items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                c_ts.append(e.ts)
+                c_series.append(f"{e.name}/{key}")
+                c_val.append(float(v))
+    counters = {"ts": np.array(c_ts, dtype=np.float64), "series": st.col(c_series),
+                "value": np.array(c_val, dtype=np.float64)}
+
+    # --- metadata (few) --------------------------------------------------------------------------
+    meta = []
+    for i in np.flatnonzero(ph == PH_META).tolist():
+        e = events[i]
+        pt = st.codes([e.pid, e.tid])
+        meta.append((e.name, int(pt[0]), int(pt[1]), e.args.name or "", e.args.sort_index, e.args.labels or ""))
+
+    return ChunkColumns(strings=st.strs, rows=rows, args=sparse, instants=instants, memory=memory, flows=flows,
+                        counters=counters, metadata=meta, n_events=n, skipped=skipped, warnings=warnings)

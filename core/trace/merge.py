@@ -1,0 +1,159 @@
+"""Chunk columns (from workers, in file order) -> one set of columns on one global StringTable.
+
+Each chunk's string ids are remapped with one `intern_many` over its (unique) strings and one numpy
+take per string column; string-coded pids/tids/flow ids become small negative ids. B/E pairs become
+complete rows here (a per-event loop over only the B/E rows, which are rare in Kineto traces).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from core.trace.columns import (
+    FLOAT_ARGS, INT_ARGS, PH_B, PH_E, PH_X, STR_ARGS, STR_CODE_BASE, ChunkColumns,
+)
+from core.trace.model import NONE
+from core.trace.strings import StringTable
+
+
+@dataclass
+class Merged:
+    strings: StringTable
+    rows: dict[str, np.ndarray]  # ts (f64 µs), dur (f64 µs, NaN = missing), name, cat, kind, pid, tid
+    args: dict[str, np.ndarray]  # dense arg columns, aligned with rows
+    instants: dict[str, np.ndarray]
+    memory: dict[str, np.ndarray]
+    flows: dict[str, np.ndarray]
+    counters: dict[str, np.ndarray]
+    metadata: list[tuple]
+    n_events: int = 0
+    skipped: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+class _CodeMap:
+    """STR_CODE_BASE - global sid -> -1, -2, ... in order of first appearance."""
+
+    def __init__(self) -> None:
+        self.map: dict[int, int] = {}
+
+    def __call__(self, codes: np.ndarray, remap: np.ndarray) -> np.ndarray:
+        s = codes <= STR_CODE_BASE
+        if not s.any():
+            return codes
+        codes = codes.copy()
+        gsid = remap[STR_CODE_BASE - codes[s]]
+        for g in dict.fromkeys(gsid.tolist()):
+            self.map.setdefault(g, -1 - len(self.map))
+        codes[s] = np.fromiter((self.map[g] for g in gsid.tolist()), dtype=np.int64, count=len(gsid))
+        return codes
+
+
+def _concat(parts: list[np.ndarray], dtype) -> np.ndarray:
+    if not parts:
+        return np.zeros(0, dtype=dtype)
+    return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+
+def merge_chunks(chunks: list[ChunkColumns]) -> Merged:
+    strings = StringTable()
+    codes = _CodeMap()
+    str_cols = {"rows": ("name", "cat"), "instants": ("name",), "flows": ("cat",), "counters": ("series",),
+                "memory": ()}
+    code_cols = {"rows": ("pid", "tid"), "instants": ("pid", "tid"), "memory": ("pid", "tid"),
+                 "flows": ("pid", "tid", "id"), "counters": ()}
+    parts: dict[str, dict[str, list]] = {t: {} for t in str_cols}
+    arg_parts: dict[str, list] = {}
+    metadata: list[tuple] = []
+    warnings: list[str] = []
+    n_rows = 0
+    n_events = skipped = 0
+    for ch in chunks:
+        remap = strings.intern_many(ch.strings)
+        for table in str_cols:
+            cols = getattr(ch, table)
+            for name, col in cols.items():
+                if name in str_cols[table]:
+                    col = remap[col]
+                elif name in code_cols[table]:
+                    col = codes(col, remap)
+                parts[table].setdefault(name, []).append(col)
+        for name, (idx, vals) in ch.args.items():
+            if name in STR_ARGS:
+                vals = remap[vals]
+            arg_parts.setdefault(name, []).append((idx.astype(np.int64) + n_rows, vals))
+        for name, pid, tid, arg_name, sort_index, labels in ch.metadata:
+            pt = codes(np.array([pid, tid], dtype=np.int64), remap)
+            metadata.append((name, int(pt[0]), int(pt[1]), arg_name, sort_index, labels))
+        n_rows += len(ch.rows["ts"])
+        n_events += ch.n_events
+        skipped += ch.skipped
+        warnings.extend(ch.warnings)
+    tables = {}
+    for table, cols in parts.items():
+        tables[table] = {name: _concat(p, p[0].dtype) for name, p in cols.items()}
+    args = {}
+    for name, (dtype, _) in {**INT_ARGS, **FLOAT_ARGS}.items():
+        fill = np.nan if name in FLOAT_ARGS else NONE
+        args[name] = _scatter(arg_parts.get(name, []), n_rows, dtype, fill)
+    for name in STR_ARGS:
+        args[name] = _scatter(arg_parts.get(name, []), n_rows, np.int32, 0)
+    m = Merged(strings=strings, rows=tables["rows"], args=args, instants=tables["instants"],
+               memory=tables["memory"], flows=tables["flows"], counters=tables["counters"],
+               metadata=metadata, n_events=n_events, skipped=skipped, warnings=warnings)
+    if not chunks:
+        return _empty(m)
+    if (m.rows["ph"] != PH_X).any():
+        _pair_begin_end(m)
+    return m
+
+
+def _scatter(parts: list, n: int, dtype, fill) -> np.ndarray:
+    out = np.full(n, fill, dtype=dtype)
+    for idx, vals in parts:
+        out[idx] = vals
+    return out
+
+
+def _empty(m: Merged) -> Merged:
+    z64, z32 = np.zeros(0, np.int64), np.zeros(0, np.int32)
+    m.rows = {"ph": np.zeros(0, np.int8), "ts": np.zeros(0), "dur": np.zeros(0), "name": z32, "cat": z32,
+              "kind": np.zeros(0, np.int8), "pid": z64, "tid": z64}
+    return m
+
+
+def _pair_begin_end(m: Merged) -> None:
+    """Turn B/E pairs into complete rows (per pid/tid stack, in time order); drop the E rows."""
+    r = m.rows
+    ph, ts = r["ph"], r["ts"]
+    be = np.flatnonzero(ph != PH_X)
+    order = be[np.lexsort(((ph[be] == PH_B).astype(np.int8), ts[be]))]  # at equal ts: E before B
+    stacks: dict[tuple, list[int]] = {}
+    dur = r["dur"]
+    keep = ph == PH_X
+    unmatched = 0
+    pids, tids, phs = r["pid"], r["tid"], ph
+    for i in order.tolist():
+        key = (int(pids[i]), int(tids[i]))
+        if phs[i] == PH_B:
+            stacks.setdefault(key, []).append(i)
+            continue
+        st = stacks.get(key)
+        if not st:
+            unmatched += 1
+            continue
+        b = st.pop()
+        dur[b] = max(0.0, ts[i] - ts[b])
+        if r["name"][b] == 0:
+            r["name"][b] = r["name"][i]
+        keep[b] = True
+    unmatched += sum(len(s) for s in stacks.values())
+    if unmatched:
+        m.warnings.append(f"{unmatched} begin/end events without a partner were dropped")
+    idx = np.flatnonzero(keep)
+    remap = np.full(len(ph), -1, dtype=np.int64)
+    remap[idx] = np.arange(len(idx))
+    m.rows = {k: v[idx] for k, v in r.items()}
+    m.rows["ph"][:] = PH_X
+    m.args = {k: v[idx] for k, v in m.args.items()}
