@@ -8,13 +8,16 @@ from __future__ import annotations
 import numpy as np
 
 from core.trace import tables
-from core.trace.merge import Merged
+from core.trace.merge import Merged, dense
 from core.trace.model import (
-    EventCounts, Kind, SliceTable, StepTable, TraceModel, TrackKind,
+    NONE, EventCounts, Kind, SliceTable, StepTable, TraceModel, TrackKind,
 )
 
 GPU_TRACK_KINDS = np.array([Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET], dtype=np.int8)
 _COLLECTIVE_HINTS = ("nccl:", "gloo:", "c10d::", "record_param_comms")
+_DENSE = ("ts_ns", "dur_ns", "track", "name", "cat", "kind", "device", "stream")
+_FILL = {"occupancy": np.nan, "grid": 0, "block": 0, "input_dims": 0, "input_strides": 0, "input_types": 0,
+         "call_stack": 0}
 SLICE_COLUMNS = ("ts_ns", "dur_ns", "track", "name", "cat", "kind", "correlation", "external_id", "stream",
                  "device", "bytes", "grid", "block", "registers", "occupancy", "input_dims", "input_strides",
                  "input_types", "call_stack", "python_id", "python_parent_id", "seq")
@@ -52,7 +55,8 @@ def build_model(m: Merged, meta_doc: dict, path: str, warnings: list[str]) -> Tr
         warnings.append(f"{int(neg.sum())} events had a negative duration (clamped to 0)")
         dur_us = np.where(neg, 0.0, dur_us)
     cols = {"ts_ns": to_ns(r["ts"]), "dur_ns": np.rint(dur_us * 1000.0).astype(np.int64),
-            "name": r["name"], "cat": r["cat"], "kind": r["kind"].copy(), **a}
+            "name": r["name"], "cat": r["cat"], "kind": r["kind"].copy(),
+            "device": dense(a["device"], n, NONE), "stream": dense(a["stream"], n, NONE)}
     kind, name = cols["kind"], cols["name"]
     coll_ids = strings.ids_matching(lambda s: s.startswith(_COLLECTIVE_HINTS))
     if len(coll_ids):
@@ -75,7 +79,16 @@ def build_model(m: Merged, meta_doc: dict, path: str, warnings: list[str]) -> Tr
     # --- sort rows by (track, ts, -dur) ------------------------------------------------------
     cols["track"] = track
     order = _sort_order(track, cols["ts_ns"], cols["dur_ns"])
-    cols = {k: cols[k][order] for k in SLICE_COLUMNS}
+    if (np.diff(order) == 1).all():
+        cols = {k: cols[k] for k in _DENSE}
+        position = None
+    else:
+        cols = {k: cols[k][order] for k in _DENSE}
+        position = np.empty(n, dtype=np.int64)
+        position[order] = np.arange(n)
+    for k in SLICE_COLUMNS:  # sparse arg columns: one scatter straight into sorted order
+        if k not in cols:
+            cols[k] = dense(a[k], n, _FILL.get(k, NONE), position)
     track_offsets = np.searchsorted(cols["track"], np.arange(n_tracks + 1)).astype(np.int64)
     track_kind = uniq[:, 4].astype(np.int8)
     depth = compute_depth(cols["ts_ns"], cols["dur_ns"], track_offsets)
@@ -140,22 +153,40 @@ def _assign_tracks(kind, gpu_mask, is_step, pid, tid, device, stream) -> tuple[n
     order_class = np.where(tc == TrackKind.SPANS, 3, np.where((tc == TrackKind.GPU_STREAM) | (tc == TrackKind.GPU_ANNOTATION), 1, 0))
     sub = np.select([tc == TrackKind.STEPS, tc == TrackKind.CPU_THREAD, tc == TrackKind.PYTHON,
                      tc == TrackKind.GPU_ANNOTATION], [0, 1, 2, 1], 0)
-    keys = np.stack([order_class, track_pid[run_start], track_tid[run_start], sub, tc], axis=1)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    # one int64 per run, ordered like the tuple (order_class, pid, tid, sub, tclass)
+    pu, pinv = np.unique(track_pid[run_start], return_inverse=True)
+    tu, tinv = np.unique(track_tid[run_start], return_inverse=True)
+    code = (((order_class * len(pu) + pinv.reshape(-1)) * len(tu) + tinv.reshape(-1)) * 4 + sub) * 8 + tc
+    ucode, inv = np.unique(code, return_inverse=True)
+    uniq = np.stack([ucode // 8 // 4 // len(tu) // len(pu), pu[ucode // 8 // 4 // len(tu) % len(pu)],
+                     tu[ucode // 8 // 4 % len(tu)], ucode // 8 % 4, ucode % 8], axis=1)
     run_len = np.diff(np.append(run_start, n))
     return np.repeat(inv.reshape(-1).astype(np.int32), run_len), uniq
 
 
 def _sort_order(track: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:
-    """Row order by (track, ts, -dur)."""
-    if len(ts_ns) == 0:
+    """Row order by (track, ts, -dur).
+
+    Rows arrive nearly in that order (each thread's events are written in time order), so one stable
+    sort of a combined (track, ts) key (timsort: ~30 ms for 3M rows vs ~900 ms for a 3-key lexsort)
+    and a lexsort of only the rows that tie on (track, ts) do it.
+    """
+    n = len(ts_ns)
+    if n == 0:
         return np.zeros(0, dtype=np.int64)
     lo, hi = int(ts_ns.min()), int(ts_ns.max())
     span_bits = max(1, (hi - lo + 1).bit_length())
-    if span_bits + int(track.max()).bit_length() < 62:
-        key = (track.astype(np.int64) << span_bits) | (ts_ns - lo)
-        return np.lexsort((-dur_ns, key))
-    return np.lexsort((-dur_ns, ts_ns, track))
+    if span_bits + int(track.max()).bit_length() >= 62:
+        return np.lexsort((-dur_ns, ts_ns, track))
+    key = (track.astype(np.int64) << span_bits) | (ts_ns - lo)
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    tie = np.flatnonzero(ks[1:] == ks[:-1])
+    if len(tie):
+        rows = np.unique(np.concatenate([tie, tie + 1]))  # positions in tie groups, ascending
+        sub = order[rows]
+        order[rows] = sub[np.lexsort((-dur_ns[sub], ks[rows]))]
+    return order
 
 
 def step_table(slices: SliceTable, strings, step_name_ids: np.ndarray) -> StepTable:

@@ -295,9 +295,12 @@ def locate(buf) -> Document | None:
         end = _rstrip_len(mv)
         complete = end > 0 and bytes(mv[end - 1:end]) == b"]"
         return Document({}, start, end if complete else len(buf), complete)
+    fast = _locate_fast(mv)
+    if fast is not None:
+        return fast
     try:
         top = msgspec.json.decode(mv, type=dict[str, msgspec.Raw])
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         top = None
     if top is not None:
         raw = top.pop("traceEvents", None)
@@ -326,6 +329,40 @@ def locate(buf) -> Document | None:
     meta.update(_loose_keys(b'{"_": 0' + bytes(mv[tail_at:])))
     meta.pop("_", None)
     return Document(meta, start, tail_at, True)
+
+
+def _locate_fast(mv) -> Document | None:
+    """Kineto's layout: header keys, `"traceEvents": [`, events, `]`, a simple tail
+    (`"traceName": "..."}`). Found textually near both ends, without parsing the events; None when
+    the file does not look like that (the caller then parses the whole document)."""
+    m = _TE_KEY.search(mv, 0, min(len(mv), 4 << 20))
+    if m is None:
+        return None
+    try:
+        meta = json.loads(bytes(mv[: m.start()]) + b'"_": 0}')
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(meta, dict):
+        return None
+    meta.pop("_", None)
+    n = _rstrip_len(mv)
+    window_start = max(m.end(), n - (1 << 16))
+    window = bytes(mv[window_start:n])
+    close = window.rfind(b"]")
+    if close < 0 or b"[" in window[close:]:
+        return None
+    before = window[:close].rstrip()
+    if not before.endswith((b"}", b"[")) and window_start + len(before) != m.end():
+        return None
+    try:
+        tail = json.loads(b'{"_": 0' + window[close + 1:])
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(tail, dict):
+        return None
+    tail.pop("_", None)
+    meta.update(tail)
+    return Document(meta, m.end() - 1, window_start + close + 1, True)
 
 
 def _rstrip_len(mv) -> int:

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from core.trace import io, kineto, parallel
+from core.trace.alloc import tune_malloc
 from core.trace.build import build_model
 from core.trace.merge import merge_chunks
 from core.trace.model import TraceModel, TraceParseError, TraceSet
@@ -45,6 +46,7 @@ def load(path: str | Path, use_cache: bool = True) -> TraceSet:
 
 def iter_load(path: str | Path, use_cache: bool = True) -> Generator[Progress, None, TraceSet]:
     t0 = time.perf_counter()
+    tune_malloc()
     found = io.discover(path)
     n_files = len(found.sources)
     models: list[TraceModel] = []

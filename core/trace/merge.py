@@ -21,7 +21,7 @@ from core.trace.strings import StringTable
 class Merged:
     strings: StringTable
     rows: dict[str, np.ndarray]  # ts (f64 µs), dur (f64 µs, NaN = missing), name, cat, kind, pid, tid
-    args: dict[str, np.ndarray]  # dense arg columns, aligned with rows
+    args: dict[str, tuple[np.ndarray, np.ndarray]]  # sparse arg columns: (row index, value), rows ascending
     instants: dict[str, np.ndarray]
     memory: dict[str, np.ndarray]
     flows: dict[str, np.ndarray]
@@ -95,10 +95,9 @@ def merge_chunks(chunks: list[ChunkColumns]) -> Merged:
         tables[table] = {name: _concat(p, p[0].dtype) for name, p in cols.items()}
     args = {}
     for name, (dtype, _) in {**INT_ARGS, **FLOAT_ARGS}.items():
-        fill = np.nan if name in FLOAT_ARGS else NONE
-        args[name] = _scatter(arg_parts.get(name, []), n_rows, dtype, fill)
+        args[name] = _sparse_concat(arg_parts.get(name, []), dtype)
     for name in STR_ARGS:
-        args[name] = _scatter(arg_parts.get(name, []), n_rows, np.int32, 0)
+        args[name] = _sparse_concat(arg_parts.get(name, []), np.int32)
     m = Merged(strings=strings, rows=tables["rows"], args=args, instants=tables["instants"],
                memory=tables["memory"], flows=tables["flows"], counters=tables["counters"],
                metadata=metadata, n_events=n_events, skipped=skipped, warnings=warnings)
@@ -109,10 +108,17 @@ def merge_chunks(chunks: list[ChunkColumns]) -> Merged:
     return m
 
 
-def _scatter(parts: list, n: int, dtype, fill) -> np.ndarray:
-    out = np.full(n, fill, dtype=dtype)
-    for idx, vals in parts:
-        out[idx] = vals
+def _sparse_concat(parts: list, dtype) -> tuple[np.ndarray, np.ndarray]:
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0, dtype)
+    return _concat([p[0] for p in parts], np.int64), _concat([p[1] for p in parts], dtype).astype(dtype, copy=False)
+
+
+def dense(sparse: tuple[np.ndarray, np.ndarray], n: int, fill, positions: np.ndarray | None = None) -> np.ndarray:
+    """Dense column of n rows from (row index, value) pairs; `positions` maps row -> output row."""
+    idx, vals = sparse
+    out = np.full(n, fill, dtype=vals.dtype)
+    out[idx if positions is None else positions[idx]] = vals
     return out
 
 
@@ -152,8 +158,10 @@ def _pair_begin_end(m: Merged) -> None:
     if unmatched:
         m.warnings.append(f"{unmatched} begin/end events without a partner were dropped")
     idx = np.flatnonzero(keep)
-    remap = np.full(len(ph), -1, dtype=np.int64)
-    remap[idx] = np.arange(len(idx))
+    new_row = np.full(len(ph), -1, dtype=np.int64)
+    new_row[idx] = np.arange(len(idx))
     m.rows = {k: v[idx] for k, v in r.items()}
     m.rows["ph"][:] = PH_X
-    m.args = {k: v[idx] for k, v in m.args.items()}
+    for k, (i, v) in m.args.items():
+        j = new_row[i]
+        m.args[k] = (j[j >= 0], v[j >= 0])

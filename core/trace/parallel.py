@@ -22,6 +22,7 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 
 from core.trace import kineto
+from core.trace.alloc import tune_malloc
 from core.trace.columns import ChunkColumns, decode_chunk_columns
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,7 @@ MIN_PARALLEL_BYTES_SPAWN = 96 << 20  # spawn/forkserver start-up is ~0.3 s per w
 MAX_WORKERS = 16
 
 _BUF = None  # the document bytes in a worker (inherited on fork, or mmapped by _init_worker)
+_PIN: list = []  # see decode_chunk_columns
 
 
 def worker_count(n_bytes: int, method: str) -> int:
@@ -58,6 +60,7 @@ def start_method() -> str:
 def _init_worker(path: str | None) -> None:
     global _BUF
     gc.disable()
+    tune_malloc()
     if path is not None:
         with open(path, "rb") as fh:
             _BUF = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
@@ -67,9 +70,20 @@ def _work(task) -> ChunkColumns | None:
     a, b, last, payload = task
     text = payload if payload is not None else kineto.chunk_view(_BUF, a, b)
     try:
-        return decode_chunk_columns(text, last)
+        return decode_chunk_columns(text, last, _PIN)
     except ValueError:
         return None  # bad cut: the parent merges this range with the next
+    finally:
+        if payload is None and isinstance(_BUF, mmap.mmap):  # drop the file pages from this RSS
+            _drop_pages(_BUF, a, b)
+
+
+def _drop_pages(buf: mmap.mmap, a: int, b: int) -> None:
+    lo = a - a % mmap.PAGESIZE
+    try:
+        buf.madvise(mmap.MADV_DONTNEED, lo, b - lo)
+    except (AttributeError, OSError, ValueError):
+        pass
 
 
 def decode_chunks(buf, doc: kineto.Document, path: Path, is_mmap: bool) -> Generator[float, None, list[ChunkColumns]]:
@@ -119,6 +133,7 @@ def decode_chunks(buf, doc: kineto.Document, path: Path, is_mmap: bool) -> Gener
         return out
     finally:
         _BUF = None
+        _PIN.clear()
         if pool is not None:
             pool.terminate()
             pool.join()
@@ -129,6 +144,6 @@ def decode_chunks(buf, doc: kineto.Document, path: Path, is_mmap: bool) -> Gener
 def _work_local(buf, task) -> ChunkColumns | None:
     a, b, last, _ = task
     try:
-        return decode_chunk_columns(kineto.chunk_view(buf, a, b), last)
+        return decode_chunk_columns(kineto.chunk_view(buf, a, b), last, _PIN)
     except ValueError:
         return None
