@@ -275,6 +275,10 @@ def _salvage_fast(chunk: bytes, warnings: list[str]) -> tuple[list[Event], dict[
 # document structure: header keys, the traceEvents array, trailing keys
 
 
+class NotATrace(ValueError):
+    """The document is JSON but not a trace; the message is a one-line reason."""
+
+
 @dataclass
 class Document:
     meta: dict  # top-level keys other than traceEvents
@@ -306,6 +310,8 @@ def locate(buf) -> Document | None:
         raw = top.pop("traceEvents", None)
         if raw is None:
             return None
+        if bytes(memoryview(raw)[:1]) != b"[":
+            raise NotATrace("traceEvents is not a list of events")
         meta = {}
         for k, v in top.items():
             try:

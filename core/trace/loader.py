@@ -16,12 +16,12 @@ import gc
 import mmap
 import time
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from core.trace import io, kineto, parallel
+from core.trace import gzstream, io, kineto, parallel
 from core.trace.alloc import tune_malloc
 from core.trace.build import build_model
 from core.trace.merge import merge_chunks
@@ -64,14 +64,16 @@ def iter_load(path: str | Path, use_cache: bool = True) -> Generator[Progress, N
             model = yield from _load_file(src, lo, hi)
             if use_cache:
                 from core.trace import cache
+                yield Progress("cache", hi, src.path.name)
                 cache.store(src.path, model)
+        if src.rank_hint is not None and model.meta.distributed_info is None:
+            model = replace(model, rank=src.rank_hint)
         models.append(model)
     trace_set = assemble(str(found.root), models, found)
     return _replace_timing(trace_set, time.perf_counter() - t0, hits == n_files)
 
 
 def _replace_timing(ts: TraceSet, load_s: float, cache_hit: bool) -> TraceSet:
-    from dataclasses import replace
     return replace(ts, load_s=load_s, cache_hit=cache_hit)
 
 
@@ -79,22 +81,23 @@ def _load_file(src: io.TraceSource, lo: float, hi: float) -> Generator[Progress,
     path = src.path
     span = hi - lo
     yield Progress("reading", lo, path.name)
-    buf = io.read_bytes(path)
+    streamed = yield from _scaled(gzstream.decode_streamed(path), "decoding", lo, span * 0.8, path.name)
+    if streamed is not None:
+        buf, doc, chunks = streamed
+    else:
+        buf = io.read_bytes(path)
     try:
-        doc = kineto.locate(buf)
-        if doc is None:
-            raise TraceParseError(path, _not_a_trace_reason(buf))
+        if streamed is None:
+            try:
+                doc = kineto.locate(buf)
+            except kineto.NotATrace as exc:
+                raise TraceParseError(path, str(exc)) from None
+            if doc is None:
+                raise TraceParseError(path, _not_a_trace_reason(buf))
+            yield Progress("decoding", lo + span * 0.05, path.name)
+            chunks = yield from _scaled(parallel.decode_chunks(buf, doc, path, isinstance(buf, mmap.mmap)),
+                                        "decoding", lo + span * 0.05, span * 0.75, path.name)
         warnings: list[str] = [] if doc.complete else ["file is truncated (crashed run?): loaded every complete event"]
-        yield Progress("decoding", lo + span * 0.05, path.name)
-        decoding = parallel.decode_chunks(buf, doc, path, isinstance(buf, mmap.mmap))
-        try:
-            while True:
-                frac = next(decoding)
-                yield Progress("decoding", lo + span * (0.05 + 0.75 * frac), path.name)
-        except StopIteration as stop:
-            chunks = stop.value
-        finally:
-            decoding.close()
         yield Progress("building", lo + span * 0.8, path.name)
         gc_was = gc.isenabled()
         gc.disable()
@@ -107,9 +110,6 @@ def _load_file(src: io.TraceSource, lo: float, hi: float) -> Generator[Progress,
         finally:
             if gc_was:
                 gc.enable()
-        if src.rank_hint is not None and model.meta.distributed_info is None:
-            from dataclasses import replace
-            model = replace(model, rank=src.rank_hint)
     finally:
         if isinstance(buf, mmap.mmap):
             try:
@@ -118,6 +118,19 @@ def _load_file(src: io.TraceSource, lo: float, hi: float) -> Generator[Progress,
                 pass
     yield Progress("building", hi, path.name)
     return model
+
+
+def _scaled(gen: Generator, stage: str, lo: float, span: float, detail: str):
+    """Run a generator yielding fractions, re-yielding them as Progress; returns its value.
+    Closing this generator closes `gen` (which stops its workers)."""
+    try:
+        while True:
+            frac = next(gen)
+            yield Progress(stage, lo + span * frac, detail)
+    except StopIteration as stop:
+        return stop.value
+    finally:
+        gen.close()
 
 
 def _not_a_trace_reason(buf) -> str:
@@ -150,7 +163,6 @@ def assemble(root: str, models: list[TraceModel], found: io.Discovered | None = 
 
 
 def shift_model(m: TraceModel, delta_ns: int) -> TraceModel:
-    from dataclasses import replace
     d = np.int64(delta_ns)
     sl = replace(m.slices, ts_ns=m.slices.ts_ns + d)
     mem = replace(m.memory, ts_ns=m.memory.ts_ns + d)

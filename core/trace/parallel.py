@@ -33,6 +33,7 @@ MAX_WORKERS = 16
 
 _BUF = None  # the document bytes in a worker (inherited on fork, or mmapped by _init_worker)
 _PIN: list = []  # see decode_chunk_columns
+_DROP = [False]  # _BUF is a file mmap: drop its pages from the worker's RSS after each chunk
 
 
 def worker_count(n_bytes: int, method: str) -> int:
@@ -62,6 +63,7 @@ def _init_worker(path: str | None) -> None:
     gc.disable()
     tune_malloc()
     if path is not None:
+        _DROP[0] = True
         with open(path, "rb") as fh:
             _BUF = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
 
@@ -74,7 +76,7 @@ def _work(task) -> ChunkColumns | None:
     except ValueError:
         return None  # bad cut: the parent merges this range with the next
     finally:
-        if payload is None and isinstance(_BUF, mmap.mmap):  # drop the file pages from this RSS
+        if payload is None and _DROP[0]:  # drop the file pages from this RSS
             _drop_pages(_BUF, a, b)
 
 
@@ -106,6 +108,7 @@ def decode_chunks(buf, doc: kineto.Document, path: Path, is_mmap: bool) -> Gener
             ctx = mp.get_context(method)
             if method == "fork":
                 _BUF = buf
+                _DROP[0] = is_mmap
                 pool = ctx.Pool(min(workers, n), initializer=_init_worker, initargs=(None,))
             elif is_mmap:
                 pool = ctx.Pool(min(workers, n), initializer=_init_worker, initargs=(str(path),))
@@ -116,29 +119,37 @@ def decode_chunks(buf, doc: kineto.Document, path: Path, is_mmap: bool) -> Gener
             log.info("decoding %d chunks of %s in %d %s workers", n, path.name, min(workers, n), method)
         else:
             results = (_work_local(buf, t) for t in tasks)
-        out: list[ChunkColumns] = []
-        pending = None
-        for k, res in enumerate(results):
-            a, b = bounds[k]
-            if res is None or pending is not None:
-                a = bounds[k][0] if pending is None else pending
-                try:
-                    res = decode_chunk_columns(kineto.chunk_text(buf, a, b), last=k == n - 1)
-                    pending = None
-                except ValueError:
-                    pending = a
-                    continue
-            out.append(res)
-            yield (b - doc.events_start) / total
-        return out
+        return (yield from collect(results, bounds, buf, doc.events_start, total))
     finally:
         _BUF = None
+        _DROP[0] = False
         _PIN.clear()
         if pool is not None:
             pool.terminate()
             pool.join()
         if gc_was:
             gc.enable()
+
+
+def collect(results: Iterator, bounds: list[tuple[int, int]], buf, start: int, total: int) -> Generator[float, None, list[ChunkColumns]]:
+    """Chunk results in file order; a failed chunk (bad cut) is decoded again here, merged with
+    the chunks that follow until the merged range decodes (the last one is salvaged)."""
+    out: list[ChunkColumns] = []
+    pending = None
+    n = len(bounds)
+    for k, res in enumerate(results):
+        a, b = bounds[k]
+        if res is None or pending is not None:
+            a = a if pending is None else pending
+            try:
+                res = decode_chunk_columns(kineto.chunk_text(buf, a, b), last=k == n - 1)
+                pending = None
+            except ValueError:
+                pending = a
+                continue
+        out.append(res)
+        yield (b - start) / total
+    return out
 
 
 def _work_local(buf, task) -> ChunkColumns | None:
