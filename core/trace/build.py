@@ -38,30 +38,32 @@ def time_base(m: Merged, meta_doc: dict) -> tuple[float, int]:
 def build_model(m: Merged, meta_doc: dict, path: str, warnings: list[str]) -> TraceModel:
     strings = m.strings
     warnings = list(warnings) + m.warnings
-    r, a = m.rows, m.args
+    r, a = m.rows, m.args  # consumed (popped) as they are converted: freed memory is reused
     n = len(r["ts"])
     origin_us, base_unix_ns = time_base(m, meta_doc)
 
     def to_ns(t_us: np.ndarray) -> np.ndarray:
         return np.rint((t_us - origin_us) * 1000.0).astype(np.int64)
 
-    dur_us = r["dur"]
+    dur_us = r.pop("dur")
     missing = np.isnan(dur_us)
     if missing.any():
         warnings.append(f"{int(missing.sum())} complete events had no duration (shown as instants)")
-        dur_us = np.where(missing, 0.0, dur_us)
+        dur_us[missing] = 0.0
     neg = dur_us < 0
     if neg.any():
         warnings.append(f"{int(neg.sum())} events had a negative duration (clamped to 0)")
-        dur_us = np.where(neg, 0.0, dur_us)
-    cols = {"ts_ns": to_ns(r["ts"]), "dur_ns": np.rint(dur_us * 1000.0).astype(np.int64),
-            "name": r["name"], "cat": r["cat"], "kind": r["kind"].copy(),
-            "device": dense(a["device"], n, NONE), "stream": dense(a["stream"], n, NONE)}
+        dur_us[neg] = 0.0
+    del missing, neg
+    cols = {"ts_ns": _us_to_ns(r.pop("ts"), origin_us), "dur_ns": _us_to_ns(dur_us, 0.0),
+            "name": r.pop("name"), "cat": r.pop("cat"), "kind": r.pop("kind"),
+            "device": dense(a.pop("device"), n, NONE), "stream": dense(a.pop("stream"), n, NONE)}
+    del dur_us
     kind, name = cols["kind"], cols["name"]
     coll_ids = strings.ids_matching(lambda s: s.startswith(_COLLECTIVE_HINTS))
     if len(coll_ids):
         kind[np.isin(name, coll_ids) & (kind == Kind.ANNOTATION)] = Kind.COLLECTIVE
-    pid, tid = r["pid"], r["tid"]
+    pid, tid = r.pop("pid"), r.pop("tid")
     gpu_mask = np.isin(kind, GPU_TRACK_KINDS)
     gpu_rows = np.flatnonzero(gpu_mask | (kind == Kind.GPU_ANNOTATION))
     # GPU events: pid is the device, tid the stream, when args lack them
@@ -74,21 +76,33 @@ def build_model(m: Merged, meta_doc: dict, path: str, warnings: list[str]) -> Tr
     step_name_ids = strings.ids_matching(lambda s: s.startswith("ProfilerStep#"))
     is_step = np.isin(name, step_name_ids) & (kind == Kind.ANNOTATION)
     track, uniq = _assign_tracks(kind, gpu_mask, is_step, pid, tid, device, stream)
+    del pid, tid, is_step, gpu_rows, miss
     n_tracks = len(uniq)
+    cpu_op = strings.find("cpu_op")
+    counts = EventCounts(
+        events=m.n_events, kernels=int((kind == Kind.KERNEL).sum()), memcpy=int((kind == Kind.MEMCPY).sum()),
+        memset=int((kind == Kind.MEMSET).sum()), cpu_ops=int((cols["cat"] == cpu_op).sum()) if cpu_op >= 0 else 0,
+        python=int((kind == Kind.PYTHON).sum()), runtime=int((kind == Kind.RUNTIME).sum()),
+        memory=len(m.memory.get("ts", ())),
+    )
+    del kind, name, gpu_mask, device, stream
 
     # --- sort rows by (track, ts, -dur) ------------------------------------------------------
     cols["track"] = track
-    order = _sort_order(track, cols["ts_ns"], cols["dur_ns"])
-    if (np.diff(order) == 1).all():
-        cols = {k: cols[k] for k in _DENSE}
-        position = None
-    else:
-        cols = {k: cols[k][order] for k in _DENSE}
+    del track
+    order = _sort_order(cols["track"], cols["ts_ns"], cols["dur_ns"])
+    position = None
+    if not (np.diff(order) == 1).all():
+        for k in _DENSE:  # one column at a time, so each old column is freed before the next
+            cols[k] = cols[k][order]
         position = np.empty(n, dtype=np.int64)
         position[order] = np.arange(n)
+    del order
     for k in SLICE_COLUMNS:  # sparse arg columns: one scatter straight into sorted order
         if k not in cols:
-            cols[k] = dense(a[k], n, _FILL.get(k, NONE), position)
+            cols[k] = dense(a.pop(k), n, _FILL.get(k, NONE), position)
+    del position
+    cols = {k: cols[k] for k in SLICE_COLUMNS}
     track_offsets = np.searchsorted(cols["track"], np.arange(n_tracks + 1)).astype(np.int64)
     track_kind = uniq[:, 4].astype(np.int8)
     depth = compute_depth(cols["ts_ns"], cols["dur_ns"], track_offsets)
@@ -110,18 +124,20 @@ def build_model(m: Merged, meta_doc: dict, path: str, warnings: list[str]) -> Tr
     instants = tables.instant_table(m.instants, to_ns, strings, tracks)
     counters = tables.counter_table(m.counters, to_ns)
     meta = tables.trace_meta(meta_doc, path, base_unix_ns)
-    cpu_op = strings.find("cpu_op")
-    counts = EventCounts(
-        events=m.n_events, kernels=int((kind == Kind.KERNEL).sum()), memcpy=int((kind == Kind.MEMCPY).sum()),
-        memset=int((kind == Kind.MEMSET).sum()), cpu_ops=int((r["cat"] == cpu_op).sum()) if cpu_op >= 0 else 0,
-        python=int((kind == Kind.PYTHON).sum()), runtime=int((kind == Kind.RUNTIME).sum()),
-        memory=len(memory),
-    )
     if n == 0:
         warnings.append("the trace holds no complete events")
     return TraceModel(path=path, rank=tables.rank_of(meta, path), strings=strings, slices=slices, tracks=tracks,
                       memory=memory, instants=instants, counters=counters, flows=flows, steps=steps, meta=meta,
                       counts=counts, warnings=tuple(dict.fromkeys(warnings)))
+
+
+def _us_to_ns(t_us: np.ndarray, origin_us: float) -> np.ndarray:
+    """(t - origin) µs -> int64 ns, in place on t_us (which the caller gives up)."""
+    if origin_us:
+        t_us -= origin_us
+    t_us *= 1000.0
+    np.rint(t_us, out=t_us)
+    return t_us.astype(np.int64)
 
 
 def _assign_tracks(kind, gpu_mask, is_step, pid, tid, device, stream) -> tuple[np.ndarray, np.ndarray]:
@@ -204,38 +220,43 @@ def compute_depth(ts: np.ndarray, dur: np.ndarray, offsets: np.ndarray) -> np.nd
     """Nesting depth per row for rows sorted by (track, ts, -dur), fully vectorised.
 
     depth(i) = number of earlier rows on the same track still open at ts(i). Rows on one track are
-    mapped to disjoint key ranges so that one global sort + searchsorted serves all tracks.
+    mapped to disjoint key ranges (key = ts + per-track shift), so one sort of the end keys and one
+    searchsorted serve all tracks: depth(i) = i - #(end keys <= start key(i)). Zero-duration rows
+    sort last among equal starts; the few groups holding them get a small correction.
     """
     n = len(ts)
     if n == 0:
         return np.zeros(0, dtype=np.int16)
-    n_tracks = len(offsets) - 1
     counts = np.diff(offsets)
-    track = np.repeat(np.arange(n_tracks), counts)
-    end = ts + dur
     nonempty = counts > 0
-    tmin = np.zeros(n_tracks, dtype=np.int64)
-    tmax = np.zeros(n_tracks, dtype=np.int64)
-    tmin[nonempty] = np.minimum.reduceat(ts, offsets[:-1][nonempty])
-    tmax[nonempty] = np.maximum.reduceat(end, offsets[:-1][nonempty])
+    first = offsets[:-1][nonempty]
+    tmin = np.zeros(len(counts), dtype=np.int64)
+    tmax = np.zeros(len(counts), dtype=np.int64)
+    end = ts + dur
+    tmin[nonempty] = np.minimum.reduceat(ts, first)
+    tmax[nonempty] = np.maximum.reduceat(end, first)
     width = np.where(nonempty, tmax - tmin + 1, 0)
-    shift = np.concatenate([[0], np.cumsum(width)[:-1]]) - tmin
-    start_key = ts + shift[track]
-    end_key = np.sort(end + shift[track])
-    ended = np.searchsorted(end_key, start_key, side="right") - offsets[track]
-    # zero-duration rows at the same ts sort last in their (track, ts) group; those after row i
-    # were counted by searchsorted but are not before i.
-    pos = np.arange(n, dtype=np.int64)
-    zero = dur == 0
-    new_group = np.ones(n, dtype=bool)
-    new_group[1:] = (ts[1:] != ts[:-1]) | (track[1:] != track[:-1])
-    gid = np.cumsum(new_group) - 1
-    gstart = np.flatnonzero(new_group)
-    gend = np.append(gstart[1:], n)
-    zeros_in_group = np.add.reduceat(zero.astype(np.int64), gstart)
-    zeros_after = np.where(zero, gend[gid] - pos, zeros_in_group[gid])
-    before = pos - offsets[track]
-    depth = before - (ended - zeros_after)
+    shift = np.repeat(np.concatenate([[0], np.cumsum(width)[:-1]]) - tmin, counts)
+    end += shift
+    end.sort()
+    key = shift
+    key += ts  # start keys, non-decreasing
+    depth = np.searchsorted(end, key, side="right")
+    del end
+    np.subtract(np.arange(n, dtype=np.int64), depth, out=depth)
+    zero = np.flatnonzero(dur == 0)
+    if len(zero):
+        # rows tied with a zero-duration row on (track, ts): zero rows are the tail of their group
+        gstart = np.searchsorted(key, key[zero], side="left")
+        gend = np.searchsorted(key, key[zero], side="right")
+        depth[zero] += gend - zero  # zero rows at or after it in the group were counted as ended
+        gs, first_z = np.unique(gstart, return_index=True)
+        ge = gend[first_z]
+        fz = zero[first_z]
+        lengths = fz - gs  # non-zero rows of the group: each counted the group's zeros as ended
+        if lengths.any():
+            rows = np.repeat(gs - np.cumsum(np.concatenate([[0], lengths[:-1]])), lengths) + np.arange(lengths.sum())
+            depth[rows] += np.repeat(ge - fz, lengths)
     return np.clip(depth, 0, 32767).astype(np.int16)
 
 
