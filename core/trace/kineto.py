@@ -96,117 +96,6 @@ _decode_events = msgspec.json.Decoder(list[Event]).decode
 _decode_counter_events = msgspec.json.Decoder(list[CounterEvent]).decode
 
 
-# ---------------------------------------------------------------------------------------------
-# tolerant path: dicts -> Event, coercing what a typed decode refused
-
-
-def _to_int(v):
-    if v is None or isinstance(v, bool):
-        return None
-    if isinstance(v, int):
-        return v
-    try:
-        return int(float(v))
-    except (TypeError, ValueError, OverflowError):
-        return None
-
-
-def _to_float(v):
-    if v is None or isinstance(v, bool):
-        return None
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return f if f == f else None
-
-
-def _args_from_dict(a: dict) -> Args:
-    kw = {}
-    for key, fld in (("External id", "external_id"), ("correlation", "correlation"), ("stream", "stream"),
-                     ("device", "device"), ("bytes", "bytes"), ("registers per thread", "registers"),
-                     ("Python id", "python_id"), ("Python parent id", "python_parent_id"),
-                     ("Sequence number", "seq"), ("sort_index", "sort_index"),
-                     ("Total Allocated", "total_allocated"), ("Total Reserved", "total_reserved"),
-                     ("Bytes", "mem_bytes"), ("Device Id", "device_id"), ("Device Type", "device_type"),
-                     ("Addr", "addr")):
-        if key in a:
-            kw[fld] = _to_int(a[key])
-    if "est. achieved occupancy %" in a:
-        kw["occupancy"] = _to_float(a["est. achieved occupancy %"])
-    for key, fld in (("grid", "grid"), ("block", "block"), ("Input Dims", "input_dims"),
-                     ("Input Strides", "input_strides"), ("Input type", "input_types")):
-        if key in a:
-            kw[fld] = msgspec.Raw(json.dumps(a[key], separators=(", ", ": ")).encode())
-    for key, fld in (("Call stack", "call_stack"), ("name", "name"), ("labels", "labels")):
-        if isinstance(a.get(key), str):
-            kw[fld] = a[key]
-    return Args(**kw)
-
-
-def event_from_dict(d: dict) -> Event | None:
-    if not isinstance(d, dict):
-        return None
-    pid = d.get("pid", 0)
-    tid = d.get("tid", 0)
-    if not isinstance(pid, (int, str)) or isinstance(pid, bool):
-        pid = str(pid)
-    if not isinstance(tid, (int, str)) or isinstance(tid, bool):
-        tid = str(tid)
-    fid = d.get("id")
-    if fid is not None and not isinstance(fid, (int, str)):
-        fid = str(fid)
-    args = d.get("args")
-    ts = _to_float(d.get("ts"))
-    dur = _to_float(d.get("dur"))
-    return Event(
-        ph=str(d.get("ph", "")), cat=str(d.get("cat", "") or ""), name=str(d.get("name", "") or ""),
-        pid=pid, tid=tid, ts=_NAN if ts is None else ts, dur=_NAN if dur is None else dur, id=fid,
-        args=_args_from_dict(args) if isinstance(args, dict) else EMPTY_ARGS,
-    )
-
-
-def _counter_args(items: list) -> dict[int, dict]:
-    return {i: d["args"] for i, d in enumerate(items)
-            if isinstance(d, dict) and d.get("ph") == "C" and isinstance(d.get("args"), dict)}
-
-
-def _tolerant_decode(chunk: bytes) -> tuple[list[Event], dict[int, dict]]:
-    """Decode `[ ...events... ]` with the stdlib after quoting N/A-like tokens; coerce each event."""
-    text = _UNQUOTED_NA.sub(rb'\1"\2"', chunk)
-    items = json.loads(text.decode("utf-8", errors="replace"), strict=False)
-    if not isinstance(items, list):
-        raise ValueError("traceEvents is not a list")
-    items = [d for d in items if isinstance(d, dict)]
-    return [event_from_dict(d) for d in items], _counter_args(items)
-
-
-def _salvage(chunk: bytes) -> tuple[list[Event], dict[int, dict], bool]:
-    """Recover every complete event from a chunk whose end is cut off (a crashed run's file).
-
-    Returns (events, counter args, truncated). Walks the chunk event by event with raw_decode.
-    """
-    text = _UNQUOTED_NA.sub(rb'\1"\2"', chunk).decode("utf-8", errors="replace")
-    dec = json.JSONDecoder(strict=False)
-    pos = text.find("[") + 1
-    items: list[dict] = []
-    n = len(text)
-    truncated = True
-    while True:
-        while pos < n and text[pos] in " \t\r\n,":
-            pos += 1
-        if pos >= n or text[pos] == "]":
-            truncated = pos >= n
-            break
-        try:
-            obj, pos = dec.raw_decode(text, pos)
-        except (json.JSONDecodeError, RecursionError):
-            break
-        if isinstance(obj, dict):
-            items.append(obj)
-    return [event_from_dict(d) for d in items], _counter_args(items), truncated
-
-
 def _fast_counter_args(chunk, events: list[Event]) -> dict[int, dict]:
     if not any(e.ph == "C" for e in events):
         return {}
@@ -234,41 +123,18 @@ def decode_events(chunk, last: bool) -> tuple[list[Event], dict[int, dict], list
         return events, _fast_counter_args(chunk, events), warnings
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         first_error = exc
+    from core.trace import tolerant  # the slow paths, loaded only when needed
     if last and "truncated" in str(first_error):
-        return _salvage_fast(bytes(chunk), warnings)
+        return tolerant.salvage_fast(bytes(chunk), warnings)
     try:
-        events, cargs = _tolerant_decode(bytes(chunk))
+        events, cargs = tolerant.tolerant_decode(bytes(chunk))
         warnings.append("non-standard JSON values (e.g. unquoted N/A) were read as strings")
         return events, cargs, warnings
     except (ValueError, UnicodeDecodeError, RecursionError):
         pass
     if not last:
         raise ValueError(str(first_error))
-    return _salvage_fast(bytes(chunk), warnings)
-
-
-def _salvage_fast(chunk: bytes, warnings: list[str]) -> tuple[list[Event], dict[int, dict], list[str]]:
-    """A truncated last chunk: typed decode up to the last event separator, salvage the rest."""
-    cut = None
-    for m in _EVENT_SEP.finditer(chunk, max(0, len(chunk) - (4 << 20))):
-        cut = m
-    head: list[Event] = []
-    head_cargs: dict[int, dict] = {}
-    rest = chunk
-    if cut is not None:
-        try:
-            head = _decode_events(chunk[:cut.start() + 1] + b"]")
-            head_cargs = _fast_counter_args(chunk[:cut.start() + 1] + b"]", head)
-            rest = b"[" + chunk[cut.end() - 1:]
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            head = []
-    events, cargs, truncated = _salvage(rest)
-    if head:
-        cargs = {**head_cargs, **{i + len(head): v for i, v in cargs.items()}}
-        events = head + events
-    if truncated:
-        warnings.append(f"file is truncated (crashed run?): recovered {len(events):,} complete events of the last part")
-    return events, cargs, warnings
+    return tolerant.salvage_fast(bytes(chunk), warnings)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,9 +11,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core.trace.columns import (
-    FLOAT_ARGS, INT_ARGS, PH_B, PH_E, PH_X, STR_ARGS, STR_CODE_BASE, ChunkColumns,
+    FLOAT_ARGS, INT_ARGS, PH_B, PH_X, STR_ARGS, STR_CODE_BASE, ChunkColumns,
 )
-from core.trace.model import NONE
 from core.trace.strings import StringTable
 
 
