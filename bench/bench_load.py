@@ -4,7 +4,9 @@
     python bench/bench_load.py TRACE [TRACE ...] --runs 5 --hta-max-mb 200
 
 Every measurement runs in its own subprocess (one process tree: this script and its children), so
-wall time includes interpreter start and imports, as a user sees them. Peak RSS is reported twice:
+wall time includes interpreter start and imports, as a user sees them. CPU s = user + sys of the
+process and the children it reaped (ptprof's decode workers included): on a shared machine it is
+the steadier number. Peak RSS is reported twice:
 `rss` = ru_maxrss of the measured process (what /usr/bin/time -v reports; ptprof's decode workers are
 separate processes), `tree` = the largest sum of VmRSS over the process and its children, sampled
 every 20 ms (shared file pages counted once per process, so it over-counts). Medians of --runs.
@@ -105,7 +107,8 @@ def measure(argv: list[str], env: dict | None = None, timeout: float = 600) -> d
     out = proc.stdout.read().decode(errors="replace")
     err = proc.stderr.read().decode(errors="replace")
     rc = os.waitstatus_to_exitcode(status)
-    return {"wall_s": wall, "rss_mb": ru.ru_maxrss / 1024, "tree_mb": peak[0] / 1024, "rc": rc,
+    return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024,
+            "tree_mb": peak[0] / 1024, "rc": rc,
             "out": out.strip()[-400:], "err": err.strip()[-400:]}
 
 
@@ -114,6 +117,7 @@ def median_of(runs: list[dict]) -> dict:
     if not ok:
         return {"ok": False, "err": runs[-1]["err"].splitlines()[-1:] if runs else ["not run"]}
     return {"ok": True, "n": len(ok), "wall_s": statistics.median(r["wall_s"] for r in ok),
+            "cpu_s": statistics.median(r["cpu_s"] for r in ok),
             "rss_mb": statistics.median(r["rss_mb"] for r in ok), "tree_mb": statistics.median(r["tree_mb"] for r in ok),
             "all_wall_s": [round(r["wall_s"], 3) for r in ok]}
 
@@ -171,8 +175,8 @@ def bench_trace(path: Path, runs: int, hta_max_mb: float, hta_timeout: float) ->
 def table(results: list[dict], load: str) -> str:
     lines = [f"machine: {os.cpu_count()} cores, load average at start {load}; medians of {results[0]['runs']} runs"
              if results else "", "",
-             "| trace | JSON MB | tool | wall s | load_s | peak RSS MB (proc / tree) | vs orjson | HTA / this |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| trace | JSON MB | tool | wall s | load_s | CPU s | peak RSS MB (proc / tree) | wall vs orjson | HTA / this |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         name = Path(r["trace"]).name
         base = r["orjson"].get("wall_s")
@@ -181,12 +185,12 @@ def table(results: list[dict], load: str) -> str:
                            ("hta", "HTA TraceAnalysis")):
             m = r[key]
             if not m.get("ok"):
-                lines.append(f"| {name} | {r['json_mb']} | {label} | - | - | - | - | {' '.join(m.get('err', []))[:90]} |")
+                lines.append(f"| {name} | {r['json_mb']} | {label} | - | - | - | - | - | {' '.join(m.get('err', []))[:90]} |")
                 continue
             vs = f"{m['wall_s'] / base:.2f}x" if base else "-"
             vh = f"{hta / m['wall_s']:.1f}x" if hta else "-"
             ls = f"{m['load_s']:.2f}" if "load_s" in m else "-"
-            lines.append(f"| {name} | {r['json_mb']} | {label} | {m['wall_s']:.2f} | {ls} | "
+            lines.append(f"| {name} | {r['json_mb']} | {label} | {m['wall_s']:.2f} | {ls} | {m['cpu_s']:.2f} | "
                          f"{m['rss_mb']:.0f} / {m['tree_mb']:.0f} | {vs} | {vh} |")
     return "\n".join(lines)
 
