@@ -21,10 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from core.trace import gzstream, io, kineto, parallel
+from core.trace import io
 from core.trace.alloc import tune_malloc
-from core.trace.build import build_model
-from core.trace.merge import merge_chunks
 from core.trace.model import TraceModel, TraceParseError, TraceSet
 
 
@@ -78,6 +76,11 @@ def _replace_timing(ts: TraceSet, load_s: float, cache_hit: bool) -> TraceSet:
 
 
 def _load_file(src: io.TraceSource, lo: float, hi: float) -> Generator[Progress, None, TraceModel]:
+    # the parse path's modules (msgspec, multiprocessing) load only on a cache miss
+    from core.trace import gzstream, kineto, parallel
+    from core.trace.build import build_model
+    from core.trace.merge import merge_chunks
+
     path = src.path
     span = hi - lo
     yield Progress("reading", lo, path.name)
