@@ -17,7 +17,7 @@ from operator import attrgetter, itemgetter
 
 import numpy as np
 
-from core.trace.kineto import Event, decode_events
+from core.trace.kineto import Event, _fast_counter_args, decode_events
 from core.trace.model import CATEGORY_KIND, NONE, Kind
 
 STR_CODE_BASE = -(1 << 60)  # pid/tid/flow-id codes <= this are strings: STR_CODE_BASE - string id
@@ -144,14 +144,30 @@ def _pick(seq, idx: np.ndarray):
     return itemgetter(*idx.tolist())(seq)
 
 
+def _int_via_float(values: list, missing: int) -> np.ndarray | None:
+    """None -> missing through a float64 array (C speed); None if a value is not exact in float64."""
+    try:
+        f = np.array(values, dtype=np.float64)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    nan = np.isnan(f)
+    if np.abs(np.where(nan, 0.0, f)).max(initial=0.0) >= 2.0 ** 53:
+        return None
+    f[nan] = missing
+    return f.astype(np.int64)
+
+
 def int_col(values, dtype=np.int64, missing: int = NONE, attr: str | None = None) -> np.ndarray:
     """int column of `values` (or of attribute `attr` of each item); None/odd values -> missing."""
+    out = None
     try:
         it = values if attr is None else map(attrgetter(attr), values)
         out = np.fromiter(it, dtype=np.int64, count=len(values))
     except (TypeError, ValueError, OverflowError):  # JSON null or a huge number
         if attr is not None:
             values = list(map(attrgetter(attr), values))
+        out = _int_via_float(values, missing)
+    if out is None:
         out = np.fromiter((missing if not isinstance(v, int) or abs(v) >= (1 << 63) else v for v in values),
                           dtype=np.int64, count=len(values))
     if dtype is not np.int64:
@@ -179,13 +195,15 @@ def decode_chunk_columns(chunk, last: bool, pin: list | None = None) -> ChunkCol
     quarter less CPU per chunk here, where fresh pages are expensive).
     """
     events, counter_args, warnings = decode_events(chunk, last)
-    out = events_to_columns(events, counter_args, warnings)
+    out = events_to_columns(events, counter_args, warnings, chunk)
     if pin is not None:
         pin[:] = events[::256]
     return out
 
 
-def events_to_columns(events: list[Event], counter_args: dict[int, dict], warnings: list[str]) -> ChunkColumns:
+def events_to_columns(events: list[Event], counter_args: dict[int, dict] | None, warnings: list[str],
+                      chunk=None) -> ChunkColumns:
+    """Columns of decoded events. counter_args None: decode them from `chunk` if there are any."""
     st = _Strings()
     n = len(events)
     ph = np.fromiter(map(_PH.__getitem__, map(attrgetter("ph"), events)), dtype=np.int8, count=n)
@@ -258,7 +276,10 @@ def events_to_columns(events: list[Event], counter_args: dict[int, dict], warnin
 
     # --- counters ("C": every numeric arg is one series "<name>/<key>") ----------------------------
     c_ts, c_series, c_val = [], [], []
-    for i in np.flatnonzero((ph == PH_COUNTER) & has_ts).tolist():
+    c_rows = np.flatnonzero((ph == PH_COUNTER) & has_ts)
+    if counter_args is None:
+        counter_args = _fast_counter_args(chunk) if len(c_rows) and chunk is not None else {}
+    for i in c_rows.tolist():
         e = events[i]
         for key, v in (counter_args.get(i) or {}).items():
             if isinstance(v, (int, float)) and not isinstance(v, bool):

@@ -96,8 +96,9 @@ _decode_events = msgspec.json.Decoder(list[Event]).decode
 _decode_counter_events = msgspec.json.Decoder(list[CounterEvent]).decode
 
 
-def _fast_counter_args(chunk, events: list[Event]) -> dict[int, dict]:
-    if not any(e.ph == "C" for e in events):
+def _fast_counter_args(chunk, events: list[Event] | None = None) -> dict[int, dict]:
+    """{event index: args dict} of the chunk's ph "C" events (a second, cheap decode pass)."""
+    if events is not None and not any(e.ph == "C" for e in events):
         return {}
     out = {}
     for i, c in enumerate(_decode_counter_events(chunk)):
@@ -111,16 +112,16 @@ def _fast_counter_args(chunk, events: list[Event]) -> dict[int, dict]:
     return out
 
 
-def decode_events(chunk, last: bool) -> tuple[list[Event], dict[int, dict], list[str]]:
+def decode_events(chunk, last: bool) -> tuple[list[Event], dict[int, dict] | None, list[str]]:
     """Decode one `[...]` chunk of events. Never raises on bad content: returns warnings instead.
 
-    Returns (events, {index: args} of counter events, warnings). Raises ValueError only when
+    Returns (events, {index: args} of counter events or None = not decoded yet, warnings). Raises ValueError only when
     nothing at all could be read from a non-final chunk (the caller merges it with the next one).
     """
     warnings: list[str] = []
     try:
         events = _decode_events(chunk)
-        return events, _fast_counter_args(chunk, events), warnings
+        return events, None, warnings  # counter args: decoded on demand (events_to_columns)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         first_error = exc
     from core.trace import tolerant  # the slow paths, loaded only when needed

@@ -163,3 +163,13 @@ def test_metadata_names_threads(tmp_path, pid):
     m = load(write(tmp_path, events), use_cache=False).primary
     t = int(m.slices.track[0])
     assert m.track_label(t) == "trainer" and m.tracks.sort_index[t] == 3
+
+
+def test_null_and_huge_arg_values(tmp_path):
+    py = dict(cat="python_function")
+    events = [X("root", 0.0, 10.0, **py, **{"Python id": 1, "Python parent id": None}),
+              X("child", 1.0, 5.0, **py, **{"Python id": 2, "Python parent id": 1}),
+              X("big", 2.0, 1.0, **py, **{"Python id": 2**60 + 7, "Python parent id": 2})]
+    m = load(write(tmp_path, events), use_cache=False).primary
+    got = {m.name(i): (int(m.slices.python_id[i]), int(m.slices.python_parent_id[i])) for i in range(3)}
+    assert got == {"root": (1, -1), "child": (2, 1), "big": (2**60 + 7, 2)}
