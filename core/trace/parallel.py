@@ -51,9 +51,12 @@ def worker_count(n_bytes: int, method: str) -> int:
 
 
 def start_method() -> str:
-    """fork when it is safe (one thread, POSIX), else forkserver (Linux) or spawn."""
+    """fork when it is safe (main thread, no other threads, POSIX), else forkserver (Linux) or spawn."""
     methods = mp.get_all_start_methods()
-    if "fork" in methods and threading.active_count() == 1 and sys.platform != "darwin":
+    # a load in a GUI worker (QThread: not the main thread, maybe not counted by threading) or next
+    # to other Python threads must not fork a multi-threaded process
+    if ("fork" in methods and threading.active_count() == 1 and sys.platform != "darwin"
+            and threading.current_thread() is threading.main_thread()):
         return "fork"
     return "forkserver" if "forkserver" in methods else "spawn"
 
