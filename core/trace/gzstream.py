@@ -56,7 +56,7 @@ def decode_streamed(path: Path) -> Generator[float, None, Streamed | None]:
     workers = parallel.worker_count(size, "fork")
     if not workers:
         return None
-    chunk_bytes = int(min(kineto.CHUNK_BYTES, max(4 << 20, size // (workers * 3))))
+    chunk_bytes = int(min(kineto.CHUNK_BYTES, max(4 << 20, size // (workers * parallel.CHUNKS_PER_WORKER))))
     shm = mmap.mmap(-1, size + 1)
     ok = False
     pool = None

@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 MIN_PARALLEL_BYTES = 24 << 20  # below this, process start-up costs more than it saves (fork)
 MIN_PARALLEL_BYTES_SPAWN = 96 << 20  # spawn/forkserver start-up is ~0.3 s per worker here
 MAX_WORKERS = 16
+CHUNKS_PER_WORKER = int(os.environ.get("PTPROF_CHUNKS_PER_WORKER", "6"))  # load balance vs per-chunk cost
 
 _BUF = None  # the document bytes in a worker (inherited on fork, or mmapped by _init_worker)
 _PIN: list = []  # see decode_chunk_columns
@@ -97,7 +98,7 @@ def decode_chunks(buf, doc: kineto.Document, path: Path, is_mmap: bool) -> Gener
     method = start_method()
     workers = worker_count(total, method)
     chunk_bytes = kineto.CHUNK_BYTES if not workers else \
-        int(min(kineto.CHUNK_BYTES, max(4 << 20, total // (workers * 3))))
+        int(min(kineto.CHUNK_BYTES, max(4 << 20, total // (workers * CHUNKS_PER_WORKER))))
     bounds = kineto.chunk_bounds(buf, doc, chunk_bytes)
     if len(bounds) < 2:
         workers = 0
