@@ -19,7 +19,7 @@ from collections.abc import Generator
 from pathlib import Path
 
 from core.trace import io, kineto, parallel
-from core.trace.columns import ChunkColumns
+from core.trace.merge import Merged
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ def isize(path: Path) -> int | None:
     return n if size < n < 200 * size else None
 
 
-Streamed = tuple[mmap.mmap, kineto.Document, list[ChunkColumns]]
+Streamed = tuple[mmap.mmap, kineto.Document, Merged]
 
 
 def decode_streamed(path: Path) -> Generator[float, None, Streamed | None]:
@@ -109,16 +109,15 @@ def decode_streamed(path: Path) -> Generator[float, None, Streamed | None]:
         log.info("decoding %d chunks of %s in %d workers while inflating", len(bounds), path.name, workers)
         total = max(1, doc.events_end - doc.events_start)
         results = (r.get() for r in pending)
-        chunks = []
         gen = parallel.collect(results, bounds, shm, doc.events_start, total)
         try:
             while True:
                 frac = next(gen)
                 yield 0.5 + 0.5 * frac
         except StopIteration as stop:
-            chunks = stop.value
+            merged = stop.value
         ok = True
-        return shm, doc, chunks
+        return shm, doc, merged
     finally:
         parallel._BUF = None
         parallel._PIN.clear()

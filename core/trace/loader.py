@@ -79,14 +79,13 @@ def _load_file(src: io.TraceSource, lo: float, hi: float) -> Generator[Progress,
     # the parse path's modules (msgspec, multiprocessing) load only on a cache miss
     from core.trace import gzstream, kineto, parallel
     from core.trace.build import build_model
-    from core.trace.merge import merge_chunks
 
     path = src.path
     span = hi - lo
     yield Progress("reading", lo, path.name)
     streamed = yield from _scaled(gzstream.decode_streamed(path), "decoding", lo, span * 0.8, path.name)
     if streamed is not None:
-        buf, doc, chunks = streamed
+        buf, doc, merged = streamed
     else:
         buf = io.read_bytes(path)
     try:
@@ -98,15 +97,13 @@ def _load_file(src: io.TraceSource, lo: float, hi: float) -> Generator[Progress,
             if doc is None:
                 raise TraceParseError(path, _not_a_trace_reason(buf))
             yield Progress("decoding", lo + span * 0.05, path.name)
-            chunks = yield from _scaled(parallel.decode_chunks(buf, doc, path, isinstance(buf, mmap.mmap)),
+            merged = yield from _scaled(parallel.decode_chunks(buf, doc, path, isinstance(buf, mmap.mmap)),
                                         "decoding", lo + span * 0.05, span * 0.75, path.name)
         warnings: list[str] = [] if doc.complete else ["file is truncated (crashed run?): loaded every complete event"]
         yield Progress("building", lo + span * 0.8, path.name)
         gc_was = gc.isenabled()
         gc.disable()
         try:
-            merged = merge_chunks(chunks)
-            del chunks
             if merged.n_events == 0 and not doc.meta:
                 raise TraceParseError(path, "no trace events found")
             model = build_model(merged, doc.meta, str(path), warnings)

@@ -55,56 +55,72 @@ def _concat(parts: list[np.ndarray], dtype) -> np.ndarray:
     return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
 
-def merge_chunks(chunks: list[ChunkColumns]) -> Merged:
-    strings = StringTable()
-    codes = _CodeMap()
-    str_cols = {"rows": ("name", "cat"), "instants": ("name",), "flows": ("cat",), "counters": ("series",),
-                "memory": ()}
-    code_cols = {"rows": ("pid", "tid"), "instants": ("pid", "tid"), "memory": ("pid", "tid"),
-                 "flows": ("pid", "tid", "id"), "counters": ()}
-    parts: dict[str, dict[str, list]] = {t: {} for t in str_cols}
-    arg_parts: dict[str, list] = {}
-    metadata: list[tuple] = []
-    warnings: list[str] = []
-    n_rows = 0
-    n_events = skipped = 0
-    for ch in chunks:
-        remap = strings.intern_many(ch.strings)
-        for table in str_cols:
-            cols = getattr(ch, table)
-            for name, col in cols.items():
-                if name in str_cols[table]:
+_STR_COLS = {"rows": ("name", "cat"), "instants": ("name",), "flows": ("cat",), "counters": ("series",), "memory": ()}
+_CODE_COLS = {"rows": ("pid", "tid"), "instants": ("pid", "tid"), "memory": ("pid", "tid"),
+              "flows": ("pid", "tid", "id"), "counters": ()}
+
+
+class Merger:
+    """Takes chunk columns in file order as they arrive (so remapping overlaps the workers' decoding
+    and each chunk's string list is dropped early); `finish()` concatenates."""
+
+    def __init__(self) -> None:
+        self.strings = StringTable()
+        self.codes = _CodeMap()
+        self.parts: dict[str, dict[str, list]] = {t: {} for t in _STR_COLS}
+        self.arg_parts: dict[str, list] = {}
+        self.metadata: list[tuple] = []
+        self.warnings: list[str] = []
+        self.n_rows = self.n_events = self.skipped = self.n_chunks = 0
+
+    def add(self, ch: ChunkColumns) -> None:
+        remap = self.strings.intern_many(ch.strings)
+        for table in _STR_COLS:
+            for name, col in getattr(ch, table).items():
+                if name in _STR_COLS[table]:
                     col = remap[col]
-                elif name in code_cols[table]:
-                    col = codes(col, remap)
-                parts[table].setdefault(name, []).append(col)
+                elif name in _CODE_COLS[table]:
+                    col = self.codes(col, remap)
+                self.parts[table].setdefault(name, []).append(col)
         for name, (idx, vals) in ch.args.items():
             if name in STR_ARGS:
                 vals = remap[vals]
-            arg_parts.setdefault(name, []).append((idx.astype(np.int64) + n_rows, vals))
+            self.arg_parts.setdefault(name, []).append((idx.astype(np.int64) + self.n_rows, vals))
         for name, pid, tid, arg_name, sort_index, labels in ch.metadata:
-            pt = codes(np.array([pid, tid], dtype=np.int64), remap)
-            metadata.append((name, int(pt[0]), int(pt[1]), arg_name, sort_index, labels))
-        n_rows += len(ch.rows["ts"])
-        n_events += ch.n_events
-        skipped += ch.skipped
-        warnings.extend(ch.warnings)
-    tables = {}
-    for table, cols in parts.items():
-        tables[table] = {name: _concat(p, p[0].dtype) for name, p in cols.items()}
-    args = {}
-    for name, (dtype, _) in {**INT_ARGS, **FLOAT_ARGS}.items():
-        args[name] = _sparse_concat(arg_parts.get(name, []), dtype)
-    for name in STR_ARGS:
-        args[name] = _sparse_concat(arg_parts.get(name, []), np.int32)
-    m = Merged(strings=strings, rows=tables["rows"], args=args, instants=tables["instants"],
-               memory=tables["memory"], flows=tables["flows"], counters=tables["counters"],
-               metadata=metadata, n_events=n_events, skipped=skipped, warnings=warnings)
-    if not chunks:
-        return _empty(m)
-    if (m.rows["ph"] != PH_X).any():
-        _pair_begin_end(m)
-    return m
+            pt = self.codes(np.array([pid, tid], dtype=np.int64), remap)
+            self.metadata.append((name, int(pt[0]), int(pt[1]), arg_name, sort_index, labels))
+        self.n_rows += len(ch.rows["ts"])
+        self.n_events += ch.n_events
+        self.skipped += ch.skipped
+        self.warnings.extend(ch.warnings)
+        self.n_chunks += 1
+
+    def finish(self) -> Merged:
+        tables = {}
+        for table, cols in self.parts.items():
+            tables[table] = {name: _concat(p, p[0].dtype) for name, p in cols.items()}
+        self.parts = {}
+        args = {}
+        for name, (dtype, _) in {**INT_ARGS, **FLOAT_ARGS}.items():
+            args[name] = _sparse_concat(self.arg_parts.get(name, []), dtype)
+        for name in STR_ARGS:
+            args[name] = _sparse_concat(self.arg_parts.get(name, []), np.int32)
+        self.arg_parts = {}
+        m = Merged(strings=self.strings, rows=tables["rows"], args=args, instants=tables["instants"],
+                   memory=tables["memory"], flows=tables["flows"], counters=tables["counters"],
+                   metadata=self.metadata, n_events=self.n_events, skipped=self.skipped, warnings=self.warnings)
+        if not self.n_chunks:
+            return _empty(m)
+        if (m.rows["ph"] != PH_X).any():
+            _pair_begin_end(m)
+        return m
+
+
+def merge_chunks(chunks: list[ChunkColumns]) -> Merged:
+    merger = Merger()
+    for ch in chunks:
+        merger.add(ch)
+    return merger.finish()
 
 
 def _sparse_concat(parts: list, dtype) -> tuple[np.ndarray, np.ndarray]:

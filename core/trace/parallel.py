@@ -1,7 +1,7 @@
 """Decode the chunks of a traceEvents array, in worker processes for big files, in order.
 
 `decode_chunks(...)` is a generator: it yields the fraction of bytes decoded so far and returns
-the list of ChunkColumns in file order. Closing it (a cancelled load) terminates the workers at once.
+the chunks' columns merged (core.trace.merge) as they arrived, in file order. Closing it (a cancelled load) terminates the workers at once.
 
 Workers get the bytes without copies where possible: with the "fork" start method (the default when
 the loading process has a single thread, as the CLI does) they inherit the buffer; otherwise a plain
@@ -24,6 +24,7 @@ from pathlib import Path
 from core.trace import kineto
 from core.trace.alloc import tune_malloc
 from core.trace.columns import ChunkColumns, decode_chunk_columns
+from core.trace.merge import Merged, Merger
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,7 @@ def _drop_pages(buf: mmap.mmap, a: int, b: int) -> None:
         pass
 
 
-def decode_chunks(buf, doc: kineto.Document, path: Path, is_mmap: bool) -> Generator[float, None, list[ChunkColumns]]:
+def decode_chunks(buf, doc: kineto.Document, path: Path, is_mmap: bool) -> Generator[float, None, Merged]:
     global _BUF
     total = max(1, doc.events_end - doc.events_start)
     method = start_method()
@@ -135,10 +136,10 @@ def decode_chunks(buf, doc: kineto.Document, path: Path, is_mmap: bool) -> Gener
             gc.enable()
 
 
-def collect(results: Iterator, bounds: list[tuple[int, int]], buf, start: int, total: int) -> Generator[float, None, list[ChunkColumns]]:
-    """Chunk results in file order; a failed chunk (bad cut) is decoded again here, merged with
-    the chunks that follow until the merged range decodes (the last one is salvaged)."""
-    out: list[ChunkColumns] = []
+def collect(results: Iterator, bounds: list[tuple[int, int]], buf, start: int, total: int) -> Generator[float, None, Merged]:
+    """Chunk results in file order, merged as they arrive; a failed chunk (bad cut) is decoded again
+    here, merged with the chunks that follow until the merged range decodes (the last is salvaged)."""
+    out = Merger()
     pending = None
     n = len(bounds)
     for k, res in enumerate(results):
@@ -151,9 +152,10 @@ def collect(results: Iterator, bounds: list[tuple[int, int]], buf, start: int, t
             except ValueError:
                 pending = a
                 continue
-        out.append(res)
+        out.add(res)
+        del res
         yield (b - start) / total
-    return out
+    return out.finish()
 
 
 def _work_local(buf, task) -> ChunkColumns | None:
