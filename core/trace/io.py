@@ -14,13 +14,18 @@ from core.trace.model import TraceParseError
 TRACE_SUFFIXES = (".json", ".json.gz", ".json.xz", ".json.gzip")
 _GZIP_MAGIC = b"\x1f\x8b"
 _XZ_MAGIC = b"\xfd7zXZ\x00"
-# refuse to inflate absurd amounts (zip bombs / junk): 64 GiB decompressed
+# refuse to inflate absurd amounts (zip bombs / junk): 64 GiB decompressed, or a compression ratio
+# no trace reaches (Kineto JSON compresses 10-25x; zeros compress 1000x) beyond 256 MiB
 MAX_DECOMPRESSED = 64 << 30
+MAX_RATIO = 200
+RATIO_CHECK_FROM = 256 << 20
 
 try:  # ISA-L's gzip is ~1.4x faster than zlib here (docs/architecture.md)
     from isal import igzip as _igzip
+    from isal.igzip_lib import IsalError as _IsalError
 except ImportError:  # pragma: no cover - optional speedup
     _igzip = None
+    _IsalError = zlib.error
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,10 +108,10 @@ def _gunzip(path: Path) -> bytes:
     opener = _igzip.open if _igzip is not None else gzip.open
     try:
         with opener(path, "rb") as fh:
-            return _read_bounded(fh)
+            return _read_bounded(fh, path)
     except EOFError:
         return _gunzip_partial(path)
-    except (OSError, zlib.error, ValueError) as exc:
+    except (OSError, zlib.error, _IsalError, ValueError) as exc:
         if "truncated" in str(exc).lower() or "end-of-stream" in str(exc).lower() or "compressed file ended" in str(exc).lower():
             return _gunzip_partial(path)
         raise TraceParseError(path, "corrupt gzip file") from None
@@ -125,8 +130,8 @@ def _gunzip_partial(path: Path) -> bytes:
                     break
                 piece = d.decompress(block)
                 total += len(piece)
-                if total > MAX_DECOMPRESSED:
-                    raise TraceParseError(path, "decompressed size exceeds 64 GiB")
+                if total > MAX_DECOMPRESSED or (total > RATIO_CHECK_FROM and total > MAX_RATIO * fh.tell()):
+                    raise TraceParseError(path, "implausible decompressed size: not a trace")
                 out.append(piece)
     except zlib.error:
         if not out:
@@ -140,20 +145,25 @@ def _gunzip_partial(path: Path) -> bytes:
 def _unxz(path: Path) -> bytes:
     try:
         with lzma.open(path, "rb") as fh:
-            return _read_bounded(fh)
+            return _read_bounded(fh, path)
     except (lzma.LZMAError, EOFError):
         raise TraceParseError(path, "corrupt or truncated xz file") from None
 
 
-def _read_bounded(fh) -> bytes:
+def _read_bounded(fh, path: Path) -> bytes:
+    """Inflate, but stop early on content that is not JSON or inflates implausibly."""
     parts = []
     total = 0
+    compressed = max(1, path.stat().st_size)
     while True:
-        block = fh.read(64 << 20)
+        block = fh.read(16 << 20 if not parts else 64 << 20)
         if not block:
             break
+        if not parts and block.lstrip()[:1] not in (b"{", b"[", b"") and not block.startswith(b"\xef\xbb\xbf"):
+            raise TraceParseError(path, "compressed file does not hold JSON (expected a PyTorch profiler trace)")
         total += len(block)
-        if total > MAX_DECOMPRESSED:
-            raise TraceParseError(getattr(fh, "name", "?"), "decompressed size exceeds 64 GiB")
+        if total > MAX_DECOMPRESSED or (total > RATIO_CHECK_FROM and total > MAX_RATIO * compressed):
+            raise TraceParseError(path, f"implausible decompressed size (> {total >> 20} MiB from "
+                                  f"{compressed >> 10} KiB): not a trace")
         parts.append(block)
     return b"".join(parts) if len(parts) != 1 else parts[0]

@@ -13,15 +13,16 @@ the end. Errors are TraceParseError with a one-line reason.
 from __future__ import annotations
 
 import gc
+import mmap
 import time
 from collections.abc import Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from core.trace import io, kineto
-from core.trace.build import build_model
+from core.trace import io
+from core.trace.alloc import tune_malloc
 from core.trace.model import TraceModel, TraceParseError, TraceSet
 
 
@@ -43,6 +44,7 @@ def load(path: str | Path, use_cache: bool = True) -> TraceSet:
 
 def iter_load(path: str | Path, use_cache: bool = True) -> Generator[Progress, None, TraceSet]:
     t0 = time.perf_counter()
+    tune_malloc()
     found = io.discover(path)
     n_files = len(found.sources)
     models: list[TraceModel] = []
@@ -60,68 +62,75 @@ def iter_load(path: str | Path, use_cache: bool = True) -> Generator[Progress, N
             model = yield from _load_file(src, lo, hi)
             if use_cache:
                 from core.trace import cache
+                yield Progress("cache", hi, src.path.name)
                 cache.store(src.path, model)
+        if src.rank_hint is not None and model.meta.distributed_info is None:
+            model = replace(model, rank=src.rank_hint)
         models.append(model)
     trace_set = assemble(str(found.root), models, found)
     return _replace_timing(trace_set, time.perf_counter() - t0, hits == n_files)
 
 
 def _replace_timing(ts: TraceSet, load_s: float, cache_hit: bool) -> TraceSet:
-    from dataclasses import replace
     return replace(ts, load_s=load_s, cache_hit=cache_hit)
 
 
 def _load_file(src: io.TraceSource, lo: float, hi: float) -> Generator[Progress, None, TraceModel]:
+    # the parse path's modules (msgspec, multiprocessing) load only on a cache miss
+    from core.trace import gzstream, kineto, parallel
+    from core.trace.build import build_model
+
     path = src.path
     span = hi - lo
     yield Progress("reading", lo, path.name)
-    buf = io.read_bytes(path)
+    streamed = yield from _scaled(gzstream.decode_streamed(path), "decoding", lo, span * 0.8, path.name)
+    if streamed is not None:
+        buf, doc, merged = streamed
+    else:
+        buf = io.read_bytes(path)
     try:
-        doc = kineto.locate(buf)
-        if doc is None:
-            raise TraceParseError(path, _not_a_trace_reason(buf))
-        bounds = kineto.chunk_bounds(buf, doc)
+        if streamed is None:
+            try:
+                doc = kineto.locate(buf)
+            except kineto.NotATrace as exc:
+                raise TraceParseError(path, str(exc)) from None
+            if doc is None:
+                raise TraceParseError(path, _not_a_trace_reason(buf))
+            yield Progress("decoding", lo + span * 0.05, path.name)
+            merged = yield from _scaled(parallel.decode_chunks(buf, doc, path, isinstance(buf, mmap.mmap)),
+                                        "decoding", lo + span * 0.05, span * 0.75, path.name)
         warnings: list[str] = [] if doc.complete else ["file is truncated (crashed run?): loaded every complete event"]
-        raw = kineto.RawEvents()
-        total_bytes = max(1, doc.events_end - doc.events_start)
+        yield Progress("building", lo + span * 0.8, path.name)
         gc_was = gc.isenabled()
         gc.disable()
         try:
-            k = 0
-            pending_start = None
-            while k < len(bounds):
-                a, b = bounds[k]
-                if pending_start is not None:
-                    a = pending_start
-                last = k == len(bounds) - 1
-                try:
-                    part, w = kineto.decode_chunk(kineto.chunk_text(buf, a, b), last=last or not doc.complete and last)
-                except ValueError:
-                    pending_start = a  # a bad cut: merge with the next chunk
-                    k += 1
-                    continue
-                pending_start = None
-                raw.extend(part)
-                warnings.extend(w)
-                k += 1
-                yield Progress("decoding", lo + span * 0.8 * (b - doc.events_start) / total_bytes, path.name)
+            if merged.n_events == 0 and not doc.meta:
+                raise TraceParseError(path, "no trace events found")
+            model = build_model(merged, doc.meta, str(path), warnings)
         finally:
             if gc_was:
                 gc.enable()
-        total = len(raw.complete) + len(raw.begins) + len(raw.ends) + len(raw.instants) + len(raw.memory) + \
-            len(raw.counters) + len(raw.flows) + len(raw.metadata) + raw.skipped
-        if total == 0 and not doc.meta:
-            raise TraceParseError(path, "no trace events found")
-        yield Progress("building", lo + span * 0.85, path.name)
-        model = build_model(raw, doc.meta, str(path), warnings, total)
-        if src.rank_hint is not None and model.meta.distributed_info is None:
-            from dataclasses import replace
-            model = replace(model, rank=src.rank_hint)
     finally:
-        if hasattr(buf, "close"):
-            buf.close()
+        if isinstance(buf, mmap.mmap):
+            try:
+                buf.close()
+            except BufferError:  # a view is still alive somewhere; the mmap closes with it
+                pass
     yield Progress("building", hi, path.name)
     return model
+
+
+def _scaled(gen: Generator, stage: str, lo: float, span: float, detail: str):
+    """Run a generator yielding fractions, re-yielding them as Progress; returns its value.
+    Closing this generator closes `gen` (which stops its workers)."""
+    try:
+        while True:
+            frac = next(gen)
+            yield Progress(stage, lo + span * frac, detail)
+    except StopIteration as stop:
+        return stop.value
+    finally:
+        gen.close()
 
 
 def _not_a_trace_reason(buf) -> str:
@@ -154,7 +163,6 @@ def assemble(root: str, models: list[TraceModel], found: io.Discovered | None = 
 
 
 def shift_model(m: TraceModel, delta_ns: int) -> TraceModel:
-    from dataclasses import replace
     d = np.int64(delta_ns)
     sl = replace(m.slices, ts_ns=m.slices.ts_ns + d)
     mem = replace(m.memory, ts_ns=m.memory.ts_ns + d)

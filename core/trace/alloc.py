@@ -1,0 +1,35 @@
+"""Keep freed big numpy buffers in the heap for reuse (glibc only; a no-op elsewhere).
+
+On this kind of VM the first touch of a fresh page costs ~3-8 µs (docs/architecture.md), so a load
+that allocates and frees many column-sized temporaries spends more time faulting pages in than
+computing. glibc serves allocations above M_MMAP_THRESHOLD (32 MiB at most by default) with fresh
+mmaps and returns them on free; raising the threshold and the trim threshold makes the next
+temporary reuse already-touched memory (2-5x faster alloc/free cycles measured here). Peak RSS is
+unchanged; memory freed after a load stays with the process for the next one.
+Disable with PTPROF_MALLOC_TUNE=0.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import sys
+
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+_done = False
+
+
+def tune_malloc() -> bool:
+    global _done
+    if _done:
+        return True
+    if not sys.platform.startswith("linux") or os.environ.get("PTPROF_MALLOC_TUNE", "1") == "0":
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        ok = libc.mallopt(_M_MMAP_THRESHOLD, 1 << 30) == 1 and libc.mallopt(_M_TRIM_THRESHOLD, (1 << 31) - 1) == 1
+    except (OSError, AttributeError):
+        return False
+    _done = ok
+    return ok

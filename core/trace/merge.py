@@ -1,0 +1,182 @@
+"""Chunk columns (from workers, in file order) -> one set of columns on one global StringTable.
+
+Each chunk's string ids are remapped with one `intern_many` over its (unique) strings and one numpy
+take per string column; string-coded pids/tids/flow ids become small negative ids. B/E pairs become
+complete rows here (a per-event loop over only the B/E rows, which are rare in Kineto traces).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from core.trace.columns import (
+    FLOAT_ARGS, INT_ARGS, PH_B, PH_X, STR_ARGS, STR_CODE_BASE, ChunkColumns,
+)
+from core.trace.strings import StringTable
+
+
+@dataclass
+class Merged:
+    strings: StringTable
+    rows: dict[str, np.ndarray]  # ts (f64 µs), dur (f64 µs, NaN = missing), name, cat, kind, pid, tid
+    args: dict[str, tuple[np.ndarray, np.ndarray]]  # sparse arg columns: (row index, value), rows ascending
+    instants: dict[str, np.ndarray]
+    memory: dict[str, np.ndarray]
+    flows: dict[str, np.ndarray]
+    counters: dict[str, np.ndarray]
+    metadata: list[tuple]
+    n_events: int = 0
+    skipped: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+class _CodeMap:
+    """STR_CODE_BASE - global sid -> -1, -2, ... in order of first appearance."""
+
+    def __init__(self) -> None:
+        self.map: dict[int, int] = {}
+
+    def __call__(self, codes: np.ndarray, remap: np.ndarray) -> np.ndarray:
+        s = codes <= STR_CODE_BASE
+        if not s.any():
+            return codes
+        codes = codes.copy()
+        gsid = remap[STR_CODE_BASE - codes[s]]
+        for g in dict.fromkeys(gsid.tolist()):
+            self.map.setdefault(g, -1 - len(self.map))
+        codes[s] = np.fromiter((self.map[g] for g in gsid.tolist()), dtype=np.int64, count=len(gsid))
+        return codes
+
+
+def _concat(parts: list[np.ndarray], dtype) -> np.ndarray:
+    if not parts:
+        return np.zeros(0, dtype=dtype)
+    return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+
+_STR_COLS = {"rows": ("name", "cat"), "instants": ("name",), "flows": ("cat",), "counters": ("series",), "memory": ()}
+_CODE_COLS = {"rows": ("pid", "tid"), "instants": ("pid", "tid"), "memory": ("pid", "tid"),
+              "flows": ("pid", "tid", "id"), "counters": ()}
+
+
+class Merger:
+    """Takes chunk columns in file order as they arrive (so remapping overlaps the workers' decoding
+    and each chunk's string list is dropped early); `finish()` concatenates."""
+
+    def __init__(self) -> None:
+        self.strings = StringTable()
+        self.codes = _CodeMap()
+        self.parts: dict[str, dict[str, list]] = {t: {} for t in _STR_COLS}
+        self.arg_parts: dict[str, list] = {}
+        self.metadata: list[tuple] = []
+        self.warnings: list[str] = []
+        self.n_rows = self.n_events = self.skipped = self.n_chunks = 0
+
+    def add(self, ch: ChunkColumns) -> None:
+        remap = self.strings.intern_many(ch.strings)
+        for table in _STR_COLS:
+            for name, col in getattr(ch, table).items():
+                if name in _STR_COLS[table]:
+                    col = remap[col]
+                elif name in _CODE_COLS[table]:
+                    col = self.codes(col, remap)
+                self.parts[table].setdefault(name, []).append(col)
+        for name, (idx, vals) in ch.args.items():
+            if name in STR_ARGS:
+                vals = remap[vals]
+            self.arg_parts.setdefault(name, []).append((idx.astype(np.int64) + self.n_rows, vals))
+        for name, pid, tid, arg_name, sort_index, labels in ch.metadata:
+            pt = self.codes(np.array([pid, tid], dtype=np.int64), remap)
+            self.metadata.append((name, int(pt[0]), int(pt[1]), arg_name, sort_index, labels))
+        self.n_rows += len(ch.rows["ts"])
+        self.n_events += ch.n_events
+        self.skipped += ch.skipped
+        self.warnings.extend(ch.warnings)
+        self.n_chunks += 1
+
+    def finish(self) -> Merged:
+        tables = {}
+        for table, cols in self.parts.items():
+            tables[table] = {name: _concat(p, p[0].dtype) for name, p in cols.items()}
+        self.parts = {}
+        args = {}
+        for name, (dtype, _) in {**INT_ARGS, **FLOAT_ARGS}.items():
+            args[name] = _sparse_concat(self.arg_parts.get(name, []), dtype)
+        for name in STR_ARGS:
+            args[name] = _sparse_concat(self.arg_parts.get(name, []), np.int32)
+        self.arg_parts = {}
+        m = Merged(strings=self.strings, rows=tables["rows"], args=args, instants=tables["instants"],
+                   memory=tables["memory"], flows=tables["flows"], counters=tables["counters"],
+                   metadata=self.metadata, n_events=self.n_events, skipped=self.skipped, warnings=self.warnings)
+        if not self.n_chunks:
+            return _empty(m)
+        if (m.rows["ph"] != PH_X).any():
+            _pair_begin_end(m)
+        return m
+
+
+def merge_chunks(chunks: list[ChunkColumns]) -> Merged:
+    merger = Merger()
+    for ch in chunks:
+        merger.add(ch)
+    return merger.finish()
+
+
+def _sparse_concat(parts: list, dtype) -> tuple[np.ndarray, np.ndarray]:
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0, dtype)
+    return _concat([p[0] for p in parts], np.int64), _concat([p[1] for p in parts], dtype).astype(dtype, copy=False)
+
+
+def dense(sparse: tuple[np.ndarray, np.ndarray], n: int, fill, positions: np.ndarray | None = None) -> np.ndarray:
+    """Dense column of n rows from (row index, value) pairs; `positions` maps row -> output row."""
+    idx, vals = sparse
+    out = np.full(n, fill, dtype=vals.dtype)
+    out[idx if positions is None else positions[idx]] = vals
+    return out
+
+
+def _empty(m: Merged) -> Merged:
+    z64, z32 = np.zeros(0, np.int64), np.zeros(0, np.int32)
+    m.rows = {"ph": np.zeros(0, np.int8), "ts": np.zeros(0), "dur": np.zeros(0), "name": z32, "cat": z32,
+              "kind": np.zeros(0, np.int8), "pid": z64, "tid": z64}
+    return m
+
+
+def _pair_begin_end(m: Merged) -> None:
+    """Turn B/E pairs into complete rows (per pid/tid stack, in time order); drop the E rows."""
+    r = m.rows
+    ph, ts = r["ph"], r["ts"]
+    be = np.flatnonzero(ph != PH_X)
+    order = be[np.lexsort(((ph[be] == PH_B).astype(np.int8), ts[be]))]  # at equal ts: E before B
+    stacks: dict[tuple, list[int]] = {}
+    dur = r["dur"]
+    keep = ph == PH_X
+    unmatched = 0
+    pids, tids, phs = r["pid"], r["tid"], ph
+    for i in order.tolist():
+        key = (int(pids[i]), int(tids[i]))
+        if phs[i] == PH_B:
+            stacks.setdefault(key, []).append(i)
+            continue
+        st = stacks.get(key)
+        if not st:
+            unmatched += 1
+            continue
+        b = st.pop()
+        dur[b] = max(0.0, ts[i] - ts[b])
+        if r["name"][b] == 0:
+            r["name"][b] = r["name"][i]
+        keep[b] = True
+    unmatched += sum(len(s) for s in stacks.values())
+    if unmatched:
+        m.warnings.append(f"{unmatched} begin/end events without a partner were dropped")
+    idx = np.flatnonzero(keep)
+    new_row = np.full(len(ph), -1, dtype=np.int64)
+    new_row[idx] = np.arange(len(idx))
+    m.rows = {k: v[idx] for k, v in r.items()}
+    m.rows["ph"][:] = PH_X
+    for k, (i, v) in m.args.items():
+        j = new_row[i]
+        m.args[k] = (j[j >= 0], v[j >= 0])

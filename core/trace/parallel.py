@@ -1,0 +1,166 @@
+"""Decode the chunks of a traceEvents array, in worker processes for big files, in order.
+
+`decode_chunks(...)` is a generator: it yields the fraction of bytes decoded so far and returns
+the chunks' columns merged (core.trace.merge) as they arrived, in file order. Closing it (a cancelled load) terminates the workers at once.
+
+Workers get the bytes without copies where possible: with the "fork" start method (the default when
+the loading process has a single thread, as the CLI does) they inherit the buffer; otherwise a plain
+file is mmapped by each worker and a decompressed buffer is sent chunk by chunk.
+A chunk whose cut was bad (a separator inside a string) fails in its worker; it is then decoded again
+in the parent merged with the following chunk. The last chunk of a truncated file is salvaged.
+"""
+from __future__ import annotations
+
+import gc
+import logging
+import mmap
+import multiprocessing as mp
+import os
+import sys
+import threading
+from collections.abc import Generator, Iterator
+from pathlib import Path
+
+from core.trace import kineto
+from core.trace.alloc import tune_malloc
+from core.trace.columns import ChunkColumns, decode_chunk_columns
+from core.trace.merge import Merged, Merger
+
+log = logging.getLogger(__name__)
+
+MIN_PARALLEL_BYTES = 24 << 20  # below this, process start-up costs more than it saves (fork)
+MIN_PARALLEL_BYTES_SPAWN = 96 << 20  # spawn/forkserver start-up is ~0.3 s per worker here
+MAX_WORKERS = 16
+CHUNKS_PER_WORKER = int(os.environ.get("PTPROF_CHUNKS_PER_WORKER", "6"))  # load balance vs per-chunk cost
+
+_BUF = None  # the document bytes in a worker (inherited on fork, or mmapped by _init_worker)
+_PIN: list = []  # see decode_chunk_columns
+_DROP = [False]  # _BUF is a file mmap: drop its pages from the worker's RSS after each chunk
+
+
+def worker_count(n_bytes: int, method: str) -> int:
+    env = os.environ.get("PTPROF_WORKERS", "")
+    if env.strip().isdigit():  # 0 or 1: decode in this process
+        return int(env) if int(env) > 1 else 0
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS / Windows
+        cores = os.cpu_count() or 1
+    threshold = MIN_PARALLEL_BYTES if method == "fork" else MIN_PARALLEL_BYTES_SPAWN
+    if cores < 2 or n_bytes < threshold:
+        return 0
+    return min(cores, MAX_WORKERS, max(2, n_bytes // (8 << 20)))
+
+
+def start_method() -> str:
+    """fork when it is safe (main thread, no other threads, POSIX), else forkserver (Linux) or spawn."""
+    methods = mp.get_all_start_methods()
+    # a load in a GUI worker (QThread: not the main thread, maybe not counted by threading) or next
+    # to other Python threads must not fork a multi-threaded process
+    if ("fork" in methods and threading.active_count() == 1 and sys.platform != "darwin"
+            and threading.current_thread() is threading.main_thread()):
+        return "fork"
+    return "forkserver" if "forkserver" in methods else "spawn"
+
+
+def _init_worker(path: str | None) -> None:
+    global _BUF
+    gc.disable()
+    tune_malloc()
+    if path is not None:
+        _DROP[0] = True
+        with open(path, "rb") as fh:
+            _BUF = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _work(task) -> ChunkColumns | None:
+    a, b, last, payload = task
+    text = payload if payload is not None else kineto.chunk_view(_BUF, a, b)
+    try:
+        return decode_chunk_columns(text, last, _PIN)
+    except ValueError:
+        return None  # bad cut: the parent merges this range with the next
+    finally:
+        if payload is None and _DROP[0]:  # drop the file pages from this RSS
+            _drop_pages(_BUF, a, b)
+
+
+def _drop_pages(buf: mmap.mmap, a: int, b: int) -> None:
+    lo = a - a % mmap.PAGESIZE
+    try:
+        buf.madvise(mmap.MADV_DONTNEED, lo, b - lo)
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
+def decode_chunks(buf, doc: kineto.Document, path: Path, is_mmap: bool) -> Generator[float, None, Merged]:
+    global _BUF
+    total = max(1, doc.events_end - doc.events_start)
+    method = start_method()
+    workers = worker_count(total, method)
+    chunk_bytes = kineto.CHUNK_BYTES if not workers else \
+        int(min(kineto.CHUNK_BYTES, max(4 << 20, total // (workers * CHUNKS_PER_WORKER))))
+    bounds = kineto.chunk_bounds(buf, doc, chunk_bytes)
+    if len(bounds) < 2:
+        workers = 0
+    n = len(bounds)
+    tasks = [(a, b, k == n - 1, None) for k, (a, b) in enumerate(bounds)]
+    pool = None
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        if workers:
+            ctx = mp.get_context(method)
+            if method == "fork":
+                _BUF = buf
+                _DROP[0] = is_mmap
+                pool = ctx.Pool(min(workers, n), initializer=_init_worker, initargs=(None,))
+            elif is_mmap:
+                pool = ctx.Pool(min(workers, n), initializer=_init_worker, initargs=(str(path),))
+            else:
+                tasks = ((a, b, last, kineto.chunk_text(buf, a, b)) for a, b, last, _ in tasks)
+                pool = ctx.Pool(min(workers, n), initializer=_init_worker, initargs=(None,))
+            results: Iterator = pool.imap(_work, tasks)
+            log.info("decoding %d chunks of %s in %d %s workers", n, path.name, min(workers, n), method)
+        else:
+            results = (_work_local(buf, t) for t in tasks)
+        return (yield from collect(results, bounds, buf, doc.events_start, total))
+    finally:
+        _BUF = None
+        _DROP[0] = False
+        _PIN.clear()
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+        if gc_was:
+            gc.enable()
+
+
+def collect(results: Iterator, bounds: list[tuple[int, int]], buf, start: int, total: int) -> Generator[float, None, Merged]:
+    """Chunk results in file order, merged as they arrive; a failed chunk (bad cut) is decoded again
+    here, merged with the chunks that follow until the merged range decodes (the last is salvaged)."""
+    out = Merger()
+    pending = None
+    n = len(bounds)
+    for k, res in enumerate(results):
+        a, b = bounds[k]
+        if res is None or pending is not None:
+            a = a if pending is None else pending
+            try:
+                res = decode_chunk_columns(kineto.chunk_text(buf, a, b), last=k == n - 1)
+                pending = None
+            except ValueError:
+                pending = a
+                continue
+        out.add(res)
+        del res
+        yield (b - start) / total
+    return out.finish()
+
+
+def _work_local(buf, task) -> ChunkColumns | None:
+    a, b, last, _ = task
+    try:
+        return decode_chunk_columns(kineto.chunk_view(buf, a, b), last, _PIN)
+    except ValueError:
+        return None

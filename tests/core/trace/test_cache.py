@@ -1,0 +1,140 @@
+"""The columnar cache: exact round trip, memory-mapped reopen, keyed by size/mtime, atomic,
+corrupt entries ignored and rebuilt, bounded size, bypassed by use_cache=False / --no-cache."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from helpers import shared_trace
+from core.cli import main
+from core.trace import cache
+from core.trace.loader import load
+
+SOURCE = "gpu_issues.pt.trace.json.gz"
+
+
+@pytest.fixture
+def trace(tmp_path):
+    path = tmp_path / SOURCE
+    shutil.copy(shared_trace(SOURCE), path)
+    return path
+
+
+def entries():
+    root = cache.cache_dir()
+    return sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")) if root.is_dir() else []
+
+
+def test_round_trip_is_exact_and_memory_mapped(trace, models_equal):
+    cold = load(trace)
+    assert not cold.cache_hit and len(entries()) == 1
+    warm = load(trace)
+    assert warm.cache_hit
+    models_equal(warm.primary, cold.primary)
+    ts = warm.primary.slices.ts_ns
+    assert isinstance(ts, np.memmap) or isinstance(ts.base, np.memmap)
+    assert not ts.flags.writeable
+    assert warm.primary.strings.find("aten::conv2d") > 0
+
+
+def test_no_cache_neither_reads_nor_writes(trace):
+    load(trace, use_cache=False)
+    assert entries() == []
+    load(trace)
+    assert load(trace, use_cache=False).cache_hit is False
+
+
+def test_changed_file_misses(trace):
+    load(trace)
+    st = trace.stat()
+    os.utime(trace, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    assert not load(trace).cache_hit
+    assert load(trace).cache_hit
+    assert len(entries()) == 2  # the stale entry ages out by the size bound
+
+
+@pytest.mark.parametrize("damage", ["truncate_column", "delete_column", "garbage_entry", "wrong_shape", "empty_entry"])
+def test_corrupt_entry_is_ignored_and_rebuilt(trace, damage, models_equal):
+    reference = load(trace).primary
+    (d,) = entries()
+    if damage == "truncate_column":
+        f = d / "slices.ts_ns.npy"
+        f.write_bytes(f.read_bytes()[:200])
+    elif damage == "delete_column":
+        (d / "slices.name.npy").unlink()
+    elif damage == "garbage_entry":
+        (d / "entry.json").write_bytes(b"\x00garbage{")
+    elif damage == "wrong_shape":
+        entry = json.loads((d / "entry.json").read_text())
+        entry["shapes"]["slices"]["ts_ns"] = [1]
+        (d / "entry.json").write_text(json.dumps(entry))
+    else:
+        (d / "entry.json").write_bytes(b"")
+    again = load(trace)
+    assert not again.cache_hit
+    models_equal(again.primary, reference)
+    assert load(trace).cache_hit  # rebuilt
+
+
+def test_writes_are_atomic_and_stale_temporaries_go(trace, monkeypatch):
+    root = cache.cache_dir()
+    root.mkdir(parents=True)
+    stale = root / ".tmp-dead-writer"
+    stale.mkdir()
+    (stale / "slices.ts_ns.npy").write_bytes(b"x")
+    os.utime(stale, (0, 0))
+    load(trace)
+    assert not stale.exists()
+    assert [d.name for d in root.iterdir() if d.name.startswith(".tmp-")] == []
+
+
+def test_size_bound_evicts_least_recently_used(tmp_path, monkeypatch):
+    paths = []
+    for i in range(3):
+        p = tmp_path / f"t{i}.pt.trace.json.gz"
+        shutil.copy(shared_trace("gpu_minimal_opts.pt.trace.json.gz"), p)
+        paths.append(p)
+    load(paths[0])
+    one = sum(f.stat().st_size for f in entries()[0].iterdir())
+    monkeypatch.setenv("PTPROF_CACHE_MAX_BYTES", str(int(one * 2.5)))
+    load(paths[1])
+    os.utime(entries()[0] / "entry.json")  # touch nothing in particular; then use t0 again (LRU)
+    assert load(paths[0]).cache_hit
+    load(paths[2])
+    assert len(entries()) == 2
+    assert load(paths[0]).cache_hit and load(paths[2]).cache_hit
+    assert not load(paths[1], use_cache=True).cache_hit  # t1 was the least recently used
+
+
+def test_unwritable_cache_dir_is_not_an_error(trace, monkeypatch, tmp_path):
+    blocker = tmp_path / "file-not-dir"
+    blocker.write_text("x")
+    monkeypatch.setenv("PTPROF_CACHE_DIR", str(blocker / "sub"))
+    assert not load(trace).cache_hit
+    assert not load(trace).cache_hit
+
+
+def test_info_json_reports_cache_hit(trace, capsys):
+    assert main(["info", str(trace), "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)
+    assert main(["info", str(trace), "--json"]) == 0
+    second = json.loads(capsys.readouterr().out)
+    assert (first["cache_hit"], second["cache_hit"]) == (False, True)
+    for key in ("path", "events", "kernels", "memcpy", "memset", "cpu_ops", "steps", "ranks", "devices",
+                "span_ns", "load_s", "cache_hit", "warnings"):
+        assert key in second
+    assert {k: v for k, v in first.items() if k not in ("load_s", "cache_hit")} == \
+        {k: v for k, v in second.items() if k not in ("load_s", "cache_hit")}
+    assert main(["info", str(trace), "--json", "--no-cache"]) == 0
+    assert json.loads(capsys.readouterr().out)["cache_hit"] is False
+
+
+def test_default_dir_follows_xdg(monkeypatch, tmp_path):
+    monkeypatch.delenv("PTPROF_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    if os.name == "posix" and os.uname().sysname == "Linux":
+        assert cache.cache_dir() == tmp_path / "xdg" / "ptprof"

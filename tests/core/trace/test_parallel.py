@@ -1,0 +1,98 @@
+"""Worker-process decoding (fork, spawn, streamed gzip) gives exactly the single-process model;
+cancelling a load stops its workers at once."""
+from __future__ import annotations
+
+import gzip
+import multiprocessing as mp
+import time
+
+import pytest
+
+from helpers import shared_trace
+from core.trace import gzstream, kineto, parallel
+from core.trace.loader import iter_load, load
+
+SOURCE = "gpu_dataloader.pt.trace.json.gz"  # 28 MB raw, 78k events
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return load(shared_trace(SOURCE), use_cache=False).primary
+
+
+@pytest.fixture(scope="module")
+def plain_copy(tmp_path_factory):
+    path = tmp_path_factory.mktemp("plain") / "dataloader.pt.trace.json"
+    path.write_bytes(gzip.open(shared_trace(SOURCE)).read())
+    return path
+
+
+@pytest.fixture
+def force_workers(monkeypatch):
+    monkeypatch.setenv("PTPROF_WORKERS", "2")
+    monkeypatch.setattr(kineto, "CHUNK_BYTES", 3 << 20)
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES_SPAWN", 0)
+
+
+def test_fork_workers_on_plain_json(models_equal, force_workers, plain_copy, reference):
+    assert parallel.start_method() == "fork"
+    models_equal(load(plain_copy, use_cache=False).primary, reference)
+
+
+def test_streamed_gzip_equals_serial(models_equal, force_workers, monkeypatch, reference):
+    calls = []
+    real = gzstream.decode_streamed
+
+    def spy(path):
+        result = yield from real(path)
+        calls.append(result is not None)
+        return result
+
+    monkeypatch.setattr(gzstream, "decode_streamed", spy)
+    models_equal(load(shared_trace(SOURCE), use_cache=False).primary, reference)
+    assert calls == [True]  # the streamed path really ran
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_spawn_workers(models_equal, force_workers, monkeypatch, plain_copy, reference, compressed):
+    monkeypatch.setattr(parallel, "start_method", lambda: "spawn")
+    path = shared_trace(SOURCE) if compressed else plain_copy
+    models_equal(load(path, use_cache=False).primary, reference)
+
+
+def test_truncated_file_with_workers(models_equal, force_workers, tmp_path, plain_copy):
+    data = plain_copy.read_bytes()
+    path = tmp_path / "cut.json"
+    path.write_bytes(data[: int(len(data) * 0.83)])
+    parallel_model = load(path, use_cache=False)
+    import os
+    os.environ["PTPROF_WORKERS"] = "0"
+    serial = load(path, use_cache=False)
+    models_equal(parallel_model.primary, serial.primary)
+    assert any("truncated" in w for w in parallel_model.all_warnings)
+
+
+def test_cancel_stops_workers_promptly(models_equal, force_workers, plain_copy):
+    gen = iter_load(plain_copy, use_cache=False)
+    for _ in range(3):
+        progress = next(gen)
+    assert progress.stage in ("reading", "decoding")
+    t0 = time.perf_counter()
+    gen.close()
+    assert time.perf_counter() - t0 < 2.0
+    deadline = time.time() + 2
+    while mp.active_children() and time.time() < deadline:
+        time.sleep(0.05)
+    assert not mp.active_children()
+
+
+def test_cancel_streamed_gzip(models_equal, force_workers):
+    gen = iter_load(shared_trace(SOURCE), use_cache=False)
+    for _ in range(3):
+        next(gen)
+    gen.close()
+    deadline = time.time() + 2
+    while mp.active_children() and time.time() < deadline:
+        time.sleep(0.05)
+    assert not mp.active_children()
