@@ -87,8 +87,9 @@ def test_no_png_needs_no_qt(tmp_path):
     code = ("import sys, core.cli; rc = core.cli.main(['report', sys.argv[1], '--out', sys.argv[2], '--no-png']); "
             "bad = [m for m in sys.modules if m.split('.')[0] in ('PySide6', 'pyqtgraph', 'gui')]; "
             "sys.exit(rc or (3 if bad else 0))")
-    r = subprocess.run([sys.executable, "-c", code, str(shared_trace("cpu_train.pt.trace.json.gz")), str(tmp_path)],
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-c", code, str(shared_trace("cpu_train.pt.trace.json.gz")), str(out)],
                        cwd=REPO, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert {p.name for p in tmp_path.iterdir()} == {"findings.csv", "kernels.csv", "ops.csv", "steps.csv", "report.html"}
-    assert "not rendered" in (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert {p.name for p in out.iterdir()} == {"findings.csv", "kernels.csv", "ops.csv", "steps.csv", "report.html"}
+    assert "not rendered" in (out / "report.html").read_text(encoding="utf-8")
