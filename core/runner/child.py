@@ -17,6 +17,7 @@ import argparse
 import gzip
 import importlib.util
 import json
+import linecache
 import os
 import re
 import runpy
@@ -300,8 +301,12 @@ class ChildRunner:
                 return  # inside torch.compile's own work (dynamo/inductor): not the training loop
             key = (site[0], site[1])
             if key not in sites:
-                sites[key] = {"file": site[0], "line": site[1], "first_step": runner.step, "via": site[2]}
-                ev.emit("sync", file=site[0], line=site[1], step=runner.step, via=site[2],
+                # the source line travels with the bundle, so rules can tell .item() from .to() when
+                # the bundle is opened on another machine
+                code = linecache.getline(site[0], site[1]).strip()[:200]
+                sites[key] = {"file": site[0], "line": site[1], "first_step": runner.step, "via": site[2],
+                              "code": code}
+                ev.emit("sync", file=site[0], line=site[1], step=runner.step, via=site[2], code=code,
                         message=text.split(" (Triggered internally")[0])
         warnings.showwarning = showwarning
 
