@@ -116,8 +116,10 @@ class Sampler:
         return self.busy_s / wall_s if wall_s > 0 else 0.0
 
 
-def group_pids(pgid: int) -> set[int]:
-    """PIDs of a process group (Linux /proc); the run's processes for per-process GPU memory."""
+def group_pids(pgid: int, running_only: bool = False) -> set[int]:
+    """PIDs of a process group (Linux /proc); the run's processes for per-process GPU memory.
+
+    running_only: skip zombies (exited, not yet reaped)."""
     out = set()
     proc = Path("/proc")
     if not proc.is_dir():
@@ -129,6 +131,6 @@ def group_pids(pgid: int) -> set[int]:
             fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        if len(fields) > 2 and int(fields[2]) == pgid:
+        if len(fields) > 2 and int(fields[2]) == pgid and not (running_only and fields[0] == "Z"):
             out.add(int(d.name))
     return out

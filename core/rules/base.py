@@ -166,6 +166,13 @@ class RuleContext:
     def cfg(self, rule: str) -> dict[str, Any]:
         return self.config.get(rule, {})
 
+    def in_steps(self, index: int, rows: np.ndarray) -> np.ndarray:
+        """The rows of model `index` that start inside a profiled step (all rows when steps are synthetic)."""
+        steps = self.steps(index)
+        if len(rows) and not steps.synthetic:
+            rows = rows[steps.index_of(self.models[index].slices.ts_ns[rows]) >= 0]
+        return rows
+
     def steps(self, index: int) -> Steps:
         if index not in self._steps:
             number, t0, t1, synthetic = step_windows(self.models[index])

@@ -26,9 +26,7 @@ def dataloader_bound(ctx: RuleContext) -> RuleOutput:
             continue
         rows = c.rows_with_names(m, "dataloader-next",
                                  lambda n: n.startswith("enumerate(DataLoader)") and "__next__" in n)
-        steps = ctx.steps(i)
-        if len(rows) and not steps.synthetic:
-            rows = rows[steps.index_of(m.slices.ts_ns[rows]) >= 0]
+        rows = ctx.in_steps(i, rows)
         single = any("_SingleProcessDataLoaderIter" in m.name(int(r)) for r in rows[:5])
         impact = int(b.dataloader_ns.sum()) if b.has_gpu else cpu_ns
         mode = " (num_workers=0: loading runs in the training process)" if single else ""

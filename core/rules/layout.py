@@ -96,9 +96,7 @@ def channels_last(ctx: RuleContext) -> RuleOutput:
     markers = tuple(ctx.cfg("channels_last").get("markers", ["nchwToNhwc", "nhwcToNchw"]))
     for i, m in enumerate(ctx.models):
         rows = c.rows_with_names(m, "layout-kernels", lambda n: any(k in n for k in markers), [Kind.KERNEL])
-        steps = ctx.steps(i)
-        if len(rows) and not steps.synthetic:
-            rows = rows[steps.index_of(m.slices.ts_ns[rows]) >= 0]
+        rows = ctx.in_steps(i, rows)
         if not len(rows):
             continue
         s = m.slices

@@ -27,9 +27,7 @@ def fp32_gemm(ctx: RuleContext) -> RuleOutput:
 
     for i, m in enumerate(ctx.models):
         rows = c.rows_with_names(m, "fp32-gemm", is_fp32, [Kind.KERNEL])
-        steps = ctx.steps(i)
-        if len(rows) and not steps.synthetic:
-            rows = rows[steps.index_of(m.slices.ts_ns[rows]) >= 0]
+        rows = ctx.in_steps(i, rows)
         if not len(rows):
             continue
         s = m.slices

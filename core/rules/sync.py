@@ -200,9 +200,7 @@ def sync_memcpy(ctx: RuleContext) -> RuleOutput:
     for i, m in enumerate(ctx.models):
         rows = c.rows_with_names(m, "cudaMemcpy-blocking",
                                  lambda n: n.startswith("cudaMemcpy") and "Async" not in n, [Kind.RUNTIME])
-        steps = ctx.steps(i)
-        if len(rows) and not steps.synthetic:
-            rows = rows[steps.index_of(m.slices.ts_ns[rows]) >= 0]
+        rows = ctx.in_steps(i, rows)
         if not len(rows):
             continue
         s = m.slices

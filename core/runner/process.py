@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.gpu.sampler import group_pids
+
 
 @dataclass(frozen=True, slots=True)
 class StopPlan:
@@ -38,19 +40,9 @@ def group_alive(pgid: int) -> bool:
 
 def group_running(pgid: int) -> bool:
     """A member of the group that has not exited (zombies waiting for a reaper do not count)."""
-    proc = Path("/proc")
-    if not proc.is_dir():
+    if not Path("/proc").is_dir():
         return group_alive(pgid)
-    for d in proc.iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != "Z":
-            return True
-    return False
+    return bool(group_pids(pgid, running_only=True))
 
 
 class ChildProcess:
