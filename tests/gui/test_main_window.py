@@ -86,7 +86,7 @@ def test_cancel_leaves_no_tab(qtbot, main_window, open_and_wait):
 def test_recent_files_and_warnings_indicator(qtbot, main_window, open_and_wait):
     open_and_wait(main_window, shared_trace("gpu_clean.pt.trace.json.gz"))
     assert main_window.recent_menu.actions()
-    assert str(SHARED_TRACES) in main_window.recent_menu.actions()[0].text()
+    assert str(SHARED_TRACES.resolve()) in main_window.recent_menu.actions()[0].text()
     assert main_window.start_page.recent.count() == 1
     assert "kernels" in main_window.summary.text()
 
