@@ -64,8 +64,11 @@ def pageable_memcpy(ctx: RuleContext) -> RuleOutput:
                 e["bytes"] = int(s.bytes[e["row"]])
             rows_all = np.concatenate([g, gs[gs >= 0], ops, g_sync])
             src = c.source_of(m, first) if first >= 0 else None
-            if src is None and not c.has_stacks(m):  # the runner's recorded sync sites stand in for stacks
-                src, site_ev = sync_sites.match(ctx, i, "copy_h2d" if d == "HtoD" else "copy_d2h")
+            # the runner's recorded sync sites hold the exact call line; Python frames (with_stack) only the
+            # enclosing function, so a matching site wins and stacks are the fallback
+            site_src, site_ev = sync_sites.match(ctx, i, "copy_h2d" if d == "HtoD" else "copy_d2h")
+            if site_src is not None or src is None:
+                src = site_src if site_src is not None else src
                 ev.extend(site_ev)
             out.findings.append(ctx.finding(
                 "pageable_memcpy", i, title=title, count=len(g), impact_ns=cost,

@@ -114,8 +114,11 @@ def host_sync(ctx: RuleContext) -> RuleOutput:
                 if r in ev_by_row:
                     ev_by_row[r]["gpu_idle_after_ns"] = int(gp)
             src = c.source_of(m, first)
-            if src is None and not c.has_stacks(m):  # the runner's recorded sync sites stand in for stacks
-                src, site_ev = sync_sites.match(ctx, i, sync_sites.op_kind(op))
+            # the runner's recorded sync sites hold the exact call line; Python frames (with_stack) only the
+            # enclosing function, so a matching site wins and stacks are the fallback
+            site_src, site_ev = sync_sites.match(ctx, i, sync_sites.op_kind(op))
+            if site_src is not None or src is None:
+                src = site_src if site_src is not None else src
                 ev.extend(site_ev)
             out.findings.append(ctx.finding(
                 "host_sync", i, title=f"Host sync from {label}{where}: {why} ({int(sel.sum())}×)",

@@ -183,3 +183,16 @@ def test_cycles_of_one_rank_are_labelled(tmp_path):
     assert len(titles) == len(set(titles))
     assert any("rank 0 · cycle 1:" in n.reason for n in result.not_run if n.rule == "source")
     assert not _by_rule(result, "rank_imbalance")  # two cycles of one rank are not two ranks
+
+
+def test_sync_sites_beat_python_frames_for_exact_lines(tmp_path):
+    """e1: `ptprof record --with-stack` of resources/examples/train_small.py on the H200 (current runner:
+    sites carry their code line). Python frames only name the enclosing function, so the exact call
+    lines come from the runner's sites: the pageable .to() at :35 and the .item() at :40."""
+    bundle = _copy(tmp_path, "e1")
+    ts = load(bundle, use_cache=False)
+    assert ts.primary.counts.python > 0  # the trace has stacks
+    findings = {f.rule: f for f in analyze(ts).findings}
+    assert findings["pageable_memcpy"].source.line == 35
+    assert findings["host_sync"].source.line == 40
+    assert findings["host_sync"].source.file.endswith("train_small.py")
