@@ -41,3 +41,27 @@ def test_issues_follow_tabs_and_drive_the_timeline(qtbot, main_window, open_and_
     win.tabs.setCurrentIndex(0)
     assert integ.issues.analysis() is integ.analyses[ts]
     assert not integ.issues.is_running()
+
+
+def test_run_script_opens_its_bundle_in_a_tab_with_findings(qtbot, main_window, tmp_path):
+    """File > Run Script… path end to end: the run dock runs the example on the CPU, the finished bundle
+    opens as a trace tab and the issues dock analyses it (the deliberate .item() per step)."""
+    import pytest
+    pytest.importorskip("torch")
+    from core.runner.config import RunConfig, Schedule, validate
+    from helpers import REPO
+
+    win = main_window
+    integ = win.integrations
+    cfg = validate(RunConfig(script=str(REPO / "resources" / "examples" / "train_small.py"), args=("--steps", "8"),
+                             schedule=Schedule(1, 1, 3, 1), out_dir=str(tmp_path / "bundle"), nvml_hz=10))
+    with qtbot.waitSignal(win.sig_trace_loaded, timeout=120_000) as loaded:
+        assert integ.run_panel.start(cfg)
+        assert integ.run_dock.isVisible()
+    ts = loaded.args[0]
+    assert ts.bundle is not None and ts.bundle.get("exit_code") == 0
+    assert len(ts.primary.steps) == 3
+    assert win.current_view().trace_set is ts
+    qtbot.waitUntil(lambda: ts in integ.analyses, timeout=60_000)
+    hints = [f for f in integ.analyses[ts].findings if f.rule == "host_sync"]
+    assert hints and "item" in hints[0].title
