@@ -9,7 +9,8 @@ from core.trace.loader import load
 
 
 def add_arguments(p) -> None:
-    p.add_argument("path", help="trace file (.json/.json.gz), TensorBoard log dir, multi-rank dir or run bundle")
+    p.add_argument("path", help="trace file (.json/.json.gz), TensorBoard log dir, multi-rank dir, run bundle "
+                                "or CUDA memory snapshot (.pickle)")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.add_argument("--no-cache", action="store_true", help="ignore and do not write the columnar cache")
 
@@ -42,6 +43,10 @@ def summarize(ts) -> dict:
 
 
 def run(args) -> int:
+    from core.snapshot import is_snapshot_path
+    if is_snapshot_path(args.path):  # torch.cuda.memory._dump_snapshot pickle
+        from core.commands import info_snapshot
+        return info_snapshot.run(args)
     ts = load(args.path, use_cache=not args.no_cache)
     info = summarize(ts)
     if args.json:

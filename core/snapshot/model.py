@@ -69,6 +69,21 @@ class StackTable:
     def user_frame_text(self, s: int) -> str:
         return self.describe_frame(int(self.user_frame[s])) if s >= 0 else ""
 
+    def op_name(self, s: int) -> str:
+        """The innermost ATen operator on a stack (`aten::nll_loss_backward`), "" if none: what allocated,
+        for stacks without Python frames (the autograd engine's backward thread)."""
+        for f in self.stack(s):
+            name = self.frame_name[f]
+            i = name.find("at::_ops::")
+            if i >= 0:
+                op = name[i + 10:].split("::", 1)[0]
+                return f"aten::{op}"
+        return ""
+
+    def where(self, s: int) -> str:
+        """User frame if the stack has one, else the ATen op it ran in."""
+        return self.user_frame_text(s) or (f"{op} (no Python frame)" if (op := self.op_name(s)) else "")
+
 
 @dataclass(frozen=True, slots=True)
 class SegmentTable:

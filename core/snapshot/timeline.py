@@ -45,6 +45,11 @@ class LiveAllocation:
     alloc_time_ns: int
     stack: int  # StackTable id, -1 = none
     user_frame: str  # `file:line in fn` of user code, "" if the stack has none
+    op: str  # innermost ATen op on the stack (`aten::mm`), "" if none
+
+    @property
+    def where(self) -> str:
+        return self.user_frame or (f"{self.op} (no Python frame)" if self.op else "")
 
 
 def active_timeline(snap: MemorySnapshot, device: int) -> ActiveTimeline:
@@ -97,4 +102,4 @@ def peak_allocations(snap: MemorySnapshot, timeline: ActiveTimeline, n: int = 20
     top = live[np.argsort(-tr.size[live], kind="stable")[:n]]
     st = snap.stacks
     return [LiveAllocation(int(tr.addr[i]), int(tr.size[i]), int(tr.time_ns[i]), int(tr.stack[i]),
-                           st.user_frame_text(int(tr.stack[i]))) for i in top]
+                           st.user_frame_text(int(tr.stack[i])), st.op_name(int(tr.stack[i]))) for i in top]
