@@ -7,7 +7,9 @@ from pathlib import Path
 from PySide6 import QtCore, QtGui, QtWidgets
 
 MAX_RECENT = 10
-TRACE_FILTER = "PyTorch profiler traces (*.json *.json.gz *.gz *.xz);;All files (*)"
+TRACE_FILTER = ("PyTorch profiler traces and CUDA memory snapshots (*.json *.json.gz *.gz *.xz *.pickle *.pkl);;"
+                "PyTorch profiler traces (*.json *.json.gz *.gz *.xz);;"
+                "CUDA memory snapshots (*.pickle *.pkl *.pickle.gz);;All files (*)")
 SAMPLE = Path(__file__).resolve().parents[1] / "resources" / "sample.pt.trace.json.gz"
 
 

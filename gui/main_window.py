@@ -9,6 +9,9 @@ Extension points for the lead / other helpers:
   - `current_view()` -> TraceView: `.show_range(t0_ns, t1_ns)`, `.highlight_slices(model_index, rows)`,
     `.select_slice(model_index, row)`, `.add_tab(widget, title, replace_hta=True)`
   - `open_path(path)` loads in a worker (progress + Cancel in the status bar)
+  - CUDA memory snapshots (`*.pickle`, core.snapshot.is_snapshot_path) take a small branch: open_path
+    starts a gui.snapshot.job.SnapshotJob (same signals as LoadJob; restricted unpickler, no code runs)
+    and `_on_job_loaded` adds a gui.snapshot.view.SnapshotView tab; `sig_snapshot_loaded` follows
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from core.snapshot import is_snapshot_path
 from core.trace.model import TraceSet
 from gui import actions
 from gui.start_page import StartPage
@@ -27,6 +31,7 @@ from gui.workers import LoadJob, ProgressWidget, describe_set
 class MainWindow(QtWidgets.QMainWindow):
     sig_trace_loaded = QtCore.Signal(object)  # TraceSet, once its TraceView is the current tab
     sig_load_failed = QtCore.Signal(str, str)  # (path, one-line reason), after the dialog was shown
+    sig_snapshot_loaded = QtCore.Signal(object)  # SnapshotReport, once its SnapshotView is the current tab
 
     def __init__(self) -> None:
         super().__init__()
@@ -154,7 +159,11 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def open_path(self, path: str | Path, in_process: bool | None = None) -> LoadJob:
         """Load in the background: big inputs in a child process (the parser holds the GIL), small in a thread."""
-        job = LoadJob(path, self, in_process=in_process)
+        if is_snapshot_path(path):  # memory snapshot pickle: its own worker and tab (gui/snapshot)
+            from gui.snapshot.job import SnapshotJob
+            job = SnapshotJob(path, self)
+        else:
+            job = LoadJob(path, self, in_process=in_process)
         job.sig_progress_changed.connect(self.progress.set_progress)
         job.sig_job_loaded.connect(lambda ts, idx, j=job: self._on_job_loaded(j, ts, idx))
         job.sig_job_failed.connect(lambda p, why, j=job: self._on_job_failed(j, p, why))
@@ -178,6 +187,8 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _on_job_loaded(self, job: LoadJob, trace_set: TraceSet, indexes) -> None:
         self._on_job_done(job)
+        if indexes is None:  # a SnapshotJob's SnapshotReport
+            return self._add_snapshot_tab(trace_set)
         view = TraceView(trace_set, indexes, self.theme)
         name = Path(trace_set.path).name
         i = self.tabs.addTab(view, name)
@@ -188,6 +199,17 @@ class MainWindow(QtWidgets.QMainWindow):
             actions.add_recent(trace_set.path)
             self._refresh_recent()
         self.sig_trace_loaded.emit(trace_set)
+
+    def _add_snapshot_tab(self, report) -> None:
+        from gui.snapshot.view import SnapshotView
+        view = SnapshotView(report, self.theme)
+        i = self.tabs.addTab(view, Path(report.path).name)
+        self.tabs.setTabToolTip(i, report.path)
+        self.tabs.setCurrentIndex(i)
+        self.stack.setCurrentWidget(self.tabs)
+        actions.add_recent(report.path)
+        self._refresh_recent()
+        self.sig_snapshot_loaded.emit(report)
 
     def _on_job_failed(self, job: LoadJob, path: str, reason: str) -> None:
         self._on_job_done(job)
@@ -200,7 +222,7 @@ class MainWindow(QtWidgets.QMainWindow):
         return w if isinstance(w, TraceView) else None
 
     def views(self) -> list[TraceView]:
-        return [self.tabs.widget(i) for i in range(self.tabs.count())]
+        return [w for i in range(self.tabs.count()) if isinstance(w := self.tabs.widget(i), TraceView)]
 
     def close_tab(self, i: int) -> None:
         if i < 0:
@@ -214,10 +236,11 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _on_tabs_changed(self, _i: int) -> None:
         view = self.current_view()
-        if view is None:
+        if view is None:  # start page, or a tab that is not a trace (a memory snapshot)
             self.summary.setText("")
             self.warn_btn.hide()
-            self.setWindowTitle("ptprof")
+            other = self.tabs.tabText(self.tabs.currentIndex()) if self.tabs.count() else ""
+            self.setWindowTitle(f"ptprof — {other}" if other else "ptprof")
             return
         ts = view.trace_set
         self.setWindowTitle(f"ptprof — {Path(ts.path).name}")

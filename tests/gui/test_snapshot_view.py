@@ -1,0 +1,79 @@
+"""Opening a CUDA memory snapshot pickle in the main window: a SnapshotView tab with the active-memory
+plot, the peak marked, the largest allocations at the peak and their stacks; bad pickles get a dialog."""
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+from PySide6 import QtWidgets
+
+from core.snapshot import active_timeline, load_snapshot
+from helpers import shared_trace
+
+NAME = "gpu_memory.snapshot.pickle"
+
+
+def _open(qtbot, win, path):
+    with qtbot.waitSignal(win.sig_snapshot_loaded, timeout=60_000) as blocker:
+        win.open_path(str(path))
+    return blocker.args[0]
+
+
+def test_snapshot_opens_in_a_tab(qtbot, main_window):
+    from gui.snapshot.view import SnapshotView
+    path = shared_trace(NAME)
+    report = _open(qtbot, main_window, path)
+    view = main_window.tabs.currentWidget()
+    assert isinstance(view, SnapshotView) and view.report is report
+    assert main_window.tabs.tabText(main_window.tabs.currentIndex()) == NAME
+    assert main_window.current_view() is None and main_window.views() == []
+    assert NAME in main_window.windowTitle()
+    # the plot holds the whole stepped series of cuda:0, peak included
+    snap = load_snapshot(path)
+    tl = active_timeline(snap, 0)
+    x, y = view.plot.curves[0].getOriginalDataset()
+    assert len(y) == len(tl) + 2  # baseline before, hold to the end after
+    div = view.plot.unit[0]
+    assert np.isclose(np.max(y) * div, tl.peak_bytes)
+    assert np.all(np.diff(x) >= 0)
+    assert view.plot.peak_items, "peak is marked"
+    # table: the largest allocations at the peak, biggest first, with a user frame or op
+    model = view.table.model()
+    assert model.rowCount() >= 10
+    sizes = [view.table_model.columns[1].values[model.mapToSource(model.index(r, 0)).row()]
+             for r in range(model.rowCount())]
+    assert sizes == sorted(sizes, reverse=True)
+    assert "gpu_workloads.py" in model.index(0, 0).data()
+    # selecting a row shows its full stack
+    view.table.selectRow(2)
+    text = view.stack_text.toPlainText()
+    assert text.count("\n") > 5 and "▶" in text
+    # segment totals agree with the snapshot
+    assert view.segments_model.rowCount() == 1
+    assert view.segments_model.columns[2].values[0] == snap.reserved_bytes(0)
+    assert "peak active" in view.summary.text()
+
+
+def test_malicious_snapshot_shows_a_dialog(qtbot, main_window, tmp_path, monkeypatch):
+    marker = tmp_path / "pwned"
+
+    class Evil:
+        def __reduce__(self):
+            import os
+            return (os.system, (f"touch {marker}",))
+
+    bad = tmp_path / "evil.pickle"
+    bad.write_bytes(pickle.dumps({"segments": [Evil()]}))
+    shown = []
+    monkeypatch.setattr(QtWidgets.QMessageBox, "critical", lambda *a: shown.append(a[2]))
+    with qtbot.waitSignal(main_window.sig_load_failed, timeout=30_000) as blocker:
+        main_window.open_path(str(bad))
+    assert "refused" in blocker.args[1]
+    assert shown and "evil.pickle" in shown[0]
+    assert not marker.exists()
+    assert main_window.tabs.count() == 0
+
+
+def test_open_dialog_filter_offers_pickles():
+    from gui import actions
+    assert "*.pickle" in actions.TRACE_FILTER
