@@ -10,7 +10,7 @@ from pathlib import Path
 
 USAGE = "ptprof-gui [PATH ...]"
 DESCRIPTION = ("Desktop profiler for PyTorch training. PATH is a trace (*.pt.trace.json[.gz]), a TensorBoard "
-               "log dir, a multi-rank dir or a run bundle; each opens in its own tab. Without PATH the "
+               "log dir, a multi-rank dir, a run bundle or a CUDA memory snapshot (*.pickle); each opens in its own tab. Without PATH the "
                "bundled sample trace opens.")
 
 

@@ -29,7 +29,7 @@ class SnapshotPlot(pg.PlotWidget):
         for ax in ("left", "bottom"):
             p.getAxis(ax).setTextPen(theme.text)
             p.getAxis(ax).setPen(theme.grid)
-        self.legend = p.addLegend(offset=(10, 5), labelTextColor=theme.text, brush=theme.label_bg)
+        self.legend = p.addLegend(offset=(60, 25), labelTextColor=theme.text, brush=theme.label_bg)
         self.curves: dict[int, pg.PlotDataItem] = {}
         self.peak_items: list = []
         self.unit = (GIB, "GiB")
@@ -46,7 +46,7 @@ class SnapshotPlot(pg.PlotWidget):
         p.setLabel("left", f"active memory ({unit})", color=self.theme.text.name())
         t0 = min((t.span_ns[0] for t in snap.traces), default=0)
         t_end = max((t.span_ns[1] for t in snap.traces), default=0) - t0
-        self._step_bands(report, t0)
+        self._step_bands(report, t0, t_end)
         for i, (d, dev) in enumerate(sorted(report.devices.items())):
             tl = dev.timeline
             if not len(tl):
@@ -57,10 +57,11 @@ class SnapshotPlot(pg.PlotWidget):
             y = np.concatenate(([tl.baseline_bytes], tl.active_bytes, [tl.active_bytes[-1]])) / div
             fill = QtGui.QColor(color)
             fill.setAlpha(50)
-            curve = p.plot(x, y, pen=pg.mkPen(color, width=1.5), stepMode="right", fillLevel=0, brush=fill,
-                           name=f"cuda:{d} active")
-            curve.setDownsampling(auto=True, method="peak")
-            curve.setClipToView(True)
+            area = p.plot(x, y, pen=None, stepMode="right", fillLevel=0, brush=fill)  # fill only: no edge to 0
+            curve = p.plot(x, y, pen=pg.mkPen(color, width=1.5), stepMode="right", name=f"cuda:{d} active")
+            for item in (area, curve):
+                item.setDownsampling(auto=True, method="peak")
+                item.setClipToView(True)
             self.curves[d] = curve
             reserved = snap.reserved_bytes(d) / div
             line = pg.InfiniteLine(pos=reserved, angle=0, pen=pg.mkPen(color, width=1, style=QtCore.Qt.PenStyle.DashLine),
@@ -86,9 +87,10 @@ class SnapshotPlot(pg.PlotWidget):
             p.addItem(item)
             self.peak_items.append(item)
 
-    def _step_bands(self, report: SnapshotReport, t0: int) -> None:
+    def _step_bands(self, report: SnapshotReport, t0: int, t_end: int) -> None:
+        """ProfilerStep bands inside the traced span (a step after the last event would only stretch x)."""
         p = self.getPlotItem()
-        steps = report.snapshot.steps()
+        steps = [w for w in report.snapshot.steps() if w.t0_ns - t0 < t_end and w.t1_ns > t0]
         for i, w in enumerate(steps):
             brush = QtGui.QColor(self.theme.step_band)
             if i % 2:
@@ -98,7 +100,8 @@ class SnapshotPlot(pg.PlotWidget):
             band.setZValue(-20)
             band.setToolTip(f"{w.name} · {fmt_ns(w.t1_ns - w.t0_ns)}")
             p.addItem(band)
-            lbl = pg.TextItem(w.name.replace("ProfilerStep#", "step "), color=self.theme.text, anchor=(0, 1))
+            lbl = pg.TextItem(w.name.replace("ProfilerStep#", "" if i else "step "), color=self.theme.text,
+                              anchor=(0, 1))
             lbl.setPos(w.t0_ns - t0, 0)
             lbl.setZValue(-10)
             p.addItem(lbl)
