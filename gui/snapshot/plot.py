@@ -33,6 +33,9 @@ class SnapshotPlot(pg.PlotWidget):
         self.curves: dict[int, pg.PlotDataItem] = {}
         self.peak_items: list = []
         self.unit = (GIB, "GiB")
+        self.t0_ns = 0
+        self.alloc_line = pg.InfiniteLine(angle=90, pen=pg.mkPen(theme.highlight, width=1.5))
+        self.alloc_line.setToolTip("when the selected allocation was made")
 
     def set_report(self, report: SnapshotReport) -> None:
         p = self.getPlotItem()
@@ -44,7 +47,7 @@ class SnapshotPlot(pg.PlotWidget):
         self.unit = (GIB, "GiB") if max(tops, default=0) >= 2 * GIB else (MIB, "MiB")
         div, unit = self.unit
         p.setLabel("left", f"active memory ({unit})", color=self.theme.text.name())
-        t0 = min((t.span_ns[0] for t in snap.traces), default=0)
+        t0 = self.t0_ns = min((t.span_ns[0] for t in snap.traces), default=0)
         t_end = max((t.span_ns[1] for t in snap.traces), default=0) - t0
         self._step_bands(report, t0, t_end)
         for i, (d, dev) in enumerate(sorted(report.devices.items())):
@@ -69,7 +72,14 @@ class SnapshotPlot(pg.PlotWidget):
                                    labelOpts={"position": 0.02, "color": self.theme.text, "anchors": [(0, 1), (0, 1)]})
             p.addItem(line)
             self._mark_peak(tl, t0, color, d)
+        self.alloc_line.hide()
+        p.addItem(self.alloc_line, ignoreBounds=True)
         p.enableAutoRange()
+
+    def mark_allocation(self, alloc_time_ns: int) -> None:
+        """A vertical line where the selected allocation was made."""
+        self.alloc_line.setPos(float(alloc_time_ns - self.t0_ns))
+        self.alloc_line.show()
 
     def _mark_peak(self, tl, t0: int, color: QtGui.QColor, device: int) -> None:
         if tl.peak_step < 0:

@@ -145,13 +145,19 @@ class SnapshotView(QtWidgets.QWidget):
         st = self.snapshot.stacks
         head = f"{fmt_bytes(a.size)} at {hex(a.addr)} — {a.where or '(no stack)'}"
         user = int(st.user_frame[a.stack]) if a.stack >= 0 else -1
-        lines = [("▶ " if f == user else "  ") + st.describe_frame(f) for f in st.stack(a.stack)]
-        return "\n".join([head, ""] + lines)
+        frames = st.stack(a.stack)
+        py = [f for f in frames if st.frame_file[f].endswith(".py")]
+        mark = lambda f: ("▶ " if f == user else "  ") + st.describe_frame(f)  # noqa: E731
+        lines = [head, "", f"Python frames ({len(py)}, innermost first):"] + [mark(f) for f in py]
+        lines += ["", f"Full stack ({len(frames)} frames, innermost first):"] + [mark(f) for f in frames]
+        return "\n".join(lines)
 
     # --- handlers -----------------------------------------------------------------------------
     def _on_table_row_changed(self, current: QtCore.QModelIndex, _prev) -> None:
         row = self.proxy.mapToSource(current).row() if current.isValid() else -1
         self.stack_text.setPlainText(self._stack_text(row))
+        if 0 <= row < len(self.allocations):
+            self.plot.mark_allocation(self.allocations[row].alloc_time_ns)
         self.sig_allocation_selected.emit(row)
 
     def _on_device_box_changed(self, i: int) -> None:

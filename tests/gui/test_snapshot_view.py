@@ -47,7 +47,10 @@ def test_snapshot_opens_in_a_tab(qtbot, main_window):
     # selecting a row shows its full stack
     view.table.selectRow(2)
     text = view.stack_text.toPlainText()
-    assert text.count("\n") > 5 and "▶" in text
+    assert text.count("\n") > 5 and "▶" in text and "Python frames" in text
+    alloc = view.allocations[view.proxy.mapToSource(model.index(2, 0)).row()]
+    assert view.plot.alloc_line.isVisible()
+    assert view.plot.alloc_line.value() == alloc.alloc_time_ns - view.plot.t0_ns
     # segment totals agree with the snapshot
     assert view.segments_model.rowCount() == 1
     assert view.segments_model.columns[2].values[0] == snap.reserved_bytes(0)
