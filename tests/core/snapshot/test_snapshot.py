@@ -183,3 +183,11 @@ def test_cli_info_refuses_malicious(tmp_path):
     assert r.returncode == 2 and "refused" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert not marker.exists()
+
+
+def test_deeply_nested_pickle_is_rejected_without_crashing(tmp_path):
+    n = 500_000  # a list nested half a million deep: the C unpickler is iterative, the shape check refuses it
+    p = tmp_path / "deep.pickle"
+    p.write_bytes(b"\x80\x02" + b"]" * n + b"a" * (n - 1) + b".")
+    with pytest.raises(TraceParseError, match="not a CUDA memory snapshot"):
+        load_snapshot(p)
