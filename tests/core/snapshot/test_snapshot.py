@@ -191,3 +191,19 @@ def test_deeply_nested_pickle_is_rejected_without_crashing(tmp_path):
     p.write_bytes(b"\x80\x02" + b"]" * n + b"a" * (n - 1) + b".")
     with pytest.raises(TraceParseError, match="not a CUDA memory snapshot"):
         load_snapshot(p)
+
+
+def test_two_devices_are_kept_apart(snap, tmp_path):
+    """The real ring copied onto cuda:1 with cuda:0's ring halved: each device gets its own series."""
+    obj = safe_loads(shared_trace(NAME).read_bytes())
+    ring = obj["device_traces"][0]
+    obj["device_traces"] = [ring[: len(ring) // 2], ring]
+    obj["segments"] = obj["segments"] + [dict(s, device=1) for s in obj["segments"]]
+    p = tmp_path / "two.pickle"
+    p.write_bytes(pickle.dumps(obj, protocol=4))
+    two = load_snapshot(p)
+    assert two.devices == [0, 1]
+    assert len(two.trace(0)) == len(ring) // 2 and len(two.trace(1)) == len(ring)
+    assert two.reserved_bytes(1) == two.reserved_bytes(0) == snap.reserved_bytes()
+    assert active_timeline(two, 1).peak_bytes == active_timeline(snap, 0).peak_bytes
+    assert active_timeline(two, 0).peak_time_ns < active_timeline(two, 1).peak_time_ns
