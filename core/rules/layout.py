@@ -15,7 +15,7 @@ import numpy as np
 
 from core.analysis.stats import device_time_per_row
 from core.rules import common as c
-from core.rules.base import RuleContext, RuleOutput, rule
+from core.rules.base import RuleContext, RuleOutput, Severity, rule
 from core.trace.model import Kind
 
 COPY_PARENTS = ("aten::contiguous", "aten::reshape", "aten::_reshape_alias", "aten::flatten")
@@ -64,30 +64,62 @@ def non_contiguous_input(ctx: RuleContext) -> RuleOutput:
         asker = np.where(gp >= 0, gp, p)
         _, dev_incl = device_time_per_row(m)
         cost = s.dur_ns[p] + dev_incl[p]
+        groups = []
         for nid in np.unique(s.name[asker]).tolist():
             sel = s.name[asker] == nid
             g_p, g_c, g_a = p[sel], clones[sel], asker[sel]
             op = m.strings[nid]
             copy_op = m.name(int(g_p[0]))
             what = f"{copy_op} inside {op}" if op != copy_op else f"{copy_op} called from Python"
-            ev = c.evidence(m, g_p, asked_by=op)
-            for e in ev:
-                e["input_dims"] = m.strings[int(s.input_dims[e["row"]])]
-                e["input_strides"] = m.strings[int(s.input_strides[e["row"]])]
-            fix = ("Produce the tensor in the layout the op wants once, outside the hot loop: e.g. call "
-                   ".contiguous() (or .to(memory_format=torch.channels_last) for convolutions) when the data is "
-                   "created instead of feeding a permuted/transposed view; for convolutions keep input and model "
-                   "in the same memory format (model.to(memory_format=torch.channels_last)).")
-            if "reshape" in copy_op:
-                fix = ("reshape() had to copy because its input was a non-contiguous view (after permute/transpose); "
-                       "reorder the ops so the view comes first, or make the tensor contiguous once where it is "
-                       "created.")
-            out.findings.append(ctx.finding(
-                "non_contiguous_input", i, title=f"Layout copies: {what} ({int(sel.sum())}×)",
-                count=int(sel.sum()), impact_ns=int(cost[sel].sum()), time_ranges=c.ranges_of(m, g_p), evidence=ev,
-                source=c.source_of(m, int(g_a[0])) or c.forward_source(m, int(g_a[0])), fix=fix,
-                evidence_rows=np.concatenate([g_p, g_c])))
+            groups.append(dict(op=op, copy_op=copy_op, what=what, p=g_p, c=g_c, a=g_a, n=int(sel.sum()),
+                               cost=int(cost[sel].sum())))
+        groups.sort(key=lambda g: -g["cost"])
+        # one finding per op context that costs a real share of the step; the small ones are folded into
+        # one finding so that a model with many cheap layout copies is not a wall of near-identical rows
+        fold_ns = ctx.cfg("non_contiguous_input").get("fold_below_pct", 3.0) / 100.0 * max(steps.total_ns, 1)
+        big = [g for g in groups if g["cost"] >= fold_ns]
+        small = [g for g in groups if g["cost"] < fold_ns]
+        if len(small) == 1:
+            big, small = big + small, []
+        for g in big:
+            out.findings.append(_layout_finding(ctx, m, i, [g], f"Layout copies: {g['what']} ({g['n']}×)"))
+        if small:
+            n = sum(g["n"] for g in small)
+            parts = ", ".join(f"{g['what']} {g['n']}×" for g in small[:3]) + (", …" if len(small) > 3 else "")
+            # each context is cheap and needs its own fix: the fold stays informational
+            out.findings.append(_layout_finding(
+                ctx, m, i, small, f"Layout copies in {len(small)} op contexts ({n}×): {parts}",
+                severity=Severity.INFO))
     return out
+
+
+def _layout_finding(ctx: RuleContext, m, i: int, groups: list[dict], title: str, severity=None):
+    """One non_contiguous_input finding for one or more (copy op, asking op) groups, costliest first."""
+    s = m.slices
+    g_p = np.concatenate([g["p"] for g in groups])
+    g_c = np.concatenate([g["c"] for g in groups])
+    ev = []
+    for g in groups:
+        part = c.evidence(m, g["p"], asked_by=g["op"])
+        for e in part:
+            e["input_dims"] = m.strings[int(s.input_dims[e["row"]])]
+            e["input_strides"] = m.strings[int(s.input_strides[e["row"]])]
+        ev.extend(part if len(groups) == 1 else part[:2])
+    first = groups[0]
+    fix = ("Produce the tensor in the layout the op wants once, outside the hot loop: e.g. call "
+           ".contiguous() (or .to(memory_format=torch.channels_last) for convolutions) when the data is "
+           "created instead of feeding a permuted/transposed view; for convolutions keep input and model "
+           "in the same memory format (model.to(memory_format=torch.channels_last)).")
+    if "reshape" in first["copy_op"]:
+        fix = ("reshape() had to copy because its input was a non-contiguous view (after permute/transpose); "
+               "reorder the ops so the view comes first, or make the tensor contiguous once where it is "
+               "created.")
+    a0 = int(first["a"][0])
+    return ctx.finding(
+        "non_contiguous_input", i, title=title, count=int(sum(g["n"] for g in groups)),
+        impact_ns=int(sum(g["cost"] for g in groups)), time_ranges=c.ranges_of(m, g_p), evidence=ev,
+        source=c.source_of(m, a0) or c.forward_source(m, a0), fix=fix, evidence_rows=np.concatenate([g_p, g_c]),
+        severity=severity)
 
 
 @rule("channels_last", "NCHW <-> NHWC conversions around convolutions")
