@@ -95,8 +95,7 @@ class _Strings:
         if len(ids) > old:
             new = list(ids)[old:]
             provisional = np.fromiter(map(ids.__getitem__, new), dtype=np.int64, count=len(new))
-            for j, s in enumerate(new):
-                ids[s] = base + j
+            ids.update(zip(new, itertools.count(base)))  # dense final ids, in order of first appearance
             strs.extend(new)
             fresh = raw >= base
             raw[fresh] = base + np.searchsorted(provisional, raw[fresh])
@@ -123,15 +122,16 @@ class _Strings:
         except (TypeError, ValueError, OverflowError):
             if attr is not None:
                 values = list(map(attrgetter(attr), values))
-            out = np.empty(len(values), dtype=np.int64)
-            for i, v in enumerate(values):
-                if isinstance(v, int) and not isinstance(v, bool) and -(1 << 59) < v < (1 << 62):
-                    out[i] = v
-                elif v is None:
-                    out[i] = NONE
-                else:
-                    out[i] = STR_CODE_BASE - int(self.col([str(v)])[0])
-            return out
+            # rare (a "Spans"/"Traces" pid among ints): only the odd values take the slow path
+            return np.fromiter([v if type(v) is int and -(1 << 59) < v < (1 << 62) else self._code(v)
+                                for v in values], dtype=np.int64, count=len(values))
+
+    def _code(self, v) -> int:
+        if v is None:
+            return NONE
+        if isinstance(v, int) and not isinstance(v, bool) and -(1 << 59) < v < (1 << 62):
+            return v
+        return STR_CODE_BASE - int(self.col([str(v)])[0])
 
 
 def _pick(seq, idx: np.ndarray):
@@ -217,7 +217,7 @@ def events_to_columns(events: list[Event], counter_args: dict[int, dict] | None,
     rev = _pick(events, ridx)
     cat = st.col(rev, "cat")
     lut = np.zeros(len(st.strs), dtype=np.int8)
-    for sid in np.unique(cat).tolist():
+    for sid in np.flatnonzero(np.bincount(cat, minlength=len(st.strs))).tolist():
         lut[sid] = CATEGORY_KIND.get(st.strs[sid], Kind.OTHER)
     kind = lut[cat]
     rows = {
