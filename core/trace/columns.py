@@ -17,7 +17,7 @@ from operator import attrgetter, itemgetter
 
 import numpy as np
 
-from core.trace.kineto import Event, _fast_counter_args, decode_events
+from core.trace.kineto import Event, _fast_counter_args
 from core.trace.model import CATEGORY_KIND, NONE, Kind
 
 STR_CODE_BASE = -(1 << 60)  # pid/tid/flow-id codes <= this are strings: STR_CODE_BASE - string id
@@ -187,24 +187,11 @@ def float_col(values, dtype=np.float64, attr: str | None = None) -> np.ndarray:
         return np.array([np.nan if v is None else v for v in values], dtype=np.float64).astype(dtype, copy=False)
 
 
-def decode_chunk_columns(chunk, last: bool, pin: list | None = None) -> ChunkColumns:
-    """Worker entry: decode a `[...]` chunk and return its columns. ValueError: bad cut (merge on).
-
-    `pin` (a list) keeps every 256th event alive afterwards: that keeps Python's allocator arenas
-    from being returned to the OS between chunks, so the next chunk reuses touched memory (a
-    quarter less CPU per chunk here, where fresh pages are expensive).
-    """
-    events, counter_args, warnings = decode_events(chunk, last)
-    out = events_to_columns(events, counter_args, warnings, chunk)
-    if pin is not None:
-        pin[:] = events[::256]
-    return out
-
-
 def events_to_columns(events: list[Event], counter_args: dict[int, dict] | None, warnings: list[str],
-                      chunk=None) -> ChunkColumns:
-    """Columns of decoded events. counter_args None: decode them from `chunk` if there are any."""
-    st = _Strings()
+                      chunk=None, st: _Strings | None = None) -> ChunkColumns:
+    """Columns of decoded events. counter_args None: decode them from `chunk` if there are any.
+    `st`: the string table to add to (shared by the pieces of one chunk, core.trace.pieces)."""
+    st = _Strings() if st is None else st
     n = len(events)
     ph = np.fromiter(map(_PH.__getitem__, map(attrgetter("ph"), events)), dtype=np.int8, count=n)
     ts = float_col(events, attr="ts")

@@ -23,8 +23,9 @@ from pathlib import Path
 
 from core.trace import kineto
 from core.trace.alloc import tune_malloc
-from core.trace.columns import ChunkColumns, decode_chunk_columns
+from core.trace.columns import ChunkColumns
 from core.trace.merge import Merged, Merger
+from core.trace.pieces import decode_chunk_columns
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,67 @@
+"""Chunks decoded in cache-sized pieces (core.trace.pieces) give exactly the model of whole-chunk
+decoding, on real traces; irregular pieces fall back to the whole-chunk path."""
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+from helpers import shared_trace
+from core.trace import kineto, pieces
+from core.trace.loader import load
+
+
+def _whole_chunks(monkeypatch):
+    monkeypatch.setattr(pieces, "PIECE_BYTES", 1 << 40)  # never split: the path before pieces existed
+
+
+@pytest.mark.parametrize("name", ["gpu_gpt_big.pt.trace.json.gz", "gpu_issues.pt.trace.json.gz"])
+def test_pieces_equal_whole_chunks(models_equal, monkeypatch, name):
+    monkeypatch.setenv("PTPROF_WORKERS", "0")
+    path = shared_trace(name)
+    split = load(path, use_cache=False).primary
+    _whole_chunks(monkeypatch)
+    whole = load(path, use_cache=False).primary
+    models_equal(split, whole)
+    assert split.counts == whole.counts
+
+
+@pytest.mark.parametrize("piece_kb", [4, 64])
+def test_small_pieces_equal_whole_chunks(models_equal, monkeypatch, piece_kb):
+    """Many pieces per chunk (flows, memory events, metadata spread over pieces) change nothing."""
+    monkeypatch.setenv("PTPROF_WORKERS", "0")
+    path = shared_trace("gpu_issues.pt.trace.json.gz")
+    monkeypatch.setattr(pieces, "PIECE_BYTES", piece_kb << 10)
+    split = load(path, use_cache=False).primary
+    _whole_chunks(monkeypatch)
+    models_equal(split, load(path, use_cache=False).primary)
+
+
+def test_piece_bounds_cover_chunk_at_event_boundaries():
+    text = gzip.open(shared_trace("gpu_issues.pt.trace.json.gz")).read()
+    doc = kineto.locate(text)
+    (a, b), *_ = kineto.chunk_bounds(text, doc, 1 << 30)
+    chunk = bytes(kineto.chunk_view(text, a, b))
+    bounds = pieces.piece_bounds(chunk, 64 << 10)
+    assert len(bounds) > 10
+    assert bounds[0][0] == 1 and bounds[-1][1] == len(chunk) - 1
+    for (_, end), (start, _) in zip(bounds, bounds[1:]):
+        assert chunk[end - 1:end] == b"}" and chunk[start:start + 1] == b"{"
+        assert chunk[end:start].strip() == b","
+    n = sum(len(kineto._decode_events(b"[" + chunk[x:y] + b"]")) for x, y in bounds)
+    assert n == len(kineto._decode_events(chunk))
+
+
+def test_irregular_piece_falls_back_to_whole_chunk(models_equal, monkeypatch, tmp_path):
+    """An unquoted N/A in one piece: the chunk takes the tolerant path, same result either way."""
+    monkeypatch.setenv("PTPROF_WORKERS", "0")
+    text = gzip.open(shared_trace("gpu_issues.pt.trace.json.gz")).read()
+    at = text.index(b'"External id": ', len(text) // 2) + len(b'"External id": ')
+    end = text.index(b",", at)
+    path = tmp_path / "na.pt.trace.json"
+    path.write_bytes(text[:at] + b"N/A" + text[end:])
+    monkeypatch.setattr(pieces, "PIECE_BYTES", 64 << 10)
+    split = load(path, use_cache=False)
+    assert any("N/A" in w for w in split.all_warnings)
+    _whole_chunks(monkeypatch)
+    models_equal(split.primary, load(path, use_cache=False).primary)
