@@ -134,6 +134,18 @@ class _Strings:
         return STR_CODE_BASE - int(self.col([str(v)])[0])
 
 
+_KIND_MASKS: dict[tuple, np.ndarray] = {}
+
+
+def _kind_mask(kinds: tuple) -> np.ndarray:
+    """bool lookup table over kind codes: True for `kinds` (cheaper than np.isin per piece)."""
+    mask = _KIND_MASKS.get(kinds)
+    if mask is None:
+        mask = _KIND_MASKS[kinds] = np.zeros(256, dtype=bool)
+        mask[np.asarray(kinds, dtype=np.int64)] = True
+    return mask
+
+
 def _pick(seq, idx: np.ndarray):
     if len(idx) == len(seq):
         return seq
@@ -218,7 +230,7 @@ def events_to_columns(events: list[Event], counter_args: dict[int, dict] | None,
 
     def rows_of(kinds: tuple) -> tuple[np.ndarray, tuple]:
         if kinds not in picked:
-            idx = np.flatnonzero(np.isin(kind, np.asarray(kinds, dtype=np.int8))).astype(np.int32)
+            idx = np.flatnonzero(_kind_mask(kinds)[kind]).astype(np.int32)
             picked[kinds] = (idx, _pick(args, idx))
         return picked[kinds]
 
@@ -235,7 +247,10 @@ def events_to_columns(events: list[Event], counter_args: dict[int, dict] | None,
     for name, kinds in STR_ARGS.items():
         idx, sub = rows_of(kinds)
         sub = list(map(attrgetter(name), sub))
-        vals = st.col(sub) if name == "call_stack" else st.raw_col(sub)
+        if not any(sub):  # all missing (call_stack usually is): nothing to intern
+            vals = np.zeros(len(sub), dtype=np.int32)
+        else:
+            vals = st.col(sub) if name == "call_stack" else st.raw_col(sub)
         keep = vals != 0
         sparse[name] = (idx[keep], vals[keep])
 
