@@ -15,6 +15,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
+from core.trace import kineto
 from core.trace.columns import ChunkColumns, _Strings, events_to_columns
 from core.trace.kineto import _EVENT_SEP, _decode_events, decode_events
 
@@ -31,9 +32,23 @@ def decode_chunk_columns(chunk, last: bool, pin: list | None = None) -> ChunkCol
     quarter less CPU per chunk here, where fresh pages are expensive).
     """
     if len(chunk) > 2 * PIECE_BYTES:
-        out = _in_pieces(chunk, pin)
+        out = _in_pieces(chunk, piece_bounds(chunk, 1, len(chunk) - 1), pin)
         if out is not None:
             return out
+    return _whole(chunk, last, pin)
+
+
+def decode_range(buf, a: int, b: int, last: bool, pin: list | None = None) -> ChunkColumns:
+    """Like decode_chunk_columns(kineto.chunk_view(buf, a, b)), without copying the whole chunk
+    first when it is decoded in pieces."""
+    if b - a > 2 * PIECE_BYTES:
+        out = _in_pieces(buf, piece_bounds(buf, a, b), pin)
+        if out is not None:
+            return out
+    return _whole(kineto.chunk_view(buf, a, b), last, pin)
+
+
+def _whole(chunk, last: bool, pin: list | None) -> ChunkColumns:
     events, counter_args, warnings = decode_events(chunk, last)
     out = events_to_columns(events, counter_args, warnings, chunk)
     if pin is not None:
@@ -41,14 +56,14 @@ def decode_chunk_columns(chunk, last: bool, pin: list | None = None) -> ChunkCol
     return out
 
 
-def piece_bounds(chunk, piece_bytes: int = PIECE_BYTES) -> list[tuple[int, int]]:
-    """[a, b) ranges of `[...]` text `chunk`, cut at event separators, each ~piece_bytes long."""
-    end = len(chunk) - 1  # the closing ']'
-    a = 1
+def piece_bounds(buf, a: int, end: int, piece_bytes: int | None = None) -> list[tuple[int, int]]:
+    """[x, y) ranges covering the events in buf[a:end) (a at a '{', end just past a '}'), cut at
+    event separators, each ~piece_bytes long."""
+    piece_bytes = piece_bytes or PIECE_BYTES
     bounds = []
     while True:
         target = a + piece_bytes
-        m = _EVENT_SEP.search(chunk, target, end) if target < end - piece_bytes // 2 else None
+        m = _EVENT_SEP.search(buf, target, end) if target < end - piece_bytes // 2 else None
         if m is None:
             bounds.append((a, end))
             return bounds
@@ -56,22 +71,22 @@ def piece_bounds(chunk, piece_bytes: int = PIECE_BYTES) -> list[tuple[int, int]]
         a = m.end() - 1
 
 
-def _piece_view(chunk, a: int, b: int) -> memoryview:
+def _piece_view(buf, a: int, b: int) -> memoryview:
     n = b - a + 2
     if not _scratch or len(_scratch[0]) < n:
         _scratch[:] = [bytearray(max(n, 2 * PIECE_BYTES))]
     s = _scratch[0]
     s[0] = 0x5B
-    s[1:n - 1] = memoryview(chunk)[a:b]
+    s[1:n - 1] = memoryview(buf)[a:b]
     s[n - 1] = 0x5D
     return memoryview(s)[:n]
 
 
-def _in_pieces(chunk, pin: list | None) -> ChunkColumns | None:
+def _in_pieces(buf, bounds: list[tuple[int, int]], pin: list | None) -> ChunkColumns | None:
     st = _Strings()
     parts = []
-    for a, b in piece_bounds(chunk):
-        text = _piece_view(chunk, a, b)
+    for a, b in bounds:
+        text = _piece_view(buf, a, b)
         try:
             events = _decode_events(text)
         except (msgspec.ValidationError, msgspec.DecodeError):

@@ -42,7 +42,7 @@ def test_piece_bounds_cover_chunk_at_event_boundaries():
     doc = kineto.locate(text)
     (a, b), *_ = kineto.chunk_bounds(text, doc, 1 << 30)
     chunk = bytes(kineto.chunk_view(text, a, b))
-    bounds = pieces.piece_bounds(chunk, 64 << 10)
+    bounds = pieces.piece_bounds(chunk, 1, len(chunk) - 1, 64 << 10)
     assert len(bounds) > 10
     assert bounds[0][0] == 1 and bounds[-1][1] == len(chunk) - 1
     for (_, end), (start, _) in zip(bounds, bounds[1:]):
