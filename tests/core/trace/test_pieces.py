@@ -65,3 +65,32 @@ def test_irregular_piece_falls_back_to_whole_chunk(models_equal, monkeypatch, tm
     assert any("N/A" in w for w in split.all_warnings)
     _whole_chunks(monkeypatch)
     models_equal(split.primary, load(path, use_cache=False).primary)
+
+
+def test_pieces_keep_every_event_shape(models_equal, monkeypatch, tmp_path):
+    """B/E pairs, counters, instants, flows, metadata and string pids spread over many pieces."""
+    import json
+    monkeypatch.setenv("PTPROF_WORKERS", "0")
+    events = [{"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "trainer"}}]
+    for k in range(400):
+        t = k * 100.0
+        events += [
+            {"ph": "X", "cat": "cpu_op", "name": f"aten::op{k % 7}", "pid": 1, "tid": 2, "ts": t, "dur": 50.0,
+             "args": {"External id": k, "Input Dims": [[k % 3, 4]], "Input type": ["float"]}},
+            {"ph": "B", "cat": "user_annotation", "name": "outer", "pid": 1, "tid": 3, "ts": t + 1},
+            {"ph": "E", "pid": 1, "tid": 3, "ts": t + 9},
+            {"ph": "C", "name": "queue", "pid": 1, "tid": 2, "ts": t + 2, "args": {"depth": k % 5}},
+            {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 2, "ts": t + 3, "s": "t",
+             "args": {"Total Allocated": k * 10, "Bytes": 8, "Device Id": 0, "Device Type": 1, "Addr": k}},
+            {"ph": "s", "cat": "fwdbwd", "id": k, "pid": 1, "tid": 2, "ts": t},
+            {"ph": "f", "cat": "fwdbwd", "id": k, "pid": 1, "tid": 2, "ts": t + 20, "bp": "e"},
+            {"ph": "X", "cat": "Trace", "name": "span", "pid": "Spans", "tid": "PyTorch Profiler", "ts": t, "dur": 1.0},
+        ]
+    path = tmp_path / "shapes.pt.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}, indent=2).replace("},\n    {", "},\n  {"))
+    monkeypatch.setattr(pieces, "PIECE_BYTES", 8 << 10)
+    split = load(path, use_cache=False)
+    _whole_chunks(monkeypatch)
+    whole = load(path, use_cache=False)
+    models_equal(split.primary, whole.primary)
+    assert len(split.primary.counters) == 400 and len(split.primary.memory) == 400
