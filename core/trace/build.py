@@ -199,7 +199,9 @@ def _sort_order(track: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray) -> np.
     ks = key[order]
     tie = np.flatnonzero(ks[1:] == ks[:-1])
     if len(tie):
-        rows = np.unique(np.concatenate([tie, tie + 1]))  # positions in tie groups, ascending
+        in_tie = np.zeros(len(ks), dtype=bool)
+        in_tie[tie] = in_tie[tie + 1] = True
+        rows = np.flatnonzero(in_tie)  # positions in tie groups, ascending
         sub = order[rows]
         order[rows] = sub[np.lexsort((-dur_ns[sub], ks[rows]))]
     return order

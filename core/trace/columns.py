@@ -17,7 +17,7 @@ from operator import attrgetter, itemgetter
 
 import numpy as np
 
-from core.trace.kineto import Event, _fast_counter_args, decode_events
+from core.trace.kineto import Event, _fast_counter_args
 from core.trace.model import CATEGORY_KIND, NONE, Kind
 
 STR_CODE_BASE = -(1 << 60)  # pid/tid/flow-id codes <= this are strings: STR_CODE_BASE - string id
@@ -95,8 +95,7 @@ class _Strings:
         if len(ids) > old:
             new = list(ids)[old:]
             provisional = np.fromiter(map(ids.__getitem__, new), dtype=np.int64, count=len(new))
-            for j, s in enumerate(new):
-                ids[s] = base + j
+            ids.update(zip(new, itertools.count(base)))  # dense final ids, in order of first appearance
             strs.extend(new)
             fresh = raw >= base
             raw[fresh] = base + np.searchsorted(provisional, raw[fresh])
@@ -123,15 +122,28 @@ class _Strings:
         except (TypeError, ValueError, OverflowError):
             if attr is not None:
                 values = list(map(attrgetter(attr), values))
-            out = np.empty(len(values), dtype=np.int64)
-            for i, v in enumerate(values):
-                if isinstance(v, int) and not isinstance(v, bool) and -(1 << 59) < v < (1 << 62):
-                    out[i] = v
-                elif v is None:
-                    out[i] = NONE
-                else:
-                    out[i] = STR_CODE_BASE - int(self.col([str(v)])[0])
-            return out
+            # rare (a "Spans"/"Traces" pid among ints): only the odd values take the slow path
+            return np.fromiter([v if type(v) is int and -(1 << 59) < v < (1 << 62) else self._code(v)
+                                for v in values], dtype=np.int64, count=len(values))
+
+    def _code(self, v) -> int:
+        if v is None:
+            return NONE
+        if isinstance(v, int) and not isinstance(v, bool) and -(1 << 59) < v < (1 << 62):
+            return v
+        return STR_CODE_BASE - int(self.col([str(v)])[0])
+
+
+_KIND_MASKS: dict[tuple, np.ndarray] = {}
+
+
+def _kind_mask(kinds: tuple) -> np.ndarray:
+    """bool lookup table over kind codes: True for `kinds` (cheaper than np.isin per piece)."""
+    mask = _KIND_MASKS.get(kinds)
+    if mask is None:
+        mask = _KIND_MASKS[kinds] = np.zeros(256, dtype=bool)
+        mask[np.asarray(kinds, dtype=np.int64)] = True
+    return mask
 
 
 def _pick(seq, idx: np.ndarray):
@@ -187,24 +199,11 @@ def float_col(values, dtype=np.float64, attr: str | None = None) -> np.ndarray:
         return np.array([np.nan if v is None else v for v in values], dtype=np.float64).astype(dtype, copy=False)
 
 
-def decode_chunk_columns(chunk, last: bool, pin: list | None = None) -> ChunkColumns:
-    """Worker entry: decode a `[...]` chunk and return its columns. ValueError: bad cut (merge on).
-
-    `pin` (a list) keeps every 256th event alive afterwards: that keeps Python's allocator arenas
-    from being returned to the OS between chunks, so the next chunk reuses touched memory (a
-    quarter less CPU per chunk here, where fresh pages are expensive).
-    """
-    events, counter_args, warnings = decode_events(chunk, last)
-    out = events_to_columns(events, counter_args, warnings, chunk)
-    if pin is not None:
-        pin[:] = events[::256]
-    return out
-
-
 def events_to_columns(events: list[Event], counter_args: dict[int, dict] | None, warnings: list[str],
-                      chunk=None) -> ChunkColumns:
-    """Columns of decoded events. counter_args None: decode them from `chunk` if there are any."""
-    st = _Strings()
+                      chunk=None, st: _Strings | None = None) -> ChunkColumns:
+    """Columns of decoded events. counter_args None: decode them from `chunk` if there are any.
+    `st`: the string table to add to (shared by the pieces of one chunk, core.trace.pieces)."""
+    st = _Strings() if st is None else st
     n = len(events)
     ph = np.fromiter(map(_PH.__getitem__, map(attrgetter("ph"), events)), dtype=np.int8, count=n)
     ts = float_col(events, attr="ts")
@@ -217,7 +216,7 @@ def events_to_columns(events: list[Event], counter_args: dict[int, dict] | None,
     rev = _pick(events, ridx)
     cat = st.col(rev, "cat")
     lut = np.zeros(len(st.strs), dtype=np.int8)
-    for sid in np.unique(cat).tolist():
+    for sid in np.flatnonzero(np.bincount(cat, minlength=len(st.strs))).tolist():
         lut[sid] = CATEGORY_KIND.get(st.strs[sid], Kind.OTHER)
     kind = lut[cat]
     rows = {
@@ -231,7 +230,7 @@ def events_to_columns(events: list[Event], counter_args: dict[int, dict] | None,
 
     def rows_of(kinds: tuple) -> tuple[np.ndarray, tuple]:
         if kinds not in picked:
-            idx = np.flatnonzero(np.isin(kind, np.asarray(kinds, dtype=np.int8))).astype(np.int32)
+            idx = np.flatnonzero(_kind_mask(kinds)[kind]).astype(np.int32)
             picked[kinds] = (idx, _pick(args, idx))
         return picked[kinds]
 
@@ -248,7 +247,10 @@ def events_to_columns(events: list[Event], counter_args: dict[int, dict] | None,
     for name, kinds in STR_ARGS.items():
         idx, sub = rows_of(kinds)
         sub = list(map(attrgetter(name), sub))
-        vals = st.col(sub) if name == "call_stack" else st.raw_col(sub)
+        if not any(sub):  # all missing (call_stack usually is): nothing to intern
+            vals = np.zeros(len(sub), dtype=np.int32)
+        else:
+            vals = st.col(sub) if name == "call_stack" else st.raw_col(sub)
         keep = vals != 0
         sparse[name] = (idx[keep], vals[keep])
 

@@ -23,8 +23,9 @@ from pathlib import Path
 
 from core.trace import kineto
 from core.trace.alloc import tune_malloc
-from core.trace.columns import ChunkColumns, decode_chunk_columns
+from core.trace.columns import ChunkColumns
 from core.trace.merge import Merged, Merger
+from core.trace.pieces import decode_chunk_columns, decode_range
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +76,10 @@ def _init_worker(path: str | None) -> None:
 
 def _work(task) -> ChunkColumns | None:
     a, b, last, payload = task
-    text = payload if payload is not None else kineto.chunk_view(_BUF, a, b)
     try:
-        return decode_chunk_columns(text, last, _PIN)
+        if payload is None:
+            return decode_range(_BUF, a, b, last, _PIN)
+        return decode_chunk_columns(payload, last, _PIN)
     except ValueError:
         return None  # bad cut: the parent merges this range with the next
     finally:
@@ -161,6 +163,6 @@ def collect(results: Iterator, bounds: list[tuple[int, int]], buf, start: int, t
 def _work_local(buf, task) -> ChunkColumns | None:
     a, b, last, _ = task
     try:
-        return decode_chunk_columns(kineto.chunk_view(buf, a, b), last, _PIN)
+        return decode_range(buf, a, b, last, _PIN)
     except ValueError:
         return None
