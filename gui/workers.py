@@ -24,21 +24,21 @@ def _thread_gen(path: str):
     return trace_set, indexes
 
 
-class LoadJob(QtCore.QObject):
-    """Loads one path in a worker thread. Emits exactly one of loaded / failed / cancelled."""
+class GeneratorJob(QtCore.QObject):
+    """A superqt worker over a generator that yields Progress and returns a result.
+
+    Emits exactly one of loaded / failed / cancelled. Subclasses say what to run (`gen_fn, args`) and
+    how a result maps to `sig_job_loaded`'s two arguments (`_loaded_args`)."""
 
     sig_progress_changed = QtCore.Signal(str, float)  # (stage text, fraction 0..1)
-    sig_job_loaded = QtCore.Signal(object, object)  # (TraceSet, list[SliceIndex])
+    sig_job_loaded = QtCore.Signal(object, object)  # (result, extra) - see the subclass
     sig_job_failed = QtCore.Signal(str, str)  # (path, one-line reason)
     sig_job_cancelled = QtCore.Signal(str)  # path
 
-    def __init__(self, path: str | Path, parent=None, in_process: bool | None = None) -> None:
+    def __init__(self, path: str | Path, gen_fn, args: tuple, parent=None) -> None:
         super().__init__(parent)
         self.path = str(path)
         self._cancelled = False
-        self.in_process = use_process(self.path) if in_process is None else in_process
-        self.process = ProcessLoad(self.path) if self.in_process else None
-        gen_fn, args = (self.process.run, ()) if self.process is not None else (_thread_gen, (self.path,))
         self.worker = create_worker(gen_fn, *args, _start_thread=False,
                                     _connect={"yielded": self._on_worker_yielded,
                                               "returned": self._on_worker_returned,
@@ -51,8 +51,9 @@ class LoadJob(QtCore.QObject):
     def cancel(self) -> None:
         self._cancelled = True
         self.worker.quit()
-        if self.process is not None:
-            self.process.stop()
+
+    def _loaded_args(self, result) -> tuple:
+        return result, None
 
     def _on_worker_yielded(self, prog: Progress) -> None:
         if prog.fraction < 0:
@@ -61,18 +62,38 @@ class LoadJob(QtCore.QObject):
         self.sig_progress_changed.emit(f"{prog.stage}{detail}", float(prog.fraction))
 
     def _on_worker_returned(self, result) -> None:
-        trace_set, indexes = result
-        self.sig_job_loaded.emit(trace_set, indexes)
+        self.sig_job_loaded.emit(*self._loaded_args(result))
 
     def _on_worker_errored(self, exc: BaseException) -> None:
         log.info("load of %s failed: %r", self.path, exc)
         if self._cancelled:
-            self.sig_job_cancelled.emit(self.path)  # the child was stopped on purpose
+            self.sig_job_cancelled.emit(self.path)  # stopped on purpose
             return
         self.sig_job_failed.emit(self.path, getattr(exc, "reason", None) or error_reason(exc))
 
     def _on_worker_aborted(self) -> None:
         self.sig_job_cancelled.emit(self.path)
+
+
+class LoadJob(GeneratorJob):
+    """Loads one trace path: in a child process for big inputs (the parser holds the GIL), else in a
+    worker thread. `sig_job_loaded` carries (TraceSet, list[SliceIndex])."""
+
+    def __init__(self, path: str | Path, parent=None, in_process: bool | None = None) -> None:
+        path = str(path)
+        self.in_process = use_process(path) if in_process is None else in_process
+        self.process = ProcessLoad(path) if self.in_process else None
+        gen_fn, args = (self.process.run, ()) if self.process is not None else (_thread_gen, (path,))
+        super().__init__(path, gen_fn, args, parent)
+
+    def cancel(self) -> None:
+        super().cancel()
+        if self.process is not None:
+            self.process.stop()
+
+    def _loaded_args(self, result) -> tuple:
+        trace_set, indexes = result
+        return trace_set, indexes
 
 
 class ProgressWidget(QtWidgets.QWidget):
