@@ -17,3 +17,12 @@ def shared_trace(name: str) -> Path:
     if not p.exists():
         pytest.skip(f"shared trace {name} not available at {SHARED_TRACES}")
     return p
+
+
+def hta_importable() -> bool:
+    """traceinsight (import hta) installs and imports here; HTA tests skip when it does not."""
+    try:
+        import hta.trace_analysis  # noqa: F401
+    except Exception:  # noqa: BLE001 - any import failure means "unavailable"
+        return False
+    return True

@@ -2,22 +2,15 @@
 from __future__ import annotations
 
 import pytest
-from helpers import shared_trace
+from helpers import hta_importable, shared_trace
 
 from core.trace.loader import load
 
 pytest.importorskip("pytestqt")
 
 
-def _hta_importable() -> bool:
-    try:
-        import hta.trace_analysis  # noqa: F401
-    except Exception:  # noqa: BLE001
-        return False
-    return True
 
-
-@pytest.mark.skipif(not _hta_importable(), reason="traceinsight (hta) not importable here")
+@pytest.mark.skipif(not hta_importable(), reason="traceinsight (hta) not importable here")
 def test_tab_runs_hta_when_shown(qtbot):
     from gui.hta import HtaTab
     ts = load(shared_trace("gpu_minimal_opts.pt.trace.json.gz"), use_cache=False)
@@ -49,7 +42,7 @@ def test_tab_says_why_on_cpu_trace(qtbot):
     assert not tab.run_button.isEnabled() and tab.frame_model.rowCount() == 0
 
 
-@pytest.mark.skipif(not _hta_importable(), reason="traceinsight (hta) not importable here")
+@pytest.mark.skipif(not hta_importable(), reason="traceinsight (hta) not importable here")
 def test_cancel_drops_the_result(qtbot):
     from gui.hta import HtaTab
     ts = load(shared_trace("gpu_minimal_opts.pt.trace.json.gz"), use_cache=False)

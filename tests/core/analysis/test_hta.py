@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from helpers import shared_trace
+from helpers import hta_importable, shared_trace
 
 from core.analysis import hta
 from core.trace.loader import load
@@ -12,15 +12,8 @@ from core.trace.loader import load
 pytest.importorskip("pandas")
 
 
-def _hta_importable() -> bool:
-    try:
-        import hta.trace_analysis  # noqa: F401
-    except Exception:  # noqa: BLE001
-        return False
-    return True
 
-
-@pytest.mark.skipif(not _hta_importable(), reason="traceinsight (hta) not importable here")
+@pytest.mark.skipif(not hta_importable(), reason="traceinsight (hta) not importable here")
 def test_gpu_trace_gives_tables():
     ts = load(shared_trace("gpu_issues.pt.trace.json.gz"), use_cache=False)
     report = hta.run_hta(ts)
@@ -53,7 +46,7 @@ def test_size_limit_and_missing_files():
 
 
 def test_hta_exceptions_become_reasons(monkeypatch):
-    if not _hta_importable():
+    if not hta_importable():
         pytest.skip("hta not importable")
     import hta.trace_analysis as ta_mod
 
