@@ -67,8 +67,35 @@ class _Terminated(SystemExit):
     """SIGTERM turned into an exception so `finally` blocks (and the profiler flush) run."""
 
 
+class _Signals:
+    """Stop signals that arrive while one of our hooks is inside the profiler (prof.start/step) are held
+    until the hook returns: a KeyboardInterrupt raised half-way through a profiler state transition
+    would leave the cycle in progress unflushable."""
+    depth = 0
+    pending: int | None = None
+
+    @classmethod
+    def handle(cls, signum, frame):
+        if cls.depth:
+            cls.pending = signum
+            return
+        cls.raise_for(signum)
+
+    @staticmethod
+    def raise_for(signum):
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise _Terminated(128 + signum)
+
+    @classmethod
+    def release(cls):
+        if cls.depth == 0 and cls.pending is not None:
+            signum, cls.pending = cls.pending, None
+            cls.raise_for(signum)
+
+
 def _on_sigterm(signum, frame):
-    raise _Terminated(128 + signum)
+    _Signals.handle(signum, frame)
 
 
 class ChildRunner:
@@ -158,10 +185,14 @@ class ChildRunner:
         def call(*args):
             if self.stepped_aside and hook.__name__ != "_on_optimizer_step":
                 return None
+            _Signals.depth += 1
             try:
                 return hook(*args)
             except Exception as exc:
                 self.step_aside(f"the profiler failed ({type(exc).__name__}: {exc}); the run goes on without it")
+            finally:
+                _Signals.depth -= 1
+                _Signals.release()
             return None
         call.__name__ = hook.__name__
         return call
@@ -434,6 +465,8 @@ def main(argv: list[str] | None = None) -> int:
     protocol = _load_sibling("protocol")
     capture_mod = _load_sibling("compile_capture")
     signal.signal(signal.SIGTERM, _on_sigterm)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _Signals.handle)
     warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle")
     warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype feature")
     try:

@@ -184,7 +184,8 @@ def test_torchrun_ranks_flush_on_stop_and_leave_no_orphans(tmp_path):
     t0 = time.monotonic()
     while not s.finished:
         events += s.poll().events
-        ranks_stepping = {e["rank"] for e in events if e["type"] == "step" and e["step"] >= 3}
+        # warmup is optimizer step 1, so step 4 seen = ProfilerStep#1 and #2 complete on that rank
+        ranks_stepping = {e["rank"] for e in events if e["type"] == "step" and e["step"] >= 4}
         if ranks_stepping == {0, 1} and not s.stopping_requested:
             s.request_stop()
         assert time.monotonic() - t0 < 120, "torchrun run did not finish"
