@@ -15,6 +15,7 @@ import itertools
 from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
 
+import msgspec
 import numpy as np
 
 from core.trace.kineto import Event, _fast_counter_args
@@ -300,3 +301,133 @@ def events_to_columns(events: list[Event], counter_args: dict[int, dict] | None,
 
     return ChunkColumns(strings=st.strs, rows=rows, args=sparse, instants=instants, memory=memory, flows=flows,
                         counters=counters, metadata=meta, n_events=n, skipped=skipped, warnings=warnings)
+
+
+# --- the C scanner (core/trace/_scan.c): the same columns without a Python object per event ------
+try:
+    from core.trace import _scan
+except ImportError:  # not built (no compiler at install time): the msgspec path does all the work
+    _scan = None
+
+_DISABLED = False  # tests flip it to compare both paths
+
+
+def scan_available() -> bool:
+    return _scan is not None and not _DISABLED
+
+
+def scan_columns(buf, a: int, b: int) -> ChunkColumns | None:
+    """Columns of the events in buf[a:b) (`{...}, {...}`, optionally inside `[` `]`) through the C
+    scanner; None when it is not built or the range needs the Python path (anything that is not
+    strictly valid JSON of the expected shape: that path handles it exactly as before)."""
+    if not scan_available():
+        return None
+    raw = _scan.scan(buf, a, b)
+    if raw is None:
+        return None
+    strings: list[str] = raw["strings"]
+    n = raw["n"]
+
+    def col(name, dtype):
+        return np.frombuffer(raw[name], dtype=dtype)
+
+    ph = col("ph", np.int8)
+    ts = col("ts", np.float64)
+    has_ts = ~np.isnan(ts)
+    timed = (ph <= PH_INSTANT) | (ph == PH_COUNTER)
+    skipped = int((timed & ~has_ts).sum() + (ph == PH_OTHER).sum())
+    spans = col("spans", np.int64).reshape(-1, 3)
+    name, pid, tid = col("name", np.int32), col("pid", np.int64), col("tid", np.int64)
+
+    # --- X / B / E rows ---
+    ridx = np.flatnonzero((ph <= PH_E) & has_ts)
+    cat = col("cat", np.int32)[ridx]
+    lut = np.zeros(len(strings), dtype=np.int8)
+    for sid in np.flatnonzero(np.bincount(cat, minlength=len(strings))).tolist():
+        lut[sid] = CATEGORY_KIND.get(strings[sid], Kind.OTHER)
+    kind = lut[cat]
+    rows = {"ph": ph[ridx], "ts": ts[ridx], "dur": col("dur", np.float64)[ridx], "name": name[ridx],
+            "cat": cat, "kind": kind, "pid": pid[ridx], "tid": tid[ridx]}
+    sparse: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    picked: dict[tuple, np.ndarray] = {}
+
+    def rows_of(kinds: tuple) -> np.ndarray:
+        if kinds not in picked:
+            picked[kinds] = np.flatnonzero(_kind_mask(kinds)[kind]).astype(np.int32)
+        return picked[kinds]
+
+    for key, (dtype, kinds) in INT_ARGS.items():
+        idx = rows_of(kinds)
+        vals = _narrow(col(key, np.int64)[ridx[idx]], dtype)
+        keep = vals != NONE
+        sparse[key] = (idx[keep], vals[keep])
+    for key, (dtype, kinds) in FLOAT_ARGS.items():
+        idx = rows_of(kinds)
+        vals = col(key, np.float64)[ridx[idx]].astype(dtype)
+        keep = ~np.isnan(vals)
+        sparse[key] = (idx[keep], vals[keep])
+    for key, kinds in STR_ARGS.items():
+        idx = rows_of(kinds)
+        vals = col(key, np.int32)[ridx[idx]]
+        keep = vals != 0
+        sparse[key] = (idx[keep], vals[keep])
+
+    # --- instants, [memory] ---
+    iidx = np.flatnonzero((ph == PH_INSTANT) & has_ts)
+    iname = name[iidx]
+    try:
+        mem_sid = strings.index("[memory]")
+    except ValueError:
+        mem_sid = -1
+    is_mem = iname == mem_sid
+    midx, oidx = iidx[is_mem], iidx[~is_mem]
+    memory = {"ts": ts[midx], "pid": pid[midx], "tid": tid[midx]}
+    for key, dtype in MEMORY_ARGS.items():
+        memory[key] = _narrow(col(key, np.int64)[midx], dtype)
+    instants = {"ts": ts[oidx], "name": iname[~is_mem], "pid": pid[oidx], "tid": tid[oidx]}
+
+    # --- flows ---
+    fidx = np.flatnonzero((ph >= PH_FLOW_S) & (ph <= PH_FLOW_T) & has_ts)
+    flows = {"ph": ph[fidx], "ts": ts[fidx], "id": col("id", np.int64)[fidx], "pid": pid[fidx],
+             "tid": tid[fidx], "cat": col("cat", np.int32)[fidx]}
+
+    # --- counters and metadata: few events, free-form args: decoded from their own bytes ---
+    st = None
+    c_ts, c_series, c_val, meta = [], [], [], []
+    mv = memoryview(buf)
+    for i, s, e in spans.tolist():
+        if ph[i] == PH_COUNTER:
+            if not has_ts[i]:
+                continue
+            args = msgspec.json.decode(mv[s:e]).get("args")
+            if not isinstance(args, dict):
+                continue
+            for key, v in args.items():
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    c_ts.append(float(ts[i]))
+                    c_series.append(f"{strings[name[i]]}/{key}")
+                    c_val.append(float(v))
+        else:
+            ev = msgspec.json.decode(mv[s:e], type=Event)
+            meta.append((ev.name, int(pid[i]), int(tid[i]), ev.args.name or "", ev.args.sort_index,
+                         ev.args.labels or ""))
+    if c_series:
+        st = _Strings()
+        st.strs = strings
+        st.ids = dict(zip(strings, range(len(strings))))
+        st.ids[None] = 0
+        series = st.col(c_series)
+    else:
+        series = np.zeros(0, dtype=np.int32)
+    counters = {"ts": np.array(c_ts, dtype=np.float64), "series": series,
+                "value": np.array(c_val, dtype=np.float64)}
+    return ChunkColumns(strings=strings, rows=rows, args=sparse, instants=instants, memory=memory, flows=flows,
+                        counters=counters, metadata=meta, n_events=n, skipped=skipped, warnings=[])
+
+
+def _narrow(vals: np.ndarray, dtype) -> np.ndarray:
+    """int64 -> dtype, clipped like int_col."""
+    if dtype is np.int64:
+        return vals
+    info = np.iinfo(dtype)
+    return np.clip(vals, info.min, info.max).astype(dtype)

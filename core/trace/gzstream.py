@@ -14,7 +14,7 @@ import logging
 import mmap
 import multiprocessing as mp
 import os
-import struct
+import zlib
 from collections.abc import Generator
 from pathlib import Path
 
@@ -26,31 +26,15 @@ log = logging.getLogger(__name__)
 BLOCK = 4 << 20  # inflate granularity
 MARGIN = 1 << 20  # look for a separator only this far behind what has arrived
 
-try:
-    from isal import igzip as _gz
-except ImportError:  # pragma: no cover
-    import gzip as _gz
-
-
-def isize(path: Path) -> int | None:
-    """Uncompressed size from the gzip trailer (mod 2**32), None if unusable."""
-    try:
-        size = path.stat().st_size
-        with open(path, "rb") as fh:
-            if fh.read(2) != b"\x1f\x8b" or size < 20:
-                return None
-            fh.seek(-4, os.SEEK_END)
-            n = struct.unpack("<I", fh.read(4))[0]
-    except OSError:
-        return None
-    return n if size < n < 200 * size else None
 
 
 Streamed = tuple[mmap.mmap, kineto.Document, Merged]
 
 
 def decode_streamed(path: Path) -> Generator[float, None, Streamed | None]:
-    size = isize(path)
+    size = io.isize(path)
+    if parallel.scan_available():  # the C scanner: inflating first, then threads, is quicker
+        return None
     if size is None or parallel.start_method() != "fork" or os.environ.get("PTPROF_GZ_STREAM", "1") == "0":
         return None
     workers = parallel.worker_count(size, "fork")
@@ -71,12 +55,18 @@ def decode_streamed(path: Path) -> Generator[float, None, Streamed | None]:
         pos, cut, start = 0, None, None
         view = views[0] = memoryview(shm)
         try:
-            with _gz.open(path, "rb") as fh:
-                while pos <= size:
-                    got = fh.readinto(view[pos:min(pos + BLOCK, size + 1)])
-                    if not got:
+            d = io._zlib.decompressobj(wbits=31)  # zlib objects: ~1.7x the speed of igzip's file reader
+            with open(path, "rb") as fh:
+                while not d.eof:
+                    data = d.unconsumed_tail or fh.read(BLOCK)
+                    room = size + 1 - pos
+                    if not data or room <= 0:
                         break
-                    pos += got
+                    got = d.decompress(data, min(BLOCK, room))
+                    view[pos:pos + len(got)] = got
+                    pos += len(got)
+                    if not got:
+                        continue
                     if start is None:
                         m = kineto._TE_KEY.search(shm, 0, min(pos, 4 << 20))
                         if m is None:
@@ -93,7 +83,9 @@ def decode_streamed(path: Path) -> Generator[float, None, Streamed | None]:
                         pending.append(pool.apply_async(parallel._work, ((cut, sep.start() + 1, False, None),)))
                         cut = sep.end() - 1
                     yield 0.5 * pos / size
-        except (OSError, EOFError, ValueError, io._IsalError) as exc:  # corrupt / truncated: the ordinary path reports it
+                if not d.eof or d.unused_data or fh.read(1):
+                    return None  # truncated, or several gzip members: the ordinary path
+        except (OSError, EOFError, ValueError, zlib.error, io._IsalError) as exc:  # corrupt / truncated: the ordinary path reports it
             log.info("streamed gunzip of %s stopped (%s); using the ordinary path", path.name, exc)
             return None
         view.release()

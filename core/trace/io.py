@@ -4,7 +4,9 @@ from __future__ import annotations
 import gzip
 import lzma
 import mmap
+import os
 import re
+import struct
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,9 +24,11 @@ RATIO_CHECK_FROM = 256 << 20
 
 try:  # ISA-L's gzip is ~1.4x faster than zlib here (docs/architecture.md)
     from isal import igzip as _igzip
+    from isal import isal_zlib as _zlib
     from isal.igzip_lib import IsalError as _IsalError
 except ImportError:  # pragma: no cover - optional speedup
     _igzip = None
+    _zlib = zlib
     _IsalError = zlib.error
 
 
@@ -104,7 +108,45 @@ def read_bytes(path: Path):
         raise TraceParseError(path, f"cannot read file ({exc.strerror or exc})") from None
 
 
+def isize(path: Path) -> int | None:
+    """Uncompressed size from the gzip trailer (mod 2**32), None if unusable."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            if fh.read(2) != b"\x1f\x8b" or size < 20:
+                return None
+            fh.seek(-4, os.SEEK_END)
+            n = struct.unpack("<I", fh.read(4))[0]
+    except OSError:
+        return None
+    return n if size < n < MAX_RATIO * size else None
+
+
+def _gunzip_sized(path: Path) -> bytes | None:
+    """One-shot inflate into a buffer of the size the trailer announces (no blocks to join: 0.11 s
+    instead of 0.19 s for gpu_gpt_big). None when the file does not fit that plan (several gzip
+    members, > 4 GiB, truncated or corrupt): the block-wise reader handles those and their errors."""
+    n = isize(path)
+    if n is None:
+        return None
+    try:
+        raw = path.read_bytes()
+        head = _zlib.decompressobj(wbits=31).decompress(raw[: 1 << 16], 4096)
+        if head.lstrip()[:1] not in (b"{", b"[") and not head.startswith(b"\xef\xbb\xbf"):
+            return None
+        d = _zlib.decompressobj(wbits=31)
+        out = d.decompress(raw, n + 1)
+    except (zlib.error, _IsalError, ValueError, MemoryError):
+        return None
+    if not d.eof or d.unused_data or d.unconsumed_tail or len(out) != n:
+        return None
+    return out
+
+
 def _gunzip(path: Path) -> bytes:
+    fast = _gunzip_sized(path)
+    if fast is not None:
+        return fast
     opener = _igzip.open if _igzip is not None else gzip.open
     try:
         with opener(path, "rb") as fh:

@@ -19,16 +19,18 @@ import os
 import sys
 import threading
 from collections.abc import Generator, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from core.trace import kineto
 from core.trace.alloc import tune_malloc
-from core.trace.columns import ChunkColumns
+from core.trace.columns import ChunkColumns, scan_available, scan_columns
 from core.trace.merge import Merged, Merger
 from core.trace.pieces import decode_chunk_columns, decode_range
 
 log = logging.getLogger(__name__)
 
+MIN_THREADED_BYTES = 8 << 20  # below this one scan in the calling thread is quicker
 MIN_PARALLEL_BYTES = 24 << 20  # below this, process start-up costs more than it saves (fork)
 MIN_PARALLEL_BYTES_SPAWN = 96 << 20  # spawn/forkserver start-up is ~0.3 s per worker here
 MAX_WORKERS = 16
@@ -95,8 +97,64 @@ def _drop_pages(buf: mmap.mmap, a: int, b: int) -> None:
         pass
 
 
+def thread_count(n_bytes: int) -> int:
+    """Scanner threads for n_bytes of events (0: one chunk in the calling thread)."""
+    env = os.environ.get("PTPROF_WORKERS", "")
+    if env.strip().isdigit():
+        return int(env) if int(env) > 1 else 0
+    if n_bytes < MIN_THREADED_BYTES:
+        return 0
+    return min(_cores(), MAX_WORKERS, max(2, n_bytes // (4 << 20)))
+
+
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS / Windows
+        return os.cpu_count() or 1
+
+
+def _scan_chunk(buf, a: int, b: int, drop: bool) -> ChunkColumns | None:
+    out = scan_columns(buf, a, b)
+    if drop:  # a file mapping: its pages would stay in this process's RSS until the load ends
+        _drop_pages(buf, a, b)
+    return out
+
+
+def decode_threaded(buf, doc: kineto.Document, path: Path) -> Generator[float, None, Merged]:
+    """The C scanner releases the GIL: chunks are scanned by threads of this process, with no
+    process start-up, no copies of the buffer and no pickled results (2-3x less CPU than worker
+    processes). A chunk the scanner refuses (non-standard JSON, a bad cut) comes back None and
+    `collect` decodes it on the Python path in this thread."""
+    total = max(1, doc.events_end - doc.events_start)
+    threads = thread_count(total)
+    drop = isinstance(buf, mmap.mmap)
+    chunk_bytes = kineto.CHUNK_BYTES if threads < 2 else \
+        int(min(kineto.CHUNK_BYTES, max(2 << 20, total // (threads * CHUNKS_PER_WORKER))))
+    bounds = kineto.chunk_bounds(buf, doc, chunk_bytes)
+    gc_was = gc.isenabled()
+    gc.disable()
+    try:
+        if threads < 2 or len(bounds) < 2:
+            results: Iterator = (_scan_chunk(buf, a, b, drop) for a, b in bounds)
+            return (yield from collect(results, bounds, buf, doc.events_start, total))
+        log.info("scanning %d chunks of %s in %d threads", len(bounds), path.name, threads)
+        with ThreadPoolExecutor(min(threads, len(bounds)), thread_name_prefix="ptprof-scan") as pool:
+            futures = [pool.submit(_scan_chunk, buf, a, b, drop) for a, b in bounds]
+            try:
+                return (yield from collect((f.result() for f in futures), bounds, buf, doc.events_start, total))
+            finally:
+                for f in futures:  # a cancelled load: drop what has not started
+                    f.cancel()
+    finally:
+        if gc_was:
+            gc.enable()
+
+
 def decode_chunks(buf, doc: kineto.Document, path: Path, is_mmap: bool) -> Generator[float, None, Merged]:
     global _BUF
+    if scan_available():
+        return (yield from decode_threaded(buf, doc, path))
     total = max(1, doc.events_end - doc.events_start)
     method = start_method()
     workers = worker_count(total, method)

@@ -1,15 +1,17 @@
-"""Worker-process decoding (fork, spawn, streamed gzip) gives exactly the single-process model;
-cancelling a load stops its workers at once."""
+"""Parallel decoding gives exactly the single-process model: scanner threads (the C scanner
+releases the GIL) and, when the scanner is not built, worker processes (fork, spawn, streamed
+gzip); cancelling a load stops its threads / workers at once."""
 from __future__ import annotations
 
 import gzip
 import multiprocessing as mp
+import threading
 import time
 
 import pytest
 
 from helpers import shared_trace
-from core.trace import gzstream, kineto, parallel
+from core.trace import columns, gzstream, kineto, parallel
 from core.trace.loader import iter_load, load
 
 SOURCE = "gpu_dataloader.pt.trace.json.gz"  # 28 MB raw, 78k events
@@ -29,6 +31,8 @@ def plain_copy(tmp_path_factory):
 
 @pytest.fixture
 def force_workers(monkeypatch):
+    """Worker processes: the path taken when the C scanner is not built."""
+    monkeypatch.setattr(columns, "_DISABLED", True)
     monkeypatch.setenv("PTPROF_WORKERS", "2")
     monkeypatch.setattr(kineto, "CHUNK_BYTES", 3 << 20)
     monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
@@ -96,3 +100,79 @@ def test_cancel_streamed_gzip(models_equal, force_workers):
     while mp.active_children() and time.time() < deadline:
         time.sleep(0.05)
     assert not mp.active_children()
+
+
+# --- scanner threads ---------------------------------------------------------------------------------
+
+needs_scanner = pytest.mark.skipif(not columns.scan_available(), reason="C scanner not built")
+
+
+@pytest.fixture
+def force_threads(monkeypatch):
+    monkeypatch.setenv("PTPROF_WORKERS", "2")
+    monkeypatch.setattr(kineto, "CHUNK_BYTES", 3 << 20)
+    monkeypatch.setattr(parallel, "MIN_THREADED_BYTES", 0)
+    monkeypatch.setattr(parallel, "CHUNKS_PER_WORKER", 4)
+    used = []
+    real = parallel.ThreadPoolExecutor
+
+    def spy(n, **kw):
+        used.append(n)
+        return real(n, **kw)
+
+    monkeypatch.setattr(parallel, "ThreadPoolExecutor", spy)
+    return used
+
+
+def _python_model(monkeypatch, path):
+    with monkeypatch.context() as m:
+        m.setattr(columns, "_DISABLED", True)
+        m.setenv("PTPROF_WORKERS", "0")
+        return load(path, use_cache=False)
+
+
+@needs_scanner
+@pytest.mark.parametrize("compressed", [False, True])
+def test_scanner_threads_equal_python_model(models_equal, force_threads, plain_copy, reference, compressed):
+    path = shared_trace(SOURCE) if compressed else plain_copy
+    models_equal(load(path, use_cache=False).primary, reference)
+    assert force_threads == [2]  # two threads really scanned the chunks
+
+
+@needs_scanner
+def test_chunk_the_scanner_refuses_takes_the_python_path(models_equal, force_threads, monkeypatch, tmp_path,
+                                                         plain_copy):
+    """Unquoted N/A (older Kineto) in one chunk: that chunk is decoded by msgspec's tolerant path,
+    the others by the threads; the model and the warning are those of the Python path."""
+    data = plain_copy.read_bytes()
+    at = data.index(b'"Record function id": 0', len(data) // 2)
+    path = tmp_path / "na.pt.trace.json"
+    path.write_bytes(data[:at] + b'"Record function id": N/A' + data[at + len(b'"Record function id": 0'):])
+    threaded = load(path, use_cache=False)
+    assert force_threads == [2]
+    python = _python_model(monkeypatch, path)
+    models_equal(threaded.primary, python.primary)
+    assert any("N/A" in w for w in threaded.all_warnings)
+
+
+@needs_scanner
+def test_truncated_file_with_threads(models_equal, force_threads, monkeypatch, tmp_path, plain_copy):
+    data = plain_copy.read_bytes()
+    path = tmp_path / "cut.json"
+    path.write_bytes(data[: int(len(data) * 0.83)])
+    monkeypatch.setattr(parallel, "CHUNKS_PER_WORKER", 1)  # same 3 MB chunks as the Python path: the
+    threaded = load(path, use_cache=False)                 # warning counts the last chunk's events
+    models_equal(threaded.primary, _python_model(monkeypatch, path).primary)
+    assert any("truncated" in w for w in threaded.all_warnings)
+
+
+@needs_scanner
+def test_cancel_stops_scanner_threads_promptly(force_threads, plain_copy):
+    gen = iter_load(plain_copy, use_cache=False)
+    for _ in range(3):
+        progress = next(gen)
+    assert progress.stage in ("reading", "decoding")
+    t0 = time.perf_counter()
+    gen.close()
+    assert time.perf_counter() - t0 < 2.0
+    assert not [t for t in threading.enumerate() if t.name.startswith("ptprof-scan")]

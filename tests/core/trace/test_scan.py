@@ -1,0 +1,218 @@
+"""The C event scanner (core/trace/_scan.c) gives exactly the columns of the msgspec path, on every
+shared trace and on hand-written edge cases; anything irregular goes back to the Python path."""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from helpers import SAMPLE, SHARED_TRACES, shared_trace
+from core.trace import columns
+from core.trace.columns import STR_CODE_BASE, events_to_columns, scan_columns
+from core.trace.kineto import decode_events
+from core.trace.loader import load
+
+needs_scanner = pytest.mark.skipif(not columns.scan_available(), reason="C scanner not built (no compiler)")
+
+SHARED = ["cpu_compile.pt.trace.json.gz", "cpu_train.pt.trace.json.gz", "gpu_clean.pt.trace.json.gz",
+          "gpu_compile_small.pt.trace.json.gz", "gpu_dataloader.pt.trace.json.gz", "gpu_gpt_big.pt.trace.json.gz",
+          "gpu_issues.pt.trace.json.gz", "gpu_memory.pt.trace.json.gz", "gpu_minimal_opts.pt.trace.json.gz",
+          "gpu_ddp2"]
+
+
+def _load(path, monkeypatch, scanner: bool):
+    monkeypatch.setattr(columns, "_DISABLED", not scanner)
+    return load(path, use_cache=False)
+
+
+@needs_scanner
+@pytest.mark.parametrize("name", SHARED)
+def test_scanner_models_equal_python_models(models_equal, monkeypatch, name):
+    path = shared_trace(name)
+    monkeypatch.setenv("PTPROF_WORKERS", "0")  # both paths in this process
+    fast, slow = _load(path, monkeypatch, True), _load(path, monkeypatch, False)
+    assert len(fast.models) == len(slow.models)
+    for a, b in zip(fast.models, slow.models):
+        models_equal(a, b)
+
+
+@needs_scanner
+def test_big_inputs_scanned_by_threads_give_the_same_model(monkeypatch):
+    """Big inputs are scanned in chunks by several threads: same model as one Python pass."""
+    path = shared_trace("gpu_gpt_big.pt.trace.json.gz")
+    monkeypatch.setenv("PTPROF_WORKERS", "2")
+    fast = load(path, use_cache=False).primary
+    monkeypatch.setenv("PTPROF_WORKERS", "0")
+    slow = _load(path, monkeypatch, False).primary
+    assert fast.counts == slow.counts
+    np.testing.assert_array_equal(fast.slices.ts_ns, slow.slices.ts_ns)
+
+
+@needs_scanner
+def test_sample_loads_through_the_scanner():
+    text = __import__("gzip").open(SAMPLE).read()
+    start = text.index(b"[", text.index(b'"traceEvents"'))
+    end = text.rindex(b"]") + 1
+    assert scan_columns(text, start, end) is not None or b"N/A" in text[start:end]
+
+
+# --- chunk level: both paths on the same bytes ------------------------------------------------------
+
+def _canon(cc):
+    """ChunkColumns with string ids and string codes replaced by the strings themselves."""
+    s = cc.strings
+
+    def strs(ids):
+        return [s[int(i)] for i in ids]
+
+    def codes(v):
+        return [("str", s[STR_CODE_BASE - int(x)]) if x <= STR_CODE_BASE else int(x) for x in v]
+
+    out = {}
+    for table in ("rows", "instants", "memory", "flows", "counters"):
+        for k, v in getattr(cc, table).items():
+            if k in ("name", "cat", "series"):
+                out[f"{table}.{k}"] = strs(v)
+            elif k in ("pid", "tid", "id"):
+                out[f"{table}.{k}"] = codes(v)
+            else:
+                out[f"{table}.{k}"] = (str(v.dtype), [("nan",) if isinstance(x, float) and math.isnan(x) else x
+                                                      for x in v.tolist()])
+    for k, (idx, vals) in cc.args.items():
+        out[f"args.{k}"] = (idx.tolist(), strs(vals) if k in columns.STR_ARGS else
+                            [("nan",) if isinstance(x, float) and math.isnan(x) else x for x in vals.tolist()],
+                            str(vals.dtype))
+    out["metadata"] = [(m[0], *codes(m[1:3]), *m[3:]) for m in cc.metadata]
+    out["n"] = (cc.n_events, cc.skipped, cc.warnings)
+    return out
+
+
+def _both(events_text: bytes):
+    chunk = b"[" + events_text + b"]"
+    events, cargs, warnings = decode_events(chunk, last=True)
+    slow = events_to_columns(events, cargs, warnings, chunk)
+    fast = scan_columns(chunk, 0, len(chunk))
+    return fast, slow
+
+
+def _events(*evs) -> bytes:
+    return b",\n  ".join(e if isinstance(e, bytes) else json.dumps(e).encode() for e in evs)
+
+
+EDGE = _events(
+    {"ph": "X", "cat": "kernel", "name": "k\u00e9rnel<\"q\">\n\t\\/", "pid": 0, "tid": 7, "ts": 5106526177447.136,
+     "dur": 1.5e1, "args": {"External id": 3, "correlation": 9, "stream": 7, "device": 0, "grid": [1, 2, 3],
+                            "block": [128, 1, 1], "registers per thread": 32, "est. achieved occupancy %": 50,
+                            "Ev Idx": [{"a": [1, "]}"]}, None, True, False, -0.5e-3]}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm \U0001F600", "pid": "Spans", "tid": "Traces", "ts": 1,
+     "dur": 2, "args": {"Input Dims": [[8192, 8192], []], "Input Strides": [[1, 8192]],
+                        "Input type": ["float", ""], "Sequence number": None, "Call stack": "a.py(1): f;b.py(2): g",
+                        "External id": None, "est. achieved occupancy %": None}},
+    b'{"ph":"X","cat":"cpu_op","name":"exp","pid":1,"tid":1,"ts":1.00000000000000000001e3,"dur":0.1E-2,'
+    b'"args":{"External id":12,"External id":13},"args":{"Python id":4}}',
+    b'{"ph": "X", "name": "ascii\\u0041\\ud83d\\ude00", "pid": 1, "tid": 1, "ts": 12345678901234567890, "dur": 0}',
+    {"ph": "i", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 2, "ts": 3.25, "s": "t",
+     "args": {"Total Reserved": 2097152, "Total Allocated": 1024, "Bytes": -512, "Addr": 94523,
+              "Device Id": 0, "Device Type": 1}},
+    {"ph": "i", "name": "marker", "pid": 1, "tid": 2, "ts": 4},
+    {"ph": "s", "id": 5, "pid": 1, "tid": 2, "ts": 5, "cat": "ac2g", "name": "ac2g"},
+    {"ph": "f", "id": "flow-x", "pid": 1, "tid": 2, "ts": 6, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+    {"ph": "t", "id": None, "pid": 1, "tid": 2, "ts": 6},
+    {"ph": "s", "id": 2 ** 62 + 5, "pid": 1, "tid": 2, "ts": 5, "cat": "fwdbwd"},
+    {"ph": "C", "name": "gpu", "pid": 1, "tid": 0, "ts": 7, "args": {"util": 93, "mem": 1.5, "flag": True, "s": "x"}},
+    {"ph": "C", "name": "nots", "pid": 1, "tid": 0, "args": {"v": 1}},
+    {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "python \u00e9"}},
+    {"ph": "M", "name": "process_sort_index", "pid": "Spans", "tid": 0, "args": {"sort_index": 5, "labels": None}},
+    {"ph": "B", "name": "open", "pid": 1, "tid": 3, "ts": 8}, {"ph": "E", "pid": 1, "tid": 3, "ts": 9},
+    {"ph": "X", "name": "no ts", "pid": 1, "tid": 3}, {"ph": "Q", "name": "odd phase", "ts": 1}, {},
+    {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": 7, "ts": 10,
+     "dur": 3, "args": {"bytes": 2 ** 40, "stream": 70000, "device": 40000}},
+    {"ph": "X", "cat": "python_function", "name": "nn.Module: Linear_0", "pid": 1, "tid": 1, "ts": 11, "dur": 1,
+     "args": {"Python id": 17, "Python parent id": -1, "Python module id": 3}},
+)
+
+
+@needs_scanner
+def test_edge_cases_match_the_python_path():
+    fast, slow = _both(EDGE)
+    assert fast is not None
+    assert _canon(fast) == _canon(slow)
+    assert fast.n_events == EDGE.count(b'"ph"') + 1  # and the empty {}
+    assert fast.skipped == slow.skipped > 0
+
+
+@needs_scanner
+def test_compact_and_spacious_layouts_match():
+    evs = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i * 1.5, "dur": 1.25,
+            "args": {"External id": i, "Input Dims": [[i, 2]]}} for i in range(50)]
+    compact = b",".join(json.dumps(e, separators=(",", ":")).encode() for e in evs)
+    spacious = b" ,\r\n\t ".join(json.dumps(e, indent=4).encode() for e in evs)
+    for text in (compact, spacious):
+        fast, slow = _both(text)
+        assert fast is not None and _canon(fast) == _canon(slow)
+
+
+@needs_scanner
+def test_unwrapped_ranges_and_empty_arrays():
+    text = _events({"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1})
+    buf = b"xx" + text + b"yy"
+    assert scan_columns(buf, 2, 2 + len(text)).n_events == 1
+    assert scan_columns(b"[ ]", 0, 3).n_events == 0
+    assert scan_columns(b"", 0, 0).n_events == 0
+
+
+@needs_scanner
+@pytest.mark.parametrize("bad", [
+    b'{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": N/A, "dur": 1}',  # Kineto's unquoted N/A
+    b'{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "args": {"Concrete Inputs": [N/A]}}',
+    b'{"ph": "X", "name": "a", "ts": NaN}',
+    b'{"ph": "X", "name": "a", "ts": 1,}',  # trailing comma
+    b'{"ph": "X", "name": "a", "ts": 1',  # truncated
+    b'{"ph": "X", "name": "a\x01", "ts": 1}',  # control character in a string
+    b'{"ph": "X", "name": "\\ud800", "ts": 1}',  # lone surrogate
+    b'{"ph": "X", "name": "\\x41", "ts": 1}',  # bad escape
+    b'{"ph": "X", "name": "\xff\xfe", "ts": 1}',  # invalid UTF-8
+    b'{"ph": "X", "name": "a", "ts": 1, "args": {"stream": true}}',  # bool for an int
+    b'{"ph": "X", "name": "a", "ts": 1, "args": {"External id": 1.0}}',  # float for an int
+    b'{"ph": "X", "name": "a", "ts": 1, "args": {"correlation": 99999999999999999999}}',  # > int64
+    b'{"ph": "X", "name": null, "ts": 1}',
+    b'{"ph": "X", "name": "a", "pid": 1.5, "ts": 1}',
+    b'{"ph": "X", "name": "a", "pid": null, "ts": 1}',
+    b'{"ph": "X", "name": "a", "ts": "1"}',
+    b'{"ph": "X", "name": "a", "ts": 01}',
+    b'{"ph": "X", "name": "a", "ts": 1.}',
+    b'{"ph": "X", "name": "a", "args": [1]}',
+    b'{"ph": "X", "name": "a", "args": {"Call stack": 5}}',
+    b'{"ph": "X", "name": "a", "\\u0074s": 1}',  # escaped key
+    b'{"ph": "X"} {"ph": "X"}',  # missing comma
+    b'{"ph": "X", "name": "a", "ts": 1, "x": tru}',
+    b'{"ph": "X", "name": "a", "ts": 1, "deep": ' + b'[' * 600 + b']' * 600 + b'}',  # nesting bound
+])
+def test_irregular_input_goes_to_the_python_path(bad):
+    chunk = b"[" + bad + b"]"
+    assert scan_columns(chunk, 0, len(chunk)) is None
+
+
+@needs_scanner
+def test_scan_range_is_checked():
+    with pytest.raises(ValueError):
+        scan_columns(b"[]", 0, 5)
+
+
+def test_disabled_or_missing_scanner_means_python_path(monkeypatch):
+    monkeypatch.setattr(columns, "_DISABLED", True)
+    assert scan_columns(b"[]", 0, 2) is None
+    monkeypatch.setattr(columns, "_DISABLED", False)
+    monkeypatch.setattr(columns, "_scan", None)
+    assert scan_columns(b"[]", 0, 2) is None
+
+
+def test_scanner_is_built_where_a_compiler_exists():
+    """CI has gcc: an install that silently dropped the optional extension is a build regression."""
+    import os
+    import shutil
+    if os.environ.get("CI") != "true" or not shutil.which("gcc"):
+        pytest.skip("only checked on CI")
+    assert columns._scan is not None, "core/trace/_scan.c was not built by pip install -e ."
