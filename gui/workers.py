@@ -76,8 +76,9 @@ class GeneratorJob(QtCore.QObject):
 
 
 class LoadJob(GeneratorJob):
-    """Loads one trace path: in a child process for big inputs (the parser holds the GIL), else in a
-    worker thread. `sig_job_loaded` carries (TraceSet, list[SliceIndex])."""
+    """Loads one trace path in a worker thread, or in a child process when the parse would hold the
+    GIL for long (big inputs without the C scanner: `use_process`). `sig_job_loaded` carries
+    (TraceSet, list[SliceIndex])."""
 
     def __init__(self, path: str | Path, parent=None, in_process: bool | None = None) -> None:
         path = str(path)

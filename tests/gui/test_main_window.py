@@ -170,3 +170,18 @@ def test_truncated_trace_opens_with_warnings_indicator(qtbot, main_window, open_
     assert main_window.warn_btn.isVisible() and "warning" in main_window.warn_btn.text()
     main_window.warn_btn.click()
     assert len(shown) == 1 and "truncated" in shown[0][2]
+
+
+def test_big_inputs_load_in_a_thread_with_the_scanner_else_in_a_process(monkeypatch):
+    from core.trace import columns
+    from gui.load_process import use_process
+    big = str(shared_trace("gpu_gpt_big.pt.trace.json.gz"))
+    monkeypatch.delenv("PTPROF_LOAD_IN_THREAD", raising=False)
+    monkeypatch.delenv("PTPROF_LOAD_IN_PROCESS", raising=False)
+    monkeypatch.setattr(columns, "_DISABLED", True)  # msgspec path: holds the GIL
+    assert use_process(big)
+    if columns._scan is not None:
+        monkeypatch.setattr(columns, "_DISABLED", False)  # scanner: GIL released, a thread is enough
+        assert not use_process(big)
+        monkeypatch.setenv("PTPROF_LOAD_IN_PROCESS", "1")
+        assert use_process(big)
