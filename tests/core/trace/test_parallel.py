@@ -112,7 +112,7 @@ def force_threads(monkeypatch):
     monkeypatch.setenv("PTPROF_WORKERS", "2")
     monkeypatch.setattr(kineto, "CHUNK_BYTES", 3 << 20)
     monkeypatch.setattr(parallel, "MIN_THREADED_BYTES", 0)
-    monkeypatch.setattr(parallel, "CHUNKS_PER_WORKER", 4)
+    monkeypatch.setattr(parallel, "CHUNKS_PER_THREAD", 4)
     used = []
     real = parallel.ThreadPoolExecutor
 
@@ -160,7 +160,7 @@ def test_truncated_file_with_threads(models_equal, force_threads, monkeypatch, t
     data = plain_copy.read_bytes()
     path = tmp_path / "cut.json"
     path.write_bytes(data[: int(len(data) * 0.83)])
-    monkeypatch.setattr(parallel, "CHUNKS_PER_WORKER", 1)  # same 3 MB chunks as the Python path: the
+    monkeypatch.setattr(parallel, "CHUNKS_PER_THREAD", 1)  # same 3 MB chunks as the Python path: the
     threaded = load(path, use_cache=False)                 # warning counts the last chunk's events
     models_equal(threaded.primary, _python_model(monkeypatch, path).primary)
     assert any("truncated" in w for w in threaded.all_warnings)
