@@ -114,7 +114,7 @@ class TraceView(QtWidgets.QWidget):
     def _load(self, indexes) -> None:
         self.timeline.set_models(self.models, indexes)
         self.timeline.set_counters(counter_rows(self.trace_set))
-        self.memory.set_trace(self.trace_set)
+        self.memory.set_trace(self.trace_set, None)
         self.memory.link_x(self.timeline.vb)
         self.details.set_models(self.models)
         self.search.set_models(self.models)
@@ -126,7 +126,7 @@ class TraceView(QtWidgets.QWidget):
             self.rank_filter.addItem(model_title(m))
         self.rank_filter.setEnabled(len(self.models) > 1)
         self.rank_filter.blockSignals(False)
-        self._set_stats_model(0)
+        self._set_stats_model(None if len(self.models) > 1 else 0)
         QtCore.QTimer.singleShot(0, self.fit_splitter)
         QtCore.QTimer.singleShot(0, self.timeline.setFocus)  # W/S/A/D work right away
 
@@ -142,9 +142,11 @@ class TraceView(QtWidgets.QWidget):
     def stats_panels(self) -> list[StatsPanel]:
         return [self.kernels, self.ops, self.steps]
 
-    def _set_stats_model(self, mi: int) -> None:
+    def _set_stats_model(self, mi: int | None) -> None:
+        """Tables of model `mi`, or of every rank (stacked, with a Rank column) for None."""
+        pairs = list(enumerate(self.models)) if mi is None else [(mi, self.models[mi])]
         for panel in self.stats_panels():
-            panel.set_model(self.models[mi], mi)
+            panel.set_models(pairs)
 
     # --- API for the main window / lead -------------------------------------------------------
     def show_range(self, t0_ns: float, t1_ns: float) -> None:
@@ -200,7 +202,7 @@ class TraceView(QtWidgets.QWidget):
             return
         if i <= 0:
             hidden: set[int] = set()
-            mi = 0
+            mi = None
         else:
             mi = i - 1
             hidden = set(range(len(self.models))) - {mi}

@@ -3,6 +3,8 @@
 (utilisation %, memory used) when the trace came with them."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui
 
@@ -56,15 +58,18 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         if self.nvml_plot is not None:
             self.nvml_plot.setXLink(view_box)
 
-    def set_trace(self, ts: TraceSet, model_index: int = 0) -> None:
+    def set_trace(self, ts: TraceSet, model_index: int | None = 0) -> None:
+        """Memory of model `model_index`, or of every rank (None; curves labelled by rank)."""
         self.mem_plot.clear()
         self.curves.clear()
         self.peaks = []
-        m = ts.models[model_index]
-        series = memory_series(m)
-        top = max((s.peak_reserved_bytes for s in series), default=0)
+        models = ts.models if model_index is None else [ts.models[model_index]]
+        multi = len(models) > 1
+        series = [(m, replace(s, label=f"rank {m.rank} {s.label}") if multi and m.rank is not None else s)
+                  for m in models for s in memory_series(m)]
+        top = max((s.peak_reserved_bytes for _, s in series), default=0)
         self.mem_unit = (GIB, "GiB") if top >= 2 * GIB else (1024 ** 2, "MiB")
-        for i, s in enumerate(series):
+        for i, (m, s) in enumerate(series):
             color = QtGui.QColor(_PALETTE[i % len(_PALETTE)])
             x = s.ts_ns.astype(float)
             for what, y, style in (("allocated", s.allocated_bytes, QtCore.Qt.PenStyle.SolidLine),
@@ -75,7 +80,8 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
                 curve.setClipToView(True)
                 self.curves[f"{s.label} {what}"] = curve
             self._mark_peak(s, color, m.meta.device_properties)
-        self.summary.setText("   ".join(self._peak_text(s, m.meta.device_properties) for s in series))
+        self.summary.setText("   ".join(self._peak_text(s, m.meta.device_properties) for m, s in series))
+        series = [s for _, s in series]
         self.mem_plot.setVisible(bool(series))
         self.setToolTip("" if series else "no [memory] events: record with profile_memory=True to see memory")
         self._set_nvml(ts)

@@ -1,6 +1,12 @@
 """Kernels / Ops / Steps tables over core.analysis results. Selecting a row highlights its
-occurrences on the timeline; "Next" zooms to the next one after the current view."""
+occurrences on the timeline; "Next" zooms to the next one after the current view.
+
+With several ranks shown ("all ranks"), each rank's table is computed and the rows are stacked
+with a Rank column in front: filtering by a kernel name then lines the ranks up side by side
+(stragglers, imbalance), and every row still maps to its own rank's slices on the timeline."""
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import numpy as np
 from PySide6 import QtCore, QtWidgets
@@ -42,12 +48,15 @@ class StatsPanel(QtWidgets.QWidget):
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
-        self.model: TraceModel | None = None
+        self.model: TraceModel | None = None  # the (first) model shown
         self.model_index = 0
+        self.parts: list[Part] = []  # one per rank shown, in row order
         self.view_t_ns = 0.0  # where "Next" starts looking (kept up to date by the owner)
         self.occurrences = np.zeros(0, np.int64)
+        self._occ_part: Part | None = None
         self.ready = False
         self._generation = 0
+        self._models: list[tuple[int, TraceModel]] = []
         self.table_model = ColumnTableModel(parent=self)
         self.proxy = FilterProxy(self)
         self.proxy.setSourceModel(self.table_model)
@@ -71,30 +80,52 @@ class StatsPanel(QtWidgets.QWidget):
 
     def set_model(self, model: TraceModel, model_index: int) -> None:
         """Show `model`'s table: computed by core in a worker thread, then shown here."""
-        self.model, self.model_index = model, model_index
+        self.set_models([(model_index, model)])
+
+    def set_models(self, models: list[tuple[int, TraceModel]]) -> None:
+        """Show the tables of these (model index, model) pairs; several = stacked with a Rank column."""
+        self._models = list(models)
+        self.model_index, self.model = models[0]
         self.ready = False
         self._generation += 1
         gen = self._generation
         self.table_model.set_columns([])
+        self.parts = []
         self.occurrences = np.zeros(0, np.int64)
+        self._occ_part = None
         self.next_btn.setEnabled(False)
         self.info.setText("computing…")
-        worker = create_worker(self.prepare(), model, _start_thread=False,
-                               _connect={"returned": lambda table, g=gen: self._on_worker_returned(g, table),
+        fn = self.prepare()
+        worker = create_worker(lambda ms: [fn(m) for _, m in ms], self._models, _start_thread=False,
+                               _connect={"returned": lambda tables, g=gen: self._on_worker_returned(g, tables),
                                          "errored": lambda exc, g=gen: self._on_worker_errored(g, exc)})
         worker.finished.connect(lambda w=worker: _RUNNING.discard(w))
         _RUNNING.add(worker)
         worker.start()
 
-    def _on_worker_returned(self, gen: int, table) -> None:
+    def _on_worker_returned(self, gen: int, tables) -> None:
         if not shiboken6.isValid(self) or gen != self._generation or self.model is None:
             return  # a newer model or grouping was asked for meanwhile
-        self.table_model.set_columns(self.build_columns(self.model, table))
+        parts, per_part = [], []
+        start = 0
+        for (mi, m), table in zip(self._models, tables):
+            part = Part(mi, m, table, start, 0)
+            cols = self.build_columns(m, table, part)
+            part.n = len(cols[0].values) if cols else 0
+            start += part.n
+            parts.append(part)
+            per_part.append(cols)
+        self.parts = parts
+        columns = per_part[0] if len(parts) == 1 else _stack(parts, per_part)
+        self.table_model.set_columns(columns)
+        self.proxy.setFilterKeyColumn(1 if len(parts) > 1 else 0)  # the name, not the Rank column
         self.table.sortByColumn(-1, QtCore.Qt.SortOrder.AscendingOrder)
         self.table.resizeColumnsToContents()
         if self.table_model.columnCount():
-            self.table.setColumnWidth(0, min(420, max(160, self.table.columnWidth(0))))
-        self.info.setText(f"{self.table_model.rowCount():,} rows")
+            first = 1 if len(parts) > 1 else 0
+            self.table.setColumnWidth(first, min(420, max(160, self.table.columnWidth(first))))
+        ranks = f" · {len(parts)} ranks" if len(parts) > 1 else ""
+        self.info.setText(f"{self.table_model.rowCount():,} rows{ranks}")
         self.ready = True
         self.sig_table_ready.emit()
 
@@ -109,11 +140,19 @@ class StatsPanel(QtWidgets.QWidget):
     def compute(self, model: TraceModel):
         raise NotImplementedError
 
-    def build_columns(self, model: TraceModel, table) -> list[Column]:
+    def build_columns(self, model: TraceModel, table, part: "Part") -> list[Column]:
+        """Columns of one model's table; per-row state a subclass needs later goes on `part.state`."""
         raise NotImplementedError
 
-    def occurrences_of(self, source_row: int) -> np.ndarray:
+    def occurrences_of(self, part: "Part", row: int) -> np.ndarray:
+        """Slice rows (of part.model) of the table row `row` of that part, in time order."""
         return np.zeros(0, np.int64)
+
+    def part_of(self, source_row: int) -> tuple["Part", int]:
+        for part in self.parts:
+            if source_row < part.start + part.n:
+                return part, source_row - part.start
+        raise IndexError(source_row)
 
     def select_source_row(self, source_row: int) -> None:
         idx = self.proxy.mapFromSource(self.table_model.index(source_row, 0))
@@ -121,21 +160,57 @@ class StatsPanel(QtWidgets.QWidget):
 
     def _on_table_selection(self, *_) -> None:
         rows = self.table.selectionModel().selectedRows()
-        if not rows or self.model is None:
+        if not rows or not self.parts:
             return
-        src = self.proxy.mapToSource(rows[0]).row()
-        self.occurrences = self.occurrences_of(src)
+        part, row = self.part_of(self.proxy.mapToSource(rows[0]).row())
+        self._occ_part = part
+        self.occurrences = self.occurrences_of(part, row)
         self.next_btn.setEnabled(len(self.occurrences) > 0)
         self.info.setText(f"{len(self.occurrences):,} on timeline" if len(self.occurrences) else "")
-        self.sig_occurrences_selected.emit(self.model_index, self.occurrences)
+        self.sig_occurrences_selected.emit(part.model_index, self.occurrences)
 
     def goto_next(self) -> int:
-        if self.model is None or not len(self.occurrences):
+        part = self._occ_part
+        if part is None or not len(self.occurrences):
             return -1
-        row = query.next_after(self.model, self.occurrences, self.view_t_ns)
-        self.view_t_ns = float(self.model.slices.ts_ns[row])
-        self.sig_occurrence_requested.emit(self.model_index, row)
+        row = query.next_after(part.model, self.occurrences, self.view_t_ns)
+        self.view_t_ns = float(part.model.slices.ts_ns[row])
+        self.sig_occurrence_requested.emit(part.model_index, row)
         return row
+
+
+@dataclass(eq=False)
+class Part:
+    """The rows one model contributes to a table: source rows [start, start + n)."""
+
+    model_index: int
+    model: TraceModel
+    table: object
+    start: int
+    n: int
+    state: dict = field(default_factory=dict)
+
+
+def _stack(parts: list[Part], per_part: list[list[Column]]) -> list[Column]:
+    """One table of several ranks' columns, a Rank column first; tooltips map back to their part."""
+    offsets = np.array([p.start for p in parts], np.int64)
+    ranks = np.concatenate([np.full(p.n, p.model.rank if p.model.rank is not None else p.model_index, np.int64)
+                            for p in parts])
+    out = [Column("Rank", ranks, lambda v: str(int(v)), align_right=False)]
+    for j, first in enumerate(per_part[0]):
+        cols = [cols[j] for cols in per_part]
+        values = np.concatenate([np.asarray(c.values) for c in cols]) if cols else np.zeros(0)
+        tooltip = _stacked_tooltip(offsets, cols) if first.tooltip is not None else None
+        out.append(Column(first.title, values, first.fmt, tooltip, first.align_right))
+    return out
+
+
+def _stacked_tooltip(offsets: np.ndarray, cols: list[Column]):
+    def tooltip(r: int):
+        k = int(np.searchsorted(offsets, r, side="right")) - 1
+        tip = cols[k].tooltip
+        return tip(r - int(offsets[k])) if tip is not None else None
+    return tooltip
 
 
 class KernelsPanel(StatsPanel):
@@ -144,8 +219,8 @@ class KernelsPanel(StatsPanel):
     def compute(self, m: TraceModel):
         return kernel_table(m, kinds=(Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET))
 
-    def build_columns(self, m: TraceModel, kt) -> list[Column]:
-        self._names = kt.name
+    def build_columns(self, m: TraceModel, kt, part: Part) -> list[Column]:
+        part.state["names"] = kt.name
         full = m.strings.lookup(kt.name)
         short = np.array([query.short_kernel_name(n) for n in full], dtype=object)
         return [
@@ -162,10 +237,11 @@ class KernelsPanel(StatsPanel):
             Column("Occupancy", kt.occupancy_pct.astype(float), _pct),
         ]
 
-    def occurrences_of(self, source_row: int) -> np.ndarray:
-        sid = int(self._names[source_row])
-        rows = np.flatnonzero(self.model.slices.name == sid)
-        return rows[np.argsort(self.model.slices.ts_ns[rows], kind="stable")]
+    def occurrences_of(self, part: Part, row: int) -> np.ndarray:
+        sid = int(part.state["names"][row])
+        s = part.model.slices
+        rows = np.flatnonzero(s.name == sid)
+        return rows[np.argsort(s.ts_ns[rows], kind="stable")]
 
 
 class OpsPanel(StatsPanel):
@@ -179,17 +255,16 @@ class OpsPanel(StatsPanel):
         self.bar.insertWidget(1, self.group)
 
     def _on_group_changed(self, _i: int) -> None:
-        if self.model is not None:
-            self.set_model(self.model, self.model_index)
+        if self._models:
+            self.set_models(self._models)
 
     def prepare(self):
         by_shapes = self.group.currentIndex() == 1
         return lambda m: (by_shapes, op_table(m, by_shapes=by_shapes))
 
-    def build_columns(self, m: TraceModel, result) -> list[Column]:
+    def build_columns(self, m: TraceModel, result, part: Part) -> list[Column]:
         by_shapes, ot = result
-        self._ot = ot
-        self._by_shapes = by_shapes
+        part.state.update(ot=ot, by_shapes=by_shapes)
         names = np.array(m.strings.lookup(ot.name), dtype=object)
         cols = [
             Column("Op", names, str, tooltip=lambda r: names[r], align_right=False),
@@ -204,11 +279,12 @@ class OpsPanel(StatsPanel):
             cols.insert(1, Column("Input shapes", shapes, str, tooltip=lambda r: shapes[r], align_right=False))
         return cols
 
-    def occurrences_of(self, source_row: int) -> np.ndarray:
-        s = self.model.slices
-        hit = s.name == self._ot.name[source_row]
-        if self._by_shapes:
-            hit &= s.input_dims == self._ot.input_dims[source_row]
+    def occurrences_of(self, part: Part, row: int) -> np.ndarray:
+        s = part.model.slices
+        ot = part.state["ot"]
+        hit = s.name == ot.name[row]
+        if part.state["by_shapes"]:
+            hit &= s.input_dims == ot.input_dims[row]
         rows = np.flatnonzero(hit & np.isin(s.kind, np.array([Kind.CPU_OP, Kind.ANNOTATION, Kind.COLLECTIVE],
                                                              np.int8)))
         return rows[np.argsort(s.ts_ns[rows], kind="stable")]
@@ -220,8 +296,8 @@ class StepsPanel(StatsPanel):
     def compute(self, m: TraceModel):
         return step_stats(m)
 
-    def build_columns(self, m: TraceModel, st) -> list[Column]:
-        self._st = st
+    def build_columns(self, m: TraceModel, st, part: Part) -> list[Column]:
+        part.state["st"] = st
         return [
             Column("Step", st.number, lambda v: "all" if v < 0 else f"#{int(v)}", align_right=False),
             Column("Start", st.ts_ns, _ns),
@@ -233,8 +309,10 @@ class StepsPanel(StatsPanel):
             Column("Memory peak", st.mem_peak_bytes, lambda v: fmt_bytes(v) if v >= 0 else ""),
         ]
 
-    def occurrences_of(self, source_row: int) -> np.ndarray:
-        t0, d = float(self._st.ts_ns[source_row]), float(self._st.dur_ns[source_row])
+    def occurrences_of(self, part: Part, row: int) -> np.ndarray:
+        st = part.state["st"]
+        t0, d = float(st.ts_ns[row]), float(st.dur_ns[row])
         self.sig_range_requested.emit(t0 - d * 0.02, t0 + d * 1.02)
-        rows = self.model.steps.slice
-        return rows[self.model.steps.number == self._st.number[source_row]] if len(rows) else rows
+        steps = part.model.steps
+        rows = steps.slice
+        return rows[steps.number == st.number[row]] if len(rows) else rows

@@ -4,9 +4,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from helpers import SHARED_TRACES, shared_trace
-from PySide6 import QtWidgets
+from PySide6 import QtCore, QtWidgets
 
-from core.trace.model import TrackKind
+from core.trace.model import Kind, TrackKind
 
 TRACES = ["gpu_issues.pt.trace.json.gz", "gpu_clean.pt.trace.json.gz", "gpu_dataloader.pt.trace.json.gz",
           "gpu_memory.pt.trace.json.gz", "gpu_compile_small.pt.trace.json.gz", "gpu_minimal_opts.pt.trace.json.gz",
@@ -32,7 +32,7 @@ def test_open_shared_trace(qtbot, main_window, open_and_wait, name):
     # a GPU stream shows one row per lane
     for t in gpu_tracks:
         assert sum(1 for r in rows if r.model == 0 and r.track == t) == int(m.tracks.max_depth[t]) + 1
-    assert view.steps.table_model.rowCount() == max(1, len(m.steps))
+    assert view.steps.table_model.rowCount() == sum(max(1, len(mm.steps)) for mm in ts.models)  # all ranks
     assert view.ops.table_model.rowCount() > 0
     assert len(ts.models) == view.rank_filter.count() - (1 if len(ts.models) > 1 else 0)
     t0, t1 = view.timeline.view_range()
@@ -52,8 +52,33 @@ def test_multi_rank_filter(qtbot, main_window, open_and_wait):
     assert view.kernels.model is ts.models[1]
     qtbot.waitUntil(lambda: view.kernels.ready, timeout=30_000)
     assert view.kernels.table_model.rowCount() > 0
+    from core.analysis.memory import memory_series
+    assert [k for k in view.memory.curves if "allocated" in k] == \
+        [f"{d.label} allocated" for d in memory_series(ts.models[1])]
     view.rank_filter.setCurrentIndex(0)
     assert {r.model for r in view.timeline.rows} == {0, 1}
+    # all ranks: every rank's rows in the tables (Rank column first), and both GPUs' memory
+    from core.analysis.stats import kernel_table
+    for panel in view.stats_panels():
+        qtbot.waitUntil(lambda p=panel: p.ready, timeout=30_000)
+    kt = view.kernels.table_model
+    assert kt.headerData(0, QtCore.Qt.Orientation.Horizontal) == "Rank"
+    per_rank = [len(kernel_table(m, kinds=(Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)).name) for m in ts.models]
+    assert kt.rowCount() == sum(per_rank) and sorted(set(kt.columns[0].values.tolist())) == [0, 1]
+    assert view.steps.table_model.rowCount() == sum(len(m.steps) for m in ts.models)
+    # a rank-1 row highlights rank 1's slices and "Next" walks them
+    last = kt.rowCount() - 1
+    view.kernels.select_source_row(last)
+    part, row = view.kernels.part_of(last)
+    assert part.model_index == 1 and set(view.timeline.item.highlights) == {1}
+    mi, slice_row = view.timeline.item.highlights and (1, view.kernels.goto_next())
+    assert ts.models[1].slices.name[slice_row] == part.state["names"][row]
+    assert view.kernels.table_model.columns[1].tooltip(last)  # full kernel name of that rank's row
+    name = view.kernels.table_model.columns[1].values[last]
+    view.kernels.filter.setText(name)  # the filter matches names, not the Rank column
+    assert 1 <= view.kernels.proxy.rowCount() <= 2
+    assert [k for k in view.memory.curves if "allocated" in k] == \
+        [f"rank {m.rank} {d.label} allocated" for m in ts.models for d in memory_series(m)]
     view.timeline.toggle_track(0, -1)  # fold rank 0 to its header row
     assert [r for r in view.timeline.rows if r.model == 0] == [view.timeline.rows[0]]
     assert view.timeline.rows[0].collapsed
@@ -185,3 +210,22 @@ def test_big_inputs_load_in_a_thread_with_the_scanner_else_in_a_process(monkeypa
         assert not use_process(big)
         monkeypatch.setenv("PTPROF_LOAD_IN_PROCESS", "1")
         assert use_process(big)
+
+
+def test_all_ranks_memory_plot_shows_every_rank(qtbot, tmp_path):
+    """Two ranks with [memory] events: "all ranks" plots both GPUs' curves and peaks, labelled by rank."""
+    import shutil
+    from core.trace.loader import load
+    from gui.memory.panel import MemoryPanel
+    from gui.theme import load_theme
+    from helpers import SAMPLE
+    for r in (0, 1):
+        shutil.copy(SAMPLE, tmp_path / f"rank{r}.pt.trace.json.gz")
+    ts = load(tmp_path, use_cache=False)
+    panel = MemoryPanel(load_theme(dark=False))
+    qtbot.addWidget(panel)
+    panel.set_trace(ts, None)
+    assert [k for k in panel.curves if "allocated" in k] == ["rank 0 GPU 0 allocated", "rank 1 GPU 0 allocated"]
+    assert len(panel.peaks) == 2 and panel.summary.toPlainText().count("peak") == 2
+    panel.set_trace(ts, 1)
+    assert [k for k in panel.curves if "allocated" in k] == ["GPU 0 allocated"]

@@ -120,7 +120,7 @@ def test_kernel_table_selection_highlights_and_goes_to_next(view, issues_set):
     panel = view.kernels
     view.tabs.setCurrentWidget(panel)
     panel.select_source_row(0)
-    name_id = int(panel._names[0])
+    name_id = int(panel.parts[0].state["names"][0])
     hl = view.timeline.item.highlights[0]
     assert len(hl) == int((m.slices.name == name_id).sum()) > 0
     assert np.all(m.slices.name[hl] == name_id)
