@@ -109,7 +109,9 @@ def gpu(ts: TraceSet, spec: FigureSpec | None = None) -> LineFigure | None:
     inside = [v[(data[(g, 'gpu_util_pct')][0] >= t0) & (data[(g, 'gpu_util_pct')][0] <= t1)]
               for g, v in zip(gpus, util_vals)]
     mean_in = float(np.concatenate(inside).mean()) if inside and sum(len(x) for x in inside) else None
-    detail = f"{len(all_t) // max(len(data), 1)} samples over {units.fmt_ns(int(all_t.max() - all_t.min()))}"
+    # sampling instants = the most frequent series (some columns, e.g. PCIe, are read at 1 Hz only)
+    n_samples = max(len(t) for t, _ in data.values())
+    detail = f"{n_samples} samples over {units.fmt_ns(int(all_t.max() - all_t.min()))}"
     if mean_in is not None:
         detail += f" · mean SM util {mean_in:.0f} % inside the profiled window"
     shade = ((t0 / 1e9, t1 / 1e9, "profiled window"),)

@@ -15,6 +15,10 @@ log = logging.getLogger(__name__)
 
 # bundle nvml.csv columns (ARCHITECTURE.md) and the shared traces' *.nvml.csv columns
 _TIME_COLS = {"t_unix_ns": 1, "t_unix": 1_000_000_000, "t_unix_s": 1_000_000_000}
+# one name per metric, whichever writer made the file: the runner's sampler (core/gpu/backend.py
+# COLUMNS: util_pct, mem_util_pct, ...) or the shared traces' sibling files (gpu_util, mem_util, ...)
+SERIES_NAMES = {"util_pct": "gpu_util", "gpu_util_pct": "gpu_util", "util": "gpu_util", "gpu_util": "gpu_util",
+                "mem_util_pct": "mem_util", "mem_util": "mem_util"}
 
 
 def load_extras(found, base_unix_ns: int) -> dict:
@@ -58,6 +62,7 @@ def read_nvml_csv(path: Path, base_unix_ns: int) -> tuple[CounterTable | None, S
                 return None, strings
             scale = _TIME_COLS[tcol]
             value_cols = [c for c in cols if c not in (tcol, "gpu")]
+            names = {c: SERIES_NAMES.get(c, c) for c in value_cols}
             for row in reader:
                 try:
                     raw = row[tcol]
@@ -72,7 +77,7 @@ def read_nvml_csv(path: Path, base_unix_ns: int) -> tuple[CounterTable | None, S
                     except (TypeError, ValueError):
                         continue
                     ts.append(t)
-                    series.append(strings.intern(f"gpu{gpu}/{c}"))
+                    series.append(strings.intern(f"gpu{gpu}/{names[c]}"))
                     values.append(v)
     except OSError as exc:
         log.warning("cannot read %s: %s", path, exc)

@@ -113,3 +113,21 @@ def test_readme_documents_every_column():
         assert f"{name}.csv" in text
         for col, _ in cols:
             assert f"`{col}`" in text, f"README does not document {name}.csv column {col}"
+
+
+def test_runner_bundle_samples_fill_the_standard_columns():
+    """The runner's sampler writes util_pct / mem_util_pct; they load as gpu0/gpu_util / mem_util like
+    the shared traces' sibling files, so the report, the GUI plot and the timeline row all see them."""
+    from core.analysis.memory import counter_series
+    from core.export import plots_data
+    from core.trace.loader import load
+    ts = load(Path(__file__).resolve().parents[2] / "data" / "bundles" / "e1", use_cache=False)
+    names = {c.name for c in counter_series(ts.nvml, ts.nvml_strings)}
+    assert {"gpu0/gpu_util", "gpu0/mem_util"} <= names and not any("util_pct" in n for n in names)
+    nv = tables.nvml(ts)
+    col = dict(zip(nv.columns, nv.data))
+    assert "util_pct" not in col and np.isfinite(np.asarray(col["gpu_util_pct"], dtype=float)).all()
+    fig = plots_data.gpu(ts)
+    assert [s.label for s in fig.panels[0].series] == ["SM util %", "memory-bus util %"]
+    n_rows = len(col["t_unix_ns"])
+    assert f"{n_rows} samples over" in fig.header.subtitle  # not diluted by the 1 Hz PCIe columns
