@@ -99,7 +99,8 @@ def run(args) -> int:
         elif session.proc is not None:
             session.proc.kill()
 
-    old = signal.signal(signal.SIGINT, on_sigint)
+    # a closed terminal or `kill` must not leave the script training on its own: the same as Ctrl-C
+    old = {sig: signal.signal(sig, on_sigint) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     tty = sys.stderr.isatty() and not args.quiet
     shown = ""
     try:
@@ -125,7 +126,8 @@ def run(args) -> int:
             if not session.finished:
                 time.sleep(0.1)
     finally:
-        signal.signal(signal.SIGINT, old)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
         if not session.finished:
             session.stop_and_wait()
     if shown:
@@ -146,11 +148,26 @@ def _summary(session, quiet: bool) -> int:
             sys.stderr.write(f"ptprof: host sync at {site}\n")
         hint = f" - open with: ptprof info {root}" if n_traces else ""
         sys.stderr.write(f"ptprof: bundle {root} ({n_traces} trace file(s), {st.step} steps){hint}\n")
+    if st.exception.startswith("torch not installed"):
+        print(f"ptprof: {st.exception.split(' (')[0]}: pick the training environment's python with --python",
+              file=sys.stderr)
+        return 2
+    if not st.started and not session.stopping_requested:
+        error = session._run_json.get("error") or f"exit {code}"
+        print(f"ptprof: {session.cfg.python} did not start the script ({error}): is it a Python with torch?",
+              file=sys.stderr)
+        return 2
     if code == 0:
-        if n_traces == 0:
+        if n_traces == 0 and st.stepped_aside:
+            print("ptprof: the script runs its own torch.profiler, so ptprof stepped aside: its traces are "
+                  "wherever the script writes them", file=sys.stderr)
+        elif n_traces == 0:
             print("ptprof: the script ended before any trace cycle completed (too few steps for the schedule?)",
                   file=sys.stderr)
         return 0
+    if code == 2 and st.exception.startswith("SyntaxError"):
+        print(f"ptprof: {st.exception}", file=sys.stderr)
+        return 2
     if session.stopping_requested:
         print(f"ptprof: stopped (exit {code}); traces recorded so far are kept", file=sys.stderr)
         return 130 if code in (130, -2) else code

@@ -24,6 +24,7 @@ import runpy
 import shutil
 import signal
 import sys
+import threading
 import time
 import traceback
 import warnings
@@ -402,6 +403,17 @@ class ChildRunner:
             source = Path(script).read_text(errors="replace")
         except OSError:
             source = ""
+        try:
+            compile(Path(script).read_bytes(), script, "exec")
+        except SyntaxError as exc:  # bad input: Python's own few lines (file, line, caret), no runner frames
+            text = "".join(traceback.format_exception_only(type(exc), exc))
+            self.ev.emit("exception", message=f"SyntaxError: {exc.msg} ({Path(script).name}, line {exc.lineno})",
+                         traceback=text)
+            sys.stderr.write(text)
+            self.finish(2)
+            return 2
+        except (OSError, ValueError):
+            pass  # runpy reports it the usual way
         if _USES_PROFILER.search(source):
             self.step_aside("the script uses torch.profiler itself: ptprof does not add a second profiler "
                             "(steps and GPU are still monitored; the script's own traces are not in the bundle)")
@@ -420,7 +432,7 @@ class ChildRunner:
             self.ev.emit("notice", code="interrupted", message="stopped by SIGINT (Ctrl-C / Stop)")
         except BaseException as exc:  # the user's script failed: record it, keep the traces
             exit_code = 1
-            tb = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            tb = "".join(traceback.format_exception(type(exc), exc, _user_frames(exc.__traceback__)))
             self.ev.emit("exception", message=f"{type(exc).__name__}: {exc}", traceback=tb)
             sys.stderr.write(tb)
         finally:
@@ -451,6 +463,32 @@ class ChildRunner:
         self.ev.close()
 
 
+_RUNNER_FILES = {os.path.abspath(__file__), os.path.abspath(runpy.__file__)}
+
+
+def _user_frames(tb):
+    """The traceback from the first frame that is not the runner's or runpy's: users see their own
+    code first, as with `python script.py`."""
+    def ours(frame) -> bool:
+        name = frame.f_code.co_filename
+        return name == "<frozen runpy>" or os.path.abspath(name) in _RUNNER_FILES or \
+            frame.f_globals.get("__name__") == "runpy"
+    while tb is not None and ours(tb.tb_frame):
+        tb = tb.tb_next
+    return tb
+
+
+def _watch_parent() -> None:
+    """The launcher (GUI or `ptprof record`) died without stopping us (killed, crashed): stop as if
+    Stop was pressed, so the window in progress is flushed and no orphan keeps training."""
+    parent = os.getppid()
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGINT)
+            return
+
+
 def _exit_code(code) -> int:
     if code is None:
         return 0
@@ -471,12 +509,12 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype feature")
     try:
         import torch
-    except ImportError as exc:
+    except ImportError as exc:  # bad input (wrong interpreter): the launcher says it in one line
         w = protocol.EventWriter(str(Path(opts.bundle) / protocol.EVENTS_FILE), int(os.environ.get("RANK", "0")))
-        w.emit("exception", message=f"torch not installed in {sys.executable}: {exc}", traceback="")
-        w.emit("end", exit_code=3)
-        sys.stderr.write(f"ptprof: torch not installed in {sys.executable}\n")
-        return 3
+        w.emit("exception", message=f"torch not installed in {sys.executable} ({exc})", traceback="")
+        w.emit("end", exit_code=2)
+        return 2
+    threading.Thread(target=_watch_parent, name="ptprof-parent-watch", daemon=True).start()
     capture = capture_mod.CompileCapture.install(torch)
     runner = ChildRunner(opts, torch, protocol, capture)
     return runner.run(str(Path(opts.script).resolve()), list(opts.args))

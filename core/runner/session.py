@@ -47,6 +47,8 @@ class LiveState:
     exception: str = ""
     step_source: str = "optimizer"
     syncs: list[str] = field(default_factory=list)  # "file:line" of implicit host syncs (CUDA sync debug)
+    started: bool = False  # a rank sent its start event (the interpreter ran the child)
+    stepped_aside: bool = False  # the script runs its own torch.profiler
 
     def fold(self, e: dict) -> None:
         t = e.get("type")
@@ -57,13 +59,18 @@ class LiveState:
                 self.step_source = e.get("source", self.step_source)
         elif t == "phase" and e.get("rank", 0) == 0:
             self.phase = e.get("phase", self.phase)
-        elif t == "cycle":
+        elif t == "cycle" and e.get("rank", 0) == 0:  # every rank saves each cycle: count rank 0's
             self.cycles += 1
         elif t == "start":
             self.torch_version = e.get("torch_version", "")
             self.phase = "running"
+            self.started = True
         elif t == "notice":
-            self.notices.append(e.get("message", ""))
+            msg = e.get("message", "")
+            if msg not in self.notices:  # ranks repeat the same notice
+                self.notices.append(msg)
+            if e.get("code") == "step_aside":
+                self.stepped_aside = True
         elif t == "sync":
             site = f"{e.get('file')}:{e.get('line')}"
             if site not in self.syncs:

@@ -39,8 +39,8 @@ def test_sampler_fake_backend_writes_csv_the_loader_reads(tmp_path):
     base = int(t[0])
     table, strings = read_nvml_csv(csv, base)
     names = {strings[int(i)] for i in np.unique(table.series)}
-    assert {"gpu0/util_pct", "gpu1/mem_used_mb", "gpu1/power_w", "gpu0/pcie_tx_mb_s"} <= names
-    util0 = table.value[table.series == strings.find("gpu0/util_pct")]
+    assert {"gpu0/gpu_util", "gpu1/mem_used_mb", "gpu1/power_w", "gpu0/pcie_tx_mb_s"} <= names
+    util0 = table.value[table.series == strings.find("gpu0/gpu_util")]
     assert len(util0) == s.samples
     assert table.ts_ns.min() == 0  # aligned on the given wall-clock base
     assert s.cpu_fraction(0.5) < 0.2

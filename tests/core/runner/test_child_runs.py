@@ -15,6 +15,8 @@ from core.trace.loader import load
 
 from runner_scripts import COMPILED, INFERENCE, OWN_PROFILER, STUBBORN, SYNTAX_ERROR, TRAIN, write
 
+REPO = __import__("pathlib").Path(__file__).resolve().parents[3]
+
 pytest.importorskip("torch")
 pytestmark = pytest.mark.needs_torch
 
@@ -63,7 +65,7 @@ def test_training_run_writes_a_loadable_bundle(tmp_path):
     # fake NVML samples were written and load as counter series on the trace's time base
     assert ts.nvml is not None and len(ts.nvml) > 0
     names = {ts.nvml_strings[int(i)] for i in set(ts.nvml.series.tolist())}
-    assert "gpu0/util_pct" in names and "gpu0/mem_used_mb" in names
+    assert "gpu0/gpu_util" in names and "gpu0/mem_used_mb" in names  # util_pct read as the standard name
 
 
 def test_crash_keeps_completed_cycles_and_flushes_the_current(tmp_path):
@@ -73,6 +75,9 @@ def test_crash_keeps_completed_cycles_and_flushes_the_current(tmp_path):
     assert s.exit_code == 1
     exc = [e for e in events if e["type"] == "exception"]
     assert exc and "boom at step 6" in exc[0]["message"] and "RuntimeError" in exc[0]["traceback"]
+    # the user's frames only, as with `python crash.py`: no runner or runpy frames
+    assert "crash.py" in exc[0]["traceback"] and "child.py" not in exc[0]["traceback"]
+    assert "runpy" not in exc[0]["traceback"]
     assert events[-1]["type"] == "end" and events[-1]["exit_code"] == 1
     files = s.bundle.trace_files()
     assert len(files) == 3, files  # two complete cycles + the partial one
@@ -121,10 +126,11 @@ def _alive(pid: int) -> bool:
 def test_syntax_error_is_reported(tmp_path):
     script = write(tmp_path, "bad.py", SYNTAX_ERROR)
     s, events = _run(tmp_path, script)
-    assert s.exit_code == 1
+    assert s.exit_code == 2  # bad input, found before any hook is installed
     exc = [e for e in events if e["type"] == "exception"]
-    assert exc and exc[0]["message"].startswith("SyntaxError")
-    assert "SyntaxError" in s.bundle.stderr_log.read_text()
+    assert exc and exc[0]["message"].startswith("SyntaxError") and "bad.py, line" in exc[0]["message"]
+    err = s.bundle.stderr_log.read_text()
+    assert "SyntaxError" in err and "Traceback" not in err and "child.py" not in err
 
 
 def test_script_with_its_own_profiler_is_left_alone(tmp_path):
@@ -203,3 +209,45 @@ def test_torchrun_ranks_flush_on_stop_and_leave_no_orphans(tmp_path):
     assert not any(_alive(pid) for pid in workers), "a torchrun worker outlived the run"
     ts = load(s.bundle.root, use_cache=False)
     assert ts.ranks == [0, 1] and all(len(m.steps) >= 2 for m in ts.models)
+
+
+def _record_cli(tmp_path, script, *args):
+    import subprocess
+    import sys
+    return subprocess.Popen([sys.executable, "-m", "core.cli", "record", "--quiet", "--out", str(tmp_path / "b"),
+                             "--active", "100000", str(script), *args], cwd=str(REPO),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_steps(tmp_path, n, timeout_s=90):
+    events_file = tmp_path / "b" / "events.jsonl"
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout_s:
+        if events_file.exists():
+            evs = read_events(str(events_file))
+            if sum(1 for e in evs if e["type"] == "step") >= n:
+                return evs
+        time.sleep(0.1)
+    raise AssertionError("no steps")
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_killed_launcher_leaves_no_orphan_and_keeps_the_trace(tmp_path, how):
+    """`kill` of `ptprof record` stops the run like Ctrl-C; even SIGKILL of the launcher (or a crashed GUI)
+    is noticed by the child, which flushes its window and exits instead of training on alone."""
+    import signal
+    script = write(tmp_path, "forever.py", TRAIN)
+    proc = _record_cli(tmp_path, script, "-1")
+    evs = _wait_steps(tmp_path, 3)
+    child = next(e["pid"] for e in evs if e["type"] == "start")
+    proc.send_signal(getattr(signal, how))
+    proc.wait(timeout=60)
+    deadline = time.monotonic() + 30
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive(child), "the training process outlived its launcher"
+    evs = read_events(str(tmp_path / "b" / "events.jsonl"))
+    assert evs[-1]["type"] == "end" and evs[-1]["exit_code"] == 130
+    assert list((tmp_path / "b" / "traces").glob("*.pt.trace.json.gz")), "the window in progress was flushed"
+    if how == "SIGTERM":
+        assert proc.returncode == 130

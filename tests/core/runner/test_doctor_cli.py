@@ -68,6 +68,26 @@ def test_record_failing_script_exit_code(tmp_path, capsys):
     pytest.importorskip("torch")
     script = write(tmp_path, "bad.py", SYNTAX_ERROR)
     code = main(["record", "--quiet", "--out", str(tmp_path / "b"), str(script)])
-    assert code == 1
+    assert code == 2  # bad input
     last = capsys.readouterr().err.strip().splitlines()[-1]
-    assert last.startswith("ptprof: script failed (exit 1): SyntaxError")
+    assert last.startswith("ptprof: SyntaxError: ") and "bad.py, line" in last
+
+
+@pytest.mark.needs_torch
+def test_record_with_an_interpreter_without_torch_is_one_line_exit_2(tmp_path, capsys):
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\nexec {sys.executable} -S -I \"$@\"\n")  # no site-packages -> no torch
+    fake.chmod(0o755)
+    script = write(tmp_path, "s.py", "print(1)\n")
+    code = main(["record", "--quiet", "--python", str(fake), "--out", str(tmp_path / "b"), str(script)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert err[-1].startswith(f"ptprof: torch not installed in ") and "--python" in err[-1]
+    assert not any("Traceback" in line for line in err)
+
+
+def test_record_with_an_interpreter_that_never_starts_the_script(tmp_path, capsys):
+    script = write(tmp_path, "s.py", "print(1)\n")
+    code = main(["record", "--quiet", "--python", "/bin/true", "--out", str(tmp_path / "b"), str(script)])
+    assert code == 2
+    assert "did not start the script" in capsys.readouterr().err.strip().splitlines()[-1]
