@@ -49,6 +49,11 @@ def run(args) -> int:
     if out.exists() and not out.is_dir():
         return _fail(f"--out {out}: exists and is not a folder")
     ts = load(args.path, use_cache=not args.no_cache)  # TraceParseError -> exit 2 in core.cli
+    if args.step is not None:
+        numbers = sorted({int(n) for m in ts.models for n in m.steps.number})
+        if args.step not in numbers:
+            have = f"steps {numbers[0]}-{numbers[-1]}" if numbers else "the trace has no ProfilerStep spans"
+            return _fail(f"--step {args.step}: no ProfilerStep#{args.step} ({have})")
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -9,21 +9,19 @@ from core.export import figures, plots_data
 from core.trace.model import TraceSet
 
 
-def _find_keys(obj, needle: str, depth: int = 0) -> dict[str, str]:
-    """Scalar values under keys containing `needle` anywhere in a small JSON tree (run.json, metadata)."""
-    out: dict[str, str] = {}
-    if depth > 4:
-        return out
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            if isinstance(v, (dict, list)):
-                out.update(_find_keys(v, needle, depth + 1))
-            elif needle in str(k).lower() and v not in (None, ""):
-                out[str(k)] = str(v)
-    elif isinstance(obj, list):
-        for v in obj[:50]:
-            out.update(_find_keys(v, needle, depth + 1))
-    return out
+def _torch_text(extra: dict, bundle: dict) -> str:
+    """torch version (+ CUDA runtime / cuDNN the runner recorded), from exact keys only: a search for
+    "torch" also matched unrelated keys such as the run config's `torchrun` flag."""
+    ours = extra.get("ptprof") if isinstance(extra.get("ptprof"), dict) else {}
+    version = ours.get("torch_version") or bundle.get("torch_version") or extra.get("torch_version")
+    if not version:
+        return "not recorded in the trace"
+    parts = [str(version)]
+    if ours.get("cuda_runtime"):
+        parts.append(f"CUDA runtime {ours['cuda_runtime']}")
+    if ours.get("cudnn_version"):
+        parts.append(f"cuDNN {ours['cudnn_version']}")
+    return " · ".join(parts)
 
 
 def _cuda_version(v) -> str:
@@ -48,10 +46,7 @@ def metadata(ts: TraceSet) -> list[tuple[str, str]]:
         rows.append((f"GPU {p.get('id', '?')}", f"{p.get('name', '?')} · {mem} · compute {cc} · {p.get('numSms', '?')} SMs"))
     if not meta.device_properties:
         rows.append(("device", figures.device_label(ts)))
-    torch = {}
-    for src in (meta.extra, ts.bundle or {}):
-        torch.update(_find_keys(src, "torch"))
-    rows.append(("torch", ", ".join(f"{v}" for v in torch.values()) if torch else "not recorded in the trace"))
+    rows.append(("torch", _torch_text(meta.extra, ts.bundle or {})))
     v = meta.versions
     if v:
         rows.append(("CUDA", f"runtime {_cuda_version(v.get('cuda_runtime_version'))} · driver "

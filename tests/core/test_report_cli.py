@@ -57,7 +57,7 @@ def test_report_step_width_and_2x(tmp_path):
     assert "step 5" in (tmp_path / "report.html").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("case", ["missing", "not_a_trace", "out_is_file", "bad_width", "no_out"])
+@pytest.mark.parametrize("case", ["missing", "not_a_trace", "out_is_file", "bad_width", "no_out", "no_such_step"])
 def test_bad_input_exits_2_with_one_line(case, tmp_path):
     trace = str(shared_trace("cpu_train.pt.trace.json.gz"))
     out = str(tmp_path / "out")
@@ -73,6 +73,8 @@ def test_bad_input_exits_2_with_one_line(case, tmp_path):
         args = ["report", trace, "--out", str(f)]
     elif case == "bad_width":
         args = ["report", trace, "--out", out, "--width", "5"]
+    elif case == "no_such_step":
+        args = ["report", trace, "--out", out, "--step", "99", "--no-png"]
     else:
         args = ["report", trace]
     r = ptprof(*args)
