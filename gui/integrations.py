@@ -92,4 +92,14 @@ def install_all(win) -> Integrations:
 
     # --- export: File > Export report… and Export as > PNG / CSV --------------------------------
     exporter = install_export(win, findings_for=lambda ts: analyses.get(ts))
+
+    def _on_trace_loaded_attach_csv(trace_set) -> None:  # each table's context menu: "Export table as CSV…"
+        view = win.current_view()
+        if view is None or view.trace_set is not trace_set:
+            return
+        for panel, name in ((view.kernels, "kernels"), (view.ops, "ops"), (view.steps, "steps")):
+            panel.table.csv_export = lambda n=name: exporter.export_table_csv(n)
+
+    win.sig_trace_loaded.connect(_on_trace_loaded_attach_csv)
+    issues.csv_export = lambda: exporter.export_table_csv("findings")
     return Integrations(issues, run_panel, run_dock, exporter, analyses)

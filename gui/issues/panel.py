@@ -70,6 +70,9 @@ class IssuesPanel(QtWidgets.QWidget):
         self.table.verticalHeader().setVisible(False)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.setWordWrap(False)
+        self.csv_export = None  # callable: "Export findings as CSV…" (set by gui/integrations.py)
+        self.table.setContextMenuPolicy(QtCore.Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(self._on_table_context_menu_requested)
         self.not_run = QtWidgets.QLabel()
         self.not_run.setWordWrap(True)
         self.not_run.setVisible(False)
@@ -104,6 +107,17 @@ class IssuesPanel(QtWidgets.QWidget):
         self.breakdown.sig_step_clicked.connect(self.sig_range_requested)
 
     # --- public API -----------------------------------------------------------------------
+    def context_menu(self) -> QtWidgets.QMenu:
+        menu = QtWidgets.QMenu(self.table)
+        act = menu.addAction("Export findings as CSV…")
+        act.setEnabled(self.csv_export is not None and self.model.rowCount() > 0)
+        if self.csv_export is not None:
+            act.triggered.connect(self.csv_export)
+        return menu
+
+    def _on_table_context_menu_requested(self, pos) -> None:
+        self.context_menu().exec(self.table.viewport().mapToGlobal(pos))
+
     def set_trace_set(self, trace_set) -> None:
         """Clear and analyse `trace_set` in a worker (a previous run is cancelled and its result dropped)."""
         self.cancel()

@@ -177,8 +177,10 @@ class ReportActions(QtCore.QObject):
         def job() -> Generator[ExportProgress, None, Path]:
             builders = {"kernels": lambda: tables.kernels(ctx.trace_set), "ops": lambda: tables.ops(ctx.trace_set),
                         "steps": lambda: tables.steps_table(ctx.trace_set),
-                        "findings": lambda: tables.findings_table((_as_result(ctx.findings) or FindingsResult()).findings,
-                                                         ctx.trace_set),
+                        # no cached analysis yet (the Issues panel still working): run the rules here,
+                        # as the report does, rather than writing a header-only file
+                        "findings": lambda: tables.findings_table(
+                            (_as_result(ctx.findings) or findings_src.collect(ctx.trace_set)).findings, ctx.trace_set),
                         "nvml": lambda: tables.nvml(ctx.trace_set)}
             names = [only] if only else list(builders)
             for i, name in enumerate(names):

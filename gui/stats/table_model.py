@@ -96,6 +96,20 @@ class StatsTableView(QtWidgets.QTableView):
         copy.setShortcutContext(Qt.ShortcutContext.WidgetShortcut)
         copy.triggered.connect(self.copy_selection)
         self.addAction(copy)
+        self.act_copy = copy
+        self.csv_export: Callable[[], None] | None = None  # set by the export wiring (gui/report/wiring.py)
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.customContextMenuRequested.connect(self._on_context_menu_requested)
+
+    def context_menu(self) -> QtWidgets.QMenu:
+        menu = QtWidgets.QMenu(self)
+        menu.addAction(self.act_copy)
+        if self.csv_export is not None:
+            menu.addAction("Export table as CSV…", self.csv_export)
+        return menu
+
+    def _on_context_menu_requested(self, pos) -> None:
+        self.context_menu().exec(self.viewport().mapToGlobal(pos))
 
     def copy_selection(self) -> str:
         """Selected rows as tab-separated text with a header line, to the clipboard."""
