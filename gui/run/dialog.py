@@ -44,6 +44,7 @@ class RunDialog(QtWidgets.QDialog):
         self._worker = None
         self._config: RunConfig | None = None
         self.doctor_report: doctor.DoctorReport | None = None  # the last check, kept for run.json
+        self._pending: RunConfig | None = None  # Run pressed, waiting for the interpreter check
         form = QtWidgets.QFormLayout()
         self.script = QtWidgets.QLineEdit(self)
         self.script.setPlaceholderText("train.py")
@@ -124,7 +125,8 @@ class RunDialog(QtWidgets.QDialog):
         self.error.setWordWrap(True)
         buttons = QtWidgets.QDialogButtonBox(QtWidgets.QDialogButtonBox.StandardButton.Ok |
                                              QtWidgets.QDialogButtonBox.StandardButton.Cancel, self)
-        buttons.button(QtWidgets.QDialogButtonBox.StandardButton.Ok).setText("Run")
+        self.run_button = buttons.button(QtWidgets.QDialogButtonBox.StandardButton.Ok)
+        self.run_button.setText("Run")
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         lay = QtWidgets.QVBoxLayout(self)
@@ -247,10 +249,26 @@ class RunDialog(QtWidgets.QDialog):
         return validate(self.config())
 
     def accept(self) -> None:
+        """Run: validate, check the interpreter (in a worker, unless this Python was just checked),
+        and close only when it can run the script - a missing torch is said here, not after a launch."""
         try:
             cfg = self.validated_config()
         except ConfigError as exc:
             self.error.setText(str(exc))
+            return
+        r = self.doctor_report
+        if r is None or r.python != cfg.python:
+            self._pending = cfg
+            self.error.setText("")
+            self.run_button.setEnabled(False)
+            self._start_check(cfg.python, compile_test=False)
+            return
+        self._finish_accept(cfg, r)
+
+    def _finish_accept(self, cfg: RunConfig, report: doctor.DoctorReport) -> None:
+        if not report.ok:
+            errors = [text for level, text in report.messages if level == "error"]
+            self.error.setText(f"cannot run with this interpreter: {errors[0] if errors else 'check failed'}")
             return
         self._config = cfg
         self.save_settings(cfg)
@@ -268,13 +286,18 @@ class RunDialog(QtWidgets.QDialog):
 
     # -- interpreter check -----------------------------------------------------------------------
     def _on_check_clicked(self) -> None:
+        self._pending = None
+        self._start_check(self.python.currentText().strip(), compile_test=self.compile_check.isChecked())
+
+    def _start_check(self, python: str, compile_test: bool) -> None:
+        if self._worker is not None:
+            return  # a check is running; its result is used
         self.check_button.setEnabled(False)
-        self.doctor_label.setText("checking…")
-        self._worker = create_worker(doctor.check, self.python.currentText().strip(),
-                                     compile_test=self.compile_check.isChecked(), _start_thread=False)
+        self.doctor_label.setText("checking the interpreter…")
+        self._worker = create_worker(doctor.check, python, compile_test=compile_test, _start_thread=False)
         self._worker.returned.connect(self._on_doctor_returned)
         self._worker.errored.connect(lambda exc: self._on_doctor_returned(
-            doctor.DoctorReport(self.python.currentText(), False, {}, (("error", str(exc)),))))
+            doctor.DoctorReport(python, False, {}, (("error", str(exc)),))))
         self._worker.start()
 
     def _on_doctor_returned(self, report: doctor.DoctorReport) -> None:
@@ -285,6 +308,11 @@ class RunDialog(QtWidgets.QDialog):
         self.check_button.setEnabled(True)
         self._worker = None
         self.sig_doctor_finished.emit(report)
+        cfg, self._pending = self._pending, None
+        if cfg is not None:  # Run was pressed: go on with the run if this interpreter can do it
+            self.run_button.setEnabled(True)
+            if report.python == cfg.python:
+                self._finish_accept(cfg, report)
 
 
 def _esc(text: str) -> str:

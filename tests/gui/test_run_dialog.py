@@ -57,8 +57,10 @@ def test_settings_are_remembered_per_script(qtbot, tmp_path):
     d.args.setText("--epochs 2")
     d.active.setValue(7)
     d.profile_memory.setChecked(False)
-    d.accept()
+    with qtbot.waitSignal(d.accepted, timeout=60_000):  # after the automatic interpreter check
+        d.accept()
     assert d.accepted_config is not None and d.accepted_config.schedule.active == 7
+    assert d.accepted_doctor is not None and d.accepted_doctor["ok"]  # goes into run.json
     again = RunDialog(script=str(a))
     qtbot.addWidget(again)
     assert again.args.text() == "--epochs 2" and again.active.value() == 7 and not again.profile_memory.isChecked()
@@ -91,3 +93,19 @@ def test_stacks_with_compile_get_a_size_warning(qtbot, tmp_path):
     assert "several GB" in d.advice.text()
     d.with_stack.setChecked(False)
     assert d.advice.text() == ""
+
+
+def test_run_checks_the_interpreter_first_and_refuses_one_without_torch(qtbot, tmp_path):
+    script = tmp_path / "s.py"
+    script.write_text("")
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\nexec {sys.executable} -S -I \"$@\"\n")  # no site-packages -> no torch
+    fake.chmod(0o755)
+    d = RunDialog(script=str(script))
+    qtbot.addWidget(d)
+    d.python.setCurrentText(str(fake))
+    with qtbot.waitSignal(d.sig_doctor_finished, timeout=60_000):
+        d.accept()
+    assert d.result() == 0 and d.accepted_config is None  # still open: nothing was launched
+    assert d.error.text().startswith("cannot run with this interpreter: torch not installed in")
+    assert d.run_button.isEnabled()
