@@ -91,13 +91,23 @@ class NvmlBackend:
     available = True
     reason = ""
 
-    def __init__(self):
+    def __init__(self, cuda_visible_devices: str | None = None):
         import pynvml  # nvidia-ml-py
 
         self._nv = pynvml
         pynvml.nvmlInit()
         n = pynvml.nvmlDeviceGetCount()
-        self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(n)]
+        handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(n)]
+        uuids = []
+        for h in handles:
+            try:
+                u = pynvml.nvmlDeviceGetUUID(h)
+                uuids.append(u.decode() if isinstance(u, bytes) else str(u))
+            except pynvml.NVMLError:
+                uuids.append("")
+        # sample the GPUs the run sees, numbered as the run (and its trace) numbers them
+        self.physical = visible_devices(cuda_visible_devices, uuids)
+        self._handles = [handles[i] for i in self.physical]
         self._names = []
         for h in self._handles:
             name = pynvml.nvmlDeviceGetName(h)
@@ -148,18 +158,49 @@ class NvmlBackend:
             pass
 
 
+def visible_devices(spec: str | None, uuids: list[str]) -> list[int]:
+    """NVML indices of the devices a process with CUDA_VISIBLE_DEVICES=`spec` sees, in its CUDA order
+    (its device 0 first). Like CUDA: entries are indices or (prefixes of) GPU UUIDs, parsing stops at
+    the first entry that matches nothing, and an unset variable means every GPU. Indices assume
+    CUDA_DEVICE_ORDER=PCI_BUS_ID order (NVML's), which matches the default on hosts of one GPU model.
+    MIG entries cannot be mapped to a whole GPU here: every GPU is sampled then."""
+    everything = list(range(len(uuids)))
+    if spec is None:
+        return everything
+    out: list[int] = []
+    for raw in spec.split(","):
+        entry = raw.strip()
+        if not entry:
+            break
+        if entry.startswith("MIG-"):
+            return everything
+        if entry.lstrip("-").isdigit():
+            i = int(entry)
+            if not 0 <= i < len(uuids) or i in out:
+                break
+            out.append(i)
+            continue
+        key = entry if entry.startswith("GPU-") else f"GPU-{entry}"
+        hits = [i for i, u in enumerate(uuids) if u and u.startswith(key)]
+        if len(hits) != 1 or hits[0] in out:
+            break
+        out.append(hits[0])
+    return out
+
+
 def _f(v) -> float:
     return NAN if v is None else float(v)
 
 
-def open_backend() -> GpuBackend:
-    """NvmlBackend when a driver and a GPU are there, else NoGpu saying which of them is missing."""
+def open_backend(cuda_visible_devices: str | None = None) -> GpuBackend:
+    """NvmlBackend when a driver and a GPU are there, else NoGpu saying which of them is missing.
+    `cuda_visible_devices`: the run's CUDA_VISIBLE_DEVICES (None = unset: every GPU)."""
     try:
         import pynvml
     except ImportError:
         return NoGpu("no NVML: the nvidia-ml-py package is not installed")
     try:
-        backend = NvmlBackend()
+        backend = NvmlBackend(cuda_visible_devices)
     except pynvml.NVMLError_LibraryNotFound:
         return NoGpu("no NVIDIA driver: the NVML library (libnvidia-ml.so) was not found")
     except pynvml.NVMLError_DriverNotLoaded:

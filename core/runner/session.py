@@ -116,8 +116,9 @@ class RunSession:
             "launcher_python": sys.executable, "doctor": self.doctor, "environment": None,
         }
         bl.write_json(self.bundle.run_json, self._run_json)
-        backend = self._backend if self._backend is not None else open_backend()
-        self.proc = ChildProcess(argv, cfg.workdir, build_env(cfg, self.bundle.root),
+        env = build_env(cfg, self.bundle.root)
+        backend = self._backend if self._backend is not None else open_backend(env.get("CUDA_VISIBLE_DEVICES"))
+        self.proc = ChildProcess(argv, cfg.workdir, env,
                                  self.bundle.stdout_log, self.bundle.stderr_log, self.plan)
         try:
             self.proc.start()
@@ -130,6 +131,7 @@ class RunSession:
         self.sampler = Sampler(backend, cfg.nvml_hz, csv_path=self.bundle.nvml_csv,
                                pids=lambda: set().union(*(group_pids(g) for g in proc.groups))).start()
         self._run_json["gpu"] = {"backend": backend.name, "devices": backend.device_names(),
+                                 "nvml_index": getattr(backend, "physical", None),  # nvml.csv gpu i = this NVML GPU
                                  "reason": self.sampler.reason}
         bl.write_json(self.bundle.run_json, self._run_json)
         return self

@@ -63,3 +63,18 @@ def test_fake_rows_have_every_column():
 
 def test_group_pids_finds_this_process():
     assert os.getpid() in group_pids(os.getpgid(0))
+
+
+def test_visible_devices_follow_cuda_visible_devices():
+    """The run's device 0 is the first GPU it sees: NVML samples are taken and numbered that way."""
+    from core.gpu.backend import visible_devices
+    uuids = ["GPU-aaaa1111", "GPU-bbbb2222", "GPU-cccc3333", "GPU-dddd4444"]
+    assert visible_devices(None, uuids) == [0, 1, 2, 3]
+    assert visible_devices("2", uuids) == [2]
+    assert visible_devices("3,1", uuids) == [3, 1]  # the run's cuda:0 is NVML GPU 3
+    assert visible_devices("GPU-bbbb2222,GPU-aaaa", uuids) == [1, 0]  # UUIDs and unique prefixes
+    assert visible_devices("cccc", uuids) == [2]
+    assert visible_devices("1,7,2", uuids) == [1]  # CUDA stops at the first invalid entry
+    assert visible_devices("", uuids) == [] and visible_devices("-1", uuids) == []
+    assert visible_devices("GPU-", uuids) == []  # ambiguous prefix
+    assert visible_devices("MIG-GPU-aaaa1111/1/0", uuids) == [0, 1, 2, 3]  # MIG: sample every GPU
