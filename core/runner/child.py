@@ -478,15 +478,51 @@ def _user_frames(tb):
     return tb
 
 
-def _watch_parent() -> None:
+class _Orphan:
     """The launcher (GUI or `ptprof record`) died without stopping us (killed, crashed): stop as if
-    Stop was pressed, so the window in progress is flushed and no orphan keeps training."""
+    Stop was pressed, so the window in progress is flushed and no orphan keeps training. Noticed by
+    a watch thread, or at once by the first write into the launcher's broken stdout/stderr pipe."""
     parent = os.getppid()
-    while True:
-        time.sleep(0.5)
-        if os.getppid() != parent:
+    stopped = False
+
+    @classmethod
+    def check(cls) -> bool:
+        if os.getppid() != cls.parent and not cls.stopped:
+            cls.stopped = True
             os.kill(os.getpid(), signal.SIGINT)
-            return
+        return cls.stopped
+
+    @classmethod
+    def watch(cls) -> None:
+        while not cls.check():
+            time.sleep(0.5)
+
+
+class _LogFallback:
+    """sys.stdout / sys.stderr of the script: while the launcher reads the pipe, writes go there; once
+    the pipe is broken (launcher gone) they go on into the bundle's log file instead of raising
+    BrokenPipeError in the user's print() - which would turn a clean stop into a crash."""
+
+    def __init__(self, stream, path: Path):
+        self._stream, self._path, self._file = stream, path, None
+
+    def write(self, text):
+        if self._file is None:
+            try:
+                return self._stream.write(text)
+            except (BrokenPipeError, ValueError, OSError):
+                self._file = open(self._path, "a", encoding="utf-8", errors="replace")
+                _Orphan.check()
+        return self._file.write(text)
+
+    def flush(self):
+        try:
+            (self._file or self._stream).flush()
+        except (BrokenPipeError, ValueError, OSError):
+            pass
+
+    def __getattr__(self, name):
+        return getattr(self._file or self._stream, name)
 
 
 def _exit_code(code) -> int:
@@ -514,7 +550,9 @@ def main(argv: list[str] | None = None) -> int:
         w.emit("exception", message=f"torch not installed in {sys.executable} ({exc})", traceback="")
         w.emit("end", exit_code=2)
         return 2
-    threading.Thread(target=_watch_parent, name="ptprof-parent-watch", daemon=True).start()
+    threading.Thread(target=_Orphan.watch, name="ptprof-parent-watch", daemon=True).start()
+    sys.stdout = _LogFallback(sys.stdout, Path(opts.bundle) / "stdout.log")
+    sys.stderr = _LogFallback(sys.stderr, Path(opts.bundle) / "stderr.log")
     capture = capture_mod.CompileCapture.install(torch)
     runner = ChildRunner(opts, torch, protocol, capture)
     return runner.run(str(Path(opts.script).resolve()), list(opts.args))

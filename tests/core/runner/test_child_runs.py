@@ -236,7 +236,9 @@ def test_killed_launcher_leaves_no_orphan_and_keeps_the_trace(tmp_path, how):
     """`kill` of `ptprof record` stops the run like Ctrl-C; even SIGKILL of the launcher (or a crashed GUI)
     is noticed by the child, which flushes its window and exits instead of training on alone."""
     import signal
-    script = write(tmp_path, "forever.py", TRAIN)
+    # prints every step, like most training loops: after a SIGKILL of the launcher those prints hit a
+    # broken pipe, which must not turn the stop into a crash (they go on into stdout.log)
+    script = write(tmp_path, "forever.py", TRAIN.replace("    i += 1\n", "    i += 1\n    print('step', i, flush=True)\n"))
     proc = _record_cli(tmp_path, script, "-1")
     evs = _wait_steps(tmp_path, 3)
     child = next(e["pid"] for e in evs if e["type"] == "start")
@@ -251,3 +253,5 @@ def test_killed_launcher_leaves_no_orphan_and_keeps_the_trace(tmp_path, how):
     assert list((tmp_path / "b" / "traces").glob("*.pt.trace.json.gz")), "the window in progress was flushed"
     if how == "SIGTERM":
         assert proc.returncode == 130
+    else:
+        assert "step" in (tmp_path / "b" / "stdout.log").read_text()
