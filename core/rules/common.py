@@ -156,6 +156,16 @@ def has_stacks(model: TraceModel) -> bool:
     return bool((model.slices.call_stack > 0).any() or (model.tracks.kind == TrackKind.PYTHON).any())
 
 
+def truncated(model: TraceModel) -> bool:
+    """The loader recovered a cut file: missing events may just lie past the cut."""
+    return any("truncated" in w for w in model.warnings)
+
+
+def no_gpu_words(model: TraceModel) -> str:
+    """Why a model has no GPU events, in a finding's words."""
+    return "no GPU events in the loaded part of a truncated file" if truncated(model) else "CPU-only trace"
+
+
 def has_shapes(model: TraceModel) -> bool:
     return bool((model.slices.input_dims > 0).any())
 

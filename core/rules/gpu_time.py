@@ -103,7 +103,7 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
     for i, m in enumerate(ctx.models):
         b = step_breakdown(m, kw)
         if not b.has_gpu:
-            out.not_run.append(CheckNotRun("gpu_idle", "no GPU activity in the trace (CPU-only)"))
+            out.not_run.append(CheckNotRun("gpu_idle", f"no GPU activity in the trace ({c.no_gpu_words(m)})"))
             continue
         tot = b.totals()
         dur = max(tot["dur_ns"], 1)

@@ -191,7 +191,7 @@ def _cpu_hints(ctx: RuleContext, i: int) -> RuleOutput:
         op = m.strings[nid]
         why, fix = _why(op)
         out.findings.append(ctx.finding(
-            "host_sync", i, title=f"{op} would block on a GPU: {why} ({len(g)}×, CPU-only trace)",
+            "host_sync", i, title=f"{op} would block on a GPU: {why} ({len(g)}×, {c.no_gpu_words(m)})",
             count=len(g), impact_ns=int(s.dur_ns[g].sum()), time_ranges=c.ranges_of(m, g),
             evidence=c.evidence(m, g), source=c.source_of(m, int(g[0])), fix=fix, evidence_rows=g, hint=True))
     return out
