@@ -83,3 +83,107 @@ def test_graph_break_severity_uses_the_ordinary_step(loaded):
     per_step = gb.impact_ns / gb.count
     assert gb.impact_pct < 3.0 and 100 * per_step / typical >= 3.0
     assert gb.severity >= Severity.WARNING
+
+
+def _launch_src(m) -> np.ndarray:
+    from core.trace.model import FlowKind
+    f = m.flows
+    out = np.full(len(m.slices), -1, np.int64)
+    sel = f.kind == FlowKind.LAUNCH
+    out[f.dst[sel]] = f.src[sel]
+    return out
+
+
+def test_launch_bound_stays_inside_the_loop(loaded):
+    """gpu_issues: 200 tiny `t + 1.0` kernels per step in record_function("tiny_kernel_loop"). The finding
+    counts the short kernels that loop launched, its ranges stay inside the loop (not log_metrics, not the
+    next step's pageable copy) and its idle is the GPU idle between them."""
+    from core.analysis import intervals
+    from core.analysis.steps import gpu_busy_union
+    from core.analysis.tree import ancestor_with_kind
+    ts = loaded(shared_trace("gpu_issues.pt.trace.json.gz"))
+    m = ts.primary
+    s = m.slices
+    lb = [f for f in analyze(ts).findings if f.rule == "launch_bound"]
+    assert len(lb) == 1 and "tiny_kernel_loop" in lb[0].title
+    f = lb[0]
+    # raw truth: short kernels whose launch lies inside a tiny_kernel_loop range
+    k = np.flatnonzero((s.kind == Kind.KERNEL) & (s.dur_ns < 10_000))
+    src = _launch_src(m)[k]
+    anc = ancestor_with_kind(m, src[src >= 0], (Kind.ANNOTATION,))
+    in_loop = k[src >= 0][(anc >= 0) & (s.name[np.maximum(anc, 0)] == m.strings.find("tiny_kernel_loop"))]
+    assert len(in_loop) >= 1000
+    assert f.count == len(in_loop)
+    # every range lies inside the GPU projection of a tiny_kernel_loop range (none reaches log_metrics
+    # or the next step), and no copy runs inside one
+    loop_gpu = _names(m, lambda n: n == "tiny_kernel_loop")
+    loop_gpu = loop_gpu[s.kind[loop_gpu] == Kind.GPU_ANNOTATION]
+    ls, le = s.ts_ns[loop_gpu], s.ts_ns[loop_gpu] + s.dur_ns[loop_gpu]
+    copies = np.flatnonzero(np.isin(s.kind, [Kind.MEMCPY, Kind.MEMSET]))
+    for a, b in f.time_ranges:
+        assert ((ls <= a) & (b <= le + 1_000)).any(), (a, b)
+        assert not ((s.ts_ns[copies] >= a) & (s.ts_ns[copies] < b)).any()
+    # examples come from the run itself
+    rows = [e["row"] for e in f.evidence if "row" in e]
+    assert rows and set(rows) <= set(in_loop.tolist())
+    # cost: the GPU idle inside the ranges (each run's first gap excluded), nothing more
+    bs, be = gpu_busy_union(m)
+    idle = sum(int((b - a) - intervals.covered(bs, be, a, b)) for a, b in f.time_ranges)
+    assert 0.9 * idle <= f.impact_ns <= idle
+    assert f.impact_pct < 35  # the review's 44 % included log_metrics, a pageable copy and the next step
+
+
+# Findings whose costs are disjoint slices of the step timeline: GPU idle by cause (launch-bound runs,
+# syncs, copies, DataLoader, compile, collectives, the rest in gpu_idle) and the CPU blocked in syncs/copies.
+# The others measure work that overlaps those by nature and are excluded: CPU op time (non_contiguous_input,
+# zero_grad_not_none, zeros_then_overwrite, single_tensor_optimizer, allocator_churn, graph_break's eager
+# time, which is also the host wait it causes) and GPU kernel time (fp32_gemm, channels_last); memory
+# findings cost nothing (impact 0).
+DISJOINT = {"gpu_idle", "launch_bound", "host_sync", "pageable_memcpy", "sync_memcpy", "dataloader_bound",
+            "recompile", "comm_bound"}
+ALL_TRACES = ["gpu_issues.pt.trace.json.gz", "gpu_clean.pt.trace.json.gz", "gpu_dataloader.pt.trace.json.gz",
+              "gpu_memory.pt.trace.json.gz", "gpu_compile_small.pt.trace.json.gz", "gpu_minimal_opts.pt.trace.json.gz",
+              "cpu_train.pt.trace.json.gz", "cpu_compile.pt.trace.json.gz", "gpu_ddp2", "gpu_gpt_big.pt.trace.json.gz"]
+
+
+@pytest.mark.parametrize("trace", ALL_TRACES)
+def test_disjoint_costs_do_not_exceed_step_time(loaded, trace):
+    ts = loaded(shared_trace(trace))
+    result = analyze(ts)
+    from core.rules.base import RuleContext
+    from core.rules.config import load_config
+    ctx = RuleContext(ts, load_config())
+    for i in range(len(ts.models)):
+        total = ctx.steps(i).total_ns
+        mine = [f for f in result.findings if f.model_index == i and not f.hint]
+        disjoint = sum(f.impact_ns for f in mine if f.rule in DISJOINT)
+        assert disjoint <= total, {f.rule: f.impact_ns for f in mine}
+
+
+def test_idle_split_follows_hta(loaded):
+    """HTA's idle time breakdown: an idle gap is host wait when the next kernel's runtime call started after
+    the previous kernel ended. Computed here by hand on gpu_issues (HTA itself reports host wait 99 %, kernel
+    wait 1 % on this trace); the breakdown and gpu_idle must agree."""
+    from core.analysis.breakdown import step_breakdown
+    ts = loaded(shared_trace("gpu_issues.pt.trace.json.gz"))
+    m = ts.primary
+    s = m.slices
+    src = _launch_src(m)
+    host = kern = 0
+    for stream in np.unique(s.track[s.kind == Kind.KERNEL]):
+        k = np.flatnonzero((s.kind == Kind.KERNEL) & (s.track == stream))
+        k = k[np.argsort(s.ts_ns[k])]
+        prev_end = (s.ts_ns[k] + s.dur_ns[k])[:-1]
+        gap = s.ts_ns[k][1:] - prev_end
+        launch = s.ts_ns[np.maximum(src[k[1:]], 0)]
+        is_host = (src[k[1:]] >= 0) & (launch > prev_end)
+        host += int(gap[is_host & (gap > 0)].sum())
+        kern += int(gap[~is_host & (gap > 0)].sum())
+    assert host > 10 * kern  # by hand: host wait dominates, like HTA's 99 %
+    b = step_breakdown(m).totals()
+    assert b["host_wait_ns"] > 10 * b["kernel_wait_ns"]
+    idle = next(f for f in analyze(ts).findings if f.rule == "gpu_idle")
+    assert "host wait" in idle.fix and "kernel wait" not in idle.fix
+    # gpu_idle's cost excludes what launch_bound already bills
+    lb = next(f for f in analyze(ts).findings if f.rule == "launch_bound")
+    assert idle.impact_ns + lb.impact_ns <= b["host_wait_ns"] + b["kernel_wait_ns"]
