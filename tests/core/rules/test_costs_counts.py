@@ -187,3 +187,21 @@ def test_idle_split_follows_hta(loaded):
     # gpu_idle's cost excludes what launch_bound already bills
     lb = next(f for f in analyze(ts).findings if f.rule == "launch_bound")
     assert idle.impact_ns + lb.impact_ns <= b["host_wait_ns"] + b["kernel_wait_ns"]
+
+
+def test_cpu_boolean_mask_indexing_is_a_sync_hint(loaded):
+    """cpu_train: `x[mask]` is aten::index with an aten::nonzero child (3 steps); it is reported as
+    boolean-mask indexing, apart from the plain nonzero().tolist() calls."""
+    ts = loaded(shared_trace("cpu_train.pt.trace.json.gz"))
+    m = ts.primary
+    s = m.slices
+    from core.rules import common as c
+    nz = _names(m, lambda n: n == "aten::nonzero")
+    par = c.parents(m)
+    under_index = int((s.name[np.maximum(par[nz], 0)] == m.strings.find("aten::index"))[par[nz] >= 0].sum())
+    assert under_index >= 1
+    syncs = [f for f in analyze(ts).findings if f.rule == "host_sync"]
+    mask = [f for f in syncs if f.title.startswith("boolean-mask indexing")]
+    assert len(mask) == 1 and mask[0].count == under_index and mask[0].hint
+    plain = next(f for f in syncs if f.title.startswith("aten::nonzero"))
+    assert plain.count == len(nz) - under_index
