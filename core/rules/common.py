@@ -228,3 +228,15 @@ def forward_source(model: TraceModel, row: int) -> Source | None:
             return source_of(model, dst_to_src[r])
         r = int(par[r])
     return None
+
+
+def kernel_source(model: TraceModel, kernel_row: int) -> Source | None:
+    """User source of a GPU kernel: that of the runtime call that launched it (LAUNCH flow), else, for a
+    backward kernel, the forward op's user frame."""
+    from core.trace.model import FlowKind
+    f = model.flows
+    hit = np.flatnonzero((f.dst == int(kernel_row)) & (f.kind == FlowKind.LAUNCH))
+    if not len(hit):
+        return None
+    launch = int(f.src[hit[0]])
+    return source_of(model, launch) or forward_source(model, launch)

@@ -205,3 +205,17 @@ def test_cpu_boolean_mask_indexing_is_a_sync_hint(loaded):
     assert len(mask) == 1 and mask[0].count == under_index and mask[0].hint
     plain = next(f for f in syncs if f.title.startswith("aten::nonzero"))
     assert plain.count == len(nz) - under_index
+
+
+@pytest.mark.parametrize("trace,rule", [("gpu_memory.pt.trace.json.gz", "fp32_gemm"),
+                                        ("gpu_dataloader.pt.trace.json.gz", "channels_last")])
+def test_kernel_rules_name_the_launching_code(loaded, trace, rule):
+    """fp32_gemm / channels_last carry the user frame of the op that launched their costliest kernel."""
+    from core.rules import common as c
+    ts = loaded(shared_trace(trace))
+    m = ts.primary
+    f = next(f for f in analyze(ts).findings if f.rule == rule)
+    assert f.source is not None and f.source.file.endswith(".py") and f.source.line > 0
+    rows = np.asarray(f.evidence_rows)
+    k = rows[m.slices.kind[rows] == Kind.KERNEL]
+    assert f.source == c.kernel_source(m, int(k[np.argmax(m.slices.dur_ns[k])]))
