@@ -89,7 +89,7 @@ def _named_intervals(model: TraceModel, predicate) -> tuple[np.ndarray, np.ndarr
     return intervals.union(s.ts_ns[m], s.ts_ns[m] + s.dur_ns[m])
 
 
-def _sync_drain_intervals(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
+def sync_drain_intervals(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
     """[sync start, next GPU activity after the sync) for every host sync during which the GPU finished work."""
     s = model.slices
     ids = np.array([model.strings.find(n) for n in SYNC_NAMES])
@@ -156,7 +156,7 @@ def _idle_pieces(model: TraceModel, kw_max: int) -> IdlePieces | None:
     cms, cme = _named_intervals(model, _is_collective)
     cos, coe = intervals.intersect(rs, re_, cms, cme)
     rs, re_ = intervals.subtract(rs, re_, cos, coe)
-    ss, se = _sync_drain_intervals(model)
+    ss, se = sync_drain_intervals(model)
     sys_, sye = intervals.intersect(rs, re_, ss, se)
     os_, oe = intervals.subtract(rs, re_, sys_, sye)
     # HTA's rule per original gap: host wait when the GPU work that ends the gap was launched after the

@@ -61,7 +61,6 @@ def comm_bound(ctx: RuleContext) -> RuleOutput:
         if not len(coll):
             continue
         steps = ctx.steps(i)
-        cpu_coll = coll[np.isin(s.kind[coll], np.asarray([Kind.COLLECTIVE, Kind.CPU_OP], np.int8))]
         nccl_k = coll[s.kind[coll] == Kind.KERNEL]
         km = s.kind == Kind.KERNEL
         km[nccl_k] = False

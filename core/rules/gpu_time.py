@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.analysis import intervals
-from core.analysis.breakdown import SYNC_NAMES, idle_gaps, idle_pieces, launch_ts_of_gpu, step_breakdown
-from core.analysis.breakdown import _sync_drain_intervals
+from core.analysis.breakdown import (SYNC_NAMES, idle_gaps, idle_pieces, launch_ts_of_gpu, step_breakdown,
+                                     sync_drain_intervals)
 from core.analysis.steps import gpu_busy_union
 from core.analysis.tree import ancestor_with_kind
 from core.rules import common as c
@@ -124,7 +124,7 @@ def run_idle_intervals(ctx: RuleContext, i: int, runs: list[LaunchRun] | None = 
         gs, ge = gs[ok], ge[ok]
         bs, be = gpu_busy_union(m)
         gs, ge = intervals.subtract(gs, ge, bs, be)
-        ss, se = _sync_drain_intervals(m)
+        ss, se = sync_drain_intervals(m)
         return intervals.subtract(gs, ge, ss, se) if len(ss) else (gs, ge)
     if runs is not None:
         return compute(runs)
@@ -214,13 +214,18 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
             xs, xe = intervals.union(np.concatenate([ls, cs]), np.concatenate([le, ce]))
             if len(xs):
                 ws, we = intervals.subtract(ws, we, xs, xe)
+            billed = unexplained
             unexplained = int(intervals.covered(ws, we, b.ts_ns, b.ts_ns + b.dur_ns).sum())
+            billed -= unexplained
         worst = int(np.argmax(b.idle_ns))
         gs, ge = idle_gaps(m, int(b.ts_ns[worst]), int(b.ts_ns[worst] + b.dur_ns[worst]))
         big = np.argsort(-(ge - gs))[:c.MAX_EVIDENCE]
         ev = [{"name": f"step {int(n)}", "ts_ns": int(t), "dur_ns": int(d), "idle_ns": int(x), "rank": m.rank,
                "busy_pct": round(100.0 * (c0 + c1) / max(d, 1), 1)}
               for n, t, d, x, c0, c1 in zip(b.number, b.ts_ns, b.dur_ns, b.idle_ns, b.compute_ns, b.memcpy_ns)]
+        if p is not None and billed > 0:
+            ev.insert(0, {"name": "host/kernel wait billed by launch_bound and copy findings", "dur_ns": billed,
+                          "rank": m.rank})
         ev += [{"name": "idle gap", "ts_ns": int(gs[j]), "dur_ns": int(ge[j] - gs[j]), "rank": m.rank} for j in big]
         if parts["host wait"] >= parts["kernel wait"]:
             fix = ("The CPU does not queue work fast enough (host wait): look at the CPU ops between kernels; "
