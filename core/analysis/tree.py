@@ -91,7 +91,8 @@ def python_stack(model: TraceModel, row: int, max_frames: int = 64) -> list[int]
     return [int(r.start + c) for c in cand[:max_frames]]
 
 
-LIBRARY_MARKERS = ("site-packages", "dist-packages", "/torch/", "/lib/python", "core/runner/")
+# torchinductor_<user>/: the code torch.compile generates (output_code), not the user's
+LIBRARY_MARKERS = ("site-packages", "dist-packages", "/torch/", "/lib/python", "core/runner/", "/torchinductor_")
 LIBRARY_PREFIXES = ("torch/", "<built-in", "<frozen", "threading.py", "runpy.py", "contextlib.py", "functools.py",
                     "nn.Module:", "Optimizer.", "<string>", "typing.py")
 

@@ -68,7 +68,9 @@ def format_table(result) -> str:
     files = f" in {traces} trace files" if traces != s["ranks"] else ""
     lines = [f"{s['trace']}",
              f"  {s['steps']} step(s), mean {units.fmt_ns(s['mean_step_ns'])}, {s['ranks']} rank(s){files}; "
-             f"{len(result.findings)} finding(s) in {s['analysis_s']:.2f} s", ""]
+             f"{len(result.findings)} finding(s) in {s['analysis_s']:.2f} s"]
+    lines.extend(f"  warning: {w}" for w in s.get("warnings", ()))
+    lines.append("")
     if result.findings:
         lines.append(f"  {'SEVERITY':8} {'RULE':22} {'IMPACT':>10} {'%STEP':>6} {'COUNT':>6}  TITLE")
         for f in result.findings:

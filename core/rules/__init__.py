@@ -98,24 +98,36 @@ def iter_analyze(trace_set, config: dict | None = None, rules: Iterable[Rule] | 
 
 
 def _capability_notes(ctx: RuleContext) -> list[CheckNotRun]:
-    """What the trace lacks, once per analysis (profiler options off), so nobody reads silence as 'clean'."""
+    """What the trace lacks, once per analysis (profiler options off), so nobody reads silence as 'clean'.
+    On a truncated file the absence may only mean the cut came first, so the notes say so instead of
+    blaming the profiler options."""
     from core.rules import common as c
     notes = []
     for i, m in enumerate(ctx.models):
         who = f"{ctx.label(i)}: " if len(ctx.models) > 1 else ""
+        cut = c.truncated(m)
         if not c.has_stacks(m):
             from core.rules import sync_sites
             extra = ", except host-sync lines the runner recorded" if sync_sites.sites(ctx, m.rank) else ""
-            notes.append(CheckNotRun("source", who + f"no Python stacks (with_stack=False): findings carry no "
+            why = ("Python stacks are not in the loaded part of a truncated file" if cut
+                   else "no Python stacks (with_stack=False)")
+            notes.append(CheckNotRun("source", who + f"{why}: findings carry no "
                                      f"file/line{extra} (compile.json reasons still apply)"))
         if not c.has_shapes(m):
-            notes.append(CheckNotRun("non_contiguous_input", who + "no input shapes/strides (record_shapes=False): "
+            why = ("input shapes/strides are not in the loaded part of a truncated file" if cut
+                   else "no input shapes/strides (record_shapes=False)")
+            notes.append(CheckNotRun("non_contiguous_input", who + f"{why}: "
                                      "layout copies found from the call tree only; zeros_then_overwrite shape "
                                      "check skipped"))
         if c.gpu_event_count(m) == 0:
-            notes.append(CheckNotRun("gpu", who + "CPU-only trace: GPU rules (launch_bound, gpu_idle, fp32_gemm, "
-                                     "pageable_memcpy, channels_last) do not apply; ops that would sync on a GPU "
-                                     "are reported as hints"))
+            if cut:
+                notes.append(CheckNotRun("gpu", who + "GPU events are not in the loaded part of a truncated file "
+                                         "(Kineto writes them after the CPU events): GPU rules (launch_bound, "
+                                         "gpu_idle, fp32_gemm, pageable_memcpy, channels_last) could not run"))
+            else:
+                notes.append(CheckNotRun("gpu", who + "CPU-only trace: GPU rules (launch_bound, gpu_idle, fp32_gemm, "
+                                         "pageable_memcpy, channels_last) do not apply; ops that would sync on a GPU "
+                                         "are reported as hints"))
     return notes
 
 
@@ -148,5 +160,6 @@ def _summary(ctx: RuleContext, findings: list[Finding], not_run: list[CheckNotRu
         "per_rule": per_rule,
         "per_severity": per_sev,
         "checks_not_run": [n.to_json() for n in not_run],
+        "warnings": list(ctx.trace_set.all_warnings),  # loader warnings (same field as `ptprof info --json`)
         "analysis_s": round(elapsed, 4),
     }

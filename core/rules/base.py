@@ -185,7 +185,8 @@ class RuleContext:
         return 100.0 * float(impact_ns) / total if total > 0 else 0.0
 
     def severity(self, impact_pct: float, impact_ns: float, hint: bool = False) -> Severity:
-        """By cost: share of step time, or absolute time per step for long steps."""
+        """By cost as a share of total step time (impact_pct). Costs paid every step should use
+        `per_step_severity` instead: one long step (a compile, a checkpoint) dilutes the share."""
         if hint:
             return Severity.INFO
         sev = self.config.get("severity", {})
@@ -194,6 +195,28 @@ class RuleContext:
         if impact_pct >= sev.get("warning_pct", 3.0):
             return Severity.WARNING
         return Severity.INFO
+
+    def typical_step_ns(self, index: int) -> int:
+        """Median duration of the steps without torch.compile activity (all steps when every one has it):
+        what one ordinary step costs, undistorted by a compile step that lasts seconds."""
+        def compute():
+            from core.analysis import intervals
+            from core.rules.common import compile_windows
+            st = self.steps(index)
+            d = st.t1_ns - st.t0_ns
+            if not len(d):
+                return 0
+            cw0, cw1 = compile_windows(self.models[index])
+            plain = intervals.covered(cw0, cw1, st.t0_ns, st.t1_ns) == 0 if len(cw0) else np.ones(len(d), bool)
+            return int(np.median(d[plain] if plain.any() else d))
+        return self.memoized(f"typical_step:{index}", compute)
+
+    def per_step_severity(self, index: int, per_step_ns: float) -> Severity:
+        """Severity of a cost paid in each affected step, by its share of the typical step
+        (`typical_step_ns`), with the same lines as `severity`."""
+        typical = self.typical_step_ns(index)
+        pct = 100.0 * float(per_step_ns) / typical if typical > 0 else 0.0
+        return self.severity(pct, per_step_ns)
 
     def finding(self, rule: str, index: int, *, title: str, count: int, impact_ns: float,
                 time_ranges, evidence, source, fix: str, evidence_rows=(), hint: bool = False,

@@ -156,6 +156,16 @@ def has_stacks(model: TraceModel) -> bool:
     return bool((model.slices.call_stack > 0).any() or (model.tracks.kind == TrackKind.PYTHON).any())
 
 
+def truncated(model: TraceModel) -> bool:
+    """The loader recovered a cut file: missing events may just lie past the cut."""
+    return any("truncated" in w for w in model.warnings)
+
+
+def no_gpu_words(model: TraceModel) -> str:
+    """Why a model has no GPU events, in a finding's words."""
+    return "no GPU events in the loaded part of a truncated file" if truncated(model) else "CPU-only trace"
+
+
 def has_shapes(model: TraceModel) -> bool:
     return bool((model.slices.input_dims > 0).any())
 
@@ -218,3 +228,15 @@ def forward_source(model: TraceModel, row: int) -> Source | None:
             return source_of(model, dst_to_src[r])
         r = int(par[r])
     return None
+
+
+def kernel_source(model: TraceModel, kernel_row: int) -> Source | None:
+    """User source of a GPU kernel: that of the runtime call that launched it (LAUNCH flow), else, for a
+    backward kernel, the forward op's user frame."""
+    from core.trace.model import FlowKind
+    f = model.flows
+    hit = np.flatnonzero((f.dst == int(kernel_row)) & (f.kind == FlowKind.LAUNCH))
+    if not len(hit):
+        return None
+    launch = int(f.src[hit[0]])
+    return source_of(model, launch) or forward_source(model, launch)

@@ -110,8 +110,12 @@ def graph_break(ctx: RuleContext) -> RuleOutput:
             why = f": {breaks[0].reason}{at}"
         hints = [h for b in breaks[:3] for h in b.hints if "fundamental" not in h]
         fix = (f"torch says: {' '.join(dict.fromkeys(hints))} " if hints else "") + _BREAK_FIX
+        # severity by the eager time one broken step pays against an ordinary step: the share of total
+        # step time is diluted by compile steps lasting seconds
+        per_step_eager = max(int(eager), 0) / max(len(broken), 1)
+        sev = ctx.per_step_severity(i, per_step_eager) if not steps.synthetic else None
         out.findings.append(ctx.finding(
-            "graph_break", i,
+            "graph_break", i, severity=sev,
             title=f"Graph breaks: {per_step + 1} compiled frames {unit} ({per_step} break(s)){why}",
             count=n_breaks, impact_ns=max(int(eager), 0), time_ranges=[(int(a), int(b)) for a, b in zip(us, ue)],
             evidence=ev, source=sources[0] if sources else None, fix=fix, evidence_rows=g))
@@ -122,6 +126,54 @@ def _short(src: Source) -> str:
     return f"{src.file.rsplit('/', 1)[-1]}:{src.line}"
 
 
+_COMPILE_ID = re.compile(r"compile_id=\[?(\d+)/(\d+)")
+_ENTRY_NAMES = ("entire_frame_compile", "_compile.compile_inner (dynamo_timed)", "dynamo")
+
+
+def _compile_attempts(m) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rows, X, Y) of frame compilations: one row per compile. Dynamo nests `dynamo` >
+    `_compile.compile_inner` > `entire_frame_compile` for every compile, so only the first of those
+    names the trace has is used (outermost when one nests in another). X/Y come from the
+    `..._data: compile_id=X/Y` events inside each compile (-1 when the trace has none)."""
+    s = m.slices
+    rows = np.zeros(0, np.int64)
+    for name in _ENTRY_NAMES:
+        rows = c.rows_with_names(m, f"compile-entry:{name}", c.exact(name))
+        if len(rows):
+            break
+    z = np.zeros(0, np.int64)
+    if not len(rows):
+        return rows, z, z
+    top = c.outermost_chain(m, rows, np.unique(s.name[rows]))
+    rows = np.unique(np.where(top >= 0, top, rows))
+    x = np.full(len(rows), -1, np.int64)
+    y = np.full(len(rows), -1, np.int64)
+    ids = c.name_ids(m, "compile-id", lambda n: "compile_id=" in n)
+    if len(ids):
+        tagged = np.flatnonzero(np.isin(s.name, ids))
+        tagged = tagged[np.argsort(s.ts_ns[tagged], kind="stable")]
+        order = np.argsort(s.ts_ns[rows], kind="stable")
+        r0, r1 = s.ts_ns[rows][order], s.ts_ns[rows][order] + s.dur_ns[rows][order]
+        k = np.searchsorted(r0, s.ts_ns[tagged], side="right") - 1
+        ok = (k >= 0) & (s.ts_ns[tagged] < r1[np.maximum(k, 0)]) & (s.track[tagged] == s.track[rows][order][np.maximum(k, 0)])
+        parsed = {int(n): _COMPILE_ID.search(m.strings[int(n)]) for n in np.unique(s.name[tagged[ok]])}
+        for j, row in zip(k[ok].tolist(), tagged[ok].tolist()):
+            mt = parsed[int(s.name[row])]
+            if mt and x[order[j]] < 0:  # the first tagged event inside a compile names it
+                x[order[j]], y[order[j]] = int(mt.group(1)), int(mt.group(2))
+    return rows, x, y
+
+
+def _first_compile_intervals(m, rows, y) -> tuple[np.ndarray, np.ndarray]:
+    """Where first compiles (Y == 0) run: their compile entries and any event tagged compile_id=X/0."""
+    s = m.slices
+    first = rows[y == 0]
+    tagged = c.rows_with_names(m, "compile-id-first", lambda n: (mt := _COMPILE_ID.search(n)) is not None
+                               and mt.group(2) == "0")
+    sel = np.concatenate([first, tagged])
+    return intervals.union(s.ts_ns[sel], s.ts_ns[sel] + s.dur_ns[sel])
+
+
 @rule("recompile", "torch.compile recompilations")
 def recompile(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
@@ -130,29 +182,45 @@ def recompile(ctx: RuleContext) -> RuleOutput:
         s = m.slices
         steps = ctx.steps(i)
         cw0, cw1 = c.compile_windows(m)
-        ids = c.rows_with_names(m, "compile-entry", lambda n: n in ("entire_frame_compile", "dynamo")
-                                or n.startswith("_compile.compile_inner"))
-        if len(ids) and not steps.synthetic:
-            ids = ids[steps.index_of(s.ts_ns[ids]) >= 0]
-        compile_ns = int(intervals.covered(cw0, cw1, steps.t0_ns, steps.t1_ns).sum()) if len(cw0) else 0
+        att, ax, ay = _compile_attempts(m)
+        if len(att) and not steps.synthetic:
+            keep = steps.index_of(s.ts_ns[att]) >= 0
+            att, ax, ay = att[keep], ax[keep], ay[keep]
+        # Y > 0 is a recompile; an attempt without a compile_id (older torch) counts as one when the
+        # compiled regions show a recompiled frame, as before
+        re_att = ay > 0
+        firsts = att[ay == 0]
         re_mask = y > 0
         if not steps.synthetic and len(rows):
             re_mask &= steps.index_of(s.ts_ns[rows]) >= 0
         re_rows, re_x = rows[re_mask], x[re_mask]
-        in_window = len(ids) > 0 and len(re_rows) > 0
+        if len(re_rows):
+            re_att |= ay < 0
+        ids = att[re_att]
+        # cost: compile activity inside the steps that is not a first compile
+        fs, fe = _first_compile_intervals(m, att, ay)
+        bs, be = intervals.subtract(cw0, cw1, fs, fe) if len(cw0) else (cw0, cw1)
+        compile_ns = int(intervals.covered(bs, be, steps.t0_ns, steps.t1_ns).sum()) if len(bs) else 0
+        first_ns = int(intervals.covered(fs, fe, steps.t0_ns, steps.t1_ns).sum()) if len(fs) else 0
+        in_window = len(ids) > 0 and (len(re_rows) > 0 or bool((ay[re_att] > 0).any()))
         recs = _recompiles_until(ctx, m)
-        if len(rows) and not len(re_rows):
+        if len(rows) and not len(re_rows) and not in_window:
             continue  # the trace shows its compiled frames and none of them was recompiled
-        if not len(re_rows) and not recs:
+        if not len(re_rows) and not in_window and not recs:
             continue
         # failed guards of the frames this window shows ("0/0: ..." is frame 0), else every one
-        shown = set(re_x.tolist())
+        shown = set(re_x.tolist()) | set(ax[re_att].tolist())
         matched = [r for r in recs if shown & set(r.frames)] or recs
-        frames = sorted({m.name(int(r)).split(": ")[-1] for r in re_rows})
-        count = max(len(ids), len(frames)) if len(re_rows) else len(matched)
+        tagged = sorted({f"{a}/{b}" for a, b in zip(ax[re_att].tolist(), ay[re_att].tolist()) if b > 0})
+        frames = tagged or sorted({m.name(int(r)).split(": ")[-1] for r in re_rows})
+        count = len(ids) if in_window else (len(frames) if len(re_rows) else len(matched))
         if count < 1:
             continue
         ev = c.evidence(m, np.concatenate([ids, re_rows]) if in_window else re_rows)
+        if len(firsts):
+            ev.insert(0, {"name": "first compiles (not recompiles, not billed)", "count": len(firsts),
+                          "compile_ids": sorted({f"{a}/0" for a in ax[ay == 0].tolist()}), "dur_ns": first_ns,
+                          "rank": m.rank})
         for r in matched[:10]:
             for reason in r.reasons[:3] or ("",):
                 ev.append({"name": f"guard failed: {reason}" if reason else "recompiled",
@@ -164,7 +232,9 @@ def recompile(ctx: RuleContext) -> RuleOutput:
                                                                               for r in matched}))
         if in_window:
             where = "window" if steps.synthetic else "steps"
-            title = f"Recompiled inside the profiled {where} ({len(ids)} compile(s), {what}){why}"
+            also = (f"; plus {len(firsts)} first compile(s), {first_ns / 1e9:.2f} s, not counted" if len(firsts)
+                    else "")
+            title = f"Recompiled inside the profiled {where} ({len(ids)} recompile(s), {what}{also}){why}"
             ranges = [(int(s.ts_ns[r]), int(s.ts_ns[r] + s.dur_ns[r])) for r in ids[:50]]
         else:
             title = f"Compiled code was recompiled before the profiled window ({what}){why}"

@@ -30,6 +30,21 @@ def _multi_rank(ctx: RuleContext, rule_id: str, out: RuleOutput) -> bool:
     return False
 
 
+def one_per_collective(m, coll: np.ndarray) -> np.ndarray:
+    """One row per collective call. A gloo/NCCL all-reduce appears as the c10d:: CPU op, the backend's
+    record_function (gloo:all_reduce, kind COLLECTIVE) under it and its projection on a GPU stream
+    (GPU_ANNOTATION); count the outermost CPU-side op, falling back to the backend's CPU rows, then
+    the NCCL kernels when the CPU side is missing."""
+    s = m.slices
+    cpu = coll[np.isin(s.kind[coll], np.asarray([Kind.CPU_OP, Kind.COLLECTIVE], np.int8))]
+    c10d = c.name_ids(m, "c10d-ops", lambda n: n.startswith("c10d::"))
+    for cand in (cpu[np.isin(s.name[cpu], c10d)], cpu, coll[s.kind[coll] == Kind.KERNEL], coll):
+        if len(cand):
+            top = c.outermost_chain(m, cand, np.unique(s.name[cand]))
+            return np.unique(np.where(top >= 0, top, cand))
+    return coll
+
+
 @rule("comm_bound", "Communication not overlapped with compute")
 def comm_bound(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
@@ -46,7 +61,6 @@ def comm_bound(ctx: RuleContext) -> RuleOutput:
         if not len(coll):
             continue
         steps = ctx.steps(i)
-        cpu_coll = coll[np.isin(s.kind[coll], np.asarray([Kind.COLLECTIVE, Kind.CPU_OP], np.int8))]
         nccl_k = coll[s.kind[coll] == Kind.KERNEL]
         km = s.kind == Kind.KERNEL
         km[nccl_k] = False
@@ -57,12 +71,13 @@ def comm_bound(ctx: RuleContext) -> RuleOutput:
         pct = ctx.pct(i, exposed)
         if pct < min_pct:
             continue
+        calls = ctx.in_steps(i, one_per_collective(m, coll))
+        if not len(calls):
+            calls = one_per_collective(m, coll)
         out.findings.append(ctx.finding(
             "comm_bound", i, title=f"Communication exposed for {fmt_pct(pct)} of step time (not overlapped with "
                                    "compute)",
-            count=len(coll), impact_ns=exposed, time_ranges=c.ranges_of(m, coll), evidence=c.evidence(m, cpu_coll
-                                                                                                      if len(cpu_coll)
-                                                                                                      else coll),
+            count=len(calls), impact_ns=exposed, time_ranges=c.ranges_of(m, calls), evidence=c.evidence(m, calls),
             source=None,
             fix="Overlap gradient all-reduce with backward: use the NCCL backend for GPU tensors (gloo copies through "
                 "the host), tune DDP bucket_cap_mb, use gradient accumulation with no_sync(), or larger per-rank "

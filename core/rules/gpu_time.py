@@ -1,97 +1,187 @@
 """launch_bound and gpu_idle: the GPU waits for the CPU.
 
-launch_bound: runs of >= min_run consecutive short kernels on a stream, each preceded by a GPU idle gap
-at least as long as itself (launch overhead dominates), costed by the idle inside the runs and named by
-the record_function range or user frame that launched them.
+launch_bound: runs of >= min_run consecutive short kernels on a stream, each preceded by a GPU idle gap at
+least as long as itself (launch overhead dominates). Gaps are measured against all GPU activity of the
+stream (kernels, copies, memsets); a copy or memset, a step boundary (by launch time), a host sync
+between two launches or another record_function range around the launch ends a run. Costed by the GPU idle inside the runs (not covered by other streams, not
+a sync drain, which host_sync owns) and named by the record_function range or user frame that launched them.
 gpu_idle: GPU idle share of the steps above max_idle_pct, split HTA-style (core.analysis.breakdown);
-its cost is the idle not already explained by dataloader_bound / host_sync (host wait + kernel wait).
+its cost is the host wait + kernel wait not already billed by launch_bound (idle inside its runs) or the
+copy rules (idle while the CPU is inside a pageable / blocking copy call); DataLoader, compile, sync and
+collective waits are their own rules' costs.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-from core.analysis.breakdown import idle_gaps, step_breakdown
+from core.analysis import intervals
+from core.analysis.breakdown import (SYNC_NAMES, idle_gaps, idle_pieces, launch_ts_of_gpu, step_breakdown,
+                                     sync_drain_intervals)
+from core.analysis.steps import gpu_busy_union
 from core.analysis.tree import ancestor_with_kind
 from core.rules import common as c
 from core.rules.base import CheckNotRun, RuleContext, RuleOutput, Severity, rule
-from core.trace.model import FlowKind, Kind, TrackKind
+from core.trace.model import GPU_KINDS, FlowKind, Kind, TrackKind
 from core.units import fmt_pct
 
 
 MAX_KERNEL_EVIDENCE = 200  # kernels considered for the evidence list (the longest MAX_EVIDENCE are shown)
 
 
-def _runs(flag: np.ndarray, min_run: int) -> list[tuple[int, int]]:
-    """[start, stop) index ranges of consecutive True values at least min_run long."""
+@dataclass(frozen=True, slots=True)
+class LaunchRun:
+    kernels: np.ndarray  # slice rows, in GPU order
+    gap_start_ns: np.ndarray  # idle gaps before kernels[1:] on the stream
+    gap_end_ns: np.ndarray
+    label: str
+
+
+def _group_runs(flag: np.ndarray, brk: np.ndarray, min_run: int) -> list[tuple[int, int]]:
+    """[start, stop) index ranges of consecutive True flags, not crossing a break (brk[j]: j starts anew),
+    at least min_run long."""
     if not len(flag):
         return []
-    d = np.diff(np.concatenate([[0], flag.astype(np.int8), [0]]))
-    starts, stops = np.flatnonzero(d == 1), np.flatnonzero(d == -1)
+    key = np.cumsum(brk | ~flag)
+    idx = np.flatnonzero(flag)
+    if not len(idx):
+        return []
+    k = key[idx]
+    new = np.ones(len(idx), bool)
+    new[1:] = k[1:] != k[:-1]
+    starts = np.flatnonzero(new)
+    stops = np.append(starts[1:], len(idx))
     keep = stops - starts >= min_run
-    return list(zip(starts[keep].tolist(), stops[keep].tolist()))
+    return [(int(idx[a]), int(idx[b - 1]) + 1) for a, b in zip(starts[keep], stops[keep])]
+
+
+def launch_runs(ctx: RuleContext, i: int) -> list[LaunchRun]:
+    """The launch-bound runs of model i (memoised: gpu_idle subtracts their idle)."""
+    return ctx.memoized(f"launch_runs:{i}", lambda: _launch_runs(ctx, i))
+
+
+def _launch_runs(ctx: RuleContext, i: int) -> list[LaunchRun]:
+    cfg = ctx.cfg("launch_bound")
+    short_ns, min_run = int(cfg.get("short_kernel_ns", 10_000)), int(cfg.get("min_run", 32))
+    m = ctx.models[i]
+    s = m.slices
+    f = m.flows
+    launch = f.kind == FlowKind.LAUNCH
+    src_of = np.full(len(s), -1, np.int64)
+    src_of[f.dst[launch]] = f.src[launch]
+    launch_ts = launch_ts_of_gpu(m)
+    steps = ctx.steps(i)
+    sync = c.rows_with_names(m, "sync-calls", c.exact(*SYNC_NAMES), [Kind.RUNTIME])
+    sync_end = np.sort(s.ts_ns[sync] + s.dur_ns[sync])
+    gpu_kinds = np.asarray(GPU_KINDS, np.int8)
+    runs: list[LaunchRun] = []
+    for t in np.flatnonzero(m.tracks.kind == TrackKind.GPU_STREAM).tolist():
+        r = m.track_rows(t)
+        rows = np.arange(r.start, r.stop)
+        rows = rows[np.isin(s.kind[rows], gpu_kinds)]
+        if len(rows) < min_run:
+            continue
+        rows = rows[np.argsort(s.ts_ns[rows], kind="stable")]
+        ts, end = s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows]
+        prev_end = np.concatenate([[ts[0]], np.maximum.accumulate(end)[:-1]])
+        gap = np.maximum(ts - prev_end, 0)
+        dur = s.dur_ns[rows]
+        starved = (s.kind[rows] == Kind.KERNEL) & (dur < short_ns) & (gap >= dur)
+        # where a run may not continue: a new step (by launch time) or a host sync between two launches
+        lt = np.where(launch_ts[rows] >= 0, launch_ts[rows], ts)
+        step = steps.index_of(lt) if not steps.synthetic else np.zeros(len(rows), np.int64)
+        n_sync = np.searchsorted(sync_end, lt, side="right")
+        # ... or a different user range (record_function) around the launch: a run is named by its range
+        ann = np.full(len(rows), -1, np.int64)
+        has = src_of[rows] >= 0
+        ann[has] = ancestor_with_kind(m, src_of[rows][has], (Kind.ANNOTATION,))
+        brk = np.zeros(len(rows), bool)
+        brk[1:] = (step[1:] != step[:-1]) | (n_sync[1:] != n_sync[:-1]) | (ann[1:] != ann[:-1])
+        for a, b in _group_runs(starved & (step >= 0), brk, min_run):
+            run = rows[a:b]
+            launches = src_of[run]
+            anc = ancestor_with_kind(m, launches[launches >= 0], (Kind.ANNOTATION,))
+            label = ""
+            if len(anc) and (anc >= 0).any():
+                names, counts = np.unique(s.name[anc[anc >= 0]], return_counts=True)
+                if counts.max() * 2 >= len(anc):  # the range that launched most of the run
+                    label = m.strings[int(names[np.argmax(counts)])]
+            runs.append(LaunchRun(run, prev_end[a + 1:b], ts[a + 1:b], label))
+    return runs
+
+
+def run_idle_intervals(ctx: RuleContext, i: int, runs: list[LaunchRun] | None = None):
+    """GPU idle inside launch-bound runs: the gaps between their kernels, minus time another stream is busy
+    and minus sync drains (host_sync's cost). A disjoint sorted union."""
+    def compute(rs):
+        m = ctx.models[i]
+        if not rs:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        gs, ge = intervals.union(np.concatenate([r.gap_start_ns for r in rs]),
+                                 np.concatenate([r.gap_end_ns for r in rs]))
+        ok = ge > gs
+        gs, ge = gs[ok], ge[ok]
+        bs, be = gpu_busy_union(m)
+        gs, ge = intervals.subtract(gs, ge, bs, be)
+        ss, se = sync_drain_intervals(m)
+        return intervals.subtract(gs, ge, ss, se) if len(ss) else (gs, ge)
+    if runs is not None:
+        return compute(runs)
+    return ctx.memoized(f"launch_idle:{i}", lambda: compute(launch_runs(ctx, i)))
 
 
 @rule("launch_bound", "Launch-bound kernel sequences")
 def launch_bound(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
-    cfg = ctx.cfg("launch_bound")
-    short_ns, min_run = int(cfg.get("short_kernel_ns", 10_000)), int(cfg.get("min_run", 32))
     for i, m in enumerate(ctx.models):
         s = m.slices
         f = m.flows
         launch = f.kind == FlowKind.LAUNCH
         src_of = np.full(len(s), -1, np.int64)
         src_of[f.dst[launch]] = f.src[launch]
-        groups: dict[str, dict] = {}
-        for t in np.flatnonzero(m.tracks.kind == TrackKind.GPU_STREAM).tolist():
-            r = m.track_rows(t)
-            rows = np.arange(r.start, r.stop)
-            rows = rows[s.kind[rows] == Kind.KERNEL]
-            if len(rows) < min_run:
-                continue
-            rows = rows[np.argsort(s.ts_ns[rows], kind="stable")]
-            ts, end = s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows]
-            prev_end = np.concatenate([[ts[0]], np.maximum.accumulate(end)[:-1]])
-            gap = np.maximum(ts - prev_end, 0)
-            starved = (s.dur_ns[rows] < short_ns) & (gap >= s.dur_ns[rows])
-            for a, b in _runs(starved, min_run):
-                run = rows[a:b]
-                launches = src_of[run]
-                anc = ancestor_with_kind(m, launches[launches >= 0], (Kind.ANNOTATION,))
-                label = ""
-                if len(anc) and (anc >= 0).any():
-                    names, counts = np.unique(s.name[anc[anc >= 0]], return_counts=True)
-                    if counts.max() * 2 >= len(anc):  # the range that launched most of the run
-                        label = m.strings[int(names[np.argmax(counts)])]
-                g = groups.setdefault(label, {"kernels": [], "launches": [], "idle": 0, "ranges": []})
-                g["kernels"].append(run)
-                g["launches"].append(launches[launches >= 0])
-                g["idle"] += int(gap[a + 1:b].sum())
-                g["ranges"].append((int(ts[a]), int(end[b - 1])))
+        groups: dict[str, list[LaunchRun]] = {}
+        for run in launch_runs(ctx, i):
+            groups.setdefault(run.label, []).append(run)
         steps = ctx.steps(i)
         for label, g in groups.items():
-            k = np.concatenate(g["kernels"])
-            ln = np.concatenate(g["launches"])
-            if not steps.synthetic:
-                inside = steps.index_of(s.ts_ns[k]) >= 0
-                if not inside.any():
-                    continue
+            k = np.concatenate([r.kernels for r in g])
+            ln = src_of[k]
+            ln = ln[ln >= 0]
+            idle_s, idle_e = run_idle_intervals(ctx, i, g)
+            idle = int(intervals.covered(idle_s, idle_e, steps.t0_ns, steps.t1_ns).sum()) if not steps.synthetic \
+                else int((idle_e - idle_s).sum())
             gpu_ns, cpu_ns = int(s.dur_ns[k].sum()), int(s.dur_ns[ln].sum())
             where = f" in {label}" if label else ""
             src = c.source_of(m, int(ln[0])) if len(ln) else None
+            ranges = [(int(s.ts_ns[r.kernels[0]]), int(s.ts_ns[r.kernels[-1]] + s.dur_ns[r.kernels[-1]])) for r in g]
             ev = c.evidence(m, k[:MAX_KERNEL_EVIDENCE])
             ev.insert(0, {"name": "summary", "kernels": len(k), "gpu_kernel_ns": gpu_ns, "cpu_launch_ns": cpu_ns,
-                          "runs": len(g["ranges"]), "rank": m.rank})
+                          "idle_ns": idle, "runs": len(g), "rank": m.rank})
             out.findings.append(ctx.finding(
                 "launch_bound", i,
                 title=f"Launch-bound{where}: {len(k)} short kernels (mean {gpu_ns / len(k) / 1e3:.1f} µs) with the "
                       f"GPU idle between them; CPU launch time {cpu_ns / 1e6:.2f} ms vs GPU time {gpu_ns / 1e6:.2f} ms",
-                count=len(k), impact_ns=g["idle"], time_ranges=g["ranges"][:c.MAX_RANGES], evidence=ev, source=src,
+                count=len(k), impact_ns=idle, time_ranges=ranges[:c.MAX_RANGES], evidence=ev, source=src,
                 fix="Fuse the small ops: torch.compile the loop/function (or vectorise the Python loop into one "
                     "tensor op), or capture it with CUDA graphs (torch.cuda.graphs / mode='reduce-overhead'); "
                     "larger batches also amortise launch overhead.",
                 evidence_rows=np.concatenate([k, ln])))
     return out
+
+
+def copy_call_intervals(m) -> tuple[np.ndarray, np.ndarray]:
+    """CPU intervals inside the runtime calls of pageable or blocking copies (their GPU idle is the copy
+    rules' cost: pageable_memcpy / sync_memcpy)."""
+    s = m.slices
+    f = m.flows
+    launch = f.kind == FlowKind.LAUNCH
+    pageable = c.name_ids(m, "memcpy-pageable-ids", lambda n: "Pageable" in n)
+    sel = launch & np.isin(s.name[f.dst], pageable) & (s.kind[f.dst] == Kind.MEMCPY)
+    blocking = c.rows_with_names(m, "cudaMemcpy-blocking",
+                                 lambda n: n.startswith("cudaMemcpy") and "Async" not in n, [Kind.RUNTIME])
+    rows = np.unique(np.concatenate([f.src[sel], blocking]))
+    return intervals.union(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
 
 
 @rule("gpu_idle", "GPU idle during steps")
@@ -103,7 +193,7 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
     for i, m in enumerate(ctx.models):
         b = step_breakdown(m, kw)
         if not b.has_gpu:
-            out.not_run.append(CheckNotRun("gpu_idle", "no GPU activity in the trace (CPU-only)"))
+            out.not_run.append(CheckNotRun("gpu_idle", f"no GPU activity in the trace ({c.no_gpu_words(m)})"))
             continue
         tot = b.totals()
         dur = max(tot["dur_ns"], 1)
@@ -115,12 +205,27 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
                  "collectives": tot["comm_wait_ns"]}
         split = ", ".join(f"{k} {fmt_pct(100 * v / dur)}" for k, v in parts.items() if v)
         unexplained = tot["host_wait_ns"] + tot["kernel_wait_ns"]
+        p = idle_pieces(m, kw)
+        if p is not None:  # the idle other findings already bill: launch-bound runs, copy calls
+            ws, we = intervals.union(np.concatenate([p.host_wait[0], p.kernel_wait[0]]),
+                                     np.concatenate([p.host_wait[1], p.kernel_wait[1]]))
+            ls, le = run_idle_intervals(ctx, i)
+            cs, ce = copy_call_intervals(m)
+            xs, xe = intervals.union(np.concatenate([ls, cs]), np.concatenate([le, ce]))
+            if len(xs):
+                ws, we = intervals.subtract(ws, we, xs, xe)
+            billed = unexplained
+            unexplained = int(intervals.covered(ws, we, b.ts_ns, b.ts_ns + b.dur_ns).sum())
+            billed -= unexplained
         worst = int(np.argmax(b.idle_ns))
         gs, ge = idle_gaps(m, int(b.ts_ns[worst]), int(b.ts_ns[worst] + b.dur_ns[worst]))
         big = np.argsort(-(ge - gs))[:c.MAX_EVIDENCE]
         ev = [{"name": f"step {int(n)}", "ts_ns": int(t), "dur_ns": int(d), "idle_ns": int(x), "rank": m.rank,
                "busy_pct": round(100.0 * (c0 + c1) / max(d, 1), 1)}
               for n, t, d, x, c0, c1 in zip(b.number, b.ts_ns, b.dur_ns, b.idle_ns, b.compute_ns, b.memcpy_ns)]
+        if p is not None and billed > 0:
+            ev.insert(0, {"name": "host/kernel wait billed by launch_bound and copy findings", "dur_ns": billed,
+                          "rank": m.rank})
         ev += [{"name": "idle gap", "ts_ns": int(gs[j]), "dur_ns": int(ge[j] - gs[j]), "rank": m.rank} for j in big]
         if parts["host wait"] >= parts["kernel wait"]:
             fix = ("The CPU does not queue work fast enough (host wait): look at the CPU ops between kernels; "

@@ -136,7 +136,7 @@ def channels_last(ctx: RuleContext) -> RuleOutput:
             "channels_last", i,
             title=f"cuDNN converts tensors between NCHW and NHWC around convolutions ({len(rows)} kernels)",
             count=len(rows), impact_ns=int(s.dur_ns[rows].sum()), time_ranges=c.ranges_of(m, rows),
-            evidence=c.evidence(m, rows), source=None,
+            evidence=c.evidence(m, rows), source=c.kernel_source(m, int(rows[np.argmax(s.dur_ns[rows])])),
             fix="Use channels_last end to end: model.to(memory_format=torch.channels_last) and "
                 "x = x.to(memory_format=torch.channels_last) (with bf16/fp16 autocast cuDNN runs NHWC natively).",
             evidence_rows=rows))

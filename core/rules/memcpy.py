@@ -2,13 +2,14 @@
 
 The direction and host memory kind are only in the GPU event's name (`Memcpy HtoD (Pageable -> Device)`).
 A pageable copy is staged through a driver bounce buffer and is synchronous for the host; costed by the
-GPU copy time plus the CPU time blocked in the copy's runtime calls (and, host->device, the syncs of the
-same op; device->host syncs are host_sync's, e.g. `.cpu()`).
+union of the GPU copy time and the CPU time blocked in the copy's runtime calls (and, host->device, the
+syncs of the same op; device->host syncs are host_sync's, e.g. `.cpu()`): they overlap, so not their sum.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from core.analysis import intervals
 from core.rules import common as c
 from core.rules import sync_sites
 from core.rules.base import RuleContext, RuleOutput, rule
@@ -47,8 +48,11 @@ def pageable_memcpy(ctx: RuleContext) -> RuleOutput:
             ops = np.unique(gop[gop >= 0])
             # H2D: the op's syncs are the copy's (host_sync skips them); D2H syncs stay with host_sync
             g_sync = syncs[np.isin(sync_op, ops)] if len(ops) and d == "HtoD" else np.zeros(0, np.int64)
-            blocked = int(s.dur_ns[gs[gs >= 0]].sum()) + int(s.dur_ns[g_sync].sum())
-            cost = int(s.dur_ns[g].sum()) + blocked
+            # the time the step loses: the GPU copies and the CPU blocked in their calls and syncs overlap
+            # (a pageable copy runs while the CPU waits in cudaMemcpyAsync), so the union, not the sum
+            parts = np.concatenate([g, gs[gs >= 0], g_sync])
+            us, ue = intervals.union(s.ts_ns[parts], s.ts_ns[parts] + s.dur_ns[parts])
+            cost = int((ue - us).sum())
             nbytes = int(np.maximum(s.bytes[g], 0).sum())
             first = int(gop[gop >= 0][0]) if (gop >= 0).any() else int(gs[0])
             if d == "HtoD":

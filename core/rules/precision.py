@@ -40,7 +40,7 @@ def fp32_gemm(ctx: RuleContext) -> RuleOutput:
             "fp32_gemm", i,
             title=f"{len(rows)} GEMM/conv kernels run in FP32 without tensor cores ({gemm_ns / 1e6:.2f} ms)",
             count=len(rows), impact_ns=int(gemm_ns * save), time_ranges=c.ranges_of(m, rows),
-            evidence=ev[:c.MAX_EVIDENCE], source=None,
+            evidence=ev[:c.MAX_EVIDENCE], source=c.kernel_source(m, int(rows[np.argmax(s.dur_ns[rows])])),
             fix="Run the model under torch.autocast('cuda', dtype=torch.bfloat16) (bf16 tensor cores), or at least "
                 "allow TF32: torch.backends.cuda.matmul.allow_tf32 = True / "
                 "torch.set_float32_matmul_precision('high') (and torch.backends.cudnn.allow_tf32 = True).",

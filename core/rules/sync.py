@@ -46,6 +46,11 @@ _ALIASES = {"aten::_local_scalar_dense": "aten::item", "aten::to": "aten::copy_"
             "aten::_unique2": "aten::nonzero"}
 
 
+def _label(op: str) -> str:
+    """How a finding names the op: aten::index only syncs for a boolean mask (an integer index does not)."""
+    return "boolean-mask indexing (aten::index)" if op == "aten::index" else op
+
+
 def _why(op: str) -> tuple[str, str]:
     return _WHY.get(_ALIASES.get(op, op), (f"{op} waits for the GPU", _WHY[""][1]))
 
@@ -105,7 +110,7 @@ def host_sync(ctx: RuleContext) -> RuleOutput:
             first = int(g_cause[0]) if g_cause[0] >= 0 else int(g_rows[0])
             region = _enclosing_annotation(m, first)
             why, fix = _why(op or (region if region.startswith("DistributedDataParallel") else ""))
-            label = op or m.name(int(g_rows[0]))
+            label = _label(op) if op else m.name(int(g_rows[0]))
             where = f" in {region}" if region else ""
             ev_rows = np.concatenate([g_rows, g_cause[g_cause >= 0]])
             ev = c.evidence(m, g_rows, cause=label, annotation=region or "")
@@ -176,8 +181,12 @@ def _cpu_hints(ctx: RuleContext, i: int) -> RuleOutput:
         return out
     aten = c.name_ids(m, "aten", lambda n: n.startswith("aten::"))
     top = c.outermost_chain(m, rows, aten)
-    rows = np.unique(np.where(top >= 0, top, rows))
-    rows = rows[np.isin(m.slices.name[rows], c.name_ids(m, "would-sync-ids", c.exact(*WOULD_SYNC)))]
+    # name the op the user called: aten::item over _local_scalar_dense, aten::index over the nonzero of a
+    # boolean mask; an unrelated outer op (aten::masked_fill ...) keeps the inner op's name
+    named = c.name_ids(m, "would-sync-named", c.exact(*WOULD_SYNC, "aten::index"))
+    ok = top >= 0
+    ok[ok] = np.isin(m.slices.name[top[ok]], named)
+    rows = np.unique(np.where(ok, top, rows))
     opt = c.ancestor_matching(m, rows, c.name_ids(m, "optimizer-ann", lambda n: n.startswith("Optimizer.")))
     rows = rows[opt < 0]
     cw0, cw1 = c.compile_windows(m)
@@ -190,8 +199,9 @@ def _cpu_hints(ctx: RuleContext, i: int) -> RuleOutput:
         g = rows[s.name[rows] == nid]
         op = m.strings[nid]
         why, fix = _why(op)
+        op = _label(op)
         out.findings.append(ctx.finding(
-            "host_sync", i, title=f"{op} would block on a GPU: {why} ({len(g)}×, CPU-only trace)",
+            "host_sync", i, title=f"{op} would block on a GPU: {why} ({len(g)}×, {c.no_gpu_words(m)})",
             count=len(g), impact_ns=int(s.dur_ns[g].sum()), time_ranges=c.ranges_of(m, g),
             evidence=c.evidence(m, g), source=c.source_of(m, int(g[0])), fix=fix, evidence_rows=g, hint=True))
     return out

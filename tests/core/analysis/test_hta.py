@@ -58,3 +58,16 @@ def test_hta_exceptions_become_reasons(monkeypatch):
     report = hta.run_hta(ts, analyses=("temporal_breakdown", "idle_time_breakdown"))
     assert "TypeError" in report["temporal_breakdown"].unavailable
     assert report["idle_time_breakdown"].ok
+
+
+def test_size_guard_uses_the_decompressed_size():
+    """gpu_issues is ~0.3 MB gzipped but ~5 MB of JSON: the guard must see the JSON HTA will parse."""
+    path = shared_trace("gpu_issues.pt.trace.json.gz")
+    ts = load(path, use_cache=False)
+    import os
+    packed, raw = os.path.getsize(path), hta.decompressed_size(str(path))
+    assert raw > 10 * packed
+    limit = (packed + raw) // 2  # the compressed size passes this limit, the decompressed one does not
+    reason = hta.check_available(ts, max_bytes=limit)
+    assert reason is not None and "limit" in reason and f"{raw / 2**20:.0f} MiB" in reason
+    assert hta.check_available(ts, max_bytes=raw + 1) in (None, "HTA is not installed (pip install traceinsight)")

@@ -71,3 +71,25 @@ def test_rule_selection_and_bad_input(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:  # argparse usage error: exit 2, one line
         main(["analyze", path, "--fail-on", "fatal"])
     assert exc.value.code == 2
+
+
+def test_truncated_trace_shows_the_loader_warning(tmp_path, capsys):
+    """A cut file: the loader's warning reaches the table and summary["warnings"] (the field `ptprof info
+    --json` uses), and capability notes blame the cut, not the profiler options."""
+    import gzip
+    text = gzip.open(shared_trace("gpu_issues.pt.trace.json.gz")).read()
+    path = tmp_path / "cut.pt.trace.json"
+    path.write_bytes(text[: len(text) // 3])  # Kineto writes CPU events first: no GPU events survive
+    assert main(["analyze", str(path), "--json", "--no-cache"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert any("truncated" in w for w in doc["summary"]["warnings"])
+    reasons = [n["reason"] for n in doc["summary"]["checks_not_run"]]
+    assert not any("CPU-only trace" in r or "with_stack=False" in r for r in reasons), reasons
+    assert any("not in the loaded part of a truncated file" in r for r in reasons)
+    assert not any("CPU-only" in f["title"] for f in doc["findings"])
+    assert main(["analyze", str(path), "--no-cache"]) == 0
+    table = capsys.readouterr().out
+    assert "warning: file is truncated" in table
+    # a complete trace has no warnings
+    assert main(["analyze", str(shared_trace("gpu_clean.pt.trace.json.gz")), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["summary"]["warnings"] == []
