@@ -37,7 +37,7 @@ def time_base(m: Merged, meta_doc: dict) -> tuple[float, int]:
 
 def build_model(m: Merged, meta_doc: dict, path: str, warnings: list[str]) -> TraceModel:
     strings = m.strings
-    warnings = list(warnings) + m.warnings
+    warnings = _one_truncation_warning(list(warnings) + m.warnings, m.n_events)
     r, a = m.rows, m.args  # consumed (popped) as they are converted: freed memory is reused
     n = len(r["ts"])
     origin_us, base_unix_ns = time_base(m, meta_doc)
@@ -205,6 +205,15 @@ def _sort_order(track: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray) -> np.
         sub = order[rows]
         order[rows] = sub[np.lexsort((-dur_ns[sub], ks[rows]))]
     return order
+
+
+def _one_truncation_warning(warnings: list[str], n_events: int) -> list[str]:
+    """The loader (file cut) and the salvage of the last chunk both notice a truncation: say it once,
+    with the whole file's count."""
+    if not any(w.startswith("file is truncated") for w in warnings):
+        return warnings
+    rest = [w for w in warnings if not w.startswith("file is truncated")]
+    return [f"file is truncated (crashed run?): loaded {n_events:,} complete events, the rest was cut off"] + rest
 
 
 def step_table(slices: SliceTable, strings, step_name_ids: np.ndarray) -> StepTable:
