@@ -9,6 +9,9 @@ so a paint never touches more than a few spans per pixel whatever the trace size
 """
 from __future__ import annotations
 
+import os
+import re
+
 import math
 from dataclasses import dataclass
 
@@ -364,3 +367,39 @@ def short_kernel_name(name: str) -> str:
         if functor:
             return f"{short}<{functor}>"
     return short
+
+
+def distinct_kernel_names(names: list[str], width: int = 48) -> list[str]:
+    """short_kernel_name of each name, made unique: where several full names share a short name
+    (cutlass::Kernel2 x3, multi_tensor_apply_kernel x5), each gets the part of its full name that
+    differs from the others, in brackets ('cutlass::Kernel2 [cutlass_80_tensorop_s1688gemm_64x64…]')."""
+    short = [short_kernel_name(n) for n in names]
+    groups: dict[str, list[int]] = {}
+    for i, sh in enumerate(short):
+        groups.setdefault(sh, []).append(i)
+    out = list(short)
+    for sh, idx in groups.items():
+        if len(idx) < 2:
+            continue
+        full = [names[i] for i in idx]
+        pre = len(os.path.commonprefix(full))
+        suf = len(os.path.commonprefix([f[::-1] for f in full]))
+        while pre > 0 and full[0][pre - 1] not in "<, (":  # start the difference at a token boundary
+            pre -= 1
+        for k, i in enumerate(idx):
+            f = full[k]
+            diff = _QUALIFIER.sub("", f[pre:max(pre, len(f) - suf)]).strip(" ,<>()")
+            if len(diff) > width:
+                diff = diff[:width - 1] + "…"
+            out[i] = f"{sh} [{diff}]" if diff else sh
+    same: dict[str, list[int]] = {}
+    for i, name in enumerate(out):
+        same.setdefault(name, []).append(i)
+    for name, idx in same.items():  # still equal (the difference is past the cut): number them
+        if len(idx) > 1:
+            for k, i in enumerate(idx, 1):
+                out[i] = f"{name} #{k}"
+    return out
+
+
+_QUALIFIER = re.compile(r"(?:\(anonymous namespace\)|[A-Za-z_]\w*)::")

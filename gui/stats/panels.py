@@ -222,7 +222,7 @@ class KernelsPanel(StatsPanel):
     def build_columns(self, m: TraceModel, kt, part: Part) -> list[Column]:
         part.state["names"] = kt.name
         full = m.strings.lookup(kt.name)
-        short = np.array([query.short_kernel_name(n) for n in full], dtype=object)
+        short = np.array(query.distinct_kernel_names(full), dtype=object)  # unique per row
         return [
             Column("Kernel", short, fmt=str, tooltip=lambda r: full[r], align_right=False),
             Column("Calls", kt.calls, _int),

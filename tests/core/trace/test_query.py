@@ -125,3 +125,25 @@ def test_sample_index_counts_every_slice():
     s0, s1 = m.span_ns
     total = sum(ix.count(t, d, s0, s1) for t in range(len(m.tracks)) for d in range(int(m.tracks.max_depth[t]) + 1))
     assert total == len(m.slices)
+
+
+@pytest.mark.parametrize("name", ["gpu_memory.pt.trace.json.gz", "gpu_gpt_big.pt.trace.json.gz"])
+def test_distinct_kernel_names_tell_every_kernel_apart(name):
+    from core.analysis.stats import kernel_table
+    m = load(shared_trace(name), use_cache=False).primary
+    full = m.strings.lookup(kernel_table(m, kinds=(Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)).name)
+    short = [query.short_kernel_name(n) for n in full]
+    distinct = query.distinct_kernel_names(full)
+    assert len(set(distinct)) == len(full) > len(set(short))  # e.g. three cutlass::Kernel2 rows
+    for s, d in zip(short, distinct):
+        assert d.startswith(s)
+        if short.count(s) == 1:
+            assert d == s  # unique names stay short
+
+
+def test_distinct_kernel_names_show_the_difference():
+    names = ["void cutlass::Kernel2<cutlass_80_simt_sgemm_128x256_8x4_nt_align1>(Params)",
+             "void cutlass::Kernel2<cutlass_80_simt_sgemm_256x128_8x4_nn_align1>(Params)", "Memcpy HtoD (Pageable -> Device)"]
+    assert query.distinct_kernel_names(names) == ["cutlass::Kernel2 [cutlass_80_simt_sgemm_128x256_8x4_nt]",
+                                                  "cutlass::Kernel2 [cutlass_80_simt_sgemm_256x128_8x4_nn]",
+                                                  "Memcpy HtoD (Pageable -> Device)"]
