@@ -284,6 +284,24 @@ class MainWindow(QtWidgets.QMainWindow):
                 self.open_path(u.toLocalFile())
         ev.acceptProposedAction()
 
+    def _stop_run_with_progress(self, run) -> None:
+        """Stop the run and wait for its trace to be written, with the window responsive and saying so
+        (the stop escalates to SIGTERM / SIGKILL by itself when the script ignores it)."""
+        run.stop()
+        if not run.is_running:
+            return
+        dlg = QtWidgets.QProgressDialog("Stopping the run and writing its trace…", None, 0, 0, self)
+        dlg.setWindowTitle("Stopping")
+        dlg.setWindowModality(QtCore.Qt.WindowModality.WindowModal)
+        dlg.setMinimumDuration(0)
+        dlg.show()
+        loop = QtCore.QEventLoop(self)
+        run.controller.sig_run_finished.connect(loop.quit)
+        if run.is_running:
+            loop.exec()
+        run.controller.sig_run_finished.disconnect(loop.quit)
+        dlg.close()
+
     def closeEvent(self, ev) -> None:
         run = getattr(getattr(self, "integrations", None), "run_panel", None)
         if run is not None and run.is_running:
@@ -292,7 +310,7 @@ class MainWindow(QtWidgets.QMainWindow):
             if answer != QtWidgets.QMessageBox.StandardButton.Yes:
                 ev.ignore()
                 return
-            run.shutdown()
+            self._stop_run_with_progress(run)
         for job in list(self.jobs):
             job.cancel()
         super().closeEvent(ev)

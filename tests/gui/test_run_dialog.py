@@ -57,6 +57,7 @@ def test_settings_are_remembered_per_script(qtbot, tmp_path):
     d.args.setText("--epochs 2")
     d.active.setValue(7)
     d.profile_memory.setChecked(False)
+    d.nvml_hz.setValue(25.0)
     with qtbot.waitSignal(d.accepted, timeout=60_000):  # after the automatic interpreter check
         d.accept()
     assert d.accepted_config is not None and d.accepted_config.schedule.active == 7
@@ -64,6 +65,7 @@ def test_settings_are_remembered_per_script(qtbot, tmp_path):
     again = RunDialog(script=str(a))
     qtbot.addWidget(again)
     assert again.args.text() == "--epochs 2" and again.active.value() == 7 and not again.profile_memory.isChecked()
+    assert d.accepted_config.nvml_hz == 25.0 and again.nvml_hz.value() == 25.0
     other = RunDialog(script=str(b))
     qtbot.addWidget(other)
     assert other.args.text() == "" and other.active.value() == 3

@@ -74,3 +74,27 @@ def test_shutdown_stops_a_training_run_cleanly(qtbot, tmp_path):
     s = panel.controller.session
     assert s.exit_code == 130 and s.proc.signals_sent == ["SIGINT"]
     assert len(s.bundle.trace_files()) == 1  # the active window was flushed
+
+
+def test_closing_the_window_stops_the_run_without_freezing(qtbot, main_window, tmp_path, monkeypatch):
+    """Closing the app during a run: after "Yes", a progress dialog stays up (the event loop keeps
+    running: timers tick) until the trace is written; then the window closes."""
+    from PySide6 import QtCore, QtWidgets
+    win = main_window
+    run = win.integrations.run_panel
+    script = write(tmp_path, "forever.py", TRAIN)
+    steps = []
+    run.controller.sig_step_received.connect(steps.append)
+    run.start(_cfg(tmp_path, script, ["-1"], schedule=Schedule(0, 1, 100000, 1)))
+    qtbot.waitUntil(lambda: len(steps) >= 3, timeout=60_000)
+    monkeypatch.setattr(QtWidgets.QMessageBox, "question", lambda *a, **k: QtWidgets.QMessageBox.StandardButton.Yes)
+    ticks = []
+    timer = QtCore.QTimer()
+    timer.timeout.connect(lambda: ticks.append(time.monotonic()))
+    timer.start(20)
+    win.close()
+    timer.stop()
+    s = run.controller.session
+    assert s.finished and s.exit_code == 130 and len(s.bundle.trace_files()) == 1
+    assert len(ticks) >= 3 and max(b - a for a, b in zip(ticks, ticks[1:])) < 1.0  # never frozen
+    assert not win.isVisible()
