@@ -158,8 +158,7 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
             rows = np.asarray(rows, np.int64)
             if len(rows):
                 out[mi] = rows[np.argsort(self.models[mi].slices.ts_ns[rows], kind="stable")]
-        self.item.highlights = out
-        self.item.update()
+        self.item.set_highlights(out)
 
     def fit_selection(self) -> None:
         """Zoom to the selected slice; with nothing selected, show the whole trace."""
