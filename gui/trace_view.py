@@ -6,7 +6,7 @@ import numpy as np
 from PySide6 import QtCore, QtWidgets
 
 from core.trace import query
-from core.trace.model import TraceSet
+from core.trace.model import TraceSet, TrackKind
 from gui.memory.panel import MemoryPanel
 from gui.stats.panels import KernelsPanel, OpsPanel, StatsPanel, StepsPanel
 from gui.theme import Theme
@@ -21,7 +21,8 @@ from gui.timeline.view import RowScrollBar, TimelineWidget
 
 def counter_rows(ts: TraceSet) -> list[CounterRow]:
     """Timeline counter rows: allocated memory per GPU of each rank (full row = peak reserved) and
-    NVML GPU utilisation (full row = 100 %) for the first rank."""
+    NVML GPU utilisation (full row = 100 %) under the rank that ran on that GPU (under the first
+    shown rank when no single rank did)."""
     rows = []
     for mi, m in enumerate(ts.models):
         for s in memory_series(m):
@@ -30,9 +31,20 @@ def counter_rows(ts: TraceSet) -> list[CounterRow]:
                                    s.allocated_bytes.astype(float), top, "#4a7fd4"))
     for c in counter_series(ts.nvml, ts.nvml_strings) if ts.nvml is not None else []:
         if c.name.endswith("/gpu_util"):
-            rows.append(CounterRow(0, f"NVML {c.name.split('/')[0]} util (0–100 %)", c.ts_ns, c.value, 100.0,
+            rows.append(CounterRow(_model_of_gpu(ts, c.name.split("/")[0]), f"NVML {c.name.split('/')[0]} util (0–100 %)", c.ts_ns, c.value, 100.0,
                                    "#2e9e4f"))
     return rows
+
+
+def _model_of_gpu(ts: TraceSet, gpu: str) -> int:
+    """Index of the one model with GPU streams on NVML device `gpu` ("gpu1"), else -1."""
+    try:
+        dev = int(gpu.removeprefix("gpu"))
+    except ValueError:
+        return -1
+    hits = [mi for mi, m in enumerate(ts.models)
+            if ((m.tracks.kind == TrackKind.GPU_STREAM) & (m.tracks.device == dev)).any()]
+    return hits[0] if len(hits) == 1 else -1
 
 
 class TraceView(QtWidgets.QWidget):
@@ -207,6 +219,7 @@ class TraceView(QtWidgets.QWidget):
             mi = i - 1
             hidden = set(range(len(self.models))) - {mi}
         self.timeline.set_hidden_models(hidden)
+        self.search.set_hidden_models(hidden)
         self._set_stats_model(mi)
         self.memory.set_trace(self.trace_set, mi)
         self.fit_splitter()

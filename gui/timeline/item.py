@@ -39,7 +39,8 @@ class TimelineItem(pg.GraphicsObject):
         self._clip = (-2.0, 2.0)  # device x range drawn this paint (view +- 2 px)
         self._hl: list[Highlight] = []  # per model: rows, start/end ns, timeline row, running max end
         self.flows: list[tuple[int, int, int]] = []  # (model, src row, dst row) arrows to draw
-        self.step_bands: list[tuple[int, int]] = []  # (ts_ns, end_ns) alternating background
+        self.step_bands: dict[int, list[tuple[int, int]]] = {}  # model -> (ts_ns, end_ns) alternating background
+        self._model_rows: dict[int, tuple[int, int]] = {}  # model -> its rows [first, last + 1)
         self.counters: list[CounterRow] = []
         self.last_paint_s = 0.0
         self.last_rects = 0
@@ -65,6 +66,10 @@ class TimelineItem(pg.GraphicsObject):
         self.rows = rows
         self._row_at = track_row_index(rows)
         self._row_lut = row_luts(self.models, rows)
+        self._model_rows = {}
+        for i, r in enumerate(rows):
+            a, _ = self._model_rows.get(r.model, (i, i))
+            self._model_rows[r.model] = (a, i + 1)
         self.set_highlights(self.highlights)
 
     def row_of_slice(self, model: int, row: int) -> int:
@@ -242,17 +247,20 @@ class TimelineItem(pg.GraphicsObject):
         p.drawRects(*self._rects.drawargs())
 
     def _paint_bands(self, p, x0, x1, sx, dx, sy, dy, r0, r1) -> None:
-        if not self.step_bands:
-            return
+        """Every other ProfilerStep of each rank as a band behind that rank's rows."""
         p.setPen(QtCore.Qt.PenStyle.NoPen)
         p.setBrush(self.theme.step_band)
-        top = r0 * sy + dy
-        height = (r1 - r0) * sy
-        for i, (a, b) in enumerate(self.step_bands):
-            if i % 2 or b < x0 or a > x1:
+        for mi, bands in self.step_bands.items():
+            a_row, b_row = self._model_rows.get(mi, (0, 0))
+            a_row, b_row = max(a_row, r0), min(b_row, r1)
+            if b_row <= a_row:
                 continue
-            xa, xb = np.clip(np.array([a * sx + dx, b * sx + dx]), *self._clip)
-            p.drawRect(QtCore.QRectF(xa, top, xb - xa, height))
+            top, height = a_row * sy + dy, (b_row - a_row) * sy
+            for i, (a, b) in enumerate(bands):
+                if i % 2 or b < x0 or a > x1:
+                    continue
+                xa, xb = np.clip(np.array([a * sx + dx, b * sx + dx]), *self._clip)
+                p.drawRect(QtCore.QRectF(xa, top, xb - xa, height))
 
     def _paint_texts(self, p, texts, sy, dy) -> None:
         """Names inside wide slices: widths cached per name, eliding is a string cut, and each

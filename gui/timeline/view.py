@@ -17,6 +17,10 @@ from gui.timeline.item import TimelineItem
 from gui.timeline.nav import NavViewBox
 from gui.timeline.rows import COUNTER, CounterRow, RowState, build_rows
 
+REVEAL_MIN_PX = 4.0  # a revealed slice narrower than this on screen is zoomed to
+REVEAL_ZOOM = 20.0  # ... a window this many times its duration (~5 % of the width)
+REVEAL_MIN_WINDOW_NS = 5_000.0  # ... but at least 5 µs, so neighbours of a 1 ns memset show too
+
 
 class TimelineWidget(pg.GraphicsLayoutWidget):
     sig_slice_selected = QtCore.Signal(int, int)  # (model index, slice row); row -1 = cleared
@@ -88,15 +92,21 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
         self.item.update()
 
     def steps_model(self) -> TraceModel | None:
-        """The first shown model: its ProfilerSteps give the background bands and step zooms."""
-        shown = [m for i, m in enumerate(self.models) if i not in self.state.hidden_models]
-        return shown[0] if shown else None
+        """The first shown model: its ProfilerSteps give the default zoom."""
+        mi = self.first_shown_model()
+        return self.models[mi] if mi >= 0 else None
+
+    def first_shown_model(self) -> int:
+        return next((i for i in range(len(self.models)) if i not in self.state.hidden_models), -1)
 
     def _set_step_bands(self) -> None:
-        m = self.steps_model()
-        st = m.steps if m is not None else None
-        self.item.step_bands = [] if st is None or not len(st) else \
-            list(zip(st.ts_ns.tolist(), (st.ts_ns + st.dur_ns).tolist()))
+        """Each shown rank's ProfilerStep bands behind that rank's rows."""
+        bands = {}
+        for mi, m in enumerate(self.models):
+            st = m.steps
+            if mi not in self.state.hidden_models and st is not None and len(st):
+                bands[mi] = list(zip(st.ts_ns.tolist(), (st.ts_ns + st.dur_ns).tolist()))
+        self.item.step_bands = bands
 
     def toggle_track(self, model: int, track: int) -> None:
         """Collapse / expand a track's rows (track HEADER folds a whole rank)."""
@@ -139,11 +149,18 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
         self.sig_slice_selected.emit(model, row)
 
     def reveal_slice(self, model: int, row: int, zoom: bool = False) -> None:
+        """Bring a slice into view: zoom=True fits it; otherwise keep the zoom and pan to it when it is
+        off screen, but zoom in around it (REVEAL_ZOOM x its duration) when it would be under
+        REVEAL_MIN_PX wide, so that a 4 µs kernel found from a table is visible in a 1 s view."""
         s = self.models[model].slices
         t0, d = float(s.ts_ns[row]), float(max(1, s.dur_ns[row]))
         x0, x1 = self.view_range()
+        px_per_ns = max(1.0, self.vb.width()) / max(1e-9, x1 - x0)
         if zoom:
             self.show_range(t0 - d * 0.5, t0 + d * 1.5)
+        elif d * px_per_ns < REVEAL_MIN_PX:
+            w = max(d * REVEAL_ZOOM, REVEAL_MIN_WINDOW_NS)
+            self.show_range(t0 + d / 2 - w / 2, t0 + d / 2 + w / 2)
         elif t0 + d < x0 or t0 > x1:
             w = x1 - x0
             self.show_range(t0 + d / 2 - w / 2, t0 + d / 2 + w / 2)
@@ -167,8 +184,9 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
         else:
             self.show_range(*self.item._span)
 
-    def zoom_to_step(self, t_ns: float) -> bool:
-        m = self.steps_model()
+    def zoom_to_step(self, t_ns: float, model: int | None = None) -> bool:
+        """Zoom to the ProfilerStep of `model` (default: the first shown rank) that holds t."""
+        m = self.steps_model() if model is None else self.models[model]
         st = m.steps if m is not None else None
         if st is None or not len(st):
             return False
@@ -255,7 +273,7 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
     def _on_vb_double_clicked(self, t_ns: float, y: float) -> None:
         ri = int(np.floor(y))
         if 0 <= ri < len(self.rows) and self.rows[ri].kind == TrackKind.STEPS:
-            self.zoom_to_step(t_ns)
+            self.zoom_to_step(t_ns, self.rows[ri].model)
             return
         hit = self.item.slice_at(ri, t_ns, 0)
         if hit is not None:

@@ -89,3 +89,26 @@ def test_highlight_all_matches_reaches_the_end_and_follows_folding(tl, gpt_set):
     first = next(i for i, r in enumerate(tl.rows) if r.track == cpu.track)
     on_track = m.slices.track[rows] == cpu.track
     assert np.all(tl.item.rows_of_slices(0, rows[on_track]) == first)
+
+
+def test_reveal_zooms_to_a_sub_pixel_kernel_and_keeps_zoom_for_wide_slices(tl, gpt_set):
+    m = gpt_set.primary
+    s = m.slices
+    k = np.flatnonzero((s.kind == Kind.KERNEL) & (s.dur_ns > 2_000) & (s.dur_ns < 8_000))
+    row = int(k[len(k) // 2])
+    tl.show_range(*tl.item._span)
+    tl.select_slice(0, row, reveal=True)
+    a, b = tl.view_range()
+    px = s.dur_ns[row] * tl.vb.width() / (b - a)
+    assert px >= 4, "the kernel is visible, not sub-pixel"
+    assert a <= s.ts_ns[row] and s.ts_ns[row] + s.dur_ns[row] <= b
+    assert b - a <= 40 * s.dur_ns[row]
+    # a slice already wide on screen: the zoom stays, the view pans only if needed
+    st = m.steps
+    tl.show_range(float(st.ts_ns[1]), float(st.ts_ns[1] + st.dur_ns[1]))
+    w0 = np.subtract(*tl.view_range()[::-1])
+    in3 = (s.kind == Kind.CPU_OP) & (s.ts_ns > st.ts_ns[3]) & (s.dur_ns > w0 / 50) & (s.dur_ns < w0 / 2)
+    wide = int(np.flatnonzero(in3)[0])
+    tl.select_slice(0, wide, reveal=True)
+    a, b = tl.view_range()
+    assert abs((b - a) - w0) < 1e-6 * w0 and a <= s.ts_ns[wide] <= b
