@@ -41,6 +41,11 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
         self.axis.setTextPen(theme.text)
         self.labels = RowLabels(self.vb, theme)
         self.ci.addItem(self.axis, row=0, col=1)
+        # above the row labels: the anchor time that deep-zoom tick labels ("+100 ns") are offsets from
+        self.anchor_label = pg.LabelItem("", color=theme.text, justify="right", size="9pt")
+        self.anchor_label.setToolTip("tick labels are offsets from this time")
+        self.ci.addItem(self.anchor_label, row=0, col=0)
+        self.axis.sig_anchor_changed.connect(self._on_axis_anchor)
         self.ci.addItem(self.labels, row=1, col=0)
         self.ci.addItem(self.vb, row=1, col=1)
         self.item = TimelineItem(theme)
@@ -278,6 +283,9 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
         hit = self.item.slice_at(ri, t_ns, 0)
         if hit is not None:
             self.reveal_slice(hit[0], hit[1], zoom=True)
+
+    def _on_axis_anchor(self, text: str) -> None:
+        self.anchor_label.setText(f"t₀ = {text}" if text else "")
 
     def _on_vb_range(self, *_):
         x0, x1 = self.view_range()

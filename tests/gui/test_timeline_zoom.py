@@ -112,3 +112,22 @@ def test_reveal_zooms_to_a_sub_pixel_kernel_and_keeps_zoom_for_wide_slices(tl, g
     tl.select_slice(0, wide, reveal=True)
     a, b = tl.view_range()
     assert abs((b - a) - w0) < 1e-6 * w0 and a <= s.ts_ns[wide] <= b
+
+
+def test_time_axis_labels_stay_readable_at_every_zoom(tl, gpt_set):
+    import re
+    s0, s1 = tl.item._span
+    cases = [(s0, s1), (0.5e9, 0.6e9), (1e9, 1e9 + 2e6), (1e9 + 123_456, 1e9 + 123_456 + 200)]
+    for a, b in cases:
+        tl.show_range(a, b)
+        tl.grab()  # paints the axis, which publishes its anchor
+        ax = tl.axis
+        lo, hi = tl.view_range()
+        for spacing, values in ax.tickValues(lo, hi, tl.vb.width()):
+            for text in ax.tickStrings(values, 1, spacing):
+                digits = re.sub(r"\D", "", text)
+                assert len(digits) <= 5, f"{text!r} at a {b - a:.0f} ns view"
+    assert tl.anchor_label.text.startswith("t₀ = 1.000 123 s")
+    tl.show_range(s0, s1)
+    tl.grab()
+    assert tl.anchor_label.text == ""
