@@ -49,8 +49,11 @@ class TimeAxis(pg.AxisItem):
 
     sig_anchor_changed = QtCore.Signal(str)
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args, anchored: bool = False, **kwargs) -> None:
+        """anchored=False (no place shows the anchor): deep-zoom labels are absolute in the unit of
+        the value with the decimals the spacing needs ("1.000000100 s")."""
         super().__init__(*args, **kwargs)
+        self.anchored = anchored
         self.anchor_text = ""
 
     def tickStrings(self, values, scale, spacing):
@@ -65,6 +68,10 @@ class TimeAxis(pg.AxisItem):
         if max((abs(v) for v in values), default=0) / div < ANCHOR_AFTER or anchor_ns == 0:
             self._set_anchor("")
             return [f"{v / div:.{decimals}f} {unit}" for v in values]
+        if not self.anchored:
+            big, big_unit = time_unit(max(abs(v) for v in values))
+            places = decimals + max(0, round(math.log10(big / div)))
+            return [f"{v / big:.{places}f} {big_unit}" for v in values]
         self._set_anchor(fmt_anchor(anchor_ns, anchor_step))
         return [f"+{(v - anchor_ns) / div:.{decimals}f} {unit}" for v in values]
 

@@ -35,7 +35,7 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
         self.ci.layout.setContentsMargins(0, 0, 0, 0)
         self.ci.layout.setSpacing(0)
         self.vb = NavViewBox(theme.row_px)
-        self.axis = TimeAxis("top")
+        self.axis = TimeAxis("top", anchored=True)
         self.axis.linkToView(self.vb)
         self.axis.setPen(theme.text)
         self.axis.setTextPen(theme.text)
