@@ -69,7 +69,7 @@ class TimeAxis(pg.AxisItem):
             self._set_anchor("")
             return [f"{v / div:.{decimals}f} {unit}" for v in values]
         if not self.anchored:
-            big, big_unit = time_unit(max(abs(v) for v in values))
+            big, big_unit = time_unit(2 * max(abs(v) for v in values))  # 1.0 s, not 1000.0 ms
             places = decimals + max(0, round(math.log10(big / div)))
             return [f"{v / big:.{places}f} {big_unit}" for v in values]
         self._set_anchor(fmt_anchor(anchor_ns, anchor_step))
