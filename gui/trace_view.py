@@ -47,6 +47,9 @@ def _model_of_gpu(ts: TraceSet, gpu: str) -> int:
     return hits[0] if len(hits) == 1 else -1
 
 
+MEMORY_PLOT_PX = 130  # splitter height per memory / NVML plot (its 16 px header + ~110 px of curves)
+
+
 class TraceView(QtWidgets.QWidget):
     sig_slice_selected = QtCore.Signal(int, int)  # (model index, slice row); -1 = none
 
@@ -96,6 +99,8 @@ class TraceView(QtWidgets.QWidget):
         h.addWidget(self.timeline, 1)
         self.row_scroll = RowScrollBar(self.timeline)
         h.addWidget(self.row_scroll)
+        # same right edge for the plots' view boxes as for the timeline's (left: both label_px wide)
+        self.memory.set_right_margin(self.row_scroll.sizeHint().width())
         self.split.addWidget(pane)
         self.split.addWidget(self.memory)
         self.split.addWidget(self.tabs)
@@ -128,6 +133,7 @@ class TraceView(QtWidgets.QWidget):
         self.timeline.set_counters(counter_rows(self.trace_set))
         self.memory.set_trace(self.trace_set, None)
         self.memory.link_x(self.timeline.vb)
+        self.timeline.vb.sigResized.connect(self._on_timeline_resized)
         self.details.set_models(self.models)
         self.search.set_models(self.models)
         self.legend.set_models(self.models)
@@ -143,10 +149,10 @@ class TraceView(QtWidgets.QWidget):
         QtCore.QTimer.singleShot(0, self.timeline.setFocus)  # W/S/A/D work right away
 
     def fit_splitter(self) -> None:
-        """Give the timeline the height its rows need; plots get 160 px; tables keep at least 200 px."""
+        """Give the timeline the height its rows need; plots get MEMORY_PLOT_PX each; tables keep at least 200 px."""
         total = sum(self.split.sizes()) or self.height()
-        mem = 160 if self.memory.curves else 0
-        self.memory.setVisible(bool(self.memory.curves))
+        mem = MEMORY_PLOT_PX * len(self.memory.shown_plots())
+        self.memory.setVisible(mem > 0)
         want = (len(self.timeline.rows) + 1) * self.timeline.theme.row_px + 40
         tl = max(200, min(want, total - mem - 200))
         self.split.setSizes([tl, mem, max(120, total - tl - mem)])
@@ -190,6 +196,11 @@ class TraceView(QtWidgets.QWidget):
     def _on_timeline_range(self, t0: float, t1: float) -> None:
         for panel in self.stats_panels():
             panel.view_t_ns = (t0 + t1) / 2
+
+    def _on_timeline_resized(self, *_) -> None:
+        """pyqtgraph re-lines-up x-linked plots only when the timeline's range changes; a resize of the
+        timeline alone (scroll bar, splitter) would leave them shifted."""
+        self.memory.relink_x(self.timeline.vb)
 
     def _on_goto(self, mi: int, row: int) -> None:
         self.timeline.select_slice(mi, row, reveal=True)

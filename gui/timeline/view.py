@@ -26,6 +26,7 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
     sig_slice_selected = QtCore.Signal(int, int)  # (model index, slice row); row -1 = cleared
     sig_range_changed = QtCore.Signal(float, float)  # visible (t0_ns, t1_ns)
     sig_search_requested = QtCore.Signal(str)  # "find all with this name" from a slice's context menu
+    sig_rows_changed = QtCore.Signal()  # the row layout changed (fold / unfold, rank filter, counters)
 
     def __init__(self, theme: Theme, parent=None) -> None:
         super().__init__(parent)
@@ -88,6 +89,7 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
         self.item.set_rows(self.rows)
         self.vb.n_rows = max(1, len(self.rows))
         self.vb.scroll_rows(0)
+        self.sig_rows_changed.emit()
 
     def set_hidden_models(self, hidden: set[int]) -> None:
         """Rank filter: hide these model indices."""
@@ -333,7 +335,9 @@ def slice_tooltip(m: TraceModel, row: int) -> str:
 
 
 class RowScrollBar(QtWidgets.QScrollBar):
-    """Vertical scroll bar over the timeline's rows (kept in sync with drag / shift+wheel scrolling)."""
+    """Vertical scroll bar over the timeline's rows (kept in sync with drag / shift+wheel scrolling).
+    Always takes its width (disabled when every row fits): plots under the timeline reserve the same
+    right margin, so that one time sits at the same x in the timeline and in them."""
 
     def __init__(self, timeline: TimelineWidget, parent=None) -> None:
         super().__init__(QtCore.Qt.Orientation.Vertical, parent)
@@ -341,6 +345,7 @@ class RowScrollBar(QtWidgets.QScrollBar):
         self._syncing = False
         timeline.vb.sigYRangeChanged.connect(self._on_vb_rows)
         timeline.vb.sigResized.connect(self._on_vb_rows)
+        timeline.sig_rows_changed.connect(self._on_vb_rows)
         self.valueChanged.connect(self._on_value_changed)
 
     def _on_vb_rows(self, *_) -> None:
@@ -352,7 +357,7 @@ class RowScrollBar(QtWidgets.QScrollBar):
         self.setPageStep(max(1, int(vis)))
         self.setValue(int(round(top)))
         self._syncing = False
-        self.setVisible(vb.n_rows > vis)
+        self.setEnabled(vb.n_rows > vis)
 
     def _on_value_changed(self, v: int) -> None:
         if not self._syncing:
