@@ -84,6 +84,7 @@ class TraceView(QtWidgets.QWidget):
         top.setContentsMargins(4, 2, 4, 2)
         self.search.setMinimumWidth(260)
         top.addWidget(self.search, 3)
+        top.addSpacing(12)
         top.addWidget(QtWidgets.QLabel("Ranks:"))
         top.addWidget(self.rank_filter, 1)
         # the colour legend gets its own line so that it is never squeezed by the search box

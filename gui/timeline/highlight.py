@@ -19,13 +19,15 @@ MIN_OUTLINE_PX = 2.0  # a highlighted slice is outlined at least this wide
 
 @dataclass(frozen=True, slots=True)
 class Highlight:
-    """Highlighted slices of one model that sit on a shown row, ordered by start."""
+    """Highlighted slices of one model that sit on a shown row, grouped by row, by start within a row."""
 
     model: int
     start_ns: np.ndarray  # float64
     end_ns: np.ndarray  # float64
-    row: np.ndarray  # int64 timeline row
-    max_end_ns: np.ndarray  # running max of end_ns: searchsorted gives the first slice reaching t
+    row: np.ndarray  # int64 timeline row (non-decreasing)
+    max_end_ns: np.ndarray  # running max of end_ns within each row: searchsorted finds the first reaching t
+    row_ids: np.ndarray  # the distinct rows, ascending
+    offsets: np.ndarray  # group g = [offsets[g], offsets[g + 1])
 
 
 def row_luts(models: list[TraceModel], rows: list[Row]) -> dict[int, np.ndarray]:
@@ -44,37 +46,47 @@ def row_luts(models: list[TraceModel], rows: list[Row]) -> dict[int, np.ndarray]
 
 
 def highlight_of(model: int, rows: np.ndarray, s: SliceTable, timeline_rows: np.ndarray) -> Highlight:
-    """`rows` ordered by start; `timeline_rows` their row (-1 = not shown, dropped here)."""
+    """`rows` ordered by start; `timeline_rows` their row (-1 = not shown, dropped here). Sorting by
+    row happens here once, so that a paint only searches each visible row's group."""
     keep = timeline_rows >= 0
-    rows = rows[keep]
+    order = np.argsort(timeline_rows[keep], kind="stable")  # by row, then by start
+    rows, R = rows[keep][order], timeline_rows[keep][order]
     start = s.ts_ns[rows].astype(np.float64)
     end = start + s.dur_ns[rows]
-    return Highlight(model, start, end, timeline_rows[keep],
-                     np.maximum.accumulate(end) if len(end) else end)
+    bounds = np.flatnonzero(np.concatenate(([True], R[1:] != R[:-1]))) if len(R) else np.zeros(0, np.int64)
+    offsets = np.concatenate((bounds, [len(R)])).astype(np.int64)
+    max_end = end.copy()
+    for a, b in zip(offsets[:-1].tolist(), offsets[1:].tolist()):  # one pass per row (hundreds at most)
+        np.maximum.accumulate(end[a:b], out=max_end[a:b])
+    return Highlight(model, start, end, R, max_end, R[bounds], offsets)
 
 
 def visible_outlines(h: Highlight, x0: float, x1: float, sx: float, dx: float, r0: int, r1: int):
     """Device-pixel outlines (x0 px, x1 px, row) of the highlighted slices in [x0, x1] ns and rows
     [r0, r1), with runs of narrow outlines on one row closer than a pixel merged into one."""
-    a = int(h.max_end_ns.searchsorted(x0, side="left"))
-    b = int(h.start_ns.searchsorted(x1, side="right"))
-    if b <= a:
+    g0, g1 = int(h.row_ids.searchsorted(r0)), int(h.row_ids.searchsorted(r1))
+    ranges = []
+    for g in range(g0, g1):
+        a, b = int(h.offsets[g]), int(h.offsets[g + 1])
+        lo = a + int(h.max_end_ns[a:b].searchsorted(x0, side="left"))
+        hi = a + int(h.start_ns[a:b].searchsorted(x1, side="right"))
+        if hi > lo:
+            ranges.append((lo, hi))
+    if not ranges:
         return np.zeros(0), np.zeros(0), np.zeros(0, np.int64)
-    R = h.row[a:b]
-    idx = np.flatnonzero((h.end_ns[a:b] >= x0) & (R >= r0) & (R < r1)) + a
-    if not len(idx):
-        return np.zeros(0), np.zeros(0), np.zeros(0, np.int64)
+    lens = np.array([b - a for a, b in ranges], np.int64)
+    starts = np.array([a for a, _ in ranges], np.int64)
+    idx = np.arange(int(lens.sum()), dtype=np.int64) + np.repeat(starts - (np.cumsum(lens) - lens), lens)
+    idx = idx[h.end_ns[idx] >= x0]
     R = h.row[idx]
-    order = np.argsort(R, kind="stable")  # by row, then by start (idx is start ordered)
-    idx, R = idx[order], R[order]
     xa = h.start_ns[idx] * sx + dx
     xb = np.maximum(h.end_ns[idx] * sx + dx, xa + MIN_OUTLINE_PX)
     if len(xa) > 1:
         narrow = (xb - xa) < NARROW_PX
         join = narrow[1:] & narrow[:-1] & (R[1:] == R[:-1]) & (xa[1:] - xb[:-1] < 1.0)
         if join.any():
-            starts = np.flatnonzero(np.concatenate(([True], ~join)))
-            xa, xb, R = xa[starts], np.maximum.reduceat(xb, starts), R[starts]
+            keep = np.flatnonzero(np.concatenate(([True], ~join)))
+            xa, xb, R = xa[keep], np.maximum.reduceat(xb, keep), R[keep]
     return xa, xb, R
 
 
