@@ -55,9 +55,17 @@ class TimeAxis(pg.AxisItem):
         super().__init__(*args, **kwargs)
         self.anchored = anchored
         self.anchor_text = ""
+        self._major_ns: float | None = None  # spacing of the coarsest tick level of this draw
+
+    def tickValues(self, minVal, maxVal, size):
+        levels = super().tickValues(minVal, maxVal, size)
+        self._major_ns = levels[0][0] if levels else None
+        return levels
 
     def tickStrings(self, values, scale, spacing):
-        div, unit = time_unit(spacing * 2)
+        """Every tick level of one draw uses the unit and mode the coarsest level picks."""
+        major = self._major_ns or spacing
+        div, unit = time_unit(major * 2)
         decimals = 0
         step = spacing / div
         while step < 1 and decimals < 6:
@@ -65,11 +73,11 @@ class TimeAxis(pg.AxisItem):
             decimals += 1
         lo, hi = (min(self.range), max(self.range)) if self.range else (min(values, default=0), max(values, default=0))
         anchor_ns, anchor_step = time_anchor(lo, hi)
-        if max((abs(v) for v in values), default=0) / div < ANCHOR_AFTER or anchor_ns == 0:
+        if max(abs(lo), abs(hi)) / div < ANCHOR_AFTER or anchor_ns == 0:
             self._set_anchor("")
             return [f"{v / div:.{decimals}f} {unit}" for v in values]
         if not self.anchored:
-            big, big_unit = time_unit(2 * max(abs(v) for v in values))  # 1.0 s, not 1000.0 ms
+            big, big_unit = time_unit(2 * max(abs(lo), abs(hi)))  # 1.0 s, not 1000.0 ms
             places = decimals + max(0, round(math.log10(big / div)))
             return [f"{v / big:.{places}f} {big_unit}" for v in values]
         self._set_anchor(fmt_anchor(anchor_ns, anchor_step))
