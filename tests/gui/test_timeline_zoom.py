@@ -117,7 +117,7 @@ def test_reveal_zooms_to_a_sub_pixel_kernel_and_keeps_zoom_for_wide_slices(tl, g
 def test_time_axis_labels_stay_readable_at_every_zoom(tl, gpt_set):
     import re
     s0, s1 = tl.item._span
-    cases = [(s0, s1), (0.5e9, 0.6e9), (1e9, 1e9 + 2e6), (1e9 + 123_456, 1e9 + 123_456 + 200)]
+    cases = [(s0, s1), (10e6, 18.5e6), (0.5e9, 0.6e9), (1e9, 1e9 + 2e6), (1e9 + 123_456, 1e9 + 123_456 + 200)]
     for a, b in cases:
         tl.show_range(a, b)
         tl.grab()  # paints the axis, which publishes its anchor
@@ -127,7 +127,25 @@ def test_time_axis_labels_stay_readable_at_every_zoom(tl, gpt_set):
             for text in ax.tickStrings(values, 1, spacing):
                 digits = re.sub(r"\D", "", text)
                 assert len(digits) <= 5, f"{text!r} at a {b - a:.0f} ns view"
+                assert text.startswith("+") == bool(tl.anchor_label.text), "offsets exactly when t₀ is shown"
     assert tl.anchor_label.text.startswith("t₀ = 1.000 123 s")
     tl.show_range(s0, s1)
     tl.grab()
     assert tl.anchor_label.text == ""
+
+
+def test_flow_arrow_and_selection_drawn_at_deep_zoom(tl, gpt_set):
+    m = gpt_set.primary
+    s = m.slices
+    k = np.flatnonzero((s.kind == Kind.KERNEL) & (s.ts_ns > 1.0e9))
+    row = next(int(r) for r in k if query.launcher_of(m, int(r)) >= 0)
+    src = query.launcher_of(m, row)
+    assert s.ts_ns[row] - s.ts_ns[src] > 1_000  # the launch is far off screen at a 200 ns view
+    tl.select_slice(0, row, reveal=False)
+    t = float(s.ts_ns[row])
+    tl.show_range(t - 100, t + 100)
+    tl.vb.scroll_to_row(tl.item.row_of_slice(0, row))
+    img = tl.grab().toImage()
+    rect = _vb_rect(tl)
+    assert _count(img, rect, {tl.theme.flow.rgb() & 0xFFFFFF}) > 3
+    assert _count(img, rect, {tl.theme.selection.rgb() & 0xFFFFFF}) > 3
