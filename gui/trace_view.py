@@ -6,7 +6,7 @@ import numpy as np
 from PySide6 import QtCore, QtWidgets
 
 from core.trace import query
-from core.trace.model import TraceSet
+from core.trace.model import TraceSet, TrackKind
 from gui.memory.panel import MemoryPanel
 from gui.stats.panels import KernelsPanel, OpsPanel, StatsPanel, StepsPanel
 from gui.theme import Theme
@@ -21,7 +21,8 @@ from gui.timeline.view import RowScrollBar, TimelineWidget
 
 def counter_rows(ts: TraceSet) -> list[CounterRow]:
     """Timeline counter rows: allocated memory per GPU of each rank (full row = peak reserved) and
-    NVML GPU utilisation (full row = 100 %) for the first rank."""
+    NVML GPU utilisation (full row = 100 %) under the rank that ran on that GPU (under the first
+    shown rank when no single rank did)."""
     rows = []
     for mi, m in enumerate(ts.models):
         for s in memory_series(m):
@@ -30,9 +31,23 @@ def counter_rows(ts: TraceSet) -> list[CounterRow]:
                                    s.allocated_bytes.astype(float), top, "#4a7fd4"))
     for c in counter_series(ts.nvml, ts.nvml_strings) if ts.nvml is not None else []:
         if c.name.endswith("/gpu_util"):
-            rows.append(CounterRow(0, f"NVML {c.name.split('/')[0]} util (0–100 %)", c.ts_ns, c.value, 100.0,
+            rows.append(CounterRow(_model_of_gpu(ts, c.name.split("/")[0]), f"NVML {c.name.split('/')[0]} util (0–100 %)", c.ts_ns, c.value, 100.0,
                                    "#2e9e4f"))
     return rows
+
+
+def _model_of_gpu(ts: TraceSet, gpu: str) -> int:
+    """Index of the one model with GPU streams on NVML device `gpu` ("gpu1"), else -1."""
+    try:
+        dev = int(gpu.removeprefix("gpu"))
+    except ValueError:
+        return -1
+    hits = [mi for mi, m in enumerate(ts.models)
+            if ((m.tracks.kind == TrackKind.GPU_STREAM) & (m.tracks.device == dev)).any()]
+    return hits[0] if len(hits) == 1 else -1
+
+
+MEMORY_PLOT_PX = 130  # splitter height per memory / NVML plot (its 16 px header + ~110 px of curves)
 
 
 class TraceView(QtWidgets.QWidget):
@@ -69,6 +84,7 @@ class TraceView(QtWidgets.QWidget):
         top.setContentsMargins(4, 2, 4, 2)
         self.search.setMinimumWidth(260)
         top.addWidget(self.search, 3)
+        top.addSpacing(12)
         top.addWidget(QtWidgets.QLabel("Ranks:"))
         top.addWidget(self.rank_filter, 1)
         # the colour legend gets its own line so that it is never squeezed by the search box
@@ -84,6 +100,8 @@ class TraceView(QtWidgets.QWidget):
         h.addWidget(self.timeline, 1)
         self.row_scroll = RowScrollBar(self.timeline)
         h.addWidget(self.row_scroll)
+        # same right edge for the plots' view boxes as for the timeline's (left: both label_px wide)
+        self.memory.set_right_margin(self.row_scroll.sizeHint().width())
         self.split.addWidget(pane)
         self.split.addWidget(self.memory)
         self.split.addWidget(self.tabs)
@@ -116,6 +134,7 @@ class TraceView(QtWidgets.QWidget):
         self.timeline.set_counters(counter_rows(self.trace_set))
         self.memory.set_trace(self.trace_set, None)
         self.memory.link_x(self.timeline.vb)
+        self.timeline.vb.sigResized.connect(self._on_timeline_resized)
         self.details.set_models(self.models)
         self.search.set_models(self.models)
         self.legend.set_models(self.models)
@@ -131,10 +150,10 @@ class TraceView(QtWidgets.QWidget):
         QtCore.QTimer.singleShot(0, self.timeline.setFocus)  # W/S/A/D work right away
 
     def fit_splitter(self) -> None:
-        """Give the timeline the height its rows need; plots get 160 px; tables keep at least 200 px."""
+        """Give the timeline the height its rows need; plots get MEMORY_PLOT_PX each; tables keep at least 200 px."""
         total = sum(self.split.sizes()) or self.height()
-        mem = 160 if self.memory.curves else 0
-        self.memory.setVisible(bool(self.memory.curves))
+        mem = MEMORY_PLOT_PX * len(self.memory.shown_plots())
+        self.memory.setVisible(mem > 0)
         want = (len(self.timeline.rows) + 1) * self.timeline.theme.row_px + 40
         tl = max(200, min(want, total - mem - 200))
         self.split.setSizes([tl, mem, max(120, total - tl - mem)])
@@ -179,6 +198,11 @@ class TraceView(QtWidgets.QWidget):
         for panel in self.stats_panels():
             panel.view_t_ns = (t0 + t1) / 2
 
+    def _on_timeline_resized(self, *_) -> None:
+        """pyqtgraph re-lines-up x-linked plots only when the timeline's range changes; a resize of the
+        timeline alone (scroll bar, splitter) would leave them shifted."""
+        self.memory.relink_x(self.timeline.vb)
+
     def _on_goto(self, mi: int, row: int) -> None:
         self.timeline.select_slice(mi, row, reveal=True)
 
@@ -207,6 +231,7 @@ class TraceView(QtWidgets.QWidget):
             mi = i - 1
             hidden = set(range(len(self.models))) - {mi}
         self.timeline.set_hidden_models(hidden)
+        self.search.set_hidden_models(hidden)
         self._set_stats_model(mi)
         self.memory.set_trace(self.trace_set, mi)
         self.fit_splitter()

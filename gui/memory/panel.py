@@ -1,8 +1,15 @@
 """Memory and counter plots under the timeline, x-linked to it: allocated / reserved per device from
 `[memory]` events with the peak marked against the device's total memory, and NVML samples
-(utilisation %, memory used) when the trace came with them."""
+(utilisation %) when the trace came with them.
+
+Text never sits on the curves: each plot has a one-line header above its view box (legend swatches
+and the peak summary), the y range has headroom above the highest curve for the peak label, and the
+y axis names its unit. The view boxes share the timeline's left (label column) and right (scroll bar)
+edges, so one time has one x in both."""
 from __future__ import annotations
 
+import html
+import re
 from dataclasses import replace
 
 import pyqtgraph as pg
@@ -17,6 +24,23 @@ from gui.timeline.axes import TimeAxis
 GIB = 1024 ** 3
 _PALETTE = ("#4a7fd4", "#2e9e4f", "#e8a33d", "#d65c8a", "#9b6bd3", "#6fa8a0", "#d94040", "#8d939a")
 _NVML_PLOTTED = ("gpu_util", "mem_util")  # % series share one plot; others show in the legend only
+Y_HEADROOM = 1.15  # y range top = highest curve x this: room for the peak label above the peak
+SOLID, DASHED = "━", "┅"  # legend swatches for allocated (solid) and reserved (dashed) lines
+
+
+class HeaderLabel(pg.LabelItem):
+    """One line of rich text above a plot (legend + summary)."""
+
+    def __init__(self, theme: Theme) -> None:
+        super().__init__("", color=theme.text, size="8pt", justify="left")
+        self.setSizePolicy(pg.QtWidgets.QSizePolicy.Policy.Expanding, pg.QtWidgets.QSizePolicy.Policy.Fixed)
+
+    def toPlainText(self) -> str:
+        return html.unescape(re.sub(r"<[^>]+>", "", self.text or ""))
+
+
+def swatch(color: str, glyph: str) -> str:
+    return f"<span style='color:{color}; font-size:12pt; font-weight:bold'>{glyph}</span>"
 
 
 class MemoryPanel(pg.GraphicsLayoutWidget):
@@ -25,22 +49,24 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         self.theme = theme
         self.setBackground(theme.background)
         self.ci.layout.setContentsMargins(0, 0, 0, 0)
-        self.mem_plot = self._new_plot("memory", "GiB")
+        self.ci.layout.setVerticalSpacing(0)
+        self.summary = HeaderLabel(theme)  # memory plot's header: legend + peak per device
+        self.mem_plot = self._new_plot(self.summary, "memory")
         self.mem_unit = (GIB, "GiB")
+        self.nvml_header: HeaderLabel | None = None
         self.nvml_plot: pg.PlotItem | None = None
         self.peaks: list[tuple[str, int, int]] = []  # (device label, peak bytes, ts_ns)
-        fill = QtGui.QColor(self.theme.background)
-        fill.setAlpha(200)
-        self.summary = pg.TextItem("", color=self.theme.text, anchor=(0, 0), fill=fill)
-        self.summary.setParentItem(self.mem_plot.getViewBox())  # pinned to the view, not to data
-        self.summary.setPos(4, 0)
         self.curves: dict[str, pg.PlotDataItem] = {}
+        self._linked: pg.ViewBox | None = None
 
-    def _new_plot(self, title: str, units: str) -> pg.PlotItem:
-        plot = self.addPlot(row=len(self.ci.items), col=0, axisItems={"bottom": TimeAxis("bottom")})
+    def _new_plot(self, header: HeaderLabel, title: str) -> pg.PlotItem:
+        row = self.ci.layout.rowCount()
+        self.ci.addItem(header, row=row, col=0)
+        plot = self.addPlot(row=row + 1, col=0, axisItems={"bottom": TimeAxis("bottom")})
         plot.setMenuEnabled(False)
         plot.setMouseEnabled(x=True, y=False)
         plot.showGrid(x=True, y=True, alpha=0.15)
+        plot.layout.setContentsMargins(0, 0, 0, 0)
         left = plot.getAxis("left")
         left.setWidth(self.theme.label_px)
         left.enableAutoSIPrefix(False)
@@ -48,15 +74,32 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         for ax in ("left", "bottom"):
             plot.getAxis(ax).setTextPen(self.theme.text)
             plot.getAxis(ax).setPen(self.theme.grid)
-        legend = plot.addLegend(offset=(-10, -2), labelTextColor=self.theme.text, brush=self.theme.label_bg,
-                                colCount=2, verSpacing=-6)
-        legend.setZValue(20)
+        left.setLabel(title, color=self.theme.text.name())
+        header.setToolTip(f"{title}: legend and summary")
         return plot
 
+    def plots(self) -> list[pg.PlotItem]:
+        return [self.mem_plot] + ([self.nvml_plot] if self.nvml_plot is not None else [])
+
+    def shown_plots(self) -> list[pg.PlotItem]:
+        """Plots with curves (hidden ones are left out)."""
+        return [p for p in self.plots() if p.isVisible() and p.listDataItems()]
+
+    def set_right_margin(self, px: int) -> None:
+        """Right margin matching the timeline's scroll bar, so the view boxes end where the timeline's does."""
+        self.ci.layout.setContentsMargins(0, 0, px, 0)
+
     def link_x(self, view_box: pg.ViewBox) -> None:
-        self.mem_plot.setXLink(view_box)
-        if self.nvml_plot is not None:
-            self.nvml_plot.setXLink(view_box)
+        self._linked = view_box
+        for plot in self.plots():
+            plot.setXLink(view_box)
+
+    def relink_x(self, view_box: pg.ViewBox | None = None) -> None:
+        """Line the plots up with the timeline again (after a resize of either, or new curves)."""
+        vb = view_box or self._linked
+        if vb is not None:
+            for plot in self.plots():
+                plot.getViewBox().linkedViewChanged(vb, pg.ViewBox.XAxis)
 
     def set_trace(self, ts: TraceSet, model_index: int | None = 0) -> None:
         """Memory of model `model_index`, or of every rank (None; curves labelled by rank)."""
@@ -69,22 +112,29 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
                   for m in models for s in memory_series(m)]
         top = max((s.peak_reserved_bytes for _, s in series), default=0)
         self.mem_unit = (GIB, "GiB") if top >= 2 * GIB else (1024 ** 2, "MiB")
+        parts = []
         for i, (m, s) in enumerate(series):
             color = QtGui.QColor(_PALETTE[i % len(_PALETTE)])
             x = s.ts_ns.astype(float)
             for what, y, style in (("allocated", s.allocated_bytes, QtCore.Qt.PenStyle.SolidLine),
                                    ("reserved", s.reserved_bytes, QtCore.Qt.PenStyle.DashLine)):
                 curve = self.mem_plot.plot(x, y / self.mem_unit[0], pen=pg.mkPen(color, width=1.5, style=style),
-                                           name=f"{s.label} {what} ({self.mem_unit[1]})", stepMode=None)
+                                           stepMode=None)
                 curve.setDownsampling(auto=True, method="peak")
                 curve.setClipToView(True)
                 self.curves[f"{s.label} {what}"] = curve
-            self._mark_peak(s, color, m.meta.device_properties)
-        self.summary.setText("   ".join(self._peak_text(s, m.meta.device_properties) for m, s in series))
-        series = [s for _, s in series]
+            self._mark_peak(s, color)
+            parts.append(f"{swatch(color.name(), SOLID)} allocated {swatch(color.name(), DASHED)} reserved · "
+                         + html.escape(self._peak_text(s, m.meta.device_properties)))
+        self.summary.setText("&nbsp;&nbsp;&nbsp;&nbsp;".join(parts))
+        self.mem_plot.getAxis("left").setLabel(f"memory ({self.mem_unit[1]})", color=self.theme.text.name())
+        if series:
+            self.mem_plot.setYRange(0, top / self.mem_unit[0] * Y_HEADROOM, padding=0)
         self.mem_plot.setVisible(bool(series))
+        self.summary.setVisible(bool(series))
         self.setToolTip("" if series else "no [memory] events: record with profile_memory=True to see memory")
         self._set_nvml(ts)
+        self.relink_x()
 
     def _peak_text(self, s, props) -> str:
         name = next((p.get("name") for p in props if p.get("id") == s.device), None)
@@ -93,11 +143,16 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
             text += f" = {s.peak_pct_of_total:.1f} % of {fmt_bytes(s.total_bytes)}" + (f" ({name})" if name else "")
         return text
 
-    def _mark_peak(self, s, color, props) -> None:
+    def _mark_peak(self, s, color) -> None:
         y = s.peak_allocated_bytes / self.mem_unit[0]
         dot = pg.ScatterPlotItem([float(s.peak_ts_ns)], [y], size=9, brush=color, pen=pg.mkPen(self.theme.text))
         self.mem_plot.addItem(dot)
-        label = pg.TextItem(f"peak {fmt_bytes(s.peak_allocated_bytes)}", color=self.theme.text, anchor=(1.05, 0.3))
+        # just above the marker (the headroom keeps it inside the plot), on the side with more room
+        late = len(s.ts_ns) and s.peak_ts_ns > (float(s.ts_ns[0]) + float(s.ts_ns[-1])) / 2
+        fill = QtGui.QColor(self.theme.background)
+        fill.setAlpha(190)
+        label = pg.TextItem(f"peak {fmt_bytes(s.peak_allocated_bytes)}", color=self.theme.text,
+                            anchor=(1.05, 0.9) if late else (-0.05, 0.9), fill=fill)
         label.setPos(float(s.peak_ts_ns), y)
         self.mem_plot.addItem(label)
         self.peaks.append((s.label, s.peak_allocated_bytes, s.peak_ts_ns))
@@ -108,14 +163,19 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         if not shown:
             if self.nvml_plot is not None:
                 self.nvml_plot.hide()
+                self.nvml_header.hide()
             return
         if self.nvml_plot is None:
-            self.nvml_plot = self._new_plot("NVML", "%")
-            self.nvml_plot.setXLink(self.mem_plot)
+            self.nvml_header = HeaderLabel(self.theme)
+            self.nvml_plot = self._new_plot(self.nvml_header, "NVML (%)")
+            self.nvml_plot.setXLink(self._linked or self.mem_plot)
         self.nvml_plot.clear()
         self.nvml_plot.show()
+        self.nvml_header.show()
+        parts = []
         for i, s in enumerate(shown):
-            c = pg.mkPen(_PALETTE[(i + 2) % len(_PALETTE)], width=1.5)
-            self.curves[s.name] = self.nvml_plot.plot(s.ts_ns.astype(float), s.value, pen=c,
-                                                          name=f"NVML {s.name} (%)")
-        self.nvml_plot.setYRange(0, 100, padding=0.05)
+            color = _PALETTE[(i + 2) % len(_PALETTE)]
+            self.curves[s.name] = self.nvml_plot.plot(s.ts_ns.astype(float), s.value, pen=pg.mkPen(color, width=1.5))
+            parts.append(f"{swatch(color, SOLID)} NVML {html.escape(s.name)} (%)")
+        self.nvml_header.setText("&nbsp;&nbsp;&nbsp;&nbsp;".join(parts))
+        self.nvml_plot.setYRange(0, 100 * Y_HEADROOM, padding=0)

@@ -1,6 +1,8 @@
 """Time axis (µs / ms / s ticks) and the row label column with collapse toggles."""
 from __future__ import annotations
 
+import math
+
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -19,17 +21,72 @@ def time_unit(span_ns: float) -> tuple[float, str]:
     return 1, "ns"
 
 
+ANCHOR_AFTER = 1e4  # labels switch to anchor + offsets once a tick value needs 5+ digits in its unit
+
+
+def time_anchor(t0_ns: float, t1_ns: float) -> tuple[float, float]:
+    """(anchor ns, anchor step ns) for the view [t0, t1]: the start rounded down to the smallest power
+    of ten of ns at least as long as the view, so that offsets stay below twice the view width."""
+    width = max(1.0, t1_ns - t0_ns)
+    step = 10.0 ** math.ceil(math.log10(width))
+    return math.floor(t0_ns / step) * step, step
+
+
+def fmt_anchor(anchor_ns: float, step_ns: float) -> str:
+    """An anchor in seconds with the decimals its step needs, grouped by three: "1.000 000 s"."""
+    decimals = 3 * math.ceil(max(0, 9 - int(round(math.log10(step_ns)))) / 3)  # whole ms / µs / ns
+    text = f"{anchor_ns / NS_PER_S:.{decimals}f}"
+    whole, _, frac = text.partition(".")
+    if not frac:
+        return f"{whole} s"
+    return f"{whole}.{' '.join(frac[i:i + 3] for i in range(0, len(frac), 3))} s"
+
+
 class TimeAxis(pg.AxisItem):
-    """Bottom/top axis of a view whose x is nanoseconds; labels in the unit fitting the tick spacing."""
+    """Axis of a view whose x is nanoseconds; labels in the unit fitting the tick spacing. Deep in a
+    long trace, where "1000000100 ns" would be unreadable, ticks read as offsets ("+100 ns") from an
+    anchor time published through sig_anchor_changed ("" when labels are absolute)."""
+
+    sig_anchor_changed = QtCore.Signal(str)
+
+    def __init__(self, *args, anchored: bool = False, **kwargs) -> None:
+        """anchored=False (no place shows the anchor): deep-zoom labels are absolute in the unit of
+        the value with the decimals the spacing needs ("1.000000100 s")."""
+        super().__init__(*args, **kwargs)
+        self.anchored = anchored
+        self.anchor_text = ""
+        self._major_ns: float | None = None  # spacing of the coarsest tick level of this draw
+
+    def tickValues(self, minVal, maxVal, size):
+        levels = super().tickValues(minVal, maxVal, size)
+        self._major_ns = levels[0][0] if levels else None
+        return levels
 
     def tickStrings(self, values, scale, spacing):
-        div, unit = time_unit(spacing * 2)
+        """Every tick level of one draw uses the unit and mode the coarsest level picks."""
+        major = self._major_ns or spacing
+        div, unit = time_unit(major * 2)
         decimals = 0
         step = spacing / div
         while step < 1 and decimals < 6:
             step *= 10
             decimals += 1
-        return [f"{v / div:.{decimals}f} {unit}" for v in values]
+        lo, hi = (min(self.range), max(self.range)) if self.range else (min(values, default=0), max(values, default=0))
+        anchor_ns, anchor_step = time_anchor(lo, hi)
+        if max(abs(lo), abs(hi)) / div < ANCHOR_AFTER or anchor_ns == 0:
+            self._set_anchor("")
+            return [f"{v / div:.{decimals}f} {unit}" for v in values]
+        if not self.anchored:
+            big, big_unit = time_unit(2 * max(abs(lo), abs(hi)))  # 1.0 s, not 1000.0 ms
+            places = decimals + max(0, round(math.log10(big / div)))
+            return [f"{v / big:.{places}f} {big_unit}" for v in values]
+        self._set_anchor(fmt_anchor(anchor_ns, anchor_step))
+        return [f"+{(v - anchor_ns) / div:.{decimals}f} {unit}" for v in values]
+
+    def _set_anchor(self, text: str) -> None:
+        if text != self.anchor_text:
+            self.anchor_text = text
+            self.sig_anchor_changed.emit(text)
 
 
 class RowLabels(QtWidgets.QGraphicsWidget):

@@ -18,6 +18,7 @@ from PySide6 import QtCore, QtGui
 from core.trace import query
 from core.trace.model import TraceModel
 from gui.theme import SHADES, Theme
+from gui.timeline.highlight import Highlight, clip_px, clip_segment, highlight_of, row_luts, visible_outlines
 from gui.timeline.rows import COUNTER, HEADER, CounterRow, Row, track_row_index
 
 
@@ -30,12 +31,16 @@ class TimelineItem(pg.GraphicsObject):
         self.indexes: list[query.SliceIndex] = []
         self.rows: list[Row] = []
         self._row_at: dict[tuple[int, int, int], int] = {}
+        self._row_lut: dict[int, np.ndarray] = {}  # model -> (track, depth) -> row, -1 = not shown
         self._span = (0.0, 1.0)
         self._rects = internals.PrimitiveArray(QtCore.QRectF, 4)
         self.selected: tuple[int, int] | None = None  # (model, slice row)
         self.highlights: dict[int, np.ndarray] = {}  # model -> slice rows (time ordered)
+        self._clip = (-2.0, 2.0)  # device x range drawn this paint (view +- 2 px)
+        self._hl: list[Highlight] = []  # per model: rows, start/end ns, timeline row, running max end
         self.flows: list[tuple[int, int, int]] = []  # (model, src row, dst row) arrows to draw
-        self.step_bands: list[tuple[int, int]] = []  # (ts_ns, end_ns) alternating background
+        self.step_bands: dict[int, list[tuple[int, int]]] = {}  # model -> (ts_ns, end_ns) alternating background
+        self._model_rows: dict[int, tuple[int, int]] = {}  # model -> its rows [first, last + 1)
         self.counters: list[CounterRow] = []
         self.last_paint_s = 0.0
         self.last_rects = 0
@@ -51,28 +56,57 @@ class TimelineItem(pg.GraphicsObject):
                  span_ns: tuple[int, int]) -> None:
         self.prepareGeometryChange()
         self.models, self.indexes, self.rows = models, indexes, rows
-        self._row_at = track_row_index(rows)
         self._span = (float(span_ns[0]), float(max(span_ns[1], span_ns[0] + 1)))
-        self.update()
+        self.highlights = {}
+        self.set_rows(rows)
 
     def set_rows(self, rows: list[Row]) -> None:
+        """New row layout (fold / unfold, rank filter): re-map highlighted slices to rows once here."""
         self.prepareGeometryChange()
         self.rows = rows
         self._row_at = track_row_index(rows)
-        self.update()
+        self._row_lut = row_luts(self.models, rows)
+        self._model_rows = {}
+        for i, r in enumerate(rows):
+            a, _ = self._model_rows.get(r.model, (i, i))
+            self._model_rows[r.model] = (a, i + 1)
+        self.set_highlights(self.highlights)
 
     def row_of_slice(self, model: int, row: int) -> int:
+        return int(self.rows_of_slices(model, np.asarray([row], np.int64))[0])
+
+    def rows_of_slices(self, model: int, rows: np.ndarray) -> np.ndarray:
+        """Timeline row of each slice (its depth's row, or its track's first row when folded); -1 = hidden."""
+        lut = self._row_lut.get(model)
+        if lut is None or not len(rows):
+            return np.full(len(rows), -1, np.int64)
         s = self.models[model].slices
-        key = (model, int(s.track[row]), int(s.depth[row]))
-        hit = self._row_at.get(key)
-        if hit is None:
-            hit = self._row_at.get((model, key[1], 0), -1)
-        return hit
+        d = np.minimum(s.depth[rows].astype(np.int64), lut.shape[1] - 1)
+        return lut[s.track[rows].astype(np.int64), d]
+
+    def set_highlights(self, highlights: dict[int, np.ndarray]) -> None:
+        """Outline these slices (model -> rows sorted by start); rows and extents computed once here."""
+        self.highlights = highlights
+        self._hl = [highlight_of(mi, rows, self.models[mi].slices, self.rows_of_slices(mi, rows))
+                    for mi, rows in highlights.items() if len(rows)]
+        self.update()
 
     def boundingRect(self) -> QtCore.QRectF:
+        """The trace's span cut to the visible x range: Qt maps this rect to device pixels to decide
+        whether to paint, and a full 1 s span at a 100 ns zoom overflows that (the item vanished)."""
         t0, t1 = self._span
         pad = (t1 - t0) * 0.05
-        return QtCore.QRectF(t0 - pad, 0, t1 - t0 + 2 * pad, max(1, len(self.rows)))
+        t0, t1 = t0 - pad, t1 + pad
+        vb = self.getViewBox()
+        if vb is not None:
+            v0, v1 = vb.viewRange()[0]
+            margin = (v1 - v0) * 0.05
+            t0, t1 = max(t0, v0 - margin), min(t1, v1 + margin)
+            t1 = max(t1, t0 + 1.0)
+        return QtCore.QRectF(t0, 0, t1 - t0, max(1, len(self.rows)))
+
+    def viewRangeChanged(self) -> None:
+        self.prepareGeometryChange()
 
     # --- hit testing ------------------------------------------------------------------------
     def slice_at(self, row_idx: int, t_ns: float, tol_ns: float) -> tuple[int, int] | None:
@@ -103,6 +137,10 @@ class TimelineItem(pg.GraphicsObject):
         r0 = max(0, int(math.floor(min(y0, y1))))
         r1 = min(len(self.rows), int(math.ceil(max(y0, y1))) + 1)
         origin_px = x0 * sx + dx  # device x of view start
+        # every x is clipped to the view (+2 px): Qt's raster engine drops a whole drawRects call whose
+        # coordinates pass ~2^31 px, which a 1 s slice reaches at deep zoom
+        lo_px, hi_px = origin_px - 2.0, x1 * sx + dx + 2.0
+        self._clip = (lo_px, hi_px)
         self._paint_bands(p, x0, x1, sx, dx, sy, dy, r0, r1)
         starts, ends, firsts, counts, row_ids, lens = [], [], [], [], [], []
         pad = 1.0 if abs(sy) >= 8 else 0.0
@@ -135,6 +173,7 @@ class TimelineItem(pg.GraphicsObject):
             X0, X1, rep = query.pixel_spans(allsp, x0, ns_per_px, group_start=group_start)
             X0 += origin_px
             X1 += origin_px
+            clip_px(X0, X1, lo_px, hi_px)
             F, N = (allsp.first, allsp.count) if rep is None else (allsp.first[rep], allsp.count[rep])
             if rep is not None:
                 R = R[rep]
@@ -208,16 +247,20 @@ class TimelineItem(pg.GraphicsObject):
         p.drawRects(*self._rects.drawargs())
 
     def _paint_bands(self, p, x0, x1, sx, dx, sy, dy, r0, r1) -> None:
-        if not self.step_bands:
-            return
+        """Every other ProfilerStep of each rank as a band behind that rank's rows."""
         p.setPen(QtCore.Qt.PenStyle.NoPen)
         p.setBrush(self.theme.step_band)
-        top = r0 * sy + dy
-        height = (r1 - r0) * sy
-        for i, (a, b) in enumerate(self.step_bands):
-            if i % 2 or b < x0 or a > x1:
+        for mi, bands in self.step_bands.items():
+            a_row, b_row = self._model_rows.get(mi, (0, 0))
+            a_row, b_row = max(a_row, r0), min(b_row, r1)
+            if b_row <= a_row:
                 continue
-            p.drawRect(QtCore.QRectF(a * sx + dx, top, (b - a) * sx, height))
+            top, height = a_row * sy + dy, (b_row - a_row) * sy
+            for i, (a, b) in enumerate(bands):
+                if i % 2 or b < x0 or a > x1:
+                    continue
+                xa, xb = np.clip(np.array([a * sx + dx, b * sx + dx]), *self._clip)
+                p.drawRect(QtCore.QRectF(xa, top, xb - xa, height))
 
     def _paint_texts(self, p, texts, sy, dy) -> None:
         """Names inside wide slices: widths cached per name, eliding is a string cut, and each
@@ -260,31 +303,17 @@ class TimelineItem(pg.GraphicsObject):
             p.drawStaticText(point(xa + 3, ri * sy + y_off), st)
 
     def _paint_overlays(self, p, x0, x1, sx, dx, sy, dy, r0, r1, ns_per_px) -> None:
-        pen = QtGui.QPen(self.theme.highlight, 2)
+        lo, hi = self._clip
         p.setBrush(QtCore.Qt.BrushStyle.NoBrush)
-        p.setPen(pen)
-        for mi, rows in self.highlights.items():
-            s = self.models[mi].slices
-            ts = s.ts_ns[rows]
-            a = int(ts.searchsorted(query.ns_floor(x0 - s.max_dur_ns.max(initial=0)), side="left"))
-            b = int(ts.searchsorted(query.ns_ceil(x1), side="right"))
-            vis = rows[a:b]
-            vis = vis[(s.ts_ns[vis] + s.dur_ns[vis]) >= x0][:20000]
-            if not len(vis):
-                continue
-            ys = np.array([self.row_of_slice(mi, int(r)) for r in vis[:5000]], np.int64)
-            vis = vis[:5000]
-            keep = (ys >= r0) & (ys < r1)
-            if not keep.any():
-                continue
-            vis, ys = vis[keep], ys[keep]
-            xa = s.ts_ns[vis] * sx + dx
-            w = np.maximum(s.dur_ns[vis] * sx, 2.0)
-            n = len(vis)
-            self._rects.resize(n)
-            mem = self._rects.ndarray()
-            mem[:, 0], mem[:, 1], mem[:, 2], mem[:, 3] = xa, ys * sy + dy, w, sy
-            p.drawRects(*self._rects.drawargs())
+        p.setPen(QtGui.QPen(self.theme.highlight, 2))
+        for h in self._hl:
+            xa, xb, ys = visible_outlines(h, x0, x1, sx, dx, r0, r1)
+            if len(xa):
+                clip_px(xa, xb, lo, hi)
+                self._rects.resize(len(xa))
+                mem = self._rects.ndarray()
+                mem[:, 0], mem[:, 1], mem[:, 2], mem[:, 3] = xa, ys * sy + dy, xb - xa, sy
+                p.drawRects(*self._rects.drawargs())
         for mi, src, dst in self.flows:
             self._paint_flow(p, mi, src, dst, sx, dx, sy, dy)
         if self.selected is not None:
@@ -292,18 +321,23 @@ class TimelineItem(pg.GraphicsObject):
             ri = self.row_of_slice(mi, row)
             if ri >= 0:
                 s = self.models[mi].slices
+                xa = np.array([s.ts_ns[row] * sx + dx - 1])
+                xb = np.array([xa[0] + max(3.0, s.dur_ns[row] * sx + 2)])
+                clip_px(xa, xb, lo, hi)
                 p.setPen(QtGui.QPen(self.theme.selection, 2))
                 p.setBrush(QtCore.Qt.BrushStyle.NoBrush)
-                p.drawRect(QtCore.QRectF(s.ts_ns[row] * sx + dx - 1, ri * sy + dy,
-                                         max(3.0, s.dur_ns[row] * sx + 2), sy))
+                p.drawRect(QtCore.QRectF(float(xa[0]), ri * sy + dy, float(xb[0] - xa[0]), sy))
 
     def _paint_flow(self, p, mi, src, dst, sx, dx, sy, dy) -> None:
         s = self.models[mi].slices
         ra, rb = self.row_of_slice(mi, src), self.row_of_slice(mi, dst)
         if ra < 0 or rb < 0:
             return
-        a = QtCore.QPointF(s.ts_ns[src] * sx + dx, (ra + 0.5) * sy + dy)
-        b = QtCore.QPointF(s.ts_ns[dst] * sx + dx, (rb + 0.5) * sy + dy)
+        seg = clip_segment(float(s.ts_ns[src]) * sx + dx, (ra + 0.5) * sy + dy,
+                           float(s.ts_ns[dst]) * sx + dx, (rb + 0.5) * sy + dy, *self._clip)
+        if seg is None:
+            return
+        a, b = QtCore.QPointF(seg[0], seg[1]), QtCore.QPointF(seg[2], seg[3])
         p.setPen(QtGui.QPen(self.theme.flow, 1.5))
         p.drawLine(a, b)
         ang = math.atan2(b.y() - a.y(), b.x() - a.x())

@@ -18,7 +18,7 @@ COUNTER = -2  # Row.track of a counter row (Row.depth = index into the view's co
 class CounterRow:
     """A counter drawn as a bar graph on one timeline row (memory allocated, NVML utilisation)."""
 
-    model: int
+    model: int  # the rank whose rows it sits under; -1 = under the first shown rank (host-wide)
     label: str
     ts_ns: object  # int64 ndarray, time ordered
     value: object  # float64 ndarray
@@ -103,6 +103,7 @@ def model_title(m: TraceModel) -> str:
 def build_rows(models: list[TraceModel], state: RowState, counters: list[CounterRow] = ()) -> list[Row]:
     rows: list[Row] = []
     multi = len(models) > 1
+    first_shown = next((i for i in range(len(models)) if i not in state.hidden_models), -1)
     for mi, m in enumerate(models):
         if mi in state.hidden_models:
             continue
@@ -121,7 +122,7 @@ def build_rows(models: list[TraceModel], state: RowState, counters: list[Counter
             for d in depths:
                 rows.append(Row(mi, tr, d, label, d == 0, collapsible, collapsed, kind))
         for ci, c in enumerate(counters):
-            if c.model == mi:
+            if c.model == mi or (c.model < 0 and mi == first_shown):
                 rows.append(Row(mi, COUNTER, ci, c.label, True, False, False, -2))
     return rows
 

@@ -1,4 +1,5 @@
-"""Search bar: name substring over every visible rank, next/previous, highlight all matches."""
+"""Search bar: name substring over every shown rank (the rank filter's hidden ranks are skipped),
+next/previous, highlight all matches."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,6 +16,7 @@ class SearchBar(QtWidgets.QWidget):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.models: list[TraceModel] = []
+        self.hidden_models: set[int] = set()
         self.match_models = np.zeros(0, np.int32)  # matches of all models, ordered by start time
         self.match_rows = np.zeros(0, np.int64)
         self.pos = -1
@@ -39,6 +41,12 @@ class SearchBar(QtWidgets.QWidget):
 
     def set_models(self, models: list[TraceModel]) -> None:
         self.models = list(models)
+        self.hidden_models = set()
+        self.run()
+
+    def set_hidden_models(self, hidden: set[int]) -> None:
+        """Rank filter changed: search only the shown ranks (re-runs the current search)."""
+        self.hidden_models = set(hidden)
         self.run()
 
     def _on_edit_changed(self, _text: str) -> None:
@@ -50,6 +58,8 @@ class SearchBar(QtWidgets.QWidget):
         per_model = {}
         ts, mids, rows = [], [], []
         for mi, m in enumerate(self.models):
+            if mi in self.hidden_models:
+                continue
             r = query.search(m, text) if text else np.zeros(0, np.int64)
             if len(r):
                 per_model[mi] = r

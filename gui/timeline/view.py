@@ -17,11 +17,16 @@ from gui.timeline.item import TimelineItem
 from gui.timeline.nav import NavViewBox
 from gui.timeline.rows import COUNTER, CounterRow, RowState, build_rows
 
+REVEAL_MIN_PX = 4.0  # a revealed slice narrower than this on screen is zoomed to
+REVEAL_ZOOM = 20.0  # ... a window this many times its duration (~5 % of the width)
+REVEAL_MIN_WINDOW_NS = 5_000.0  # ... but at least 5 µs, so neighbours of a 1 ns memset show too
+
 
 class TimelineWidget(pg.GraphicsLayoutWidget):
     sig_slice_selected = QtCore.Signal(int, int)  # (model index, slice row); row -1 = cleared
     sig_range_changed = QtCore.Signal(float, float)  # visible (t0_ns, t1_ns)
     sig_search_requested = QtCore.Signal(str)  # "find all with this name" from a slice's context menu
+    sig_rows_changed = QtCore.Signal()  # the row layout changed (fold / unfold, rank filter, counters)
 
     def __init__(self, theme: Theme, parent=None) -> None:
         super().__init__(parent)
@@ -31,12 +36,17 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
         self.ci.layout.setContentsMargins(0, 0, 0, 0)
         self.ci.layout.setSpacing(0)
         self.vb = NavViewBox(theme.row_px)
-        self.axis = TimeAxis("top")
+        self.axis = TimeAxis("top", anchored=True)
         self.axis.linkToView(self.vb)
         self.axis.setPen(theme.text)
         self.axis.setTextPen(theme.text)
         self.labels = RowLabels(self.vb, theme)
         self.ci.addItem(self.axis, row=0, col=1)
+        # above the row labels: the anchor time that deep-zoom tick labels ("+100 ns") are offsets from
+        self.anchor_label = pg.LabelItem("", color=theme.text, justify="right", size="9pt")
+        self.anchor_label.setToolTip("tick labels are offsets from this time")
+        self.ci.addItem(self.anchor_label, row=0, col=0)
+        self.axis.sig_anchor_changed.connect(self._on_axis_anchor)
         self.ci.addItem(self.labels, row=1, col=0)
         self.ci.addItem(self.vb, row=1, col=1)
         self.item = TimelineItem(theme)
@@ -79,6 +89,7 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
         self.item.set_rows(self.rows)
         self.vb.n_rows = max(1, len(self.rows))
         self.vb.scroll_rows(0)
+        self.sig_rows_changed.emit()
 
     def set_hidden_models(self, hidden: set[int]) -> None:
         """Rank filter: hide these model indices."""
@@ -88,15 +99,21 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
         self.item.update()
 
     def steps_model(self) -> TraceModel | None:
-        """The first shown model: its ProfilerSteps give the background bands and step zooms."""
-        shown = [m for i, m in enumerate(self.models) if i not in self.state.hidden_models]
-        return shown[0] if shown else None
+        """The first shown model: its ProfilerSteps give the default zoom."""
+        mi = self.first_shown_model()
+        return self.models[mi] if mi >= 0 else None
+
+    def first_shown_model(self) -> int:
+        return next((i for i in range(len(self.models)) if i not in self.state.hidden_models), -1)
 
     def _set_step_bands(self) -> None:
-        m = self.steps_model()
-        st = m.steps if m is not None else None
-        self.item.step_bands = [] if st is None or not len(st) else \
-            list(zip(st.ts_ns.tolist(), (st.ts_ns + st.dur_ns).tolist()))
+        """Each shown rank's ProfilerStep bands behind that rank's rows."""
+        bands = {}
+        for mi, m in enumerate(self.models):
+            st = m.steps
+            if mi not in self.state.hidden_models and st is not None and len(st):
+                bands[mi] = list(zip(st.ts_ns.tolist(), (st.ts_ns + st.dur_ns).tolist()))
+        self.item.step_bands = bands
 
     def toggle_track(self, model: int, track: int) -> None:
         """Collapse / expand a track's rows (track HEADER folds a whole rank)."""
@@ -139,11 +156,18 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
         self.sig_slice_selected.emit(model, row)
 
     def reveal_slice(self, model: int, row: int, zoom: bool = False) -> None:
+        """Bring a slice into view: zoom=True fits it; otherwise keep the zoom and pan to it when it is
+        off screen, but zoom in around it (REVEAL_ZOOM x its duration) when it would be under
+        REVEAL_MIN_PX wide, so that a 4 µs kernel found from a table is visible in a 1 s view."""
         s = self.models[model].slices
         t0, d = float(s.ts_ns[row]), float(max(1, s.dur_ns[row]))
         x0, x1 = self.view_range()
+        px_per_ns = max(1.0, self.vb.width()) / max(1e-9, x1 - x0)
         if zoom:
             self.show_range(t0 - d * 0.5, t0 + d * 1.5)
+        elif d * px_per_ns < REVEAL_MIN_PX:
+            w = max(d * REVEAL_ZOOM, REVEAL_MIN_WINDOW_NS)
+            self.show_range(t0 + d / 2 - w / 2, t0 + d / 2 + w / 2)
         elif t0 + d < x0 or t0 > x1:
             w = x1 - x0
             self.show_range(t0 + d / 2 - w / 2, t0 + d / 2 + w / 2)
@@ -158,8 +182,7 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
             rows = np.asarray(rows, np.int64)
             if len(rows):
                 out[mi] = rows[np.argsort(self.models[mi].slices.ts_ns[rows], kind="stable")]
-        self.item.highlights = out
-        self.item.update()
+        self.item.set_highlights(out)
 
     def fit_selection(self) -> None:
         """Zoom to the selected slice; with nothing selected, show the whole trace."""
@@ -168,8 +191,9 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
         else:
             self.show_range(*self.item._span)
 
-    def zoom_to_step(self, t_ns: float) -> bool:
-        m = self.steps_model()
+    def zoom_to_step(self, t_ns: float, model: int | None = None) -> bool:
+        """Zoom to the ProfilerStep of `model` (default: the first shown rank) that holds t."""
+        m = self.steps_model() if model is None else self.models[model]
         st = m.steps if m is not None else None
         if st is None or not len(st):
             return False
@@ -256,11 +280,14 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
     def _on_vb_double_clicked(self, t_ns: float, y: float) -> None:
         ri = int(np.floor(y))
         if 0 <= ri < len(self.rows) and self.rows[ri].kind == TrackKind.STEPS:
-            self.zoom_to_step(t_ns)
+            self.zoom_to_step(t_ns, self.rows[ri].model)
             return
         hit = self.item.slice_at(ri, t_ns, 0)
         if hit is not None:
             self.reveal_slice(hit[0], hit[1], zoom=True)
+
+    def _on_axis_anchor(self, text: str) -> None:
+        self.anchor_label.setText(f"t₀ = {text}" if text else "")
 
     def _on_vb_range(self, *_):
         x0, x1 = self.view_range()
@@ -308,7 +335,9 @@ def slice_tooltip(m: TraceModel, row: int) -> str:
 
 
 class RowScrollBar(QtWidgets.QScrollBar):
-    """Vertical scroll bar over the timeline's rows (kept in sync with drag / shift+wheel scrolling)."""
+    """Vertical scroll bar over the timeline's rows (kept in sync with drag / shift+wheel scrolling).
+    Always takes its width (disabled when every row fits): plots under the timeline reserve the same
+    right margin, so that one time sits at the same x in the timeline and in them."""
 
     def __init__(self, timeline: TimelineWidget, parent=None) -> None:
         super().__init__(QtCore.Qt.Orientation.Vertical, parent)
@@ -316,6 +345,7 @@ class RowScrollBar(QtWidgets.QScrollBar):
         self._syncing = False
         timeline.vb.sigYRangeChanged.connect(self._on_vb_rows)
         timeline.vb.sigResized.connect(self._on_vb_rows)
+        timeline.sig_rows_changed.connect(self._on_vb_rows)
         self.valueChanged.connect(self._on_value_changed)
 
     def _on_vb_rows(self, *_) -> None:
@@ -327,7 +357,7 @@ class RowScrollBar(QtWidgets.QScrollBar):
         self.setPageStep(max(1, int(vis)))
         self.setValue(int(round(top)))
         self._syncing = False
-        self.setVisible(vb.n_rows > vis)
+        self.setEnabled(vb.n_rows > vis)
 
     def _on_value_changed(self, v: int) -> None:
         if not self._syncing:
