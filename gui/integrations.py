@@ -91,7 +91,7 @@ def install_all(win) -> Integrations:
     run_panel.sig_bundle_ready.connect(win.open_path)
 
     # --- export: File > Export report… and Export as > PNG / CSV --------------------------------
-    exporter = install_export(win, findings_for=lambda ts: analyses.get(ts))
+    exporter = install_export(win, findings_for=lambda ts: analyses.get(ts), run_panel=run_panel)
 
     def _on_trace_loaded_attach_csv(trace_set) -> None:  # each table's context menu: "Export table as CSV…"
         view = win.current_view()

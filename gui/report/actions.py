@@ -34,7 +34,6 @@ class ExportContext:
     trace_set: TraceSet
     findings: object = None  # core.rules Analysis, list of Findings or FindingsResult; None: the report runs the rules
     view_range_ns: tuple[int, int] | None = None  # the timeline's visible x range
-    live_widget: QtWidgets.QWidget | None = None  # live GPU panel (a run in progress: NVML not in the TraceSet)
 
 
 def _as_result(findings) -> FindingsResult | None:
@@ -46,10 +45,12 @@ class ReportActions(QtCore.QObject):
     sig_export_finished = QtCore.Signal(object)  # Path of the file or folder written
     sig_export_failed = QtCore.Signal(str)  # one-line reason
 
-    def __init__(self, parent: QtWidgets.QWidget, context: Callable[[], ExportContext | None]) -> None:
+    def __init__(self, parent: QtWidgets.QWidget, context: Callable[[], ExportContext | None],
+                 live: Callable[[], QtWidgets.QWidget | None] | None = None) -> None:
         super().__init__(parent)
         self._window = parent
         self._context = context
+        self._live = live or (lambda: None)  # the live GPU panel while a run is in progress
         self._renderer = QtRenderer()
         self._workers: set = set()  # running exports (references keep them alive)
         self.act_timeline_png = self._action("Export timeline PNG…", self.export_timeline_png)
@@ -79,6 +80,8 @@ class ReportActions(QtCore.QObject):
         ctx = self._context()
         for a in self.actions():
             a.setEnabled(ctx is not None)
+        if self._live() is not None:  # a run in progress: its GPU plot can be saved, tabs or not
+            self.act_gpu_png.setEnabled(True)
 
     # --- actions ---------------------------------------------------------------------------
     def _ctx_or_warn(self) -> ExportContext | None:
@@ -111,13 +114,15 @@ class ReportActions(QtCore.QObject):
         self._figure_png("memory", lambda spec: plots_data.memory(ctx.trace_set, spec))
 
     def export_gpu_png(self) -> None:
-        ctx = self._ctx_or_warn()
-        if ctx is None:
-            return
-        if ctx.live_widget is not None and (ctx.trace_set.nvml is None or not len(ctx.trace_set.nvml)):
+        live = self._live()
+        ctx = self._context()
+        if live is not None and (ctx is None or ctx.trace_set.nvml is None or not len(ctx.trace_set.nvml)):
             path = self._ask_file("gpu.png")
             if path:  # a run in progress: its samples live in the panel, export what it shows
-                self._done(save_png(widget_png(ctx.live_widget, scale=2.0), path))
+                self._done(save_png(widget_png(live, scale=2.0), path))
+            return
+        ctx = self._ctx_or_warn()
+        if ctx is None:
             return
         if plots_data.gpu(ctx.trace_set) is None:
             QtWidgets.QMessageBox.information(self._window, "Export", "No NVML samples for this trace "

@@ -26,13 +26,14 @@ def context_from_window(win, findings_for: Callable | None = None) -> ExportCont
         if t1 > t0:
             rng = (int(t0), int(t1))
     findings = findings_for(view.trace_set) if findings_for is not None else None
-    return ExportContext(view.trace_set, findings=findings, view_range_ns=rng,
-                         live_widget=getattr(win, "live_panel", None))
+    return ExportContext(view.trace_set, findings=findings, view_range_ns=rng)
 
 
-def install(win, findings_for: Callable | None = None) -> ReportActions:
-    """Create the exporter for `win`, put its actions in the File menu, keep them enabled with the tabs."""
-    exporter = ReportActions(win, lambda: context_from_window(win, findings_for))
+def install(win, findings_for: Callable | None = None, run_panel=None) -> ReportActions:
+    """Create the exporter for `win`, put its actions in the File menu, keep them enabled with the tabs
+    (and, with `run_panel`, the GPU plot export while a run is in progress)."""
+    live = (lambda: run_panel.live if run_panel.is_running else None) if run_panel is not None else None
+    exporter = ReportActions(win, lambda: context_from_window(win, findings_for), live)
     file_menu = win.menu("File") if hasattr(win, "menu") else win.menuBar().addMenu("&File")
     placeholder = getattr(win, "action_export", None)
     submenu = exporter.menu("Export as")
@@ -61,5 +62,8 @@ def install(win, findings_for: Callable | None = None) -> ReportActions:
     tabs = getattr(win, "tabs", None)
     if tabs is not None:
         tabs.currentChanged.connect(refresh)
+    if run_panel is not None:
+        run_panel.sig_run_started.connect(refresh)
+        run_panel.sig_run_finished.connect(refresh)
     refresh()
     return exporter

@@ -98,3 +98,23 @@ def test_closing_the_window_stops_the_run_without_freezing(qtbot, main_window, t
     assert s.finished and s.exit_code == 130 and len(s.bundle.trace_files()) == 1
     assert len(ticks) >= 3 and max(b - a for a, b in zip(ticks, ticks[1:])) < 1.0  # never frozen
     assert not win.isVisible()
+
+
+def test_live_gpu_plot_exports_during_a_run_with_no_trace_open(qtbot, main_window, tmp_path, monkeypatch):
+    win = main_window
+    run = win.integrations.run_panel
+    exporter = win.integrations.exporter
+    assert win.current_view() is None and not exporter.act_gpu_png.isEnabled()
+    script = write(tmp_path, "forever.py", TRAIN)
+    steps = []
+    run.controller.sig_step_received.connect(steps.append)
+    run.start(_cfg(tmp_path, script, ["-1"], schedule=Schedule(0, 1, 100000, 1)))
+    qtbot.waitUntil(lambda: len(steps) >= 2, timeout=60_000)
+    assert exporter.act_gpu_png.isEnabled() and not exporter.act_timeline_png.isEnabled()
+    out = tmp_path / "gpu.png"
+    monkeypatch.setattr(exporter, "_ask_file", lambda *a: out)
+    exporter.export_gpu_png()
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with qtbot.waitSignal(run.sig_run_finished, timeout=60_000):
+        run.stop()
+    qtbot.waitUntil(lambda: not exporter.act_gpu_png.isEnabled() or win.current_view() is not None, timeout=10_000)
