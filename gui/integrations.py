@@ -61,6 +61,9 @@ def install_all(win) -> Integrations:
         if ts is not None and ts in analyses:
             issues.cancel()
             issues.set_analysis(ts, analyses[ts])
+        elif ts is None and win.tabs.count() and type(win.tabs.currentWidget()).__name__ == "SnapshotView":
+            issues.set_trace_set(None, "Memory snapshot tab: the findings are for profiler traces "
+                                       "(open the run's trace to diagnose it).")
         else:
             issues.set_trace_set(ts)
 

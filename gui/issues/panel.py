@@ -118,13 +118,14 @@ class IssuesPanel(QtWidgets.QWidget):
     def _on_table_context_menu_requested(self, pos) -> None:
         self.context_menu().exec(self.table.viewport().mapToGlobal(pos))
 
-    def set_trace_set(self, trace_set) -> None:
-        """Clear and analyse `trace_set` in a worker (a previous run is cancelled and its result dropped)."""
+    def set_trace_set(self, trace_set, why_none: str = "No trace loaded.") -> None:
+        """Clear and analyse `trace_set` in a worker (a previous run is cancelled and its result dropped).
+        None: show `why_none` (e.g. what the current tab is instead of a trace)."""
         self.cancel()
         self._trace_set = trace_set
         self._clear()
         if trace_set is None:
-            self.status.setText("No trace loaded.")
+            self.status.setText(why_none)
             return
         self._token += 1
         token = self._token

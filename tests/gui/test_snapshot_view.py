@@ -28,6 +28,7 @@ def test_snapshot_opens_in_a_tab(qtbot, main_window):
     assert main_window.tabs.tabText(main_window.tabs.currentIndex()) == NAME
     assert main_window.current_view() is None and main_window.views() == []
     assert NAME in main_window.windowTitle()
+    assert main_window.integrations.issues.status.text().startswith("Memory snapshot tab")  # not "No trace loaded"
     # the plot holds the whole stepped series of cuda:0, peak included
     snap = load_snapshot(path)
     tl = active_timeline(snap, 0)
