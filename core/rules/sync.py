@@ -137,7 +137,8 @@ def host_sync(ctx: RuleContext) -> RuleOutput:
                 src = site_src if site_src is not None else src
                 ev.extend(site_ev)
             out.findings.append(ctx.finding(
-                "host_sync", i, title=f"Host sync from {label}{where}: {why} ({_times(sel.sum(), calls[sel])})",
+                "host_sync", i,
+                title=f"Host sync from {label}{where}: {why} ({_times(sel.sum(), calls[sel], 'syncs')})",
                 count=_count(sel.sum(), calls[sel]), impact_ns=int(cost[sel].sum()),
                 time_ranges=c.ranges_of(m, np.where(g_cause >= 0, g_cause, g_rows)), evidence=ev,
                 source=src, fix=fix, evidence_rows=ev_rows))
@@ -149,9 +150,9 @@ def _count(n_rows, calls: np.ndarray) -> int:
     return int(len(np.unique(calls))) if len(calls) and calls[0] >= 0 else int(n_rows)
 
 
-def _times(n_rows, calls: np.ndarray) -> str:
+def _times(n_rows, calls: np.ndarray, unit: str = "ops") -> str:
     n = _count(n_rows, calls)
-    return f"{n} prints, {int(n_rows)} ops" if len(calls) and calls[0] >= 0 else f"{n}×"
+    return f"{n} prints, {int(n_rows)} {unit}" if len(calls) and calls[0] >= 0 else f"{n}×"
 
 
 def print_calls(m, rows: np.ndarray) -> np.ndarray:

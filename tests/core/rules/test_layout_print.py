@@ -12,6 +12,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from helpers import shared_trace
@@ -127,3 +128,20 @@ def test_explicit_contiguous_not_counted_but_implicit_reshape_is(printed):
     assert "aten::reshape" in names  # a.transpose(0, 1).reshape(-1) had to copy
     assert not any("aten::contiguous" in f.title for f in layout)  # the user's own .contiguous() is the fix
     assert sum(f.count for f in layout) == 2  # one reshape copy per active step
+
+
+# Recorded on the H200 device (torch 2.11+cu130, with_stack=True): the same step() with print(f"loss {loss}")
+# and print(y[0, :3]) of CUDA tensors, 2 active steps.
+GPU_PRINT = Path(__file__).parents[2] / "data" / "gpu_print.pt.trace.json.gz"
+
+
+def test_printing_cuda_tensors_is_the_named_sync_cause(loaded):
+    result = analyze(loaded(GPU_PRINT))
+    syncs = [f for f in result.findings if f.rule == "host_sync"]
+    assert len(syncs) == 1, [f.title for f in syncs]
+    f = syncs[0]
+    assert "Host sync from printing a tensor (str/print/format)" in f.title and not f.hint
+    assert f.count == 4 and f.impact_ns > 0
+    assert f.source is not None and f.source.function == "step"
+    # every real sync of the step is billed here (none left under item / is_nonzero names)
+    assert not any("aten::item" in g.title for g in syncs)
