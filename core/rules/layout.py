@@ -141,7 +141,7 @@ def _layout_finding(ctx: RuleContext, m, i: int, groups: list[dict], title: str,
     first = groups[0]
     a0 = int(first["a"][0])
     src = c.source_of(m, a0) or c.forward_source(m, a0)
-    fix, extra, fsrc = layout_fix.fix_for(m, first)
+    fix, extra, fsrc = layout_fix.fix_for(m, first, int(ctx.cfg("non_contiguous_input").get("transpose_window", 3)))
     ev = extra + ev
     return ctx.finding(
         "non_contiguous_input", i, title=title, count=int(sum(g["n"] for g in groups)),

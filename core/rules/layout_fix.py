@@ -30,7 +30,7 @@ def _fmt(x) -> str:
     return str(x) if x is not None else "?"
 
 
-def fix_for(m, g: dict) -> tuple[str, list[dict], Source | None]:
+def fix_for(m, g: dict, window: int = 3) -> tuple[str, list[dict], Source | None]:
     """(fix, leading evidence, source or None to keep the default) for a non-conversion group."""
     if g["kind"] == "lib":
         return (f"{g['op']} (torch library code) copies the tensor your code passes it because it is not in "
@@ -39,13 +39,13 @@ def fix_for(m, g: dict) -> tuple[str, list[dict], Source | None]:
                 "tensors), or let torch.compile fuse the copy away."), [], None
     nodes = g["node"][g["node"] >= 0]
     if len(nodes):
-        return _backward_fix(m, g, int(nodes[0]))
+        return _backward_fix(m, g, int(nodes[0]), window)
     if "reshape" in g["copy_op"]:
         return RESHAPE_FIX, [], None
     return DEFAULT_FIX, [], None
 
 
-def _backward_fix(m, g: dict, node: int) -> tuple[str, list[dict], Source | None]:
+def _backward_fix(m, g: dict, node: int, window: int) -> tuple[str, list[dict], Source | None]:
     s = m.slices
     node_name = m.name(node)
     fwd = li.forward_op(m, node)
@@ -55,7 +55,7 @@ def _backward_fix(m, g: dict, node: int) -> tuple[str, list[dict], Source | None
                 "(avoid the transpose/permute), or let torch.compile fuse the copy; a .contiguous() in forward "
                 "moves the copy, it does not remove it."), [], None
     src = c.source_of(m, fwd)
-    tr = li.transpose_after(m, fwd)
+    tr = li.transpose_after(m, fwd, window)
     ev = [{"name": f"forward op of {node_name}: {m.name(fwd)}", "ts_ns": int(s.ts_ns[fwd]),
            "dur_ns": int(s.dur_ns[fwd]), "rank": m.rank, "row": int(fwd),
            "input_dims": m.strings[int(s.input_dims[fwd])], "input_strides": m.strings[int(s.input_strides[fwd])]}]
