@@ -115,7 +115,8 @@ def non_contiguous_input(ctx: RuleContext) -> RuleOutput:
             if g["kind"] == "convert":
                 out.findings.append(layout_fix.conversion_finding(ctx, m, i, g))
             else:
-                out.findings.append(_layout_finding(ctx, m, i, [g], f"Layout copies: {g['what']} ({g['n']}×)"))
+                out.findings.append(_layout_finding(ctx, m, i, [g], f"Layout copies: {g['what']} ({g['n']}×)"
+                                                    + _backward_words(m, g)))
         if small:
             n = sum(g["n"] for g in small)
             parts = ", ".join(f"{g['what']} {g['n']}×" for g in small[:3]) + (", …" if len(small) > 3 else "")
@@ -124,6 +125,16 @@ def non_contiguous_input(ctx: RuleContext) -> RuleOutput:
                 ctx, m, i, small, f"Layout copies in {len(small)} op contexts ({n}×): {parts}",
                 severity=Severity.INFO))
     return out
+
+
+def _backward_words(m, g: dict) -> str:
+    """", in backward: the gradient of <forward op> is not contiguous" for copies under an autograd node."""
+    nodes = g["node"][g["node"] >= 0]
+    if not len(nodes):
+        return ""
+    fwd = layout_info.forward_op(m, int(nodes[0]))
+    return f", in backward: the gradient of the forward {m.name(fwd)} is not contiguous" if fwd >= 0 else \
+        ", in backward"
 
 
 def _layout_finding(ctx: RuleContext, m, i: int, groups: list[dict], title: str, severity=None):
