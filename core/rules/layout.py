@@ -10,13 +10,17 @@ clone (addmm takes it as is). Needs record_shapes only for the stride evidence; 
 from __future__ import annotations
 
 import json
+import logging
 
 import numpy as np
 
 from core.analysis.stats import device_time_per_row
 from core.rules import common as c
+from core.rules import layout_fix, layout_info
 from core.rules.base import RuleContext, RuleOutput, Severity, rule
 from core.trace.model import Kind
+
+log = logging.getLogger(__name__)
 
 COPY_PARENTS = ("aten::contiguous", "aten::reshape", "aten::_reshape_alias", "aten::flatten")
 
@@ -61,28 +65,58 @@ def non_contiguous_input(ctx: RuleContext) -> RuleOutput:
             continue
         gp = par[p]
         # the op that asked for the copy: the grand-parent (an aten op or an autograd node), else Python
-        asker = np.where(gp >= 0, gp, p)
+        direct = gp < 0
+        direct[~direct] = s.kind[gp[~direct]] != Kind.CPU_OP
+        asker = np.where(direct, p, gp)
+        # who wrote a direct call: a user's own .contiguous() is the deliberate fix this rule recommends
+        # (not counted); library code (nn.MultiheadAttention's packed projection ...) is named
+        owner = np.full(len(clones), "", object)
+        for k in np.flatnonzero(direct).tolist():
+            owner[k] = layout_info.direct_call_owner(m, int(p[k])) or ""
+        explicit = direct & np.isin(s.name[p], c.name_ids(m, "aten::contiguous", c.exact("aten::contiguous")))
+        explicit &= (owner == "user") | (owner == "")
+        if explicit.any():
+            log.debug("non_contiguous_input: %d explicit .contiguous() calls not counted", int(explicit.sum()))
+            clones, p, asker, owner, direct = (x[~explicit] for x in (clones, p, asker, owner, direct))
+        if not len(clones):
+            continue
+        convert = layout_info.format_conversions(m, clones, asker)
+        node = layout_info.backward_nodes(m, clones)
         _, dev_incl = device_time_per_row(m)
         cost = s.dur_ns[p] + dev_incl[p]
+        keys = [("convert", convert[k]) if convert[k] else
+                ("lib", owner[k], int(s.name[p[k]])) if direct[k] and owner[k] not in ("", "user") else
+                ("op", int(s.name[asker[k]]), int(s.name[p[k]])) for k in range(len(clones))]
         groups = []
-        for nid in np.unique(s.name[asker]).tolist():
-            sel = s.name[asker] == nid
-            g_p, g_c, g_a = p[sel], clones[sel], asker[sel]
-            op = m.strings[nid]
-            copy_op = m.name(int(g_p[0]))
-            what = f"{copy_op} inside {op}" if op != copy_op else f"{copy_op} called from Python"
-            groups.append(dict(op=op, copy_op=copy_op, what=what, p=g_p, c=g_c, a=g_a, n=int(sel.sum()),
-                               cost=int(cost[sel].sum())))
+        for key in dict.fromkeys(keys):
+            sel = np.array([k == key for k in keys])
+            g = dict(kind=key[0], p=p[sel], c=clones[sel], a=asker[sel], n=int(sel.sum()), cost=int(cost[sel].sum()),
+                     copy_op=m.name(int(p[sel][0])), op=m.name(int(asker[sel][0])), node=node[sel])
+            if key[0] == "convert":
+                g.update(fmt=key[1], what=f"conv weights converted to {key[1]}")
+            elif key[0] == "lib":
+                g.update(op=key[1], what=f"{g['copy_op']} in {key[1]}")
+            elif g["op"] == g["copy_op"]:
+                g.update(what=f"{g['copy_op']} called from Python")
+            else:
+                g.update(what=f"{g['copy_op']} inside {g['op']}")
+            groups.append(g)
         groups.sort(key=lambda g: -g["cost"])
         # one finding per op context that costs a real share of the step; the small ones are folded into
-        # one finding so that a model with many cheap layout copies is not a wall of near-identical rows
+        # one finding so that a model with many cheap layout copies is not a wall of near-identical rows.
+        # A memory-format conversion always gets its own finding: its cause and fix are of another kind.
         fold_ns = ctx.cfg("non_contiguous_input").get("fold_below_pct", 3.0) / 100.0 * max(steps.total_ns, 1)
-        big = [g for g in groups if g["cost"] >= fold_ns]
-        small = [g for g in groups if g["cost"] < fold_ns]
+        is_big = [g["cost"] >= fold_ns or g["kind"] == "convert" for g in groups]
+        big = [g for g, b in zip(groups, is_big) if b]
+        small = [g for g, b in zip(groups, is_big) if not b]
         if len(small) == 1:
             big, small = big + small, []
         for g in big:
-            out.findings.append(_layout_finding(ctx, m, i, [g], f"Layout copies: {g['what']} ({g['n']}×)"))
+            if g["kind"] == "convert":
+                out.findings.append(layout_fix.conversion_finding(ctx, m, i, g))
+            else:
+                out.findings.append(_layout_finding(ctx, m, i, [g], f"Layout copies: {g['what']} ({g['n']}×)"
+                                                    + _backward_words(m, g)))
         if small:
             n = sum(g["n"] for g in small)
             parts = ", ".join(f"{g['what']} {g['n']}×" for g in small[:3]) + (", …" if len(small) > 3 else "")
@@ -91,6 +125,16 @@ def non_contiguous_input(ctx: RuleContext) -> RuleOutput:
                 ctx, m, i, small, f"Layout copies in {len(small)} op contexts ({n}×): {parts}",
                 severity=Severity.INFO))
     return out
+
+
+def _backward_words(m, g: dict) -> str:
+    """", in backward: the gradient of <forward op> is not contiguous" for copies under an autograd node."""
+    nodes = g["node"][g["node"] >= 0]
+    if not len(nodes):
+        return ""
+    fwd = layout_info.forward_op(m, int(nodes[0]))
+    return f", in backward: the gradient of the forward {m.name(fwd)} is not contiguous" if fwd >= 0 else \
+        ", in backward"
 
 
 def _layout_finding(ctx: RuleContext, m, i: int, groups: list[dict], title: str, severity=None):
@@ -106,20 +150,14 @@ def _layout_finding(ctx: RuleContext, m, i: int, groups: list[dict], title: str,
             e["input_strides"] = m.strings[int(s.input_strides[e["row"]])]
         ev.extend(part if len(groups) == 1 else part[:2])
     first = groups[0]
-    fix = ("Produce the tensor in the layout the op wants once, outside the hot loop: e.g. call "
-           ".contiguous() (or .to(memory_format=torch.channels_last) for convolutions) when the data is "
-           "created instead of feeding a permuted/transposed view; for convolutions keep input and model "
-           "in the same memory format (model.to(memory_format=torch.channels_last)).")
-    if "reshape" in first["copy_op"]:
-        fix = ("reshape() had to copy because its input was a non-contiguous view (after permute/transpose); "
-               "reorder the ops so the view comes first, or make the tensor contiguous once where it is "
-               "created.")
     a0 = int(first["a"][0])
+    src = c.source_of(m, a0) or c.forward_source(m, a0)
+    fix, extra, fsrc = layout_fix.fix_for(m, first, int(ctx.cfg("non_contiguous_input").get("transpose_window", 3)))
+    ev = extra + ev
     return ctx.finding(
         "non_contiguous_input", i, title=title, count=int(sum(g["n"] for g in groups)),
         impact_ns=int(sum(g["cost"] for g in groups)), time_ranges=c.ranges_of(m, g_p), evidence=ev,
-        source=c.source_of(m, a0) or c.forward_source(m, a0), fix=fix, evidence_rows=np.concatenate([g_p, g_c]),
-        severity=severity)
+        source=fsrc or src, fix=fix, evidence_rows=np.concatenate([g_p, g_c]), severity=severity)
 
 
 @rule("channels_last", "NCHW <-> NHWC conversions around convolutions")

@@ -17,6 +17,11 @@ from core.rules import sync_sites
 from core.rules.base import RuleContext, RuleOutput, rule
 from core.trace.model import Kind
 
+PRINTING = "printing a tensor (str/print/format)"
+# Python frames of tensor printing: str(t) / print(t) / f"{t}" run torch/_tensor_str.py under Tensor.__repr__ /
+# __format__, whose ops (item, is_nonzero, masked_select, to/copy_) are the syncs
+_PRINT_FRAMES = ("torch/_tensor_str.py(",)
+_PRINT_METHODS = (": __repr__", ": __format__", ": __str__")
 SYNC_NAMES = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
 WOULD_SYNC = ("aten::item", "aten::_local_scalar_dense", "aten::nonzero", "aten::is_nonzero", "aten::masked_select",
               "aten::unique", "aten::_unique2", "aten::equal")
@@ -38,6 +43,10 @@ _WHY = {
     "DistributedDataParallel.forward": (
         "DDP waits on CUDA events (buffer broadcast / gloo on CUDA tensors)",
         "Use the NCCL backend for CUDA tensors; pass broadcast_buffers=False when buffers do not change."),
+    PRINTING: ("str() / print() / f-string formatting copies the tensor's values to the host and waits for the GPU",
+               "Print or log tensors only every N steps (or after training); keep running metrics on the GPU "
+               "and format them once, e.g. print(f\"{loss.item():.4f}\") every 100 steps instead of print(loss) "
+               "every step."),
     "": ("explicit synchronisation (torch.cuda.synchronize(), event.synchronize())",
          "Remove explicit synchronize calls from the training loop; use CUDA events only for timing runs."),
 }
@@ -103,9 +112,11 @@ def host_sync(ctx: RuleContext) -> RuleOutput:
         gap = _idle_caused(m, s.ts_ns[rows], end, limit)
         cost = s.dur_ns[rows] + gap
         cause_name = np.where(cause >= 0, s.name[np.maximum(cause, 0)], 0)
+        calls = print_calls(m, np.where(cause >= 0, cause, rows))
+        cause_name[calls >= 0] = -1
         for nid in np.unique(cause_name).tolist():
             sel = cause_name == nid
-            op = m.strings[nid]
+            op = m.strings[nid] if nid >= 0 else PRINTING
             g_rows, g_cause = rows[sel], cause[sel]
             first = int(g_cause[0]) if g_cause[0] >= 0 else int(g_rows[0])
             region = _enclosing_annotation(m, first)
@@ -126,10 +137,46 @@ def host_sync(ctx: RuleContext) -> RuleOutput:
                 src = site_src if site_src is not None else src
                 ev.extend(site_ev)
             out.findings.append(ctx.finding(
-                "host_sync", i, title=f"Host sync from {label}{where}: {why} ({int(sel.sum())}×)",
-                count=int(sel.sum()), impact_ns=int(cost[sel].sum()),
+                "host_sync", i,
+                title=f"Host sync from {label}{where}: {why} ({_times(sel.sum(), calls[sel], 'syncs')})",
+                count=_count(sel.sum(), calls[sel]), impact_ns=int(cost[sel].sum()),
                 time_ranges=c.ranges_of(m, np.where(g_cause >= 0, g_cause, g_rows)), evidence=ev,
                 source=src, fix=fix, evidence_rows=ev_rows))
+    return out
+
+
+def _count(n_rows, calls: np.ndarray) -> int:
+    """Count of a finding: the printing calls for a printing group (one print runs many ops), else rows."""
+    return int(len(np.unique(calls))) if len(calls) and calls[0] >= 0 else int(n_rows)
+
+
+def _times(n_rows, calls: np.ndarray, unit: str = "ops") -> str:
+    n = _count(n_rows, calls)
+    return f"{n} prints, {int(n_rows)} {unit}" if len(calls) and calls[0] >= 0 else f"{n}×"
+
+
+def print_calls(m, rows: np.ndarray) -> np.ndarray:
+    """Per row: which tensor-printing call it ran inside (an id per outermost torch/_tensor_str.py or
+    Tensor.__repr__/__format__ frame on the row's thread), -1 when none or without Python frames."""
+    from core.analysis import intervals
+    from core.trace.model import TrackKind
+    rows = np.asarray(rows, np.int64)
+    out = np.full(len(rows), -1, np.int64)
+    if not len(rows):
+        return out
+    fr = c.rows_with_names(m, "print-frames", lambda n: n.startswith(_PRINT_FRAMES) or (
+        n.startswith("torch/_tensor.py(") and n.endswith(_PRINT_METHODS)), [Kind.PYTHON])
+    if not len(fr):
+        return out
+    s, t = m.slices, m.tracks
+    base = 0
+    for tid in np.unique(t.tid[s.track[fr]]).tolist():
+        f = fr[t.tid[s.track[fr]] == tid]
+        starts, ends = intervals.union(s.ts_ns[f], s.ts_ns[f] + s.dur_ns[f])
+        mine = (t.tid[s.track[rows]] == tid) & (t.kind[s.track[rows]] != TrackKind.PYTHON)
+        hit = mine & c.inside(m, rows, starts, ends)
+        out[hit] = base + np.searchsorted(starts, s.ts_ns[rows[hit]], side="right") - 1
+        base += len(starts)
     return out
 
 
@@ -195,14 +242,18 @@ def _cpu_hints(ctx: RuleContext, i: int) -> RuleOutput:
     if not steps.synthetic:
         rows = rows[steps.index_of(m.slices.ts_ns[rows]) >= 0]
     s = m.slices
-    for nid in np.unique(s.name[rows]).tolist():
-        g = rows[s.name[rows] == nid]
-        op = m.strings[nid]
+    key = s.name[rows].astype(np.int64)
+    calls = print_calls(m, rows)
+    key[calls >= 0] = -1
+    for nid in np.unique(key).tolist():
+        g = rows[key == nid]
+        op = m.strings[nid] if nid >= 0 else PRINTING
         why, fix = _why(op)
         op = _label(op)
         out.findings.append(ctx.finding(
-            "host_sync", i, title=f"{op} would block on a GPU: {why} ({len(g)}×, {c.no_gpu_words(m)})",
-            count=len(g), impact_ns=int(s.dur_ns[g].sum()), time_ranges=c.ranges_of(m, g),
+            "host_sync", i, title=f"{op} would block on a GPU: {why} ({_times(len(g), calls[key == nid])}, "
+                                  f"{c.no_gpu_words(m)})",
+            count=_count(len(g), calls[key == nid]), impact_ns=int(s.dur_ns[g].sum()), time_ranges=c.ranges_of(m, g),
             evidence=c.evidence(m, g), source=c.source_of(m, int(g[0])), fix=fix, evidence_rows=g, hint=True))
     return out
 
