@@ -54,7 +54,7 @@ typedef struct {
     int8_t *ph;
     double *ts, *dur, *occ;
     int32_t *name, *cat, *cstack;
-    int64_t *pid, *tid, *id;
+    int64_t *pid, *tid, *id, *off;  /* off: byte offset of the event's '{' from the buffer start */
     int64_t *ints[N_INT_ARGS];
     int32_t *raws[N_RAW_ARGS];
     Py_ssize_t nspan, spancap;
@@ -62,7 +62,7 @@ typedef struct {
 } Cols;
 
 #define ALL_COLS(X)                                                                                \
-    X(ph) X(ts) X(dur) X(occ) X(name) X(cat) X(cstack) X(pid) X(tid) X(id)
+    X(ph) X(ts) X(dur) X(occ) X(name) X(cat) X(cstack) X(pid) X(tid) X(id) X(off)
 
 static void cols_free(Cols *c) {
 #define FREE1(f) free(c->f);
@@ -743,6 +743,7 @@ static int parse_event(P *x, Cols *c) {
         FAIL;
     }
     const char *start = x->p;
+    c->off[i] = start - x->base;
     c->ph[i] = PH_OTHER;
     c->ts[i] = NAN;
     c->dur[i] = NAN;
@@ -938,6 +939,7 @@ static PyObject *build_result(Cols *c, Strings *st) {
     if (put(d, "pid", col_bytes(&c->pid, n * 8))) goto fail;
     if (put(d, "tid", col_bytes(&c->tid, n * 8))) goto fail;
     if (put(d, "id", col_bytes(&c->id, n * 8))) goto fail;
+    if (put(d, "offset", col_bytes(&c->off, n * 8))) goto fail;
     for (int a = 0; a < N_INT_ARGS; a++)
         if (put(d, INT_NAMES[a], col_bytes(&c->ints[a], n * 8))) goto fail;
     for (int a = 0; a < N_RAW_ARGS; a++)

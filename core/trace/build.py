@@ -20,7 +20,7 @@ _FILL = {"occupancy": np.nan, "grid": 0, "block": 0, "input_dims": 0, "input_str
          "call_stack": 0}
 SLICE_COLUMNS = ("ts_ns", "dur_ns", "track", "name", "cat", "kind", "correlation", "external_id", "stream",
                  "device", "bytes", "grid", "block", "registers", "occupancy", "input_dims", "input_strides",
-                 "input_types", "call_stack", "python_id", "python_parent_id", "seq")
+                 "input_types", "call_stack", "python_id", "python_parent_id", "seq", "src_offset")
 
 
 def time_base(m: Merged, meta_doc: dict) -> tuple[float, int]:

@@ -316,10 +316,12 @@ def scan_available() -> bool:
     return _scan is not None and not _DISABLED
 
 
-def scan_columns(buf, a: int, b: int) -> ChunkColumns | None:
+def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns | None:
     """Columns of the events in buf[a:b) (`{...}, {...}`, optionally inside `[` `]`) through the C
     scanner; None when it is not built or the range needs the Python path (anything that is not
-    strictly valid JSON of the expected shape: that path handles it exactly as before)."""
+    strictly valid JSON of the expected shape: that path handles it exactly as before).
+    `file_offsets`: buf is the file's whole JSON text, so event offsets in it are file offsets
+    (False for a copy of a chunk: the slices' src_offset stays unknown)."""
     if not scan_available():
         return None
     raw = _scan.scan(buf, a, b)
@@ -371,6 +373,10 @@ def scan_columns(buf, a: int, b: int) -> ChunkColumns | None:
         vals = col(key, np.int32)[ridx[idx]]
         keep = vals != 0
         sparse[key] = (idx[keep], vals[keep])
+    # where each event starts in the buffer: the Details panel re-reads the one selected event
+    # with every arg (the model keeps only the args rules and panels use)
+    if file_offsets:
+        sparse["src_offset"] = (np.arange(len(ridx), dtype=np.int32), col("offset", np.int64)[ridx])
 
     # --- instants, [memory] ---
     iidx = np.flatnonzero((ph == PH_INSTANT) & has_ts)

@@ -105,6 +105,7 @@ class Merger:
             args[name] = _sparse_concat(self.arg_parts.get(name, []), dtype)
         for name in STR_ARGS:
             args[name] = _sparse_concat(self.arg_parts.get(name, []), np.int32)
+        args["src_offset"] = _sparse_concat(self.arg_parts.get("src_offset", []), np.int64)  # scanner only
         self.arg_parts = {}
         m = Merged(strings=self.strings, rows=tables["rows"], args=args, instants=tables["instants"],
                    memory=tables["memory"], flows=tables["flows"], counters=tables["counters"],

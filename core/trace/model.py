@@ -103,6 +103,7 @@ class SliceTable:
     python_id: np.ndarray  # int64, NONE if absent
     python_parent_id: np.ndarray  # int64, NONE if absent
     seq: np.ndarray  # int64 autograd sequence number, NONE if absent
+    src_offset: np.ndarray  # int64 byte offset of the event in its file's JSON text, NONE if unknown
     track_offsets: np.ndarray  # int64, len = n_tracks + 1: rows of track t are [off[t], off[t+1])
     max_dur_ns: np.ndarray  # int64 per track: longest slice (for range culling)
 

@@ -31,7 +31,7 @@ def decode_chunk_columns(chunk, last: bool, pin: list | None = None) -> ChunkCol
     from being returned to the OS between chunks, so the next chunk reuses touched memory (a
     quarter less CPU per chunk here, where fresh pages are expensive).
     """
-    out = scan_columns(chunk, 0, len(chunk))
+    out = scan_columns(chunk, 0, len(chunk), file_offsets=False)  # a copy: offsets are not the file's
     if out is not None:
         return out
     if len(chunk) > 2 * PIECE_BYTES:

@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import html
+import json
 
 import numpy as np
+import shiboken6
 from PySide6 import QtCore, QtWidgets
+from superqt.utils import create_worker
 
 from core.trace import query
 from core.trace.model import NONE, FlowKind, Kind, TraceModel
+from core.trace.rawevent import read_event
 from core.units import fmt_bytes, fmt_ns
 
 _MAX_LINKS = 30
@@ -76,14 +80,36 @@ def slice_details_html(m: TraceModel, mi: int, row: int) -> str:
     return "".join(out)
 
 
+def raw_args_html(event: dict | None) -> str:
+    """Every arg of the event as recorded in the file (the model keeps only those it uses)."""
+    if event is None:
+        return "<p style='color:gray'>All args: could not re-read this event from its file (moved or changed?).</p>"
+    args = event.get("args") or {}
+    if not isinstance(args, dict) or not args:
+        return "<p style='color:gray'>All args: none recorded.</p>"
+    rows = "".join(f"<tr><td><i>{html.escape(str(k))}</i></td><td>{html.escape(_arg_text(v)[:600])}</td></tr>"
+                   for k, v in args.items())
+    return f"<p><b>All args</b> (from the file)</p><table cellspacing=2>{rows}</table>"
+
+
+def _arg_text(v) -> str:
+    return v if isinstance(v, str) else json.dumps(v, separators=(", ", ": "))
+
+
+_RUNNING: set = set()  # readers stay referenced until they finish, even if the panel goes away
+
+
 class DetailsPanel(QtWidgets.QTextBrowser):
     sig_goto_requested = QtCore.Signal(int, int)  # (model index, slice row)
+    sig_raw_args_shown = QtCore.Signal(int, int)  # (model index, slice row): the file's args are in
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setOpenLinks(False)
         self.anchorClicked.connect(self._on_anchor_clicked)
         self.models: list[TraceModel] = []
+        self._token = 0
+        self._html = ""
         self.clear_selection()
 
     def set_models(self, models: list[TraceModel]) -> None:
@@ -94,10 +120,32 @@ class DetailsPanel(QtWidgets.QTextBrowser):
         self.setHtml("<p style='color:gray'>Click a slice on the timeline to see its details.</p>")
 
     def show_slice(self, mi: int, row: int) -> None:
+        self._token += 1
         if row < 0 or mi >= len(self.models):
             self.clear_selection()
             return
-        self.setHtml(slice_details_html(self.models[mi], mi, row))
+        m = self.models[mi]
+        self._html = slice_details_html(m, mi, row)
+        offset = int(m.slices.src_offset[row])
+        if offset < 0:  # loaded without the C scanner: the model's args are all there is
+            self.setHtml(self._html)
+            return
+        self.setHtml(self._html + "<p style='color:gray'>All args: reading the event from its file…</p>")
+        token = self._token
+        worker = create_worker(read_event, m.path, offset, _start_thread=False,
+                               _connect={"returned": lambda ev, t=token: self._on_reader_returned(t, mi, row, ev),
+                                         "errored": lambda _e, t=token: self._on_reader_returned(t, mi, row, None)})
+        worker.finished.connect(lambda w=worker: _RUNNING.discard(w))
+        _RUNNING.add(worker)
+        worker.start()
+
+    def _on_reader_returned(self, token: int, mi: int, row: int, event) -> None:
+        if not shiboken6.isValid(self) or token != self._token:
+            return  # another slice was selected meanwhile
+        bar = self.verticalScrollBar().value()
+        self.setHtml(self._html + raw_args_html(event))
+        self.verticalScrollBar().setValue(bar)
+        self.sig_raw_args_shown.emit(mi, row)
 
     def _on_anchor_clicked(self, url) -> None:
         text = url.toString()

@@ -95,6 +95,10 @@ def test_click_selects_kernel_and_details_show_launch(qtbot, view, issues_set):
     assert blocker.args == [0, k]
     html = view.details.toHtml()
     assert "Launched by" in html and "cudaLaunchKernel" in html
+    # args the model does not keep are read back from the file for the selected slice
+    qtbot.waitUntil(lambda: "(from the file)" in view.details.toHtml(), timeout=10_000)
+    html = view.details.toHtml()
+    assert "shared memory" in html and "blocks per SM" in html and "warps per SM" in html
     assert tl.item.flows and tl.item.flows[0][2] == k
     src = tl.item.flows[0][1]
     view.details.sig_goto_requested.emit(0, src)  # the "go to" link

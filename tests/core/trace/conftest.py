@@ -19,6 +19,8 @@ def assert_models_equal(a, b) -> None:
         for col, arr in ta.columns().items():
             other = getattr(tb, col)
             assert arr.dtype == other.dtype, (table, col, arr.dtype, other.dtype)
+            if col == "src_offset" and ((arr < 0).all() or (np.asarray(other) < 0).all()):
+                continue  # file offsets come with the C scanner only (the msgspec path has none)
             if col in STRING_COLUMNS:
                 assert a.strings.lookup(arr) == b.strings.lookup(other), (table, col)
             else:

@@ -1,0 +1,56 @@
+"""Every slice can be read back from its file at its recorded offset (all args, for the Details panel)."""
+from __future__ import annotations
+
+import gzip
+import lzma
+
+import numpy as np
+import pytest
+
+from helpers import shared_trace
+from core.trace import columns
+from core.trace.loader import load
+from core.trace.rawevent import read_event
+
+pytestmark = pytest.mark.skipif(not columns.scan_available(), reason="offsets come from the C scanner")
+
+
+@pytest.fixture(scope="module")
+def plain_and_packed(tmp_path_factory):
+    text = gzip.open(shared_trace("gpu_issues.pt.trace.json.gz")).read()
+    d = tmp_path_factory.mktemp("raw")
+    (d / "t.pt.trace.json").write_bytes(text)
+    (d / "t.pt.trace.json.gz").write_bytes(gzip.compress(text, 1))
+    (d / "t.pt.trace.json.xz").write_bytes(lzma.compress(text, preset=0))
+    return d
+
+
+@pytest.mark.parametrize("suffix", ["json", "json.gz", "json.xz"])
+def test_every_sampled_slice_reads_back_with_all_args(plain_and_packed, suffix):
+    path = plain_and_packed / f"t.pt.trace.{suffix}"
+    m = load(path, use_cache=False).primary
+    s = m.slices
+    assert (s.src_offset >= 0).all()
+    rng = np.random.default_rng(0)
+    for row in rng.choice(len(s), 25, replace=False).tolist() + [0, len(s) - 1]:
+        ev = read_event(path, int(s.src_offset[row]))
+        assert ev is not None and ev["name"] == m.name(row), row
+        assert abs(ev["dur"] * 1000 - s.dur_ns[row]) <= 1
+    k = int(np.flatnonzero(s.kind == 1)[0]) if (s.kind == 1).any() else 0
+    ev = read_event(path, int(s.src_offset[k]))
+    assert "args" in ev  # kernels: shared memory, blocks per SM ... (kept only in the file)
+
+
+def test_unreadable_offsets_give_none(plain_and_packed, tmp_path):
+    path = plain_and_packed / "t.pt.trace.json"
+    assert read_event(path, -1) is None
+    assert read_event(path, 3) is None  # not at an event
+    assert read_event(path, 10 ** 12) is None  # past the end
+    assert read_event(tmp_path / "gone.json", 0) is None
+
+
+def test_unquoted_na_in_the_event_still_reads(tmp_path):
+    p = tmp_path / "na.json"
+    p.write_bytes(b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2, "args": {"v": N/A}}]}')
+    assert read_event(p, p.read_bytes().index(b'{"ph"')) == {"ph": "X", "name": "a", "ts": 1, "dur": 2,
+                                                               "args": {"v": "N/A"}}
