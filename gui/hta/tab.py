@@ -9,6 +9,7 @@ import logging
 
 import numpy as np
 import pyqtgraph as pg
+import shiboken6
 from PySide6 import QtCore, QtWidgets
 from superqt.utils import create_worker
 
@@ -129,7 +130,7 @@ class HtaTab(QtWidgets.QWidget):
             self.run()
 
     def _on_worker_returned(self, token: int, report: HtaReport) -> None:
-        if token != self._token:
+        if token != self._token or not shiboken6.isValid(self.status):
             return
         self._worker = None
         self.run_button.setEnabled(True)
@@ -137,7 +138,7 @@ class HtaTab(QtWidgets.QWidget):
         self._apply(report)
 
     def _on_worker_errored(self, token: int, exc: BaseException) -> None:
-        if token != self._token:
+        if token != self._token or not shiboken6.isValid(self.status):
             return
         self._worker = None
         self.run_button.setEnabled(True)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
+import shiboken6
 from PySide6 import QtCore, QtWidgets
 from superqt.utils import create_worker
 
@@ -197,14 +198,14 @@ class IssuesPanel(QtWidgets.QWidget):
         self.status.setText("Analysis cancelled.")
 
     def _on_worker_yielded(self, token: int, prog) -> None:
-        if token != self._token:
+        if token != self._token or not shiboken6.isValid(self.status):
             return
         fraction, rule_id = prog
         self.status.setText(f"Analysing… {rule_id} ({100 * fraction:.0f} %)")
         self.sig_progress_changed.emit(str(rule_id), float(fraction))
 
     def _on_worker_returned(self, token: int, result) -> None:
-        if token != self._token:
+        if token != self._token or not shiboken6.isValid(self.status):
             return
         self._worker = None
         self.cancel_button.setVisible(False)
@@ -212,7 +213,7 @@ class IssuesPanel(QtWidgets.QWidget):
         self.set_analysis(self._trace_set, analysis, breakdowns)
 
     def _on_worker_errored(self, token: int, exc: BaseException) -> None:
-        if token != self._token:
+        if token != self._token or not shiboken6.isValid(self.status):
             return
         self._worker = None
         self.cancel_button.setVisible(False)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
 
+import shiboken6
 from PySide6 import QtCore, QtGui, QtWidgets
 from superqt.utils import create_worker
 
@@ -210,7 +211,8 @@ class ReportActions(QtCore.QObject):
         progress.setMinimumDuration(300)
         progress.setAutoClose(True)
         worker = create_worker(job, _start_thread=False)
-        worker.yielded.connect(lambda p: (progress.setValue(int(p.fraction * 100)), progress.setLabelText(p.detail or p.stage)))
+        worker.yielded.connect(lambda p: shiboken6.isValid(progress) and (
+            progress.setValue(int(p.fraction * 100)), progress.setLabelText(p.detail or p.stage)))
         worker.returned.connect(self._done)
         worker.errored.connect(lambda exc: self._failed(f"{type(exc).__name__}: {exc}"))
         worker.aborted.connect(lambda: self._failed("cancelled"))

@@ -15,6 +15,7 @@ import shlex
 import sys
 from pathlib import Path
 
+import shiboken6
 from PySide6 import QtCore, QtWidgets
 from superqt.utils import create_worker
 
@@ -311,6 +312,8 @@ class RunDialog(QtWidgets.QDialog):
         self._worker.start()
 
     def _on_doctor_returned(self, report: doctor.DoctorReport) -> None:
+        if not shiboken6.isValid(self.doctor_label):
+            return  # the dialog was closed while the check ran
         colors = {"error": "#d9534f", "warning": "#d08b00", "info": "inherit"}
         lines = [f'<span style="color:{colors[level]}">{_esc(text)}</span>' for level, text in report.messages]
         self.doctor_label.setText("<br>".join(lines))

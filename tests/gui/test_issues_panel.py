@@ -122,3 +122,24 @@ def test_cancel_button_stops_analysis(qtbot, issues_ts):
     panel.cancel_button.click()
     qtbot.wait(1500)
     assert not finished and "cancelled" in panel.status.text() and not panel.is_running()
+
+
+def test_panel_closed_while_analysing_ignores_the_late_result(qtbot):
+    """A window closed mid-analysis (a test's teardown, a closed tab): the worker's late progress and
+    result must not touch the deleted widgets (pytest-qt fails the test on any event-loop exception)."""
+    import time
+    import shiboken6
+    from PySide6 import QtWidgets
+    from gui.issues import IssuesPanel
+    ts = load(shared_trace("gpu_gpt_big.pt.trace.json.gz"))
+    holder = QtWidgets.QWidget()
+    panel = IssuesPanel(holder)
+    panel.set_trace_set(ts)
+    worker = panel._worker
+    status = panel.status
+    shiboken6.delete(holder)  # the C++ widgets go now, the Python wrappers and the worker stay
+    assert not shiboken6.isValid(status)
+    t0 = time.monotonic()
+    while worker.is_running and time.monotonic() - t0 < 60:
+        qtbot.wait(50)
+    qtbot.wait(200)  # deliver the queued yielded/returned signals
