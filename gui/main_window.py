@@ -158,7 +158,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.open_path(str(actions.SAMPLE))
 
     def open_path(self, path: str | Path, in_process: bool | None = None) -> LoadJob:
-        """Load in the background: big inputs in a child process (the parser holds the GIL), small in a thread."""
+        """Load in the background: in a worker thread, or a child process when the parse would hold the
+        GIL for long (gui.load_process.use_process)."""
         if is_snapshot_path(path):  # memory snapshot pickle: its own worker and tab (gui/snapshot)
             from gui.snapshot.job import SnapshotJob
             job = SnapshotJob(path, self)
