@@ -47,7 +47,7 @@ def _model_of_gpu(ts: TraceSet, gpu: str) -> int:
     return hits[0] if len(hits) == 1 else -1
 
 
-MEMORY_PLOT_PX = 130  # splitter height per memory / NVML plot (its 16 px header + ~110 px of curves)
+MEMORY_PLOT_PX = 115  # splitter height per memory / NVML plot (its 16 px header + ~95 px of curves)
 
 
 class TraceView(QtWidgets.QWidget):
@@ -105,10 +105,13 @@ class TraceView(QtWidgets.QWidget):
         self.split.addWidget(pane)
         self.split.addWidget(self.memory)
         self.split.addWidget(self.tabs)
-        self.split.setStretchFactor(0, 6)
-        self.split.setStretchFactor(1, 2)
-        self.split.setStretchFactor(2, 3)
+        # a taller window gives its extra height to the timeline (GPU rows were left below the fold)
+        self.split.setStretchFactor(0, 1)
+        self.split.setStretchFactor(1, 0)
+        self.split.setStretchFactor(2, 0)
         self.split.setSizes([600, 160, 220])
+        self._split_by_user = False  # once the user drags the splitter, resizes keep their proportions
+        self.split.splitterMoved.connect(self._on_split_splitter_moved)
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
@@ -148,6 +151,14 @@ class TraceView(QtWidgets.QWidget):
         self._set_stats_model(None if len(self.models) > 1 else 0)
         QtCore.QTimer.singleShot(0, self.fit_splitter)
         QtCore.QTimer.singleShot(0, self.timeline.setFocus)  # W/S/A/D work right away
+
+    def _on_split_splitter_moved(self, *_) -> None:
+        self._split_by_user = True
+
+    def resizeEvent(self, ev) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(ev)
+        if not self._split_by_user and ev.size().height() != ev.oldSize().height():
+            QtCore.QTimer.singleShot(0, self.fit_splitter)  # the window settles after the first layout
 
     def fit_splitter(self) -> None:
         """Give the timeline the height its rows need; plots get MEMORY_PLOT_PX each; tables keep at least 200 px."""

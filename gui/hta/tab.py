@@ -40,6 +40,7 @@ class HtaTab(QtWidgets.QWidget):
         self.cancel_button.setVisible(False)
         self.cancel_button.setToolTip("Stop waiting for HTA (its parse cannot be interrupted; the result is dropped)")
         self.list = QtWidgets.QListWidget()
+        self.list.setMinimumHeight(48)
         for name in ANALYSES:
             item = QtWidgets.QListWidgetItem(TITLES[name].split(" (")[0])
             item.setData(QtCore.Qt.ItemDataRole.UserRole, name)
@@ -49,10 +50,11 @@ class HtaTab(QtWidgets.QWidget):
         self.reason.setWordWrap(True)
         self.frame_model = DataFrameModel(parent=self)
         self.table = QtWidgets.QTableView()
+        self.table.setMinimumHeight(48)
         self.table.setModel(self.frame_model)
         self.table.setSortingEnabled(False)
         self.plot = pg.PlotWidget()
-        self.plot.setMinimumHeight(180)
+        self.plot.setMinimumHeight(90)  # the bottom tabs share one min height: keep it small for the timeline
         right = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
         right.addWidget(self.plot)
         right.addWidget(self.table)
