@@ -47,7 +47,7 @@ def _model_of_gpu(ts: TraceSet, gpu: str) -> int:
     return hits[0] if len(hits) == 1 else -1
 
 
-MEMORY_PLOT_PX = 115  # splitter height per memory / NVML plot (its 16 px header + ~95 px of curves)
+MEMORY_PLOT_PX = 130  # splitter height per memory / NVML plot (its 16 px header + ~110 px of curves)
 
 
 class TraceView(QtWidgets.QWidget):
