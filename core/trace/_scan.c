@@ -244,12 +244,41 @@ static int hexval(int c) {
     return -1;
 }
 
+/* Strict UTF-8 (RFC 3629: no overlongs, no surrogates, <= U+10FFFF), as msgspec checks it. */
+static int valid_utf8(const unsigned char *p, const unsigned char *e) {
+    while (p < e) {
+        unsigned char c = *p;
+        if (c < 0x80) {
+            p++;
+            continue;
+        }
+        int n;
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF) n = 1;
+        else if (c == 0xE0) { n = 2; lo = 0xA0; }
+        else if (c >= 0xE1 && c <= 0xEC) n = 2;
+        else if (c == 0xED) { n = 2; hi = 0x9F; }
+        else if (c >= 0xEE && c <= 0xEF) n = 2;
+        else if (c == 0xF0) { n = 3; lo = 0x90; }
+        else if (c >= 0xF1 && c <= 0xF3) n = 3;
+        else if (c == 0xF4) { n = 3; hi = 0x8F; }
+        else return 0;
+        if (e - p <= n) return 0;
+        if (p[1] < lo || p[1] > hi) return 0;
+        for (int k = 2; k <= n; k++)
+            if (p[k] < 0x80 || p[k] > 0xBF) return 0;
+        p += n + 1;
+    }
+    return 1;
+}
+
 /* A JSON string at x->p (the opening quote). Sets *out/*len to its decoded UTF-8 text (pointing
    into the buffer when it has no escapes). Invalid JSON (control characters, bad escapes, lone
    surrogates) fails: msgspec rejects those too. */
 static int parse_string(P *x, const char **out, Py_ssize_t *len) {
     const char *p = x->p + 1, *e = x->end, *s = p;
     int escaped = 0;
+    uint64_t high = 0;  /* any byte >= 0x80: the string must then be valid UTF-8 */
     /* 8 bytes at a time until a quote, a backslash or a control character shows up */
     while (e - p >= 8) {
         uint64_t v;
@@ -258,12 +287,14 @@ static int parse_string(P *x, const char **out, Py_ssize_t *len) {
         uint64_t q = v ^ (ones * '"'), b = v ^ (ones * '\\');
         uint64_t hit = ((q - ones) & ~q) | ((b - ones) & ~b) | ((v - ones * 0x20) & ~v);
         if (hit & highs) break;
+        high |= v & highs;
         p += 8;
     }
     while (p < e) {
         unsigned char c = (unsigned char)*p;
         if (c == '"') break;
         if (c < 0x20) FAIL;
+        high |= c & 0x80;
         if (c == '\\') {
             escaped = 1;
             if (p + 1 >= e) FAIL;
@@ -273,6 +304,7 @@ static int parse_string(P *x, const char **out, Py_ssize_t *len) {
         p++;
     }
     if (p >= e) FAIL;
+    if (high && !valid_utf8((const unsigned char *)s, (const unsigned char *)p)) FAIL;
     x->p = p + 1;
     if (!escaped) {
         *out = s;

@@ -179,6 +179,8 @@ def test_unwrapped_ranges_and_empty_arrays():
     b'{"ph": "X", "name": "\\ud800", "ts": 1}',  # lone surrogate
     b'{"ph": "X", "name": "\\x41", "ts": 1}',  # bad escape
     b'{"ph": "X", "name": "\xff\xfe", "ts": 1}',  # invalid UTF-8
+    b'{"ph": "\xc3", "name": "a", "ts": 1}',  # invalid UTF-8 in a string that is not interned (found by fuzzing)
+    b'{"ph": "X", "name": "\xed\xa0\x80", "ts": 1}',  # a UTF-8-encoded surrogate
     b'{"ph": "X", "name": "a", "ts": 1, "args": {"stream": true}}',  # bool for an int
     b'{"ph": "X", "name": "a", "ts": 1, "args": {"External id": 1.0}}',  # float for an int
     b'{"ph": "X", "name": "a", "ts": 1, "args": {"correlation": 99999999999999999999}}',  # > int64
