@@ -493,7 +493,7 @@ static int parse_number(P *x, int *is_int, int64_t *iv, int *ok_int, double *dv)
     if (err) PyErr_Clear();
     if (x->saved) x->saved = PyEval_SaveThread();
     if (buf != small) free(buf);
-    if (err) FAIL;
+    if (err || isinf(d)) FAIL; /* out of range: msgspec refuses it too */
     *dv = d;
     return 0;
 }
