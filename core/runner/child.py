@@ -64,39 +64,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return ns
 
 
-class _Terminated(SystemExit):
-    """SIGTERM turned into an exception so `finally` blocks (and the profiler flush) run."""
-
-
-class _Signals:
-    """Stop signals that arrive while one of our hooks is inside the profiler (prof.start/step) are held
-    until the hook returns: a KeyboardInterrupt raised half-way through a profiler state transition
-    would leave the cycle in progress unflushable."""
-    depth = 0
-    pending: int | None = None
-
-    @classmethod
-    def handle(cls, signum, frame):
-        if cls.depth:
-            cls.pending = signum
-            return
-        cls.raise_for(signum)
-
-    @staticmethod
-    def raise_for(signum):
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise _Terminated(128 + signum)
-
-    @classmethod
-    def release(cls):
-        if cls.depth == 0 and cls.pending is not None:
-            signum, cls.pending = cls.pending, None
-            cls.raise_for(signum)
-
-
-def _on_sigterm(signum, frame):
-    _Signals.handle(signum, frame)
+# what keeps a stop clean (held signals, launcher death, broken pipes, user tracebacks): guards.py
+_guards = _load_sibling("guards")
+_Terminated, _Signals, _Orphan, _LogFallback = _guards.Terminated, _guards.Signals, _guards.Orphan, _guards.LogFallback
+_on_sigterm, _user_frames = _guards.on_sigterm, _guards.user_frames
 
 
 class ChildRunner:
@@ -461,68 +432,6 @@ class ChildRunner:
                 self.ev.emit("notice", code="compile_json", message=f"could not write compile.json: {exc}")
         self.ev.emit("end", exit_code=exit_code, steps=self.step, cycles=self._cycle)
         self.ev.close()
-
-
-_RUNNER_FILES = {os.path.abspath(__file__), os.path.abspath(runpy.__file__)}
-
-
-def _user_frames(tb):
-    """The traceback from the first frame that is not the runner's or runpy's: users see their own
-    code first, as with `python script.py`."""
-    def ours(frame) -> bool:
-        name = frame.f_code.co_filename
-        return name == "<frozen runpy>" or os.path.abspath(name) in _RUNNER_FILES or \
-            frame.f_globals.get("__name__") == "runpy"
-    while tb is not None and ours(tb.tb_frame):
-        tb = tb.tb_next
-    return tb
-
-
-class _Orphan:
-    """The launcher (GUI or `ptprof record`) died without stopping us (killed, crashed): stop as if
-    Stop was pressed, so the window in progress is flushed and no orphan keeps training. Noticed by
-    a watch thread, or at once by the first write into the launcher's broken stdout/stderr pipe."""
-    parent = os.getppid()
-    stopped = False
-
-    @classmethod
-    def check(cls) -> bool:
-        if os.getppid() != cls.parent and not cls.stopped:
-            cls.stopped = True
-            os.kill(os.getpid(), signal.SIGINT)
-        return cls.stopped
-
-    @classmethod
-    def watch(cls) -> None:
-        while not cls.check():
-            time.sleep(0.5)
-
-
-class _LogFallback:
-    """sys.stdout / sys.stderr of the script: while the launcher reads the pipe, writes go there; once
-    the pipe is broken (launcher gone) they go on into the bundle's log file instead of raising
-    BrokenPipeError in the user's print() - which would turn a clean stop into a crash."""
-
-    def __init__(self, stream, path: Path):
-        self._stream, self._path, self._file = stream, path, None
-
-    def write(self, text):
-        if self._file is None:
-            try:
-                return self._stream.write(text)
-            except (BrokenPipeError, ValueError, OSError):
-                self._file = open(self._path, "a", encoding="utf-8", errors="replace")
-                _Orphan.check()
-        return self._file.write(text)
-
-    def flush(self):
-        try:
-            (self._file or self._stream).flush()
-        except (BrokenPipeError, ValueError, OSError):
-            pass
-
-    def __getattr__(self, name):
-        return getattr(self._file or self._stream, name)
 
 
 def _exit_code(code) -> int:
