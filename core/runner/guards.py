@@ -68,11 +68,16 @@ class Orphan:
     Stop was pressed, so the window in progress is flushed and no orphan keeps training. Noticed by
     a watch thread, or at once by the first write into the launcher's broken stdout/stderr pipe."""
     parent = os.getppid()
+    # under torchrun our parent is the torchrun agent, which outlives a killed launcher: the launcher
+    # says who it is (core/runner/launch.py build_env)
+    launcher = int(os.environ.get("PTPROF_LAUNCHER_PID", "0") or 0)
     stopped = False
 
     @classmethod
     def check(cls) -> bool:
-        if os.getppid() != cls.parent and not cls.stopped:
+        if cls.stopped:
+            return True
+        if os.getppid() != cls.parent or (cls.launcher > 0 and not _alive(cls.launcher)):
             cls.stopped = True
             os.kill(os.getpid(), signal.SIGINT)
         return cls.stopped
@@ -81,6 +86,21 @@ class Orphan:
     def watch(cls) -> None:
         while not cls.check():
             time.sleep(0.5)
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie (a killed launcher stays one until its parent reaps it)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return fh.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return True  # no /proc (macOS): kill(0) said it exists
 
 
 class LogFallback:

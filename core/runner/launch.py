@@ -38,5 +38,6 @@ def build_env(cfg: RunConfig, bundle_dir: str | Path, base: dict | None = None) 
     env.update(dict(cfg.env))
     env["PYTHONUNBUFFERED"] = "1"
     env["PTPROF_BUNDLE"] = str(bundle_dir)
+    env["PTPROF_LAUNCHER_PID"] = str(os.getpid())  # the child stops when this process dies (guards.Orphan)
     # our own package must not shadow the user's modules: the child loads its siblings by path
     return env

@@ -18,7 +18,7 @@ from operator import attrgetter, itemgetter
 import msgspec
 import numpy as np
 
-from core.trace.kineto import Event, _fast_counter_args
+from core.trace.kineto import CounterEvent, Event, _fast_counter_args
 from core.trace.model import CATEGORY_KIND, NONE, Kind
 
 STR_CODE_BASE = -(1 << 60)  # pid/tid/flow-id codes <= this are strings: STR_CODE_BASE - string id
@@ -119,7 +119,11 @@ class _Strings:
         """int64 column of ints; strings (and oddities) become STR_CODE_BASE - string id."""
         try:
             it = values if attr is None else map(attrgetter(attr), values)
-            return np.fromiter(it, dtype=np.int64, count=len(values))
+            out = np.fromiter(it, dtype=np.int64, count=len(values))
+            odd = np.flatnonzero((out <= -(1 << 59)) | (out >= (1 << 62)))
+            for i in odd.tolist():  # ints outside the code range are strings too (as in _code)
+                out[i] = self._code(int(out[i]))
+            return out
         except (TypeError, ValueError, OverflowError):
             if attr is not None:
                 values = list(map(attrgetter(attr), values))
@@ -405,7 +409,13 @@ def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns
         if ph[i] == PH_COUNTER:
             if not has_ts[i]:
                 continue
-            args = msgspec.json.decode(mv[s:e]).get("args")
+            # as kineto._fast_counter_args: typed decode, args decoded on their own; args that do not
+            # decode (e.g. an out-of-range number the scanner only skipped) are dropped, not fatal
+            try:
+                raw_args = msgspec.json.decode(mv[s:e], type=CounterEvent).args
+                args = msgspec.json.decode(raw_args) if raw_args else None
+            except msgspec.DecodeError:
+                continue
             if not isinstance(args, dict):
                 continue
             for key, v in args.items():
@@ -414,7 +424,10 @@ def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns
                     c_series.append(f"{strings[name[i]]}/{key}")
                     c_val.append(float(v))
         else:
-            ev = msgspec.json.decode(mv[s:e], type=Event)
+            try:
+                ev = msgspec.json.decode(mv[s:e], type=Event)
+            except msgspec.DecodeError:
+                return None  # let the Python path read this chunk (it has a tolerant decoder)
             meta.append((ev.name, int(pid[i]), int(tid[i]), ev.args.name or "", ev.args.sort_index,
                          ev.args.labels or ""))
     if c_series:

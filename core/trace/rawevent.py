@@ -47,18 +47,18 @@ def _read_window(path: Path, offset: int, window: int) -> bytes:
         magic = fh.read(6)
         fh.seek(0)
         if magic.startswith(b"\x1f\x8b"):
-            return _inflate_window(fh, io._zlib.decompressobj(wbits=31), offset, window)
+            return _window(_members(fh, lambda: io._zlib.decompressobj(wbits=31)), offset, window)
         if magic.startswith(b"\xfd7zXZ"):
-            return _inflate_window(fh, lzma.LZMADecompressor(), offset, window)
+            return _window(_members(fh, lzma.LZMADecompressor), offset, window)
         fh.seek(offset)
         return fh.read(window)
 
 
-def _inflate_window(fh, d, offset: int, window: int) -> bytes:
-    """Bytes [offset, offset + window) of the decompressed stream, inflating in bounded blocks."""
+def _window(blocks, offset: int, window: int) -> bytes:
+    """Bytes [offset, offset + window) of the decompressed stream."""
     pos = 0
     out = bytearray()
-    for got in _blocks(fh, d):
+    for got in blocks:
         end = pos + len(got)
         if end > offset:
             out += got[max(0, offset - pos):]
@@ -68,21 +68,27 @@ def _inflate_window(fh, d, offset: int, window: int) -> bytes:
     return bytes(out[:window])
 
 
-def _blocks(fh, d):
-    """Decompressed blocks of at most _BLOCK bytes (zlib-style or lzma decompressor)."""
-    is_lzma = isinstance(d, lzma.LZMADecompressor)
-    pending = b""
-    while not d.eof:
-        if is_lzma:
-            data = fh.read(_BLOCK) if d.needs_input else b""
-            if d.needs_input and not data:
-                return
+def _members(fh, make):
+    """Decompressed blocks of at most _BLOCK bytes, over every gzip member / xz stream in the file
+    (the loader reads multi-member files whole, so offsets run on across members)."""
+    carry = b""
+    while True:
+        d = make()
+        is_lzma = isinstance(d, lzma.LZMADecompressor)
+        while not d.eof:
+            if is_lzma:
+                data = b""
+                if d.needs_input:
+                    data, carry = carry or fh.read(_BLOCK), b""
+                    if not data:
+                        return
+            else:
+                data, carry = d.unconsumed_tail or carry or fh.read(_BLOCK), b""
+                if not data:
+                    return
             got = d.decompress(data, _BLOCK)
-        else:
-            data = pending or fh.read(_BLOCK)
-            if not data:
-                return
-            got = d.decompress(data, _BLOCK)
-            pending = d.unconsumed_tail
-        if got:
-            yield got
+            if got:
+                yield got
+        carry = d.unused_data or fh.read(_BLOCK)
+        if not carry.strip(b"\0"):  # end of file (or trailing zero padding)
+            return

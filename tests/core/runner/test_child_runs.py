@@ -255,3 +255,32 @@ def test_killed_launcher_leaves_no_orphan_and_keeps_the_trace(tmp_path, how):
         assert proc.returncode == 130
     else:
         assert "step" in (tmp_path / "b" / "stdout.log").read_text()
+
+
+def test_killed_launcher_stops_torchrun_ranks_too(tmp_path):
+    """Under torchrun a rank's parent is the torchrun agent, which outlives a SIGKILLed launcher: the
+    ranks watch the launcher's pid itself (PTPROF_LAUNCHER_PID) and stop, flushing their windows."""
+    import signal
+    script = write(tmp_path, "forever.py", TRAIN.replace("    i += 1\n", "    i += 1\n    print('step', i, flush=True)\n"))
+    import subprocess
+    import sys
+    proc = subprocess.Popen([sys.executable, "-m", "core.cli", "record", "--quiet", "--out", str(tmp_path / "b"),
+                             "--active", "100000", "--nproc-per-node", "2", str(script), "-1"], cwd=str(REPO),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 120:
+        evs = read_events(str(tmp_path / "b" / "events.jsonl")) if (tmp_path / "b" / "events.jsonl").exists() else []
+        if {e["rank"] for e in evs if e["type"] == "step" and e["step"] >= 3} == {0, 1}:
+            break
+        time.sleep(0.1)
+    ranks = {e["pid"] for e in evs if e["type"] == "start"}
+    assert len(ranks) == 2
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 60
+    while any(_alive(pid) for pid in ranks) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(_alive(pid) for pid in ranks), "a torchrun rank kept training after its launcher died"
+    evs = read_events(str(tmp_path / "b" / "events.jsonl"))
+    assert sorted(e["rank"] for e in evs if e["type"] == "end") == [0, 1]
+    assert len(list((tmp_path / "b" / "traces").glob("rank*.pt.trace.json.gz"))) == 2

@@ -25,6 +25,17 @@ def plain_and_packed(tmp_path_factory):
     return d
 
 
+@pytest.fixture(scope="module")
+def multi_member(plain_and_packed):
+    """gzip members / xz streams one after the other (`cat a.gz b.gz`): the loader reads them as one."""
+    text = (plain_and_packed / "t.pt.trace.json").read_bytes()
+    half = len(text) // 2
+    (plain_and_packed / "m.pt.trace.json.gz").write_bytes(gzip.compress(text[:half], 1) + gzip.compress(text[half:], 1))
+    (plain_and_packed / "m.pt.trace.json.xz").write_bytes(lzma.compress(text[:half], preset=0) +
+                                                          lzma.compress(text[half:], preset=0))
+    return plain_and_packed
+
+
 @pytest.mark.parametrize("suffix", ["json", "json.gz", "json.xz"])
 def test_every_sampled_slice_reads_back_with_all_args(plain_and_packed, suffix):
     path = plain_and_packed / f"t.pt.trace.{suffix}"
@@ -54,3 +65,14 @@ def test_unquoted_na_in_the_event_still_reads(tmp_path):
     p.write_bytes(b'{"traceEvents": [{"ph": "X", "name": "a", "ts": 1, "dur": 2, "args": {"v": N/A}}]}')
     assert read_event(p, p.read_bytes().index(b'{"ph"')) == {"ph": "X", "name": "a", "ts": 1, "dur": 2,
                                                                "args": {"v": "N/A"}}
+
+
+@pytest.mark.parametrize("suffix", ["json.gz", "json.xz"])
+def test_events_past_the_first_member_read_back(multi_member, suffix):
+    path = multi_member / f"m.pt.trace.{suffix}"
+    m = load(path, use_cache=False).primary
+    s = m.slices
+    late = np.argsort(s.src_offset)[-5:].tolist() + np.argsort(s.src_offset)[len(s) // 2 - 2:len(s) // 2 + 3].tolist()
+    for row in late:
+        ev = read_event(path, int(s.src_offset[row]))
+        assert ev is not None and ev["name"] == m.name(row), row

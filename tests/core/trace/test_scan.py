@@ -265,3 +265,21 @@ def test_mutated_chunks_never_diverge_from_msgspec():
             both += 1
             assert _canon(fast) == _canon(slow), bytes(chunk)
     assert both > 200  # the mutations leave many chunks valid: the comparison is exercised
+
+
+@needs_scanner
+@pytest.mark.parametrize("extra", [
+    b'{"ph": "C", "ts": 1, "name": "x", "pid": 1, "tid": 1, "args": {"v": 1e400}}',  # args that do not decode
+    b'{"ph": "C", "ts": 1, "name": "x", "pid": 1, "tid": 1, "args": {"w": [1e999], "u": 2}}',
+    b'{"ph": "X", "ts": 1, "dur": 1, "name": "big pid", "pid": -2305843009213693952, "tid": 4611686018427387904}',
+])
+def test_odd_events_load_the_same_on_both_paths(tmp_path, monkeypatch, models_equal, extra):
+    """Found by review: counters whose args msgspec cannot decode made the scanner's load fail; ints
+    outside the pid/tid code range were codes on one path and raw on the other."""
+    p = tmp_path / "odd.pt.trace.json"
+    p.write_bytes(b'{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, '
+                  b'"dur": 2}, ' + extra + b']}')
+    monkeypatch.setenv("PTPROF_WORKERS", "0")
+    fast = _load(p, monkeypatch, True).primary
+    slow = _load(p, monkeypatch, False).primary
+    models_equal(fast, slow)
