@@ -66,4 +66,5 @@ def test_argv_direct_and_torchrun(tmp_path):
                       "--nproc-per-node", "2"]
     assert build_argv(cfg.with_(use_torchrun=True), tmp_path)[3] == "torch.distributed.run"
     env = build_env(cfg.with_(env=(("A", "1"),)), tmp_path, base={"PATH": "/bin"})
-    assert env == {"PATH": "/bin", "A": "1", "PYTHONUNBUFFERED": "1", "PTPROF_BUNDLE": str(tmp_path)}
+    assert env == {"PATH": "/bin", "A": "1", "PYTHONUNBUFFERED": "1", "PTPROF_BUNDLE": str(tmp_path),
+                   "PTPROF_LAUNCHER_PID": str(__import__("os").getpid())}  # the child stops when we die
