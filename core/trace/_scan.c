@@ -533,6 +533,41 @@ static int skip_literal(P *x, const char *lit, size_t n) {
     return 0;
 }
 
+/* JSON objects, member by member. object_open: at '{'; 1 = empty object (consumed), 0 = members
+   follow, -1 = not an object. object_key: the next member's key and its ':' (plain_only: a key with
+   escapes fails - msgspec would decode it first, so the scanner leaves such events to it).
+   object_next: after a value; 1 = another member follows, 0 = the object ended, -1 = invalid. */
+static int object_open(P *x) {
+    if (peek(x) != '{') return -1;
+    x->p++;
+    ws(x);
+    if (peek(x) == '}') {
+        x->p++;
+        return 1;
+    }
+    return 0;
+}
+
+static int object_key(P *x, const char **k, Py_ssize_t *kn, int plain_only) {
+    ws(x);
+    if (peek(x) != '"') FAIL;
+    const char *raw = x->p + 1;
+    if (parse_string(x, k, kn)) FAIL;
+    if (plain_only && *k != raw) FAIL;
+    ws(x);
+    if (peek(x) != ':') FAIL;
+    x->p++;
+    ws(x);
+    return 0;
+}
+
+static int object_next(P *x) {
+    ws(x);
+    int c = peek(x);
+    x->p++;
+    return c == ',' ? 1 : c == '}' ? 0 : -1;
+}
+
 static int skip_value(P *x, int depth) {
     if (depth > MAX_DEPTH) FAIL;
     ws(x);
@@ -541,27 +576,14 @@ static int skip_value(P *x, int depth) {
     Py_ssize_t n;
     switch (c) {
         case '"': return parse_string(x, &s, &n);
-        case '{':
-            x->p++;
-            ws(x);
-            if (peek(x) == '}') {
-                x->p++;
-                return 0;
+        case '{': {
+            int more = object_open(x) == 0;
+            while (more) {
+                if (object_key(x, &s, &n, 0) || skip_value(x, depth + 1)) FAIL;
+                if ((more = object_next(x)) < 0) FAIL;
             }
-            for (;;) {
-                ws(x);
-                if (peek(x) != '"' || parse_string(x, &s, &n)) FAIL;
-                ws(x);
-                if (peek(x) != ':') FAIL;
-                x->p++;
-                if (skip_value(x, depth + 1)) FAIL;
-                ws(x);
-                c = peek(x);
-                x->p++;
-                if (c == ',') continue;
-                if (c == '}') return 0;
-                FAIL;
-            }
+            return 0;
+        }
         case '[':
             x->p++;
             ws(x);
@@ -694,25 +716,13 @@ static const ArgKey *find_arg_key(const char *k, Py_ssize_t n) {
 }
 
 static int parse_args(P *x, Cols *c, Py_ssize_t i) {
-    if (peek(x) != '{') FAIL;
-    x->p++;
-    ws(x);
-    if (peek(x) == '}') {
-        x->p++;
-        return 0;
-    }
-    for (;;) {
-        ws(x);
-        if (peek(x) != '"') FAIL;
+    int more = object_open(x);
+    if (more < 0) FAIL;
+    more = !more;
+    while (more) {
         const char *k;
         Py_ssize_t kn;
-        const char *kraw = x->p + 1;
-        if (parse_string(x, &k, &kn)) FAIL;
-        if (k != kraw) FAIL; /* an escaped key: let msgspec decide what it matches */
-        ws(x);
-        if (peek(x) != ':') FAIL;
-        x->p++;
-        ws(x);
+        if (object_key(x, &k, &kn, 1)) FAIL;
         const ArgKey *t = kn ? find_arg_key(k, kn) : NULL;
         if (t == NULL) {
             if (skip_value(x, 1)) FAIL;
@@ -743,13 +753,9 @@ static int parse_args(P *x, Cols *c, Py_ssize_t i) {
             int64_t v;
             if (parse_int_or_null(x, 0, &v)) FAIL;
         }
-        ws(x);
-        int ch = peek(x);
-        x->p++;
-        if (ch == ',') continue;
-        if (ch == '}') return 0;
-        FAIL;
+        if ((more = object_next(x)) < 0) FAIL;
     }
+    return 0;
 }
 
 static int8_t ph_code(const char *s, Py_ssize_t n) {
@@ -786,59 +792,41 @@ static int parse_event(P *x, Cols *c) {
     for (int a = 0; a < N_INT_ARGS; a++) c->ints[a][i] = INT_DEFAULT[a];
     for (int a = 0; a < N_RAW_ARGS; a++) c->raws[a][i] = 0;
 
-    x->p++; /* '{' */
-    ws(x);
-    if (peek(x) == '}') {
-        x->p++;
-    } else {
-        for (;;) {
-            ws(x);
-            if (peek(x) != '"') FAIL;
-            const char *k;
-            Py_ssize_t kn;
-            const char *kraw = x->p + 1;
-            if (parse_string(x, &k, &kn)) FAIL;
-            if (k != kraw) FAIL;
-            ws(x);
-            if (peek(x) != ':') FAIL;
-            x->p++;
-            ws(x);
-            if (key_is(k, kn, "ph")) {
-                const char *s;
-                Py_ssize_t n;
-                if (peek(x) != '"' || parse_string(x, &s, &n)) FAIL;
-                c->ph[i] = ph_code(s, n);
-            } else if (key_is(k, kn, "ts")) {
-                if (parse_float(x, 0, &c->ts[i])) FAIL;
-            } else if (key_is(k, kn, "dur")) {
-                if (parse_float(x, 0, &c->dur[i])) FAIL;
-            } else if (key_is(k, kn, "name")) {
-                if (peek(x) != '"' || intern_string(x, &c->name[i])) FAIL;
-            } else if (key_is(k, kn, "cat")) {
-                if (peek(x) != '"' || intern_string(x, &c->cat[i])) FAIL;
-            } else if (key_is(k, kn, "pid")) {
-                if (parse_code(x, 0, &c->pid[i])) FAIL;
-            } else if (key_is(k, kn, "tid")) {
-                if (parse_code(x, 0, &c->tid[i])) FAIL;
-            } else if (key_is(k, kn, "id")) {
-                if (parse_code(x, 1, &c->id[i])) FAIL;
-            } else if (key_is(k, kn, "args")) {
-                /* a later "args" replaces an earlier one entirely */
-                c->occ[i] = NAN;
-                c->cstack[i] = 0;
-                for (int a = 0; a < N_INT_ARGS; a++) c->ints[a][i] = INT_DEFAULT[a];
-                for (int a = 0; a < N_RAW_ARGS; a++) c->raws[a][i] = 0;
-                if (parse_args(x, c, i)) FAIL;
-            } else if (skip_value(x, 1)) {
-                FAIL;
-            }
-            ws(x);
-            int ch = peek(x);
-            x->p++;
-            if (ch == ',') continue;
-            if (ch == '}') break;
+    int more = !object_open(x); /* the caller saw the '{' */
+    while (more) {
+        const char *k;
+        Py_ssize_t kn;
+        if (object_key(x, &k, &kn, 1)) FAIL;
+        if (key_is(k, kn, "ph")) {
+            const char *s;
+            Py_ssize_t n;
+            if (peek(x) != '"' || parse_string(x, &s, &n)) FAIL;
+            c->ph[i] = ph_code(s, n);
+        } else if (key_is(k, kn, "ts")) {
+            if (parse_float(x, 0, &c->ts[i])) FAIL;
+        } else if (key_is(k, kn, "dur")) {
+            if (parse_float(x, 0, &c->dur[i])) FAIL;
+        } else if (key_is(k, kn, "name")) {
+            if (peek(x) != '"' || intern_string(x, &c->name[i])) FAIL;
+        } else if (key_is(k, kn, "cat")) {
+            if (peek(x) != '"' || intern_string(x, &c->cat[i])) FAIL;
+        } else if (key_is(k, kn, "pid")) {
+            if (parse_code(x, 0, &c->pid[i])) FAIL;
+        } else if (key_is(k, kn, "tid")) {
+            if (parse_code(x, 0, &c->tid[i])) FAIL;
+        } else if (key_is(k, kn, "id")) {
+            if (parse_code(x, 1, &c->id[i])) FAIL;
+        } else if (key_is(k, kn, "args")) {
+            /* a later "args" replaces an earlier one entirely */
+            c->occ[i] = NAN;
+            c->cstack[i] = 0;
+            for (int a = 0; a < N_INT_ARGS; a++) c->ints[a][i] = INT_DEFAULT[a];
+            for (int a = 0; a < N_RAW_ARGS; a++) c->raws[a][i] = 0;
+            if (parse_args(x, c, i)) FAIL;
+        } else if (skip_value(x, 1)) {
             FAIL;
         }
+        if ((more = object_next(x)) < 0) FAIL;
     }
     if (c->ph[i] == PH_META || c->ph[i] == PH_COUNTER) {
         if (c->nspan == c->spancap) {
