@@ -204,6 +204,23 @@ def float_col(values, dtype=np.float64, attr: str | None = None) -> np.ndarray:
         return np.array([np.nan if v is None else v for v in values], dtype=np.float64).astype(dtype, copy=False)
 
 
+def _kinds(cat: np.ndarray, strings: list[str]) -> np.ndarray:
+    """Kind of each row from its category string id (one lookup per distinct category)."""
+    lut = np.zeros(len(strings), dtype=np.int8)
+    for sid in np.flatnonzero(np.bincount(cat, minlength=len(strings))).tolist():
+        lut[sid] = CATEGORY_KIND.get(strings[sid], Kind.OTHER)
+    return lut[cat]
+
+
+def _add_series(args: dict | None, ts: float, name: str, c_ts: list, c_series: list, c_val: list) -> None:
+    """A counter event ("C"): every numeric arg is one sample of series "<name>/<arg key>"."""
+    for key, v in (args or {}).items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            c_ts.append(ts)
+            c_series.append(f"{name}/{key}")
+            c_val.append(float(v))
+
+
 def events_to_columns(events: list[Event], counter_args: dict[int, dict] | None, warnings: list[str],
                       chunk=None, st: _Strings | None = None) -> ChunkColumns:
     """Columns of decoded events. counter_args None: decode them from `chunk` if there are any.
@@ -220,10 +237,7 @@ def events_to_columns(events: list[Event], counter_args: dict[int, dict] | None,
     ridx = np.flatnonzero((ph <= PH_E) & has_ts)
     rev = _pick(events, ridx)
     cat = st.col(rev, "cat")
-    lut = np.zeros(len(st.strs), dtype=np.int8)
-    for sid in np.flatnonzero(np.bincount(cat, minlength=len(st.strs))).tolist():
-        lut[sid] = CATEGORY_KIND.get(st.strs[sid], Kind.OTHER)
-    kind = lut[cat]
+    kind = _kinds(cat, st.strs)
     rows = {
         "ph": ph[ridx], "ts": ts[ridx], "dur": float_col(rev, attr="dur"),
         "name": st.col(rev, "name"), "cat": cat, "kind": kind,
@@ -288,11 +302,7 @@ def events_to_columns(events: list[Event], counter_args: dict[int, dict] | None,
         counter_args = _fast_counter_args(chunk) if len(c_rows) and chunk is not None else {}
     for i in c_rows.tolist():
         e = events[i]
-        for key, v in (counter_args.get(i) or {}).items():
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
-                c_ts.append(e.ts)
-                c_series.append(f"{e.name}/{key}")
-                c_val.append(float(v))
+        _add_series(counter_args.get(i), e.ts, e.name, c_ts, c_series, c_val)
     counters = {"ts": np.array(c_ts, dtype=np.float64), "series": st.col(c_series),
                 "value": np.array(c_val, dtype=np.float64)}
 
@@ -348,10 +358,7 @@ def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns
     # --- X / B / E rows ---
     ridx = np.flatnonzero((ph <= PH_E) & has_ts)
     cat = col("cat", np.int32)[ridx]
-    lut = np.zeros(len(strings), dtype=np.int8)
-    for sid in np.flatnonzero(np.bincount(cat, minlength=len(strings))).tolist():
-        lut[sid] = CATEGORY_KIND.get(strings[sid], Kind.OTHER)
-    kind = lut[cat]
+    kind = _kinds(cat, strings)
     rows = {"ph": ph[ridx], "ts": ts[ridx], "dur": col("dur", np.float64)[ridx], "name": name[ridx],
             "cat": cat, "kind": kind, "pid": pid[ridx], "tid": tid[ridx]}
     sparse: dict[str, tuple[np.ndarray, np.ndarray]] = {}
@@ -418,11 +425,7 @@ def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns
                 continue
             if not isinstance(args, dict):
                 continue
-            for key, v in args.items():
-                if isinstance(v, (int, float)) and not isinstance(v, bool):
-                    c_ts.append(float(ts[i]))
-                    c_series.append(f"{strings[name[i]]}/{key}")
-                    c_val.append(float(v))
+            _add_series(args, float(ts[i]), strings[name[i]], c_ts, c_series, c_val)
         else:
             try:
                 ev = msgspec.json.decode(mv[s:e], type=Event)

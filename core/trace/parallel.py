@@ -47,10 +47,7 @@ def worker_count(n_bytes: int, method: str) -> int:
     env = os.environ.get("PTPROF_WORKERS", "")
     if env.strip().isdigit():  # 0 or 1: decode in this process
         return int(env) if int(env) > 1 else 0
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - macOS / Windows
-        cores = os.cpu_count() or 1
+    cores = _cores()
     threshold = MIN_PARALLEL_BYTES if method == "fork" else MIN_PARALLEL_BYTES_SPAWN
     if cores < 2 or n_bytes < threshold:
         return 0

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import json
 import lzma
-import re
 import zlib
 from pathlib import Path
 
-from core.trace import io
+from core.trace import io, kineto
 
 WINDOW = 1 << 20  # an event is far smaller; a huge one is cut and reported as unreadable
 _BLOCK = 4 << 20
-_NA = re.compile(r'(:\s*|\[\s*|,\s*)(N/A|NaN|-?Infinity)(?=\s*[,}\]])')
 
 
 def read_event(path: str | Path, offset: int, window: int = WINDOW) -> dict | None:
@@ -31,11 +29,11 @@ def read_event(path: str | Path, offset: int, window: int = WINDOW) -> dict | No
         return None
     if not raw.startswith(b"{"):
         return None
-    text = raw.decode("utf-8", "replace")
     dec = json.JSONDecoder()
-    for candidate in (text, _NA.sub(lambda m: f'{m.group(1)}"{m.group(2)}"', text)):
+    # as the loader reads them (kineto / tolerant.py): unquoted N/A, NaN, Infinity become strings
+    for candidate in (raw, kineto._UNQUOTED_NA.sub(rb'\1"\2"', raw)):
         try:
-            obj, _ = dec.raw_decode(candidate)
+            obj, _ = dec.raw_decode(candidate.decode("utf-8", "replace"))
         except ValueError:
             continue
         return obj if isinstance(obj, dict) else None
