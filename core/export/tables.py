@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.analysis import stats, steps
-from core.trace.model import CounterTable, TraceSet
+from core.trace.model import CounterTable, Kind, TraceSet
 from core.trace.strings import StringTable
 
 MIB = float(1 << 20)
@@ -32,13 +32,18 @@ class ExportTable:
 SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
     "kernels": (
         ("rank", "rank of the trace file (0 for single-process traces)"),
-        ("name", "kernel name (one row per distinct name)"),
+        ("name", "kernel / memcpy / memset name (one row per distinct kind and name)"),
+        ("kind", "kernel, memcpy or memset (kernel rows first, then memcpy, then memset; each by total time)"),
         ("calls", "number of launches"),
-        ("total_us", "sum of kernel durations"),
+        ("total_us", "sum of durations"),
         ("mean_us", "mean duration"),
         ("min_us", "shortest launch"),
         ("max_us", "longest launch"),
-        ("gpu_pct", "share of all kernel time of this rank"),
+        ("p50_us", "median duration"),
+        ("p95_us", "95th percentile duration (linear interpolation)"),
+        ("stddev_us", "sample standard deviation of the duration (0 for one call)"),
+        ("gpu_pct", "kernel rows: share of this rank's kernel time; memcpy / memset rows: share of its memcpy / "
+                    "memset time"),
         ("grid", "grid of the longest launch, e.g. [128, 1, 1]"),
         ("block", "block of the longest launch"),
         ("registers", "registers per thread (empty when unknown)"),
@@ -139,15 +144,24 @@ def _table(name: str, parts: list[tuple]) -> ExportTable:
     return ExportTable(name, cols, data)
 
 
+KIND_LABELS = {Kind.KERNEL: "kernel", Kind.MEMCPY: "memcpy", Kind.MEMSET: "memset"}
+
+
+def kind_labels(kinds: np.ndarray) -> list[str]:
+    return [KIND_LABELS.get(Kind(int(k)), "other") for k in kinds]
+
+
 def kernels(ts: TraceSet) -> ExportTable:
+    """kernels.csv: `core.analysis.stats.kernel_table`, the same rows the Kernels tab shows."""
     parts = []
     for m in ts.models:
         kt = stats.kernel_table(m)
         n = len(kt)
         reg = kt.registers.astype(np.float64)
         reg[kt.registers < 0] = np.nan
-        parts.append((np.full(n, m.rank, np.int64), _names(m.strings, kt.name), kt.calls, _us(kt.total_ns),
-                      _us(kt.mean_ns), _us(kt.min_ns), _us(kt.max_ns), np.round(kt.gpu_pct, 3),
+        parts.append((np.full(n, m.rank, np.int64), _names(m.strings, kt.name), kind_labels(kt.kind), kt.calls,
+                      _us(kt.total_ns), _us(kt.mean_ns), _us(kt.min_ns), _us(kt.max_ns), _us(kt.p50_ns),
+                      _us(kt.p95_ns), _us(kt.stddev_ns), np.round(kt.gpu_pct, 3),
                       _names(m.strings, kt.grid), _names(m.strings, kt.block), reg,
                       np.round(kt.occupancy_pct.astype(np.float64), 3)))
     return _table("kernels", parts)

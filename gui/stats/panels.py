@@ -14,6 +14,7 @@ import shiboken6
 from superqt.utils import create_worker
 
 from core.analysis.stats import kernel_table, op_table
+from core.export.tables import kind_labels
 from core.analysis.steps import step_stats
 from core.trace import query
 from core.trace.model import Kind, TraceModel
@@ -213,11 +214,16 @@ def _stacked_tooltip(offsets: np.ndarray, cols: list[Column]):
     return tooltip
 
 
+def _share_tip(kind) -> str:
+    return {Kind.KERNEL: "share of all kernel time", Kind.MEMCPY: "share of all memcpy time",
+            Kind.MEMSET: "share of all memset time"}.get(Kind(int(kind)), "")
+
+
 class KernelsPanel(StatsPanel):
     filter_hint = "filter kernels by name"
 
     def compute(self, m: TraceModel):
-        return kernel_table(m, kinds=(Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET))
+        return kernel_table(m)  # the same rows as kernels.csv (core.export.tables.kernels)
 
     def build_columns(self, m: TraceModel, kt, part: Part) -> list[Column]:
         part.state["names"] = kt.name
@@ -225,12 +231,16 @@ class KernelsPanel(StatsPanel):
         short = np.array(query.distinct_kernel_names(full), dtype=object)  # unique per row
         return [
             Column("Kernel", short, fmt=str, tooltip=lambda r: full[r], align_right=False),
+            Column("Kind", np.array(kind_labels(kt.kind), dtype=object), str, align_right=False),
             Column("Calls", kt.calls, _int),
             Column("Total", kt.total_ns, _ns),
             Column("Mean", kt.mean_ns, _ns),
             Column("Min", kt.min_ns, _ns),
             Column("Max", kt.max_ns, _ns),
-            Column("% GPU time", kt.gpu_pct, _pct),
+            Column("p50", kt.p50_ns, _ns),
+            Column("p95", kt.p95_ns, _ns),
+            Column("Std dev", kt.stddev_ns, _ns),
+            Column("% of kind time", kt.gpu_pct, _pct, tooltip=lambda r: _share_tip(kt.kind[r])),
             Column("Grid", np.array(m.strings.lookup(kt.grid), dtype=object), str),
             Column("Block", np.array(m.strings.lookup(kt.block), dtype=object), str),
             Column("Registers", kt.registers, _int),
