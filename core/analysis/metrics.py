@@ -156,3 +156,23 @@ def _rank_metrics(model: TraceModel, windows) -> RankMetrics:
 
 def trace_metrics(trace_set: TraceSet) -> list[RankMetrics]:
     return [rank_metrics(m) for m in trace_set.models]
+
+
+def format_metrics(metrics) -> list[str]:
+    """One text line per rank (the CLI table, the Steps tab)."""
+    lines = []
+    for rm in metrics:
+        parts = []
+        if rm.tflops is not None:
+            parts.append(f"{rm.tflops:.1f} TFLOP/s" + (f", MFU {rm.mfu_pct:.1f} %" if rm.mfu_pct is not None else ""))
+        if rm.overlap_pct is not None:
+            parts.append(f"comm overlap {rm.overlap_pct:.1f} %")
+        if rm.launch_delay_us:
+            d = rm.launch_delay_us
+            parts.append(f"launch delay p50 {d['p50']:.1f} µs / p95 {d['p95']:.1f} µs")
+        if rm.queue_length:
+            q = max(rm.queue_length, key=lambda x: x["mean"])
+            parts.append(f"queue length mean {q['mean']:.1f} (max {q['max']}, stream {q['stream']})")
+        if parts:
+            lines.append(f"  metrics{f' rank {rm.rank}' if len(metrics) > 1 else ''}: " + "; ".join(parts))
+    return lines

@@ -14,7 +14,8 @@ import shiboken6
 from superqt.utils import create_worker
 
 from core.analysis.stats import kernel_table, op_table
-from core.export.tables import kind_labels
+from core.export.tables import kind_labels, step_extras
+from core.analysis.metrics import format_metrics, rank_metrics
 from core.analysis.steps import step_stats
 from core.trace import query
 from core.trace.model import Kind, TraceModel
@@ -301,23 +302,41 @@ class OpsPanel(StatsPanel):
 
 
 class StepsPanel(StatsPanel):
+    """Per-step table plus a Metrics line per rank (core.analysis.metrics: MFU, overlap, launch delay, queues)."""
+
     filter_hint = "filter steps"
 
-    def compute(self, m: TraceModel):
-        return step_stats(m)
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.metrics_label = QtWidgets.QLabel()
+        self.metrics_label.setWordWrap(True)
+        self.metrics_label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.layout().insertWidget(1, self.metrics_label)
 
-    def build_columns(self, m: TraceModel, st, part: Part) -> list[Column]:
+    def compute(self, m: TraceModel):
+        return step_stats(m), step_extras(m), rank_metrics(m)
+
+    def build_columns(self, m: TraceModel, result, part: Part) -> list[Column]:
+        st, (comm_ns, tflops, mfu), metrics = result
         part.state["st"] = st
-        return [
+        lines = format_metrics([metrics])
+        text = lines[0].strip().replace("metrics: ", f"Metrics{f' (rank {m.rank})' if m.rank else ''}: ") if lines \
+            else "Metrics: none for this trace"
+        self.metrics_label.setText(text if part.start == 0 else self.metrics_label.text() + "\n" + text)
+        cols = [
             Column("Step", st.number, lambda v: "all" if v < 0 else f"#{int(v)}", align_right=False),
             Column("Start", st.ts_ns, _ns),
             Column("Duration", st.dur_ns, _ns),
             Column("GPU busy", st.gpu_busy_pct, _pct),
             Column("Kernels", st.kernel_count, _int),
             Column("Kernel time", st.kernel_ns, _ns),
+            Column("Communication", comm_ns, _ns),
             Column("Memcpy", st.memcpy_ns, _ns),
             Column("Memory peak", st.mem_peak_bytes, lambda v: fmt_bytes(v) if v >= 0 else ""),
+            Column("TFLOP/s", tflops, lambda v: "" if v != v else f"{v:.2f}"),
+            Column("MFU", mfu, _pct),
         ]
+        return cols
 
     def occurrences_of(self, part: Part, row: int) -> np.ndarray:
         st = part.state["st"]

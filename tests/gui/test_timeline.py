@@ -145,7 +145,7 @@ def test_tables_sort_filter_copy(qtbot, view, issues_set):
     assert 0 < panel.proxy.rowCount() < panel.table_model.rowCount()
     panel.table.selectRow(0)
     text = panel.table.copy_selection()
-    assert text.splitlines()[0].startswith("Kernel\tCalls") and "Memcpy" in text.splitlines()[1]
+    assert text.splitlines()[0].startswith("Kernel\tKind\tCalls") and "Memcpy" in text.splitlines()[1]
     ops = view.ops
     n_by_name = ops.table_model.rowCount()
     ops.group.setCurrentIndex(1)
