@@ -11,7 +11,8 @@ One `RankMetrics` per trace file (rank), with HTA's definitions where HTA has th
                      events included): p50 / p95 / mean; kernels_shorter_than_launch = GPU duration < launch call
   memcpy_gbps        per direction (HtoD, DtoH, DtoD, ...) and memory kind (Pageable -> Device, ...): bytes / busy
                      time of those copies (GB/s = 1e9 B/s; Kineto's own per-copy "memory bandwidth (GB/s)")
-  tflops, mfu_pct    all steps' FLOPs / all steps' time (core.analysis.flops; MFU against the dense peak)
+  tflops, mfu_pct    all steps' FLOPs / all steps' time (core.analysis.flops: step time = the longer of the
+                     window and the GPU span of its work; MFU against the dense peak)
 Every metric covers the step windows (first step start to last step end: GPU work by its start, launch
 pairs by the launch call's start; the whole trace without steps). HTA's window differs (docs/architecture.md,
 "Step window"): it keeps CPU events before the last ProfilerStep's start and the GPU work they launched.
@@ -141,10 +142,11 @@ def _rank_metrics(model: TraceModel, windows) -> RankMetrics:
     from core.analysis.flops import step_flops
     f = step_flops(model, windows)
     from core.analysis.breakdown import default_windows
-    _, w0, w1 = default_windows(model) if windows is None else windows
-    total_s = float(np.sum(np.asarray(w1) - np.asarray(w0))) / 1e9
+    from core.analysis.flops import step_time_ns
+    _, w0, w1 = (np.asarray(a, np.int64) for a in (default_windows(model) if windows is None else windows))
+    dur_s = step_time_ns(model, w0, w1) / 1e9
+    total_s = float(dur_s.sum())
     tflops = float(np.nansum(f.flops)) / total_s / 1e12 if total_s > 0 and not np.isnan(f.flops).all() else None
-    dur_s = (np.asarray(w1) - np.asarray(w0)) / 1e9
     mfu = float(np.sum(f.mfu_pct * dur_s) / total_s) if total_s > 0 and not np.isnan(f.mfu_pct).any() else None
     span = (int(np.min(w0)), int(np.max(w1))) if len(w0) else model.span_ns
     delays, shorter = launch_delays(model, span)

@@ -95,3 +95,21 @@ def test_no_shapes_means_no_flops(tmp_path):
                                              _x("aten::mm", "cpu_op", 10, 10)]}))
     f = step_flops(load(p, use_cache=False).primary)
     assert np.isnan(f.flops).all() and np.isnan(f.tflops).all()
+
+
+PAIRS = DATA / "device" / "pairs"
+
+
+def test_mfu_of_a_real_h200_gemm_loop_matches_its_unprofiled_step_time():
+    """H200 bf16 GEMM loop of known FLOPs (tests/data/device/pairs/README.md: 4 bias-free Linear(8192, 8192),
+    batch 8192: 11 GEMMs of 2 x 8192^3 per step); MFU within 5 % of FLOPs / unprofiled step time / peak. The CPU
+    runs ahead of the GPU (1.6 ms ProfilerStep spans, 17.4 ms steps): the step time is the GPU span."""
+    timings = {r["variant"]: r["step_ms"] for r in json.loads((PAIRS / "timings.json").read_text())["results"]}
+    m = load(PAIRS / "gemm_bf16", use_cache=False).primary
+    f = step_flops(m)
+    assert f.device == "NVIDIA H200" and f.peak_tflops["bf16"] == 989.5
+    assert f.flops.tolist() == [11 * 2.0 * 8192 ** 3] * len(f)
+    truth_mfu = 100.0 * 11 * 2 * 8192 ** 3 / (timings["gemm_bf16"] / 1e3) / 989.5e12  # 70.1 %
+    assert float(np.median(f.mfu_pct)) == pytest.approx(truth_mfu, rel=0.05)
+    from core.analysis.metrics import rank_metrics
+    assert rank_metrics(m).mfu_pct == pytest.approx(truth_mfu, rel=0.05)
