@@ -136,3 +136,37 @@ def test_matches_hta_on_gpu_issues():
                                          ("gpu_gpt_big.pt.trace.json.gz", False)])
 def test_matches_hta_on_shared_traces(name, exact):
     _compare_with_hta(name, exact)
+
+
+@pytest.mark.skipif(not hta_importable(), reason="traceinsight (hta) not importable here")
+def test_overlap_matches_hta_on_an_nccl_trace(tmp_path):
+    """No shared trace has NCCL kernels: a small Kineto-format one with compute and all-reduce kernels on two
+    streams, overlapping at fractional µs."""
+    rng = np.random.default_rng(1)
+    ev, corr = [], 1
+    for i in range(4):
+        t = i * 2000.0
+        ev.append(_x(f"ProfilerStep#{i}", "user_annotation", t, 1990.0))
+        for k in range(8):
+            ev.append(_x("cudaLaunchKernel", "cuda_runtime", t + 5 + k * 40.5, 3.25, correlation=corr))
+            ev.append(_gpu("sm90_xmma_gemm_bf16", t + 100 + k * 180.25, float(rng.integers(60, 170)) + 0.375, corr))
+            corr += 1
+        for k in range(3):
+            ev.append(_x("cudaLaunchKernel", "cuda_runtime", t + 400 + k * 30.5, 4.5, correlation=corr))
+            ev.append(_gpu("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)",
+                           t + 150 + k * 520.125, 300.5, corr, stream=20))
+            corr += 1
+    m = _load(tmp_path, ev)
+    from hta.configs.env_options import HTAEnvOptions
+    opts = HTAEnvOptions.instance()
+    before = opts.disable_ns_rounding()
+    opts.set_disable_ns_rounding(True)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            from hta.trace_analysis import TraceAnalysis
+            ta = TraceAnalysis(trace_files={0: str(tmp_path / "t.json")}, trace_dir="/")
+            theirs = float(ta.get_comm_comp_overlap(visualize=False)["comp_comm_overlap_pctg"].iloc[0])
+    finally:
+        opts.set_disable_ns_rounding(before)
+    assert mt.overlap_pct(m, _hta_window(m)) == pytest.approx(theirs, rel=0.01)
+    assert 0 < rank_metrics(m).overlap_pct < 100
