@@ -244,55 +244,58 @@ def _leaf_candidates(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _op_flops(model: TraceModel) -> OpFlops:
+    """FLOPs once per distinct (op name, input dims): a training loop repeats a few hundred signatures."""
     s = model.slices
     st = model.strings
     rows, backward = _leaf_candidates(model)
-    names = st.lookup(s.name[rows]) if len(rows) else []
-    dims_cache: dict[int, list] = {}
-
-    def dims_of(row: int) -> list:
-        sid = int(s.input_dims[row])
-        if sid not in dims_cache:
-            try:
-                d = json.loads(st[sid]) if sid > 0 else []
-            except ValueError:
-                d = []
-            dims_cache[sid] = d if isinstance(d, list) else []
-        return dims_cache[sid]
-
+    keys = np.stack([s.name[rows].astype(np.int64), s.input_dims[rows].astype(np.int64)], axis=1)
+    uniq, first, inv = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    inv = inv.reshape(-1)
     out_of_conv = _conv_outputs_from_backward(model)
-    flops = np.full(len(rows), np.nan)
+    per_key = np.full(len(uniq), np.nan)
     pending_conv: dict[tuple, list[int]] = {}
-    conv_grads: dict[int, int] = {}  # input dims id -> gradients computed (output_mask, re-read once per shape)
-    for j, (row, name) in enumerate(zip(rows.tolist(), names)):
-        d = dims_of(row)
+    rep_rows = rows[first]
+    names = st.lookup(uniq[:, 0]) if len(uniq) else []
+    for j, (row, name, dims_id) in enumerate(zip(rep_rows.tolist(), names, uniq[:, 1].tolist())):
         try:
-            if name in MM and len(d) > max(MM[name]):
-                flops[j] = _mm(d[MM[name][0]], d[MM[name][1]]) or np.nan
-            elif name in BMM and len(d) > max(BMM[name]):
-                flops[j] = _bmm(d[BMM[name][0]], d[BMM[name][1]]) or np.nan
-            elif name == "aten::matmul" and len(d) >= 2:
-                flops[j] = _matmul(d[0], d[1]) or np.nan
-            elif name == "aten::linear" and len(d) >= 2:
-                flops[j] = _linear(d[0], d[1]) or np.nan
-            elif name in ATTENTION:
-                flops[j] = _attention(d, ATTENTION[name]) or np.nan
-            elif name == CONV_BACKWARD and len(d) >= 3 and len(d[0]) >= 3 and len(d[2]) == len(d[0]):
-                grads = conv_grads.setdefault(int(s.input_dims[row]), _conv_backward_grads(model, row))
-                flops[j] = grads * _conv(d[1], d[2], d[0][2:])
-            elif name in CONV and len(d) >= 2 and len(d[0]) >= 3 and len(d[1]) == len(d[0]):
-                key = (tuple(d[0]), tuple(d[1]))
-                if key in out_of_conv:
-                    flops[j] = _conv(d[0], d[1], out_of_conv[key])
-                else:
-                    pending_conv.setdefault(key, []).append(j)
+            d = json.loads(st[dims_id]) if dims_id > 0 else []
+        except ValueError:
+            d = []
+        d = d if isinstance(d, list) else []
+        try:
+            per_key[j] = _flops_of(model, row, name, d, out_of_conv, pending_conv, j)
         except (TypeError, ValueError, IndexError):
-            flops[j] = np.nan
-    _fill_conv_from_file(model, rows, names, pending_conv, flops)
-    types = np.array([_dtype(st[int(t)]) for t in s.input_types[rows].tolist()], dtype=object)
+            per_key[j] = np.nan
+    _fill_conv_from_file(model, rep_rows, names, pending_conv, per_key)
+    flops = per_key[inv] if len(rows) else np.zeros(0)
+    type_ids = s.input_types[rows]
+    dtype_of = {int(t): _dtype(st[int(t)]) for t in np.unique(type_ids).tolist()}
+    types = np.array([dtype_of[int(t)] for t in type_ids.tolist()], dtype=object)
     counted = ~np.isnan(flops)
     return OpFlops(row=rows[counted], flops=flops[counted], dtype=types[counted], backward=backward[counted],
                    uncounted=int((~counted).sum()))
+
+
+def _flops_of(model: TraceModel, row: int, name: str, d: list, out_of_conv: dict, pending_conv: dict, j: int):
+    """FLOPs of one op signature (NaN: not countable; convs without an output size wait in pending_conv)."""
+    if name in MM and len(d) > max(MM[name]):
+        return _mm(d[MM[name][0]], d[MM[name][1]]) or np.nan
+    if name in BMM and len(d) > max(BMM[name]):
+        return _bmm(d[BMM[name][0]], d[BMM[name][1]]) or np.nan
+    if name == "aten::matmul" and len(d) >= 2:
+        return _matmul(d[0], d[1]) or np.nan
+    if name == "aten::linear" and len(d) >= 2:
+        return _linear(d[0], d[1]) or np.nan
+    if name in ATTENTION:
+        return _attention(d, ATTENTION[name]) or np.nan
+    if name == CONV_BACKWARD and len(d) >= 3 and len(d[0]) >= 3 and len(d[2]) == len(d[0]):
+        return _conv_backward_grads(model, row) * _conv(d[1], d[2], d[0][2:])
+    if name in CONV and len(d) >= 2 and len(d[0]) >= 3 and len(d[1]) == len(d[0]):
+        key = (tuple(d[0]), tuple(d[1]))
+        if key in out_of_conv:
+            return _conv(d[0], d[1], out_of_conv[key])
+        pending_conv.setdefault(key, []).append(j)
+    return np.nan
 
 
 def _conv_outputs_from_backward(model: TraceModel) -> dict[tuple, tuple]:
