@@ -85,7 +85,7 @@ class ChildRunner:
         self.prof = None  # the profiler of the current step source (started at its first step)
         self.stepped_aside = False
         self.step = 0
-        self._top_seen: set[int] = set()
+        self._top_calls: dict[int, int] = {}
         self._fallback_module = None
         self._forward_done = False  # the bounded forward window ran: no further forward steps
         self._last_ns = time.perf_counter_ns()
@@ -173,17 +173,20 @@ class ChildRunner:
     def _on_switch(self, old: str | None, new: str) -> None:
         """A stronger step source appeared (stepsource.py): the window of the weaker one is dropped."""
         if self.prof is not None:
+            recording = self.prof.current_action.name != "NONE"
             self._discard = True
             try:
                 self.prof.stop()
             finally:
                 self._discard = False
             self.prof = None
-            self.ev.emit("notice", code="step_source_switched", message=(
-                f"{new} steps seen after {self.step} {old} step(s): the {old} window in progress was dropped, "
-                f"steps count {new} steps from here on"))
+            if recording:  # said only when a window was dropped (not for 2-step accumulation in the wait step)
+                self.ev.emit("notice", code="step_source_switched", message=(
+                    f"{new} steps seen after {self.step} {old} step(s): the {old} window in progress was "
+                    f"dropped, steps count {new} steps from here on"))
         self.step = 0
         self._phase = "start"
+        self._meta_cycle, self._sync_meta_n = -1, 0  # the new profiler gets the metadata again
 
     def _on_step(self, source: str) -> None:
         start_ns = self._record_step(source)
@@ -207,10 +210,11 @@ class ChildRunner:
             return
         key = id(module)
         if self.sources.source is None:
-            # inference = a top-level module runs again before any backward / optimizer step (a loss module
-            # or a second model called once per iteration does not count)
-            if key not in self._top_seen:
-                self._top_seen.add(key)
+            # inference = a top-level module runs a third time before any backward / optimizer step (a loss
+            # module or a second model called once per iteration does not count, nor a GAN discriminator
+            # called on real and fake data before the first backward)
+            self._top_calls[key] = self._top_calls.get(key, 0) + 1
+            if self._top_calls[key] < 3:
                 return
             self._fallback_module = key
             self.sources.become_forward()

@@ -43,7 +43,7 @@ class Target:
             except SyntaxError as exc:
                 raise _syntax(exc) from None
             except ImportError as exc:  # runpy's own "No module named ..." / "cannot be directly executed"
-                raise BadTarget(f"{type(exc).__name__}: {exc}", f"{sys.executable}: {exc}\n") from None
+                raise BadTarget(f"ImportError: {exc}", f"{sys.executable}: {exc}\n") from None
             finally:
                 sys.path.pop(0)
             self.origin = spec.origin or ""

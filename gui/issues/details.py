@@ -18,7 +18,8 @@ def finding_html(f: Finding) -> str:
              f"<p><b>{e(f.severity.label)}</b>{' (hint)' if f.hint else ''} · rule <code>{e(f.rule)}</code> · "
              f"cost {e(units.fmt_ns(f.impact_ns))} ({f.impact_pct:.1f} % of step time) · {f.count}×</p>"]
     if f.source:
-        parts.append(f"<p><b>Source:</b> <code>{e(f.source.file)}:{f.source.line}</code> in "
+        lib = f"<code>{e(f.source.library)}</code> &larr; " if getattr(f.source, "library", "") else ""
+        parts.append(f"<p><b>Source:</b> {lib}<code>{e(f.source.file)}:{f.source.line}</code> in "
                      f"<code>{e(f.source.function)}</code></p>")
     else:
         parts.append("<p><b>Source:</b> <i>not in the trace (record with with_stack=True)</i></p>")
