@@ -21,7 +21,6 @@ import json
 import linecache
 import os
 import re
-import runpy
 import shutil
 import signal
 import sys
@@ -68,6 +67,7 @@ _guards = _load_sibling("guards")
 _Terminated, _Signals, _Orphan, _LogFallback = _guards.Terminated, _guards.Signals, _guards.Orphan, _guards.LogFallback
 _on_sigterm, _user_frames = _guards.on_sigterm, _guards.user_frames
 _stepsource, _syncsite, _target = _load_sibling("stepsource"), _load_sibling("syncsite"), _load_sibling("target")
+_devinfo = _load_sibling("devinfo")
 
 
 class ChildRunner:
@@ -366,40 +366,13 @@ class ChildRunner:
         self.ev.emit("notice", code="step_aside", message=message)
 
     # -- the run ---------------------------------------------------------------------------------
-    def _device_properties(self) -> list[dict]:
-        """The visible GPUs in Kineto's deviceProperties keys (core fills a trace's missing deviceProperties
-        from these); peak clocks come from NVML in the launcher (run.json gpu.facts)."""
-        cuda = self.torch.cuda
-        out = []
-        if not cuda.is_available():
-            return out
-        for i in range(cuda.device_count()):
-            try:
-                p = cuda.get_device_properties(i)
-            except Exception:
-                continue
-            d = {"id": i, "name": p.name, "totalGlobalMem": int(p.total_memory), "computeMajor": p.major,
-                 "computeMinor": p.minor, "numSms": p.multi_processor_count}
-            for key, attr in (("maxThreadsPerMultiProcessor", "max_threads_per_multi_processor"),
-                              ("warpSize", "warp_size"), ("L2CacheSize", "L2_cache_size"),
-                              ("regsPerMultiprocessor", "regs_per_multiprocessor"),
-                              ("sharedMemPerBlock", "shared_memory_per_block"),
-                              ("sharedMemPerMultiprocessor", "shared_memory_per_multiprocessor"),
-                              ("clockRateKHz", "clock_rate"), ("memoryClockRateKHz", "memory_clock_rate"),
-                              ("memoryBusWidth", "memory_bus_width")):
-                value = getattr(p, attr, None)
-                if isinstance(value, int):
-                    d[key] = value
-            out.append(d)
-        return out
-
     def run(self, target, args: list[str]) -> int:
         torch = self.torch
         self.target = target
         self.ev.emit("start", pid=os.getpid(), python=sys.executable, torch_version=torch.__version__,
                      cuda=torch.cuda.is_available(), devices=torch.cuda.device_count(), world_size=self.world,
                      argv=[target.label, *args], cwd=os.getcwd(), module=target.name if target.module else None,
-                     device_properties=self._device_properties(),
+                     device_properties=_devinfo.device_properties(torch),
                      schedule={k: getattr(self.o, k) for k in ("wait", "warmup", "active", "repeat")})
         try:
             target.check()

@@ -93,3 +93,17 @@ def test_module_argv(tmp_path):
     assert argv[argv.index("--module"):] == ["--module", "--", "pkg.train", "1"]
     assert "torch.distributed.run" in argv and argv[argv.index("--nproc-per-node") + 1] == "1"
     assert cfg.workdir == str(tmp_path.resolve())
+
+
+def test_child_records_device_properties_in_kineto_keys():
+    import types
+
+    from core.runner.devinfo import device_properties as child_props
+    props = types.SimpleNamespace(name="NVIDIA H200", total_memory=150_109_880_320, major=9, minor=0,
+                                  multi_processor_count=132, warp_size=32, L2_cache_size=62_914_560)
+    cuda = types.SimpleNamespace(is_available=lambda: True, device_count=lambda: 1,
+                                 get_device_properties=lambda i: props)
+    (d,) = child_props(types.SimpleNamespace(cuda=cuda))
+    assert d == {"id": 0, "name": "NVIDIA H200", "totalGlobalMem": 150_109_880_320, "computeMajor": 9,
+                 "computeMinor": 0, "numSms": 132, "warpSize": 32, "L2CacheSize": 62_914_560}
+    assert child_props(types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: False))) == []
