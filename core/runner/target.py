@@ -37,15 +37,13 @@ class Target:
         errors are left to runpy (reported the usual way). Module mode imports the parent packages, as
         `python -m` does."""
         if self.module:
-            sys.path.insert(0, os.getcwd())
+            sys.path[0] = os.getcwd()  # as python -m, and our own folder (child.py's) is off the path
             try:
                 _, spec, code = runpy._get_module_details(self.name)  # what run_module does first
             except SyntaxError as exc:
                 raise _syntax(exc) from None
             except ImportError as exc:  # runpy's own "No module named ..." / "cannot be directly executed"
                 raise BadTarget(f"ImportError: {exc}", f"{sys.executable}: {exc}\n") from None
-            finally:
-                sys.path.pop(0)
             self.origin = spec.origin or ""
             return
         try:
