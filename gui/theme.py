@@ -33,6 +33,7 @@ class Theme:
     min_text_px: int
     max_texts: int
     hover_rate_hz: int
+    depth_cap: int = 4  # CPU-thread levels shown before a deep track is unfolded
 
     def slice_brushes(self) -> list[QtGui.QBrush]:
         """Brushes indexed by kind * SHADES + shade."""
@@ -72,7 +73,7 @@ def load_theme(dark: bool | None = None) -> Theme:
     c = {k: QtGui.QColor(v) for k, v in pal.items() if isinstance(v, str)}
     return Theme(dark=dark, kind_colors=colors, row_px=lay["row_px"], label_px=lay["label_px"],
                  min_text_px=lay["min_text_px"], max_texts=lay["max_texts"],
-                 hover_rate_hz=lay["hover_rate_hz"], **c)
+                 hover_rate_hz=lay["hover_rate_hz"], depth_cap=lay.get("depth_cap", 4), **c)
 
 
 def apply_scheme(app: QtWidgets.QApplication, scheme: str) -> None:
