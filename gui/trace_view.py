@@ -26,8 +26,8 @@ def counter_rows(ts: TraceSet) -> list[CounterRow]:
     shown rank when no single rank did)."""
     rows = []
     for mi, m in enumerate(ts.models):
-        for s in memory_series(m):
-            top = float(max(1, s.peak_reserved_bytes))
+        for s in memory_series(m) or memory_series(m, include_cpu=True):  # CPU memory of a CPU run
+            top = float(max(1, s.peak_reserved_bytes, s.peak_allocated_bytes))
             rows.append(CounterRow(mi, f"{s.label} memory (0–{fmt_bytes(top)})", s.ts_ns,
                                    s.allocated_bytes.astype(float), top, "#4a7fd4"))
     spans = [m.span_ns for m in ts.models if len(m.slices)]

@@ -59,6 +59,7 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         self.mem_unit = (GIB, "GiB")
         self.nvml_header: HeaderLabel | None = None
         self.nvml_plot: pg.PlotItem | None = None
+        self.mem_note = ""  # why there is no memory plot ("" = plotted)
         self.nvml_note = ""  # why NVML is a line of text instead of a plot ("" = plotted or no NVML)
         self.peaks: list[tuple[str, int, int]] = []  # (device label, peak bytes, ts_ns)
         self.curves: dict[str, pg.PlotDataItem] = {}
@@ -94,7 +95,7 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
     def wanted_height(self) -> int:
         """Pixels the shown plots need (0 = nothing to show)."""
         px = sum(MEM_PLOT_PX if p is self.mem_plot else NVML_PLOT_PX for p in self.shown_plots())
-        return px + (NOTE_PX if self.nvml_note else 0)
+        return px + NOTE_PX * (bool(self.nvml_note) + bool(self.mem_note))
 
     def set_right_margin(self, px: int) -> None:
         """Right margin matching the timeline's scroll bar, so the view boxes end where the timeline's does."""
@@ -121,7 +122,10 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         multi = len(models) > 1
         series = [(m, replace(s, label=f"rank {m.rank} {s.label}") if multi and m.rank is not None else s)
                   for m in models for s in memory_series(m)]
-        top = max((s.peak_reserved_bytes for _, s in series), default=0)
+        if not series:  # a CPU run recorded with profile_memory: the host allocator's [memory] events
+            series = [(m, replace(s, label=f"rank {m.rank} {s.label}") if multi and m.rank is not None else s)
+                      for m in models for s in memory_series(m, include_cpu=True)]
+        top = max((max(s.peak_reserved_bytes, s.peak_allocated_bytes) for _, s in series), default=0)
         self.mem_unit = (GIB, "GiB") if top >= 2 * GIB else (1024 ** 2, "MiB")
         parts = []
         for i, (m, s) in enumerate(series):
@@ -129,28 +133,36 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
             x = s.ts_ns.astype(float)
             for what, y, style in (("allocated", s.allocated_bytes, QtCore.Qt.PenStyle.SolidLine),
                                    ("reserved", s.reserved_bytes, QtCore.Qt.PenStyle.DashLine)):
+                if what == "reserved" and not s.peak_reserved_bytes:  # the CPU allocator reserves nothing
+                    continue
                 curve = self.mem_plot.plot(x, y / self.mem_unit[0], pen=pg.mkPen(color, width=1.5, style=style),
                                            stepMode=None)
                 curve.setDownsampling(auto=True, method="peak")
                 curve.setClipToView(True)
                 self.curves[f"{s.label} {what}"] = curve
             self._mark_peak(s, color)
-            parts.append(f"{swatch(color.name(), SOLID)} allocated {swatch(color.name(), DASHED)} reserved · "
-                         + html.escape(self._peak_text(s, m.meta.device_properties)))
+            legend = f"{swatch(color.name(), SOLID)} allocated " + (
+                f"{swatch(color.name(), DASHED)} reserved · " if s.peak_reserved_bytes else "· ")
+            parts.append(legend + html.escape(self._peak_text(s, m.meta.device_properties)))
         self.summary.setText("&nbsp;&nbsp;&nbsp;&nbsp;".join(parts))
         # the unit only: a rotated "memory (GiB)" is taller than the compact plot (the header says "memory")
         self.mem_plot.getAxis("left").setLabel(self.mem_unit[1], color=self.theme.text.name())
         if series:
             self.mem_plot.setYRange(0, top / self.mem_unit[0] * Y_HEADROOM, padding=0)
         self.mem_plot.setVisible(bool(series))
-        self.summary.setVisible(bool(series))
-        self.setToolTip("" if series else "no [memory] events: record with profile_memory=True to see memory")
+        self.mem_note = "" if series else ("Memory: no [memory] events in this trace "
+                                           "(record with profile_memory=True to see memory)")
+        if self.mem_note:
+            self.summary.setText(html.escape(self.mem_note))
+        self.summary.setVisible(True)
+        self.setToolTip("")
         self._set_nvml(ts)
         self.relink_x()
 
     def _peak_text(self, s, props) -> str:
         name = next((p.get("name") for p in props if p.get("id") == s.device), None)
-        text = f"{s.label} peak {fmt_bytes(s.peak_allocated_bytes)} allocated, {fmt_bytes(s.peak_reserved_bytes)} reserved"
+        text = f"{s.label} peak {fmt_bytes(s.peak_allocated_bytes)} allocated" + (
+            f", {fmt_bytes(s.peak_reserved_bytes)} reserved" if s.peak_reserved_bytes else "")
         if s.total_bytes:
             text += f" = {s.peak_pct_of_total:.1f} % of {fmt_bytes(s.total_bytes)}" + (f" ({name})" if name else "")
         return text
