@@ -82,3 +82,37 @@ def test_checks_not_run_are_listed_once_on_multi_rank_traces(qtbot):
     text = panel.not_run.text()
     assert text.count("no Python stacks") == 1 and "ranks 0, 1" in text
     assert "Checks not run" not in panel.details.toHtml()  # not a second time in Details
+
+
+def test_breakdown_and_hta_follow_the_theme(qtbot):
+    from gui.hta import HtaTab
+    from gui.hta.frame_model import human_header
+    from gui.issues.breakdown_view import BreakdownView
+    from gui.theme import category_color, load_theme
+    for dark in (False, True):
+        theme = load_theme(dark=dark)
+        view, tab = BreakdownView(theme=theme), HtaTab(auto_run=False, theme=theme)
+        qtbot.addWidget(view)
+        qtbot.addWidget(tab)
+        for plot in (view.plot, tab.plot):
+            assert plot.backgroundBrush().color() == theme.background
+    light, dark = load_theme(dark=False), load_theme(dark=True)
+    # every category has its own colour, a new one (not in theme.toml) too
+    from core.analysis.breakdown import PARTS
+    colours = {category_color(light, p, i).name() for i, p in enumerate(PARTS)}
+    assert len(colours) == len(PARTS)
+    assert category_color(light, "some_new_category_ns", 3).isValid()
+    assert category_color(light, "compute_ns") != category_color(dark, "compute_ns")
+    assert human_header("idle_time(us)") == "Idle time (µs)"
+    assert human_header("compute_time_pctg") == "Compute time (%)"
+
+
+def test_breakdown_legend_is_text_beside_the_bars(qtbot):
+    from gui.issues.breakdown_view import BreakdownView
+    from core.analysis.breakdown import step_breakdown
+    ts = load(shared_trace("gpu_issues.pt.trace.json.gz"))
+    view = BreakdownView()
+    qtbot.addWidget(view)
+    view.set_breakdown(step_breakdown(ts.primary))
+    assert view.plot.getPlotItem().legend is None  # nothing drawn over the bars
+    assert "compute" in view.totals.text() and "■" in view.totals.text()
