@@ -46,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
         return rc
     if not os.environ.get("DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    import tempfile
+    # settings (recent files) in a throwaway folder: rendering must not rewrite the user's recent list
+    os.environ["PTPROF_SETTINGS_DIR"] = tempfile.mkdtemp(prefix="ptprof-shots-")
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from screens import render_all
     only = {s for s in a.only.split(",") if s}
