@@ -159,7 +159,9 @@ class LivePanel(QtWidgets.QWidget):
         self._show_gpu(has_gpu)
         if not has_gpu:
             reason = sampler.reason if sampler is not None else "no sampler"
-            self.message.setText(f"No GPU data: {reason}. GPU plots are hidden; step times are shown.")
+            self.message.setText(f"No GPU data: {reason}. GPU plots are hidden; step times are shown. "
+                                 "CPU memory (profile_memory) is in the trace: its memory plot shows it "
+                                 "when the run's trace opens.")
             self.message.show()
         else:
             self.message.hide()

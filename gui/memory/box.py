@@ -16,17 +16,24 @@ class PlotsBox(QtWidgets.QWidget):
     def __init__(self, panel: MemoryPanel, parent=None) -> None:
         super().__init__(parent)
         self.panel = panel
+        panel.setMinimumHeight(1)  # an explicit minimum replaces the graphics view's size hint
         self.toggle = QtWidgets.QToolButton(autoRaise=True, checkable=True, checked=True)
         self.toggle.setToolButtonStyle(QtCore.Qt.ToolButtonStyle.ToolButtonTextOnly)
         self.toggle.setToolTip("Show / hide the memory and NVML plots")
         self.toggle.setFixedHeight(TOGGLE_PX)
         self.toggle.toggled.connect(self._on_toggle_toggled)
         lay = QtWidgets.QVBoxLayout(self)
+        # no minimum from the children: the splitter gives the box exactly its wanted height (a plot's
+        # own minimum size hint kept ~70 px for one line of text)
+        lay.setSizeConstraint(QtWidgets.QLayout.SizeConstraint.SetNoConstraint)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
         lay.addWidget(self.toggle, 0, QtCore.Qt.AlignmentFlag.AlignLeft)
         lay.addWidget(panel, 1)
         self._update_text()
+
+    def minimumSizeHint(self) -> QtCore.QSize:  # noqa: N802 (Qt API)
+        return QtCore.QSize(100, TOGGLE_PX)
 
     @property
     def folded(self) -> bool:
