@@ -167,6 +167,22 @@ def cpu_run(win, traces: Path):
     return win
 
 
+def compare(win, traces: Path):
+    a, b = traces / "gpu_issues.pt.trace.json.gz", traces / "gpu_clean.pt.trace.json.gz"
+    if not (a.exists() and b.exists()):
+        raise Skip("gpu_issues / gpu_clean not found")
+    comp = getattr(win.integrations, "compare", None)
+    if comp is None:
+        raise Skip("no compare view in this build")
+    shown = []
+    comp.sig_compare_shown.connect(shown.append)
+    comp.compare_paths(a, b)
+    if not wait_until(lambda: shown, 300):
+        raise Skip("compare did not finish")
+    settle(0.5)
+    return win
+
+
 def _fake_run(panel, with_gpu: bool) -> None:
     """60 s of a run: 10 Hz samples of a fake GPU, ~120 ms steps, schedule wait 5 / warmup 2 / active 5 x 2."""
     import numpy as np
@@ -235,7 +251,7 @@ def live_no_gpu(win, traces: Path):
 SCREENS = {
     "start": start_page, "sample": sample, "gpt_big": gpt_big, "compiled": compiled, "finding": finding,
     "kernels": kernels, "breakdown": breakdown, "hta": hta, "snapshot": snapshot, "multi_rank": multi_rank,
-    "cpu_run": cpu_run, "live": live, "live_no_gpu": live_no_gpu,
+    "cpu_run": cpu_run, "compare": compare, "live": live, "live_no_gpu": live_no_gpu,
 }
 
 
