@@ -62,3 +62,18 @@ def test_nvml_without_samples_in_the_window_is_a_line_of_text(qtbot, main_window
     assert view.memory_box.wanted_height() < 140  # memory plot + the note, compact
     view.memory_box.set_folded(True)
     assert view.memory_box.wanted_height() == 20 and not mem.isVisible()
+
+
+def test_the_layout_does_not_jump_after_a_trace_opened(qtbot, main_window, open_and_wait):
+    """The splitter is fitted before the first paint; nothing that finishes later (analysis, tables)
+    moves it: the sizes right after the tab appeared are the sizes once everything has settled."""
+    main_window.resize(1904, 1040)
+    path = shared_trace("gpu_compile_small.pt.trace.json.gz")
+    with qtbot.waitSignal(main_window.integrations.issues.sig_analysis_finished, timeout=120_000):
+        open_and_wait(main_window, path)
+        view = main_window.current_view()
+        first = view.split.sizes()
+    for panel in view.stats_panels():
+        qtbot.waitUntil(lambda p=panel: p.ready, timeout=60_000)
+    qtbot.wait(200)
+    assert view.split.sizes() == first
