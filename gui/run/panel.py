@@ -99,7 +99,8 @@ class RunPanel(QtWidgets.QWidget):
         s = self.controller.session
         self.live.attach(s.sampler, s.started_ns, getattr(s.cfg, "schedule", None))
         self.status.setText("Running · " + self.live.state_line())
-        self.console.append_note(f"ptprof: running {Path(s.cfg.script).name} -> {bundle}")
+        name = Path(s.cfg.script).name if s.cfg.script else s.cfg.target  # "-m pkg.train"
+        self.console.append_note(f"ptprof: running {name} -> {bundle}")
         self.sig_run_started.emit(bundle)
 
     def _on_controller_event_received(self, e: dict) -> None:
@@ -108,7 +109,8 @@ class RunPanel(QtWidgets.QWidget):
         if t == "notice":
             self.console.append_note(f"ptprof: {e.get('message')}")
         elif t == "sync":
-            self.console.append_note(f"ptprof: host sync at {e.get('file')}:{e.get('line')} (step {e.get('step')})")
+            lib = f"{e['lib_label']} <- " if e.get("lib_label") else ""
+            self.console.append_note(f"ptprof: host sync at {lib}{e.get('file')}:{e.get('line')} (step {e.get('step')})")
         if t in ("start", "step", "phase", "cycle") and e.get("rank", 0) == 0:
             self.status.setText("Running · " + self.live.state_line())
 
