@@ -150,7 +150,8 @@ def dense(arg: tuple, n: int, fill, positions: np.ndarray | None = None) -> np.n
         out = np.empty(n, dtype=vals.dtype)
         out[positions] = vals
         return out
-    out = np.full(n, fill, dtype=vals.dtype)
+    # zeros come from calloc: pages a sparse column never writes are not touched (string-id args)
+    out = np.zeros(n, dtype=vals.dtype) if fill == 0 else np.full(n, fill, dtype=vals.dtype)
     out[idx if positions is None else positions[idx]] = vals
     return out
 
