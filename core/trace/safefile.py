@@ -9,6 +9,7 @@ existing `except OSError` treats it as "cannot read"), with a one-line reason.
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 from pathlib import Path
@@ -87,12 +88,21 @@ def nesting_depth_exceeds(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> boo
     return False
 
 
+def _finite_float(text: str) -> float | None:
+    value = float(text)
+    return value if math.isfinite(value) else None  # 1e400 -> None, not inf (int(inf) raises later)
+
+
+def _no_constant(_name: str) -> None:
+    return None  # NaN / Infinity / -Infinity are not JSON; read as null
+
+
 def loads_json_bounded(text: str | bytes, limit: int = MAX_JSON_DEPTH):
     """json.loads with a nesting bound; ValueError (never RecursionError) on anything bad."""
     if nesting_depth_exceeds(text, limit):
         raise ValueError(f"JSON nests deeper than {limit} levels")
     try:
-        return json.loads(text)
+        return json.loads(text, parse_float=_finite_float, parse_constant=_no_constant)
     except RecursionError:
         raise ValueError("JSON nests too deeply") from None
 
