@@ -92,9 +92,10 @@ def scan_opcodes(data, deadline: float) -> int:
             end = bytes(view[i:i + 64]).find(b"\n") if op == 0x70 else -1
             if end >= 0:  # PUT <decimal>\n
                 try:
-                    _check_memo(int(bytes(view[i:i + end])))
+                    index = int(bytes(view[i:i + end]))
                 except ValueError:
-                    return objects
+                    return objects  # the unpickler reports the malformed PUT
+                _check_memo(index)
             nl = _find_newline(view, i)
             if nl < 0:
                 return objects
