@@ -140,7 +140,7 @@ def _kinds(d: dict, file: str, line: int) -> frozenset[str] | None:
     code = d.get("code")
     if not isinstance(code, str):
         lines = source_lines(file, line)
-        code = lines[line - 1] if len(lines) >= line else None
+        code = lines[line - 1] if 0 < line <= len(lines) else None
     return kinds_of(code) if isinstance(code, str) and code.strip() else None
 
 

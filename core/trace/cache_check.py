@@ -138,6 +138,12 @@ def check_model(model, n_strings: int) -> None:
     offsets = model.slices.track_offsets
     if offsets[0] != 0 or offsets[-1] != n_slices or (n_tracks and bool(np.any(np.diff(offsets) < 0))):
         raise BadEntry("slices.track_offsets: not a track index")
+    if n_slices and int(model.slices.dur_ns.min()) < 0:
+        raise BadEntry("slices.dur_ns: negative durations")
+    if n_slices > 1:  # sorted by (track, ts): ts may only go back where a new track starts
+        backwards = np.flatnonzero(np.diff(model.slices.ts_ns) < 0) + 1
+        if len(backwards) and not np.isin(backwards, offsets).all():
+            raise BadEntry("slices.ts_ns: not sorted within its tracks")
     if not _in_range(model.slices.kind, 0, max(Kind) + 1) or not _in_range(model.tracks.kind, 0, max(TrackKind) + 1):
         raise BadEntry("kind out of range")
     flows = model.flows

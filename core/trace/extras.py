@@ -131,7 +131,7 @@ def read_nvml_csv(path: Path, base_unix_ns: int) -> tuple[CounterTable | None, S
                     series.append(strings.intern(f"gpu{int(gpu)}/{names[c]}"))
                     values.append(v)
     except (OSError, csv.Error) as exc:
-        log.warning("cannot read %s: %s", path, _one_line(exc))
+        log.warning("ignoring %s: %s", path.name, _one_line(exc))
         return None, strings
     if skipped:
         log.warning("%s: skipped %d unreadable row(s)", path.name, skipped)

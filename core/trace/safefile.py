@@ -34,14 +34,14 @@ def open_regular(path: str | Path, *, follow_symlinks: bool = True, max_bytes: i
     except OSError:
         raise
     if not stat.S_ISREG(st.st_mode):
-        raise UnsafeFile(f"{path}: not a regular file")
+        raise UnsafeFile("not a regular file")
     fd = os.open(path, flags)
     try:
         st = os.fstat(fd)  # the same check on what was actually opened (no swap in between)
         if not stat.S_ISREG(st.st_mode):
-            raise UnsafeFile(f"{path}: not a regular file")
+            raise UnsafeFile("not a regular file")
         if max_bytes is not None and st.st_size > max_bytes:
-            raise UnsafeFile(f"{path}: {st.st_size} bytes, more than the {max_bytes} this reader accepts")
+            raise UnsafeFile(f"{st.st_size} bytes, more than the {max_bytes} this reader accepts")
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)  # regular files never block; plain reads from here on
         return os.fdopen(fd, "rb")
@@ -54,7 +54,7 @@ def read_regular(path: str | Path, max_bytes: int, *, follow_symlinks: bool = Tr
     with open_regular(path, follow_symlinks=follow_symlinks, max_bytes=max_bytes) as fh:
         data = fh.read(max_bytes + 1)
     if len(data) > max_bytes:  # grew after the check
-        raise UnsafeFile(f"{path}: more than the {max_bytes} bytes this reader accepts")
+        raise UnsafeFile(f"more than the {max_bytes} bytes this reader accepts")
     return data
 
 
