@@ -63,6 +63,13 @@ def _on_alarm(signum, frame):
     raise Hang(f"a case ran past {CASE_TIMEOUT_S} s")
 
 
+def _describe(kwargs) -> str:
+    def size(v):
+        return f"{type(v).__name__}[{len(v)}]" if hasattr(v, "__len__") else repr(v)[:40]
+    return ", ".join(f"{k}={ {kk: size(vv) for kk, vv in v.items()} if isinstance(v, dict) else size(v)}"
+                     for k, v in kwargs.items())
+
+
 def _strategies(work: Path):
     from hypothesis import strategies as st
 
@@ -171,6 +178,7 @@ def _child(n_cases: int, root: Path) -> dict:
     def guarded(fn):
         @functools.wraps(fn)
         def run(*args, **kwargs):
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
             signal.alarm(CASE_TIMEOUT_S)
             try:
                 fn(*args, **kwargs)
@@ -184,6 +192,9 @@ def _child(n_cases: int, root: Path) -> dict:
                 signal.alarm(0)
                 stats["cases"] += 1
             rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+            if rss - before * 1024 > 100 << 20:  # which case raised the peak (reported on failure)
+                print(f"peak +{(rss >> 20) - (before >> 10)} MiB in {fn.__name__}: {_describe(kwargs)}",
+                      file=sys.stderr)
             stats["max_rss_mb"] = rss >> 20
             assert rss < MAX_RSS_BYTES, f"peak RSS {rss >> 20} MiB"
         return run

@@ -32,12 +32,14 @@ def run_every_rule(trace_set) -> int:
 
 
 def _data_traces() -> list[Path]:
-    files = sorted(p for p in DATA.glob("*") if p.is_file() and ".json" in p.name)
-    bundles = sorted(p for p in (DATA / "bundles").iterdir() if p.is_dir()) if (DATA / "bundles").is_dir() else []
+    """Every run bundle (a folder with traces/) and every loose trace file anywhere under tests/data."""
+    bundles = sorted(p.parent for p in DATA.rglob("traces") if p.is_dir())
+    files = sorted(p for p in DATA.rglob("*.pt.trace.json*")
+                   if p.is_file() and "traces" not in p.relative_to(DATA).parts[:-1])
     return files + bundles
 
 
-@pytest.mark.parametrize("path", _data_traces(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _data_traces(), ids=lambda p: str(p.relative_to(DATA)))
 def test_every_rule_on_test_data(path):
     assert run_every_rule(load(path, use_cache=False)) == len(all_rules())
 
