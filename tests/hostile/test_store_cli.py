@@ -19,6 +19,7 @@ def test_hostile_bundle_analyze(case, tmp_path):
     bundle = g.BUNDLE_CASES[case](tmp_path)
     proc = g.run_cli(["analyze", str(bundle), "--no-cache"])
     _assert_clean(proc, allowed=(0,))  # a bad side file never refuses the traces
+    assert "rule failed" not in proc.stdout  # and no rule trips over what it read (the engine would hide it)
 
 
 @pytest.mark.parametrize("case", ["fifo_run_json", "fifo_events_jsonl", "fifo_nvml_csv", "deep_run_json",
