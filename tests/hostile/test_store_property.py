@@ -258,6 +258,8 @@ def _child(n_cases: int, root: Path) -> dict:
         for how, name, arg in mutations:
             p = entry / name
             if how == "json":
+                if not (entry / "entry.json").is_file():
+                    continue  # a FIFO by now (an earlier mutation): the harness must not block on it either
                 try:
                     doc = json.loads((entry / "entry.json").read_text())
                     doc[name] = arg
