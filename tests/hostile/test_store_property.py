@@ -48,8 +48,9 @@ def test_store_readers_property_default(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.timeout(7200)
-@pytest.mark.skipif(not os.environ.get("PTPROF_SLOW"), reason="10,000+ cases: set PTPROF_SLOW=1 (or -m slow)")
-def test_store_readers_property_slow(tmp_path):
+def test_store_readers_property_slow(tmp_path, request):
+    if not os.environ.get("PTPROF_SLOW") and "slow" not in (request.config.getoption("markexpr") or ""):
+        pytest.skip("10,000+ cases: set PTPROF_SLOW=1 (or run with -m slow)")
     _run_child(SLOW_CASES, tmp_path, 7000)
 
 
