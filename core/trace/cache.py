@@ -33,7 +33,7 @@ from core.trace.strings import StringTable
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 2  # bump when a column's meaning changes (2: marker file, checked columns)
+FORMAT_VERSION = 3  # bump when a column's meaning changes (2: every Kineto category; 3: marker file, checked columns)
 DEFAULT_MAX_BYTES = 5 * 10**9
 MAX_ENTRY_JSON_BYTES = 1 << 30  # strings of the biggest traces are tens of MB
 _ENTRY = "entry.json"
