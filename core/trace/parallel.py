@@ -22,11 +22,13 @@ from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from core.env import env_int
 from core.trace import kineto
 from core.trace.alloc import tune_malloc
 from core.trace.columns import ChunkColumns, scan_available, scan_columns
 from core.trace.merge import Merged, Merger
 from core.trace.pieces import decode_chunk_columns, decode_range
+
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +38,7 @@ CHUNKS_PER_THREAD = 3  # threads pick chunks from one queue: little balancing is
 MIN_PARALLEL_BYTES = 24 << 20  # below this, process start-up costs more than it saves (fork)
 MIN_PARALLEL_BYTES_SPAWN = 96 << 20  # spawn/forkserver start-up is ~0.3 s per worker here
 MAX_WORKERS = 16
-CHUNKS_PER_WORKER = int(os.environ.get("PTPROF_CHUNKS_PER_WORKER", "6"))  # load balance vs per-chunk cost
+CHUNKS_PER_WORKER = env_int("PTPROF_CHUNKS_PER_WORKER", 6, 1, 1000)  # load balance vs per-chunk cost
 
 _BUF = None  # the document bytes in a worker (inherited on fork, or mmapped by _init_worker)
 _PIN: list = []  # see decode_chunk_columns
