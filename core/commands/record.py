@@ -17,7 +17,8 @@ from core import units
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--out", default="", help="bundle folder (default ./ptprof-runs/<script>-<time>)")
+    p.add_argument("--out", default=None, help="bundle folder: new, empty, or an old bundle (only ptprof's own "
+                   "files are replaced); default ./ptprof-runs/<script>-<time>")
     p.add_argument("--wait", type=int, default=1, help="schedule: optimizer steps skipped per cycle")
     p.add_argument("--warmup", type=int, default=1, help="schedule: warm-up steps (traced, not saved)")
     p.add_argument("--active", type=int, default=3, help="schedule: recorded steps per cycle")
@@ -41,6 +42,8 @@ def add_arguments(p) -> None:
 
 def config_from_args(args):
     from core.runner.config import ConfigError, RunConfig, Schedule
+    if args.out is not None and not args.out.strip():
+        raise ConfigError("--out is empty: give a folder, or leave --out out for ./ptprof-runs/<script>-<time>")
     env = []
     for item in args.env:
         key, sep, value = item.partition("=")
@@ -53,7 +56,7 @@ def config_from_args(args):
     return RunConfig(script=args.script, args=tuple(script_args), python=args.python, cwd=args.cwd or os.getcwd(),
                      env=tuple(env), schedule=Schedule(args.wait, args.warmup, args.active, args.repeat),
                      record_shapes=not args.no_shapes, profile_memory=not args.no_memory,
-                     with_stack=args.with_stack, sync_debug=not args.no_sync_debug, out_dir=args.out, nproc=args.nproc,
+                     with_stack=args.with_stack, sync_debug=not args.no_sync_debug, out_dir=args.out or "", nproc=args.nproc,
                      use_torchrun=args.torchrun, nvml_hz=args.nvml_hz)
 
 
@@ -89,7 +92,12 @@ def run(args) -> int:
     from core.runner.config import advice
     for line in advice(cfg):
         print(f"ptprof: note: {line}", file=sys.stderr)
-    session = RunSession(cfg)
+    from core.runner.bundle import BundleError
+    try:
+        session = RunSession(cfg)
+    except BundleError as exc:
+        print(f"ptprof: {exc}", file=sys.stderr)
+        return 2
     interrupts = []
 
     def on_sigint(signum, frame):
