@@ -10,6 +10,7 @@ import json
 import sys
 
 from core import units
+from core.commands.terminal import printable
 from core.export.tables import columns_of
 from core.trace.loader import load
 
@@ -49,7 +50,7 @@ def run(args) -> int:
         json.dump(result.to_json(), sys.stdout)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(format_table(result))
+        sys.stdout.write(printable(format_table(result)))
     if args.fail_on and result.at_or_above(Severity.parse(args.fail_on)):
         return 1
     return 0

@@ -5,10 +5,11 @@ import json
 import os
 import re
 import stat
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from core.atomic import atomic_write
 
 RUN_JSON = "run.json"
 TRACES = "traces"
@@ -135,18 +136,6 @@ def write_json(path: Path, data: dict) -> None:
     run.json; the temp file is created exclusively (never an existing file or link) and the rename
     replaces a symlink at `path` instead of writing through it."""
     atomic_write(Path(path), json.dumps(data, indent=1, default=str).encode("utf-8"))
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def read_json(path: Path) -> dict | None:
