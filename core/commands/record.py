@@ -14,6 +14,7 @@ import sys
 import time
 
 from core import units
+from core.commands.terminal import printable
 
 
 def add_arguments(p) -> None:
@@ -36,6 +37,8 @@ def add_arguments(p) -> None:
                    help="CUDA: do not report implicit host-sync sites (torch.cuda.set_sync_debug_mode)")
     p.add_argument("--nvml-hz", type=float, default=10.0, help="GPU sampling rate (default 10)")
     p.add_argument("--quiet", action="store_true", help="no status line, no script output echo")
+    p.add_argument("--start-timeout", type=float, default=60.0, metavar="S",
+                   help="give up when the interpreter has not started ptprof's runner after S seconds (default 60)")
     p.add_argument("script", help="the training script (run unmodified as __main__)")
     p.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
 
@@ -93,8 +96,12 @@ def run(args) -> int:
     for line in advice(cfg):
         print(f"ptprof: note: {line}", file=sys.stderr)
     from core.runner.bundle import BundleError
+    from core.runner.process import StopPlan
+    if not args.start_timeout > 0:
+        print(f"ptprof: --start-timeout must be > 0 (got {args.start_timeout})", file=sys.stderr)
+        return 2
     try:
-        session = RunSession(cfg)
+        session = RunSession(cfg, plan=StopPlan(start_timeout_s=args.start_timeout))
     except BundleError as exc:
         print(f"ptprof: {exc}", file=sys.stderr)
         return 2
@@ -124,7 +131,7 @@ def run(args) -> int:
                 sys.stdout.flush()
                 for e in up.events:
                     if e.get("type") == "notice" and not tty:
-                        sys.stderr.write(f"ptprof: {e.get('message')}\n")
+                        sys.stderr.write(f"ptprof: {printable(e.get('message', ''))}\n")
             if tty:
                 line = status_line(session)
                 if line != shown:
@@ -150,15 +157,19 @@ def _summary(session, quiet: bool) -> int:
     n_traces = len(session.bundle.trace_files())
     if not quiet:
         for notice in st.notices:
-            if sys.stderr.isatty():
-                sys.stderr.write(f"ptprof: {notice}\n")
+            if sys.stderr.isatty() or notice in session.final_notices:  # others were shown as they came
+                sys.stderr.write(f"ptprof: {printable(notice)}\n")
         for site in st.syncs:
-            sys.stderr.write(f"ptprof: host sync at {site}\n")
+            sys.stderr.write(f"ptprof: host sync at {printable(site)}\n")
         hint = f" - open with: ptprof info {root}" if n_traces else ""
-        sys.stderr.write(f"ptprof: bundle {root} ({n_traces} trace file(s), {st.step} steps){hint}\n")
+        sys.stderr.write(printable(f"ptprof: bundle {root} ({n_traces} trace file(s), {st.step} steps){hint}") + "\n")
     if st.exception.startswith("torch not installed"):
         print(f"ptprof: {st.exception.split(' (')[0]}: pick the training environment's python with --python",
               file=sys.stderr)
+        return 2
+    if session.start_timed_out:
+        print(f"ptprof: {printable(st.exception)}: is --python a Python interpreter? (the wait is "
+              f"--start-timeout)", file=sys.stderr)
         return 2
     if not st.started and not session.stopping_requested:
         error = session._run_json.get("error") or f"exit {code}"
@@ -174,12 +185,12 @@ def _summary(session, quiet: bool) -> int:
                   file=sys.stderr)
         return 0
     if code == 2 and st.exception.startswith("SyntaxError"):
-        print(f"ptprof: {st.exception}", file=sys.stderr)
+        print(f"ptprof: {printable(st.exception)}", file=sys.stderr)
         return 2
     if session.stopping_requested:
         print(f"ptprof: stopped (exit {code}); traces recorded so far are kept", file=sys.stderr)
         return 130 if code in (130, -2) else code
     why = st.exception or (f"interpreter failed to start: {session._run_json.get('error')}"
                            if session._run_json.get("error") else "see stderr.log")
-    print(f"ptprof: script failed (exit {code}): {why.splitlines()[0] if why else ''}", file=sys.stderr)
+    print(f"ptprof: script failed (exit {code}): {printable(why.splitlines()[0]) if why else ''}", file=sys.stderr)
     return code if 0 < code < 256 else 1

@@ -447,6 +447,9 @@ def main(argv: list[str] | None = None) -> int:
     opts = parse_args(sys.argv[1:] if argv is None else argv)
     protocol = _load_sibling("protocol")
     capture_mod = _load_sibling("compile_capture")
+    launch = protocol.EventWriter(str(Path(opts.bundle) / protocol.EVENTS_FILE), int(os.environ.get("RANK", "0")))
+    launch.emit("launch", pid=os.getpid())  # before the (slow) torch import: the launcher's start timeout
+    launch.close()
     signal.signal(signal.SIGTERM, _on_sigterm)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _Signals.handle)
@@ -464,7 +467,12 @@ def main(argv: list[str] | None = None) -> int:
     sys.stderr = _LogFallback(sys.stderr, Path(opts.bundle) / "stderr.log")
     capture = capture_mod.CompileCapture.install(torch)
     runner = ChildRunner(opts, torch, protocol, capture)
-    return runner.run(str(Path(opts.script).resolve()), list(opts.args))
+    # the launcher holds off SIGTERM once it knows the stop is being handled (core/runner/process.py)
+    _Signals.acknowledge = lambda signum: runner.ev.emit("notice", code="stopping", message="stopping…")
+    code = runner.run(str(Path(opts.script).resolve()), list(opts.args))
+    if _Orphan.stopped and runner.rank == 0:
+        _guards.mark_orphaned(runner.bundle, code)  # the launcher died: nobody else closes run.json
+    return code
 
 
 if __name__ == "__main__":

@@ -17,11 +17,12 @@ import time
 from dataclasses import dataclass, field
 
 from core.gpu.backend import GpuBackend, open_backend
-from core.gpu.sampler import Sampler, group_pids
+from core.gpu.sampler import Sampler
 from core.runner import bundle as bl
 from core.runner.config import RunConfig
 from core.runner.launch import build_argv, build_env
 from core.runner.process import ChildProcess, StopPlan
+from core.runner.events_check import valid
 from core.runner.protocol import EventTail
 
 log = logging.getLogger(__name__)
@@ -51,11 +52,12 @@ class LiveState:
     stepped_aside: bool = False  # the script runs its own torch.profiler
 
     def fold(self, e: dict) -> None:
+        """`e` passed core.runner.events_check.valid: its fields have the types read here."""
         t = e.get("type")
         if t == "step":
-            self.step = max(self.step, int(e.get("step", 0))) if e.get("rank", 0) == 0 else self.step
+            self.step = max(self.step, e["step"]) if e.get("rank", 0) == 0 else self.step
             if e.get("rank", 0) == 0:
-                self.last_step_ns = int(e.get("dur_ns", 0))
+                self.last_step_ns = e.get("dur_ns", 0)
                 self.step_source = e.get("source", self.step_source)
         elif t == "phase" and e.get("rank", 0) == 0:
             self.phase = e.get("phase", self.phase)
@@ -96,6 +98,13 @@ class RunSession:
         self.ended_ns = 0
         self.exit_code: int | None = None
         self._run_json: dict = {}
+        self.heard = False  # any valid event from the interpreter (launch, start, exception …)
+        self.ranks_started: set[int] = set()
+        self.ends: dict[int, int] = {}  # rank -> exit code of its end event
+        self.bad_events = 0  # lines of events.jsonl skipped: not JSON, bad fields
+        self.start_timed_out = False
+        self.final_notices: list[str] = []  # what the launcher itself found at the end (lost window …)
+        self._started_mono = 0.0
 
     @property
     def finished(self) -> bool:
@@ -110,7 +119,7 @@ class RunSession:
         argv = build_argv(cfg, self.bundle.root)
         self.started_ns = time.time_ns()
         self._run_json = {
-            "format": "ptprof-run/1", "status": "running", "config": cfg.to_dict(), "argv": [cfg.script, *cfg.args],
+            "format": bl.FORMAT, "status": "running", "config": cfg.to_dict(), "argv": [cfg.script, *cfg.args],
             "command": argv, "python": cfg.python, "torch_version": None, "host": platform.node(),
             "started_at": bl.iso_utc(self.started_ns), "ended_at": None, "exit_code": None,
             "launcher_python": sys.executable, "doctor": self.doctor, "environment": None,
@@ -118,8 +127,9 @@ class RunSession:
         bl.write_json(self.bundle.run_json, self._run_json)
         env = build_env(cfg, self.bundle.root)
         backend = self._backend if self._backend is not None else open_backend(env.get("CUDA_VISIBLE_DEVICES"))
-        self.proc = ChildProcess(argv, cfg.workdir, env,
-                                 self.bundle.stdout_log, self.bundle.stderr_log, self.plan)
+        self.proc = ChildProcess(argv, cfg.workdir, env, self.bundle.stdout_log, self.bundle.stderr_log, self.plan,
+                                 marker=f"PTPROF_BUNDLE={env['PTPROF_BUNDLE']}")
+        self._started_mono = time.monotonic()
         try:
             self.proc.start()
         except OSError as exc:
@@ -129,7 +139,7 @@ class RunSession:
             return self
         proc = self.proc
         self.sampler = Sampler(backend, cfg.nvml_hz, csv_path=self.bundle.nvml_csv,
-                               pids=lambda: set().union(*(group_pids(g) for g in proc.groups))).start()
+                               pids=proc.pids).start()
         self._run_json["gpu"] = {"backend": backend.name, "devices": backend.device_names(),
                                  "nvml_index": getattr(backend, "physical", None),  # nvml.csv gpu i = this NVML GPU
                                  "reason": self.sampler.reason}
@@ -140,30 +150,63 @@ class RunSession:
         up = Update()
         if self.proc is None or self.finished:
             return up
-        code = self.proc.poll()  # first: then the last events and lines below are complete
-        up.events = self.tail.poll()
+        up.events = self._take_events()  # first: a stop answered since the last poll counts before escalating
+        code = self.proc.poll()
+        up.events += self._take_events()  # then the last events are complete
         up.lines = self.proc.take_lines()
-        for e in up.events:
-            self.state.fold(e)
-            if e.get("type") == "start" and isinstance(e.get("pid"), int) and e["pid"] != self.proc.pid:
-                self.proc.extra_groups.add(e["pid"])  # a torchrun worker (its own session)
-            if e.get("type") == "start" and self._run_json.get("environment") is None:
-                self._run_json["environment"] = {k: e.get(k) for k in ("python", "torch_version", "cuda", "devices",
-                                                                        "world_size", "cwd")}
-            elif e.get("type") == "notice" and e.get("code") == "flushing":
-                self.proc.flushing = True  # give the trace export time before SIGTERM
+        if code is None and not self.heard and not self.stopping_requested \
+                and time.monotonic() - self._started_mono > self.plan.start_timeout_s:
+            self.start_timed_out = True  # the interpreter never ran our child: stop it, say so
+            self.state.exception = (f"{self.cfg.python} did not start the script within "
+                                    f"{self.plan.start_timeout_s:.0f} s")
+            self.proc.request_stop()
         if code is not None:
             self._finalize(code)
-            up.exit_code = code
+            up.exit_code = self.exit_code
         return up
+
+    def _take_events(self) -> list[dict]:
+        raw = self.tail.poll()
+        events = [e for e in raw if valid(e)]
+        self.bad_events += len(raw) - len(events) + self.tail.skipped
+        if len(raw) != len(events) or self.tail.skipped:
+            log.warning("events.jsonl: %d malformed line(s) skipped", len(raw) - len(events) + self.tail.skipped)
+        self.tail.skipped = 0
+        for e in events:
+            self.heard = True
+            self.state.fold(e)
+            kind, rank = e["type"], e.get("rank", 0)
+            if kind == "start":
+                self.ranks_started.add(rank)
+                self.proc.adopt_rank(e["pid"])  # signalled only if it is one of the run's own processes
+                if self._run_json.get("environment") is None:
+                    self._run_json["environment"] = {k: e.get(k) for k in ("python", "torch_version", "cuda",
+                                                                            "devices", "world_size", "cwd")}
+            elif kind == "end":
+                self.ends[rank] = e["exit_code"]
+            elif kind == "notice" and e.get("code") == "flushing":
+                self.proc.flushing = True  # give the trace export time before SIGTERM
+            elif kind == "notice" and e.get("code") in ("stopping", "interrupted", "terminated"):
+                self.proc.acknowledged = True  # the child is handling the stop: slow, not stuck
+        return events
 
     def request_stop(self) -> None:
         if self.proc is not None:
             self.proc.request_stop()
 
-    def stop_and_wait(self) -> int:
+    def stop_and_wait(self, tick_s: float = 0.05) -> int:
+        """The full escalation, blocking (CLI exit, closing the app), reading events as it goes so the
+        child's "stopping" / "flushing" answers hold off SIGTERM exactly as in a polled stop."""
         if self.proc is not None and not self.finished:
-            self.proc.stop_and_wait()
+            self.proc.request_stop()
+            p = self.plan
+            deadline = time.monotonic() + p.sigint_grace_s + p.flush_grace_s + p.sigterm_grace_s + 10
+            while not self.finished and time.monotonic() < deadline:
+                self.poll()
+                if not self.finished:
+                    time.sleep(tick_s)
+            if not self.finished:
+                self.proc.kill()
         while not self.finished:
             self.poll()
         return self.exit_code
@@ -175,16 +218,41 @@ class RunSession:
             self.sampler.backend.close()
             self._run_json["nvml"] = {"samples": self.sampler.samples, "rate_hz": self.cfg.nvml_hz,
                                       "sampler_cpu_s": round(self.sampler.busy_s, 4)}
-        self.exit_code = code
         st = self.state
+        extra = dict(extra or {})
+        if self.cfg.torchrun and self.stopping_requested and code not in (0, 130) and self.ends \
+                and set(self.ends.values()) <= {130} and self.ends.keys() >= self.ranks_started:
+            # torchrun's agent exits 1 on SIGINT even when every rank stopped cleanly: like one process, 130
+            extra["launcher_exit_code"] = code
+            code = 130
+        self.exit_code = code
+        lost = sorted(self.ranks_started - set(self.ends))
+        if lost:  # the process ended without our `finally` running: os._exit, a segfault, SIGKILL
+            window = st.phase in ("warmup", "active")
+            msg = (f"rank(s) {', '.join(map(str, lost))} ended without ptprof's end of run (os._exit, a crash "
+                   f"or a kill, exit {code})" + (f": the trace window in progress at step {st.step} was lost"
+                                                  if window else ""))
+            self.final_notices.append(msg)
+            extra.update(end_seen=False, lost_window=window)
+        if self.bad_events:
+            self.final_notices.append(f"events.jsonl: {self.bad_events} malformed line(s) skipped")
+            extra["bad_event_lines"] = self.bad_events
+        st.notices.extend(self.final_notices)
+        if self.start_timed_out:
+            extra["error"] = st.exception
+        status = "ok" if code == 0 else ("stopped" if self.stopping_requested else "failed")
+        if self.start_timed_out:
+            status = "failed"
+        elif lost and status == "ok":
+            status = "incomplete"
         self._run_json.update({
-            "status": "ok" if code == 0 else ("stopped" if self.stopping_requested else "failed"),
+            "status": status,
             "exit_code": code, "ended_at": bl.iso_utc(self.ended_ns),
             "duration_s": round((self.ended_ns - self.started_ns) / 1e9, 3),
             "torch_version": st.torch_version or None, "steps": st.step, "cycles": st.cycles,
             "step_source": st.step_source, "sync_sites": st.syncs, "exception": st.exception or None, "notices": st.notices,
             "traces": [str(p.relative_to(self.bundle.root)) for p in self.bundle.trace_files()],
-            "stop_signals": list(self.proc.signals_sent) if self.proc else [], **(extra or {})})
+            "stop_signals": list(self.proc.signals_sent) if self.proc else [], **extra})
         bl.write_json(self.bundle.run_json, self._run_json)
 
     @property
