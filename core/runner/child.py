@@ -468,7 +468,7 @@ def main(argv: list[str] | None = None) -> int:
     capture = capture_mod.CompileCapture.install(torch)
     runner = ChildRunner(opts, torch, protocol, capture)
     # the launcher holds off SIGTERM once it knows the stop is being handled (core/runner/process.py)
-    _Signals.acknowledge = lambda signum: runner.ev.emit("notice", code="stopping", message="stopping…")
+    _Signals.on_first_stop(lambda signum: runner.ev.emit("notice", code="stopping", message="stopping…"))
     code = runner.run(str(Path(opts.script).resolve()), list(opts.args))
     if _Orphan.stopped and runner.rank == 0:
         _guards.mark_orphaned(runner.bundle, code)  # the launcher died: nobody else closes run.json

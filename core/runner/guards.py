@@ -22,11 +22,16 @@ class Signals:
     depth = 0
     pending: int | None = None
     acknowledge = None  # callable(signum): tells the launcher at once that the stop is being handled
+    owner = 0  # the process that set it (a forked child of the script inherits the class, not the role)
+
+    @classmethod
+    def on_first_stop(cls, callback) -> None:
+        cls.acknowledge, cls.owner = callback, os.getpid()
 
     @classmethod
     def handle(cls, signum, frame):
         ack, cls.acknowledge = cls.acknowledge, None  # once: the first stop signal
-        if ack is not None:
+        if ack is not None and os.getpid() == cls.owner:
             try:
                 ack(signum)
             except Exception:
@@ -105,12 +110,13 @@ ORPHAN_ESCALATION_S = ((0.0, signal.SIGINT), (10.0, signal.SIGTERM), (15.0, sign
 
 def run_processes() -> set[int]:
     """Other processes of this run (Linux /proc): descendants of this process, and orphans that carry
-    the run's environment (PTPROF_BUNDLE, PTPROF_LAUNCHER_PID) - never a torchrun rank or agent
-    (they stop themselves) and never an ancestor."""
+    the run's environment (PTPROF_BUNDLE, PTPROF_LAUNCHER_PID) - never a torchrun rank (a pid of a
+    start event: they stop themselves), the torchrun agent, or an ancestor."""
     me = os.getpid()
-    marker = [f"PTPROF_BUNDLE={os.environ.get('PTPROF_BUNDLE', '')}".encode(),
+    bundle = os.environ.get("PTPROF_BUNDLE", "")
+    marker = [f"PTPROF_BUNDLE={bundle}".encode(),
               f"PTPROF_LAUNCHER_PID={os.environ.get('PTPROF_LAUNCHER_PID', '')}".encode()]
-    child_py = str(Path(__file__).with_name("child.py")).encode()
+    ranks = _rank_pids(Path(bundle) / "events.jsonl") if bundle else set()
     parents, ours = {}, set()
     try:
         names = [int(n) for n in os.listdir("/proc") if n.isdigit()]
@@ -143,9 +149,30 @@ def run_processes() -> set[int]:
                 cmd = fh.read()
         except OSError:
             continue
-        if all(m in env for m in marker) and child_py not in cmd and b"torch.distributed.run" not in cmd:
+        if all(m in env for m in marker) and pid not in ranks and b"torch.distributed.run" not in cmd:
             ours.add(pid)
     return ours
+
+
+def _rank_pids(events: Path) -> set[int]:
+    """pids of the run's ranks (their launch / start events); only ever used to spare a process."""
+    import json
+    out = set()
+    try:
+        if events.is_symlink() or not events.is_file():
+            return out
+        with open(events, "rb") as fh:
+            for line in fh:
+                if b'"launch"' in line or b'"start"' in line:
+                    try:
+                        pid = json.loads(line).get("pid")
+                    except (ValueError, RecursionError, AttributeError):
+                        continue
+                    if isinstance(pid, int):
+                        out.add(pid)
+    except OSError:
+        pass
+    return out
 
 
 def stop_descendants(escalation=ORPHAN_ESCALATION_S) -> None:

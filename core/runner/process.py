@@ -23,6 +23,10 @@ from core.gpu.sampler import group_pids
 from core.runner import tree as tree_mod
 
 
+READ_BYTES = 1 << 16  # a line longer than this reaches the console in pieces
+MAX_LINE_CHARS = 2000  # what the console queue keeps of one line (the log keeps everything)
+
+
 @dataclass(frozen=True, slots=True)
 class StopPlan:
     sigint_grace_s: float = 10.0  # time to write the trace after Ctrl-C / Stop
@@ -131,12 +135,17 @@ class ChildProcess:
         return any(group_running(g) for g in self.extra_groups)
 
     def _pump(self, name: str, pipe) -> None:
+        """Every byte goes to the log; the console queue gets lines cut at MAX_LINE_CHARS (a script that
+        prints a 1 GB line, or megabytes without a newline, costs the launcher no more than that)."""
         with open(self.logs[name], "wb") as log:
-            for raw in iter(pipe.readline, b""):
+            for raw in iter(lambda: pipe.readline(READ_BYTES), b""):
                 log.write(raw)
                 log.flush()
+                text = raw[:MAX_LINE_CHARS].decode("utf-8", "replace").rstrip("\r\n")
+                if len(raw) > MAX_LINE_CHARS:
+                    text += f" … (cut: the whole line is in {self.logs[name].name})"
                 with self._lock:
-                    self.lines.append((name, raw.decode("utf-8", "replace").rstrip("\r\n")))
+                    self.lines.append((name, text))
         pipe.close()
 
     def take_lines(self) -> list[tuple[str, str]]:
