@@ -18,9 +18,15 @@ class Terminated(SystemExit):
 class Signals:
     """Stop signals that arrive while one of our hooks is inside the profiler (prof.start/step) are held
     until the hook returns: a KeyboardInterrupt raised half-way through a profiler state transition
-    would leave the cycle in progress unflushable."""
+    would leave the cycle in progress unflushable.
+
+    A stop that was raised but swallowed (KeyboardInterrupt raised inside a finalizer or a callback
+    that ignores exceptions - "Exception ignored in ..." - or a bare `except:` in the script) is
+    raised again at our next hook, i.e. the next optimizer step: a Stop that does not stop would be
+    escalated to SIGTERM and end the run as exit 143 instead of a clean 130."""
     depth = 0
     pending: int | None = None
+    raised: int | None = None  # the stop signal already raised once
     acknowledge = None  # callable(signum): tells the launcher at once that the stop is being handled
     owner = 0  # the process that set it (a forked child of the script inherits the class, not the role)
 
@@ -41,17 +47,22 @@ class Signals:
             return
         cls.raise_for(signum)
 
-    @staticmethod
-    def raise_for(signum):
+    @classmethod
+    def raise_for(cls, signum):
+        cls.raised = signum
         if signum == signal.SIGINT:
             raise KeyboardInterrupt
         raise Terminated(128 + signum)
 
     @classmethod
     def release(cls):
-        if cls.depth == 0 and cls.pending is not None:
+        if cls.depth:
+            return
+        if cls.pending is not None:
             signum, cls.pending = cls.pending, None
             cls.raise_for(signum)
+        if cls.raised is not None:  # still training after the stop was raised: it was swallowed
+            cls.raise_for(cls.raised)
 
 
 def on_sigterm(signum, frame):

@@ -277,3 +277,23 @@ def test_killed_launcher_takes_multiprocessing_and_setsid_children_down(tmp_path
     run = json.loads((bundle / "run.json").read_text())
     assert run["status"] == "launcher_lost" and run["launcher_saw_end"] is False and run["exit_code"] == 130
     assert list((bundle / "traces").glob("*.pt.trace.json.gz")), "the window in progress was flushed"
+
+
+def test_a_swallowed_stop_is_raised_again_at_the_next_step(tmp_path):
+    """KeyboardInterrupt raised where Python ignores exceptions (a finalizer, a callback) or caught by a
+    bare `except` used to keep the script training until SIGTERM: exit 143. Now the next optimizer step
+    raises it again: a clean 130 with the window saved, SIGINT only."""
+    prelude = """
+import time
+def hook(i):
+    try:
+        time.sleep(0.3)  # where the SIGINT lands (nearly all of an iteration)
+    except KeyboardInterrupt:
+        print("swallowed", flush=True)
+"""
+    script = _script(tmp_path, "swallow.py", prelude)
+    s, events = _run(tmp_path, script, stop_when=_steps(5))
+    assert "swallowed" in s.bundle.stdout_log.read_text()
+    assert s.exit_code == 130 and s.proc.signals_sent == ["SIGINT"]
+    assert s.bundle.trace_files()
+    _assert_nothing_left(s)
