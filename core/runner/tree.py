@@ -20,6 +20,7 @@ import ctypes
 import ctypes.util
 import os
 import sys
+import threading
 from pathlib import Path
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -91,11 +92,16 @@ class RunTree:
         self.marker = marker
         self.known: dict[int, int] = {}  # pid -> start ticks
         self.enabled = available()
+        self._lock = threading.Lock()  # the GPU sampler thread asks for pids() too
 
     def refresh(self) -> dict[int, ProcInfo]:
         """Update the known set; returns the known processes that still exist (zombies included)."""
         if not self.enabled:
             return {}
+        with self._lock:
+            return self._refresh()
+
+    def _refresh(self) -> dict[int, ProcInfo]:
         procs = table()
         me = os.getpid()
         alive = {pid: info for pid, info in procs.items()

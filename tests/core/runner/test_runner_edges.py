@@ -262,7 +262,11 @@ def test_killed_launcher_takes_multiprocessing_and_setsid_children_down(tmp_path
                              "--wait", "0", "--active", "100000", str(script), "-1", "-1", str(pids_file)], cwd=str(REPO),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     t0 = time.monotonic()
-    while not (pids_file.exists() and len(pids_file.read_text().split()) == 3):
+    def stepping() -> bool:  # children started and the window is recording (3 optimizer steps)
+        events = bundle / "events.jsonl"
+        return events.exists() and sum(e["type"] == "step" for e in read_events(str(events))) >= 3
+
+    while not (pids_file.exists() and len(pids_file.read_text().split()) == 3 and stepping()):
         assert time.monotonic() - t0 < 120 and proc.poll() is None
         time.sleep(0.1)
     child = next(e["pid"] for e in read_events(str(bundle / "events.jsonl")) if e["type"] == "start")
