@@ -24,9 +24,10 @@ _COMMON = {"rank": _int, "t_ns": _int}
 _FIELDS = {
     "launch": {"pid": lambda v: _int(v, 2)},
     "start": {"pid": lambda v: _int(v, 2), "torch_version": _text, "python": _text, "cwd": _text,
-              "cuda": lambda v: isinstance(v, bool), "devices": _int, "world_size": lambda v: _int(v, 1, 1 << 20)},
-    "step": {"step": _int, "dur_ns": _int, "source": lambda v: v in ("optimizer", "forward")},
-    "phase": {"phase": lambda v: v in ("wait", "warmup", "active", "done"), "step": _int},
+              "cuda": lambda v: isinstance(v, bool), "devices": _int,
+              "device_properties": lambda v: isinstance(v, list), "world_size": lambda v: _int(v, 1, 1 << 20)},
+    "step": {"step": _int, "dur_ns": _int, "source": _text, "hook_ns": _int, "phase": _text},
+    "phase": {"phase": lambda v: v in ("wait", "warmup", "active", "done"), "step": _int, "source": _text},
     "cycle": {"cycle": _int, "path": _text, "bytes": _int, "step": _int},
     "notice": {"code": _text, "message": _text},
     "sync": {"file": _text, "line": _int, "step": _int, "message": _text, "via": _opt(_text), "code": _text},

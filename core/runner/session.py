@@ -55,6 +55,8 @@ class LiveState:
         """`e` passed core.runner.events_check.valid: its fields have the types read here."""
         t = e.get("type")
         if t == "step":
+            if e.get("rank", 0) == 0 and e.get("source", self.step_source) != self.step_source:
+                self.step = 0  # a stronger step source took over (child stepsource.py): steps count anew
             self.step = max(self.step, e["step"]) if e.get("rank", 0) == 0 else self.step
             if e.get("rank", 0) == 0:
                 self.last_step_ns = e.get("dur_ns", 0)
@@ -86,7 +88,7 @@ class RunSession:
                  doctor: dict | None = None):
         self.cfg = cfg
         self.doctor = doctor  # core.runner.doctor.DoctorReport.to_dict() when the GUI checked the interpreter
-        root = cfg.out_dir or bl.default_dir(cfg.script)
+        root = cfg.out_dir or bl.default_dir(cfg.bundle_stem)
         self.bundle = bl.prepare(root)
         self._backend = backend
         self.plan = plan
@@ -105,6 +107,9 @@ class RunSession:
         self.start_timed_out = False
         self.final_notices: list[str] = []  # what the launcher itself found at the end (lost window …)
         self._started_mono = 0.0
+        self._done_ranks: set[int] = set()  # ranks whose schedule is done (--stop-after-window)
+        self._world = max(1, cfg.nproc)
+        self.stopped_after_window = False
 
     @property
     def finished(self) -> bool:
@@ -119,7 +124,8 @@ class RunSession:
         argv = build_argv(cfg, self.bundle.root)
         self.started_ns = time.time_ns()
         self._run_json = {
-            "format": bl.FORMAT, "status": "running", "config": cfg.to_dict(), "argv": [cfg.script, *cfg.args],
+            "format": bl.FORMAT, "status": "running", "config": cfg.to_dict(),
+            "argv": [*(["-m", cfg.module] if cfg.module else [cfg.script]), *cfg.args],
             "command": argv, "python": cfg.python, "torch_version": None, "host": platform.node(),
             "started_at": bl.iso_utc(self.started_ns), "ended_at": None, "exit_code": None,
             "launcher_python": sys.executable, "doctor": self.doctor, "environment": None,
@@ -140,7 +146,9 @@ class RunSession:
         proc = self.proc
         self.sampler = Sampler(backend, cfg.nvml_hz, csv_path=self.bundle.nvml_csv,
                                pids=proc.pids).start()
+        facts = getattr(backend, "device_facts", None)
         self._run_json["gpu"] = {"backend": backend.name, "devices": backend.device_names(),
+                                 "facts": facts() if facts else [],  # NVML: memory, peak clocks per GPU
                                  "nvml_index": getattr(backend, "physical", None),  # nvml.csv gpu i = this NVML GPU
                                  "reason": self.sampler.reason}
         bl.write_json(self.bundle.run_json, self._run_json)
@@ -181,7 +189,15 @@ class RunSession:
                 self.proc.adopt_rank(e["pid"])  # signalled only if it is one of the run's own processes
                 if self._run_json.get("environment") is None:
                     self._run_json["environment"] = {k: e.get(k) for k in ("python", "torch_version", "cuda",
-                                                                            "devices", "world_size", "cwd")}
+                                                                            "devices", "world_size", "cwd",
+                                                                            "device_properties")}
+                if isinstance(e.get("world_size"), int):
+                    self._world = max(self._world, e["world_size"])
+            elif kind == "phase" and e.get("phase") == "done" and self.cfg.stop_after_window:
+                self._done_ranks.add(rank)
+                if len(self._done_ranks) >= self._world and not self.stopping_requested:
+                    self.stopped_after_window = True  # the same path as Stop (SIGINT, then escalation)
+                    self.request_stop()
             elif kind == "end":
                 self.ends[rank] = e["exit_code"]
             elif kind == "notice" and e.get("code") == "flushing":
@@ -252,7 +268,9 @@ class RunSession:
             "torch_version": st.torch_version or None, "steps": st.step, "cycles": st.cycles,
             "step_source": st.step_source, "sync_sites": st.syncs, "exception": st.exception or None, "notices": st.notices,
             "traces": [str(p.relative_to(self.bundle.root)) for p in self.bundle.trace_files()],
-            "stop_signals": list(self.proc.signals_sent) if self.proc else [], **extra})
+            "stop_signals": list(self.proc.signals_sent) if self.proc else [],
+            "stop_reason": "window_done" if self.stopped_after_window else (
+                "requested" if self.stopping_requested else None), **extra})
         bl.write_json(self.bundle.run_json, self._run_json)
 
     @property
