@@ -102,6 +102,9 @@ def _load_file(src: io.TraceSource, lo: float, hi: float) -> Generator[Progress,
             merged = yield from _scaled(parallel.decode_chunks(buf, doc, path, isinstance(buf, mmap.mmap)),
                                         "decoding", lo + span * 0.05, span * 0.75, path.name)
         warnings: list[str] = [] if doc.complete else ["file is truncated (crashed run?): loaded every complete event"]
+        if doc.complete:  # the events array is closed: a last event that did not decode is corrupt, not cut off
+            merged.warnings[:] = ["the last event is corrupt: skipped" if w.startswith("file is truncated") else w
+                                  for w in merged.warnings]
         yield Progress("building", lo + span * 0.8, path.name)
         if isinstance(buf, mmap.mmap):  # the bytes are no longer needed: unmap them while building
             closer = _close_in_background(buf)
