@@ -421,7 +421,7 @@ def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns
             try:
                 raw_args = msgspec.json.decode(mv[s:e], type=CounterEvent).args
                 args = msgspec.json.decode(raw_args) if raw_args else None
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 continue
             if not isinstance(args, dict):
                 continue
@@ -429,7 +429,7 @@ def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns
         else:
             try:
                 ev = msgspec.json.decode(mv[s:e], type=Event)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 return None  # let the Python path read this chunk (it has a tolerant decoder)
             meta.append((ev.name, int(pid[i]), int(tid[i]), ev.args.name or "", ev.args.sort_index,
                          ev.args.labels or ""))

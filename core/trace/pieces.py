@@ -95,7 +95,7 @@ def _in_pieces(buf, bounds: list[tuple[int, int]], pin: list | None) -> ChunkCol
         text = _piece_view(buf, a, b)
         try:
             events = _decode_events(text)
-        except (msgspec.ValidationError, msgspec.DecodeError):
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
             return None
         parts.append(events_to_columns(events, None, [], text, st))
         if pin is not None:
