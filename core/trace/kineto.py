@@ -162,6 +162,7 @@ class Document:
 
 
 _TE_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_EVENTS_CLOSE = re.compile(rb'\}\s*\](?=\s*,\s*")')
 
 
 def locate(buf) -> Document | None:
@@ -264,13 +265,19 @@ def _find_tail(mv, start: int) -> int | None:
         pos = window.rfind(b"]", 0, pos)
         if pos < 0:
             return None
+        if not window[max(0, pos - 256):pos].rstrip().endswith((b"}", b"[")):  # the array ends after an event
+            continue
         tail = b'{"_": 0' + window[pos + 1:]
         try:
             json.loads(tail)
             return base + pos + 1
         except (ValueError, RecursionError):
             continue
-    return None
+    # a tail that does not parse (nested too deep, corrupt): the last `}` `]` `,` `"key"` closes the events
+    last = None
+    for m in _EVENTS_CLOSE.finditer(window):
+        last = m
+    return None if last is None else base + last.end()
 
 
 def _loose_keys(text: bytes) -> dict:

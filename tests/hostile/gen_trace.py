@@ -262,7 +262,7 @@ def _bomb(fmt: str, inflated_bytes: int) -> bytes:
         c = zlib.compressobj(9, zlib.DEFLATED, 31)
         parts = [c.compress(head)] + [c.compress(block) for _ in range(inflated_bytes >> 20)] + [c.flush()]
         return b"".join(parts)
-    c = lzma.LZMACompressor()
+    c = lzma.LZMACompressor(preset=0)
     parts = [c.compress(head)] + [c.compress(block) for _ in range(inflated_bytes >> 20)] + [c.flush()]
     return b"".join(parts)
 
