@@ -12,7 +12,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.trace.limits import limits, max_inflate_bytes
+from core.trace.limits import limits, max_inflate_bytes, ratio_check_on
 from core.trace.model import TraceParseError
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".json.xz", ".json.gzip")
@@ -20,7 +20,7 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _XZ_MAGIC = b"\xfd7zXZ\x00"
 # refuse to inflate absurd amounts (zip bombs / junk): more than the memory available allows
 # (limits.max_inflate_bytes), or a compression ratio no trace reaches (Kineto JSON compresses
-# 10-25x; zeros compress 1000x) beyond 256 MiB; resources/limits.toml [inflate]
+# 10-25x; zeros compress 1000x) beyond 64 MiB; resources/limits.toml [inflate]
 MAX_RATIO = int(limits()["inflate"]["max_ratio"])
 RATIO_CHECK_FROM = int(limits()["inflate"]["ratio_check_from_bytes"])
 
@@ -200,12 +200,12 @@ def _too_big(path: Path, total: int, compressed: int) -> TraceParseError:
     if total > bound:
         return TraceParseError(path, f"decompresses to more than {bound >> 20:,} MiB, the limit for the memory "
                                      "available now (set PTPROF_MAX_INFLATE_BYTES to change it)")
-    return TraceParseError(path, f"implausible decompressed size (> {total >> 20} MiB from "
-                                 f"{compressed >> 10} KiB): not a trace")
+    return TraceParseError(path, f"implausible decompressed size (> {total >> 20} MiB from {compressed >> 10} KiB, "
+                                 f"over {MAX_RATIO}x): not a trace (PTPROF_MAX_INFLATE_BYTES=N loads it anyway)")
 
 
 def _over(total: int, compressed: int, bound: int) -> bool:
-    return total > bound or (total > RATIO_CHECK_FROM and total > MAX_RATIO * compressed)
+    return total > bound or (total > RATIO_CHECK_FROM and total > MAX_RATIO * compressed and ratio_check_on())
 
 
 def isize(path: Path) -> int | None:

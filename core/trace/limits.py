@@ -46,6 +46,11 @@ def _address_space_left_bytes() -> int | None:
     return max(0, soft - used)
 
 
+def ratio_check_on() -> bool:
+    """The compression-ratio check applies unless the user set the inflate bound explicitly."""
+    return not os.environ.get("PTPROF_MAX_INFLATE_BYTES", "").strip()
+
+
 def max_inflate_bytes() -> int:
     """How many bytes a compressed trace may inflate to: PTPROF_MAX_INFLATE_BYTES when set, else a
     fraction of the memory available now (and of the address-space limit), at most max_bytes."""

@@ -73,13 +73,18 @@ def _peak_rss_of_load(path, env_extra: dict) -> tuple[str, int]:
     return reason, int(rss)
 
 
+@pytest.mark.parametrize("bound", ["memory", "ratio"])
 @pytest.mark.parametrize("fmt", ["gz", "xz"])
-def test_bomb_is_refused_at_the_bound_not_after_inflating(tmp_path, fmt):
+def test_bomb_is_refused_at_the_bound_not_after_inflating(tmp_path, fmt, bound):
     bomb = tmp_path / f"bomb.pt.trace.json.{fmt}"
     bomb.write_bytes(_bomb(fmt, 640 << 20 if fmt == "gz" else 256 << 20))  # a trace-looking stream, ~1 MB compressed
-    reason, rss = _peak_rss_of_load(bomb, {"PTPROF_MAX_INFLATE_BYTES": str(96 << 20)})
-    assert "decompresses to more than 96 MiB" in reason and "PTPROF_MAX_INFLATE_BYTES" in reason
-    assert rss < 600 << 20, rss  # the bound plus one block, not the gigabyte
+    env = {"PTPROF_MAX_INFLATE_BYTES": str(96 << 20)} if bound == "memory" else {"PTPROF_MAX_INFLATE_BYTES": ""}
+    reason, rss = _peak_rss_of_load(bomb, env)
+    if bound == "memory":
+        assert "decompresses to more than 96 MiB" in reason and "PTPROF_MAX_INFLATE_BYTES" in reason
+    else:  # 64 MiB inflated from ~1 MB: over the 64x no real trace reaches
+        assert "implausible decompressed size" in reason and "over 64x" in reason
+    assert rss < 600 << 20, rss  # the bound plus one block, not the whole stream
 
 
 def test_gzip_with_a_trailer_over_the_bound_is_refused_before_inflating(tmp_path, monkeypatch):
