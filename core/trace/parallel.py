@@ -37,7 +37,13 @@ CHUNKS_PER_THREAD = 3  # threads pick chunks from one queue: little balancing is
 MIN_PARALLEL_BYTES = 24 << 20  # below this, process start-up costs more than it saves (fork)
 MIN_PARALLEL_BYTES_SPAWN = 96 << 20  # spawn/forkserver start-up is ~0.3 s per worker here
 MAX_WORKERS = 16
-CHUNKS_PER_WORKER = int(os.environ.get("PTPROF_CHUNKS_PER_WORKER", "6"))  # load balance vs per-chunk cost
+def _env_count(name: str, default: int, lo: int = 1, hi: int = 1024) -> int:
+    """A small positive integer from the environment; anything else (abc, inf, -3) is the default."""
+    raw = os.environ.get(name, "").strip()
+    return min(hi, max(lo, int(raw))) if raw.isdigit() else default
+
+
+CHUNKS_PER_WORKER = _env_count("PTPROF_CHUNKS_PER_WORKER", 6)  # load balance vs per-chunk cost
 
 _BUF = None  # the document bytes in a worker (inherited on fork, or mmapped by _init_worker)
 _PIN: list = []  # see decode_chunk_columns
@@ -47,7 +53,7 @@ _DROP = [False]  # _BUF is a file mmap: drop its pages from the worker's RSS aft
 def worker_count(n_bytes: int, method: str) -> int:
     env = os.environ.get("PTPROF_WORKERS", "")
     if env.strip().isdigit():  # 0 or 1: decode in this process
-        return int(env) if int(env) > 1 else 0
+        return min(int(env), 256) if int(env) > 1 else 0
     cores = _cores()
     threshold = MIN_PARALLEL_BYTES if method == "fork" else MIN_PARALLEL_BYTES_SPAWN
     if cores < 2 or n_bytes < threshold:
@@ -101,7 +107,7 @@ def thread_count(n_bytes: int) -> int:
     """Scanner threads for n_bytes of events (0: one chunk in the calling thread)."""
     env = os.environ.get("PTPROF_WORKERS", "")
     if env.strip().isdigit():
-        return int(env) if int(env) > 1 else 0
+        return min(int(env), 256) if int(env) > 1 else 0
     if n_bytes < MIN_THREADED_BYTES:
         return 0
     # chunks are >= 4 MB (each costs ~3 ms of GIL-held Python: row selection, merge); on the 16-core

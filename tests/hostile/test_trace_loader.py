@@ -91,3 +91,19 @@ def test_cli_on_the_corpus_exits_0_or_2_with_one_line(pool, case_dir, mode):
                 failures.append(f"{mode} kind={kind} seed={seed} container={container}: {problem}")
             path.unlink()
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("kind", ["valid", "truncate", "flip", "deep", "nan_inf", "wrong_shape"])
+def test_the_real_cli_process_exits_0_or_2_with_one_line(tmp_path, kind):
+    """The same contract from a real `ptprof` process (exit code, stderr as the user sees it)."""
+    import subprocess
+    import sys
+
+    from helpers import REPO
+    path = write_case(tmp_path, kind, 7, "json")
+    for command in ("info", "analyze"):
+        out = subprocess.run([sys.executable, "-m", "core.cli", command, "--no-cache", str(path)], cwd=REPO,
+                             capture_output=True, text=True, timeout=600)
+        result = {"outcome": "cli", "rc": out.returncode, "stderr": out.stderr}
+        assert acceptable(result) is None, f"{command} {kind}: {acceptable(result)}"

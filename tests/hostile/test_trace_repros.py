@@ -309,3 +309,11 @@ def test_fifos_inside_a_folder_are_passed_over(tmp_path, decode_path):
     os.mkfifo(tmp_path / "rank2.pt.trace.json.gz")
     ts = load(tmp_path, use_cache=False)
     assert len(ts.models) == 1
+
+
+@pytest.mark.parametrize("value", ["abc", "inf", "-3", "99999999999999999999999"])
+def test_bad_worker_knobs_fall_back_to_the_default(value):
+    env = {**os.environ, "PTPROF_CHUNKS_PER_WORKER": value, "PTPROF_WORKERS": value}
+    out = subprocess.run([sys.executable, "-m", "core.cli", "info", "--no-cache", str(SAMPLE)], cwd=REPO,
+                         capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0 and not out.stderr, out.stderr
