@@ -290,9 +290,11 @@ def compute_depth(ts: np.ndarray, dur: np.ndarray, offsets: np.ndarray) -> np.nd
 def assign_lanes(ts, dur, offsets, gpu_track, depth) -> int:
     """GPU tracks: depth := sub-row so that overlapping events on one stream are all kept.
 
-    Each event takes the lowest-numbered lane free at its start (rows are sorted by start): a heap of
-    busy lanes by end time and a heap of free lane numbers, O(n log lanes). Lanes stop at max_lanes
-    (int16 depth); returns how many events had to share the last lane."""
+    Each event takes the lowest-numbered lane free at its start (rows are sorted by start). An event
+    that starts after everything before it has ended opens a cluster with every lane free (lane 0);
+    only clusters of overlapping events are walked, with a heap of busy lanes by end time and a heap
+    of free lane numbers: O(n log lanes). Lanes stop at max_lanes (int16 depth); returns how many
+    events had to share the last lane."""
     max_lane = int(limits()["lanes"]["max_lanes"])
     capped = 0
     for t in np.flatnonzero(gpu_track).tolist():
@@ -302,27 +304,37 @@ def assign_lanes(ts, dur, offsets, gpu_track, depth) -> int:
         s = ts[a:b]
         e = s + dur[a:b]
         prev_end = np.maximum.accumulate(e)
-        overlap = np.flatnonzero(s[1:] < prev_end[:-1])
-        if not len(overlap):
-            depth[a:b] = 0
+        opens = np.ones(b - a, dtype=bool)
+        opens[1:] = s[1:] >= prev_end[:-1]
+        depth[a:b] = 0
+        if opens.all():
             continue
-        busy: list[tuple[int, int]] = []  # (end, lane)
-        free: list[int] = []
-        n_lanes = 0
-        lane_of = [0] * (b - a)
-        for i, (si, ei) in enumerate(zip(s.tolist(), e.tolist())):
-            while busy and busy[0][0] <= si:
-                heapq.heappush(free, heapq.heappop(busy)[1])
-            if free:
-                lane = heapq.heappop(free)
-            elif n_lanes < max_lane:
-                lane = n_lanes
-                n_lanes += 1
-            else:  # every lane busy: share the last one (it stays busy until the later end)
-                capped += 1
-                lane_of[i] = max_lane
-                continue
-            lane_of[i] = lane
-            heapq.heappush(busy, (ei, lane))
-        depth[a:b] = np.array(lane_of, dtype=np.int16)
+        starts = np.flatnonzero(opens)
+        sizes = np.diff(np.append(starts, b - a))
+        for c0, size in zip(starts[sizes > 1].tolist(), sizes[sizes > 1].tolist()):
+            lanes, n_capped = _cluster_lanes(s[c0:c0 + size].tolist(), e[c0:c0 + size].tolist(), max_lane)
+            depth[a + c0:a + c0 + size] = lanes
+            capped += n_capped
     return capped
+
+
+def _cluster_lanes(starts: list, ends: list, max_lane: int) -> tuple[list[int], int]:
+    busy: list[tuple[int, int]] = []  # (end, lane)
+    free: list[int] = []
+    n_lanes = capped = 0
+    out = [0] * len(starts)
+    for i, (si, ei) in enumerate(zip(starts, ends)):
+        while busy and busy[0][0] <= si:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        if free:
+            lane = heapq.heappop(free)
+        elif n_lanes < max_lane:
+            lane = n_lanes
+            n_lanes += 1
+        else:  # every lane busy: share the last one
+            capped += 1
+            out[i] = max_lane
+            continue
+        out[i] = lane
+        heapq.heappush(busy, (ei, lane))
+    return out, capped
