@@ -17,15 +17,19 @@ from core.trace.kineto import (
 
 
 
+_INT64 = 2**63
+
+
 def _to_int(v):
+    """An int64 or None (missing): strings of numbers are read, out-of-range values are missing."""
     if v is None or isinstance(v, bool):
         return None
-    if isinstance(v, int):
-        return v
-    try:
-        return int(float(v))
-    except (TypeError, ValueError, OverflowError):
-        return None
+    if not isinstance(v, int):
+        try:
+            v = int(float(v))
+        except (TypeError, ValueError, OverflowError):
+            return None
+    return v if -_INT64 <= v < _INT64 else None
 
 
 def _to_float(v):
@@ -33,7 +37,7 @@ def _to_float(v):
         return None
     try:
         f = float(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     return f if f == f else None
 
