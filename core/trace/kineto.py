@@ -284,12 +284,62 @@ def _loose_keys(text: bytes) -> dict:
     text = text.strip()
     if not text.startswith(b"{"):
         return {}
+    text = _UNQUOTED_NA.sub(rb'\1"\2"', text)
     try:
-        d = json.loads(_UNQUOTED_NA.sub(rb'\1"\2"', text), strict=False)
-    except (ValueError, RecursionError):
+        d = json.loads(text, strict=False)
+    except RecursionError:
+        d = _shallow_keys(text.decode("utf-8", errors="replace"))
+    except ValueError:
+        return {}
+    if not isinstance(d, dict):
         return {}
     d.pop("_", None)
-    return d if isinstance(d, dict) else {}
+    return d
+
+
+def _shallow_keys(text: str) -> dict:
+    """The top-level keys of an object one by one; a value nested too deep to decode is left out
+    (skipped by bracket counting), so one hostile key does not cost the whole header."""
+    dec = json.JSONDecoder(strict=False)
+    out: dict = {}
+    pos, n = 1, len(text)
+    while pos < n:
+        while pos < n and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= n or text[pos] == "}":
+            break
+        try:
+            key, pos = dec.raw_decode(text, pos)
+            while pos < n and text[pos] in " \t\r\n:":
+                pos += 1
+            value, pos = dec.raw_decode(text, pos)
+            out[key] = value
+        except RecursionError:
+            pos = _skip_nested(text, pos)
+        except ValueError:
+            break
+    return out
+
+
+def _skip_nested(text: str, pos: int) -> int:
+    depth, in_str, k, n = 0, False, pos, len(text)
+    while k < n:
+        c = text[k]
+        if in_str:
+            if c == "\\":
+                k += 1
+            elif c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+        elif c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth -= 1
+            if depth == 0:
+                return k + 1
+        k += 1
+    return n
 
 
 def chunk_bounds(buf, doc: Document, chunk_bytes: int = CHUNK_BYTES) -> list[tuple[int, int]]:

@@ -166,8 +166,10 @@ def test_deep_nesting_is_bounded(tmp_path, decode_path, where):
     if where == "args":  # the event with the bomb is skipped, counted; the others load
         assert model.counts.events == n - 1
         assert any("1 corrupt event skipped" in w for w in model.warnings)
-    else:
+    else:  # the deep key is left out; the header's other keys and every event are kept
         assert model.counts.events == n
+        assert model.meta.schema_version == 1 and model.meta.device_properties
+        assert model.meta.base_unix_ns > 0
 
 
 # --- 4. wrong values ----------------------------------------------------------------------------
