@@ -31,11 +31,12 @@ def time_base(m: Merged, meta_doc: dict, warnings: list[str] | None = None) -> t
     """(origin in file µs, wall-clock ns of that origin). Absolute-µs traces are rebased."""
     candidates = [float(a.min()) for a in (m.rows["ts"], m.memory.get("ts", np.zeros(0))) if len(a)]
     origin_us = min(candidates) if candidates else 0.0
-    base_doc = sanitize.base_time_ns(meta_doc.get("baseTimeNanoseconds"), [] if warnings is None else warnings)
+    warnings = [] if warnings is None else warnings
+    base_doc = sanitize.base_time_ns(meta_doc.get("baseTimeNanoseconds"), warnings)
     if base_doc is not None:
-        return origin_us, base_doc + int(round(origin_us * 1000.0))
+        return origin_us, sanitize.wall_clock_ns(base_doc + int(round(origin_us * 1000.0)), warnings)
     if origin_us > 1e14:  # absolute µs since the epoch (older traces)
-        return origin_us, int(round(origin_us * 1000.0))
+        return origin_us, sanitize.wall_clock_ns(int(round(origin_us * 1000.0)), warnings)
     return origin_us, 0
 
 

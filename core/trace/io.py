@@ -58,9 +58,9 @@ def is_trace_name(name: str) -> bool:
 _RANK_RE = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
 
 
-def _stat(p: Path, follow: bool = True) -> os.stat_result:
+def _stat(p: Path) -> os.stat_result:
     try:
-        return os.stat(p) if follow else os.lstat(p)
+        return os.stat(p)
     except FileNotFoundError:
         raise TraceParseError(p, "no such file or directory") from None
     except OSError as exc:  # EACCES through an unsearchable folder, ELOOP, ENAMETOOLONG...

@@ -71,3 +71,11 @@ def base_time_ns(value, warnings: list[str]) -> int | None:
             warnings.append(f"baseTimeNanoseconds {str(value)[:32]} is not a plausible time: ignored")
         return None
     return int(value)
+
+
+def wall_clock_ns(value: int, warnings: list[str]) -> int:
+    """The trace start as wall-clock ns when it is representable (0 <= value < 2^62), else 0 (unknown)."""
+    if 0 <= value < 2**62:
+        return value
+    warnings.append("the trace's times are not plausible wall-clock times: its start is unknown")
+    return 0
