@@ -319,3 +319,16 @@ def test_bad_worker_knobs_fall_back_to_the_default(value):
     out = subprocess.run([sys.executable, "-m", "core.cli", "info", "--no-cache", str(SAMPLE)], cwd=REPO,
                          capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0 and not out.stderr, out.stderr
+
+
+def test_one_bad_cycle_of_a_bundle_does_not_refuse_the_bundle(tmp_path, decode_path):
+    import shutil
+    bundle = tmp_path / "bundle"
+    shutil.copytree(REPO / "tests" / "data" / "bundles" / "e1", bundle)
+    good = next((bundle / "traces").glob("*.pt.trace.json.gz"))
+    cut = gzip.decompress(good.read_bytes())
+    (bundle / "traces" / "rank0.cycle2.pt.trace.json.gz").write_bytes(b"\x1f\x8b\x08\x00junk")
+    (bundle / "traces" / "rank0.cycle3.pt.trace.json").write_bytes(cut[:40])
+    ts = load(bundle, use_cache=False)
+    assert len(ts.models) == 1
+    assert sum("not loaded" in w for w in ts.warnings) == 2, ts.warnings
