@@ -56,7 +56,6 @@ def _kernel(ts, dur, stream=7):
 
 def _peak_rss_of_load(path, env_extra: dict) -> tuple[str, int]:
     code = textwrap.dedent(f"""
-        import resource, sys
         from core.trace.loader import load
         from core.trace.model import TraceParseError
         try:
@@ -64,7 +63,8 @@ def _peak_rss_of_load(path, env_extra: dict) -> tuple[str, int]:
             print("loaded")
         except TraceParseError as exc:
             print(exc.reason)
-        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+        # VmHWM: this process's own peak (ru_maxrss would include the parent's RSS at fork time)
+        print([int(l.split()[1]) * 1024 for l in open("/proc/self/status") if l.startswith("VmHWM:")][0])
     """)
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300,
                          env={**os.environ, **env_extra})
