@@ -13,6 +13,18 @@ _ICONS = {Severity.ERROR: QtWidgets.QStyle.StandardPixmap.SP_MessageBoxCritical,
 SORT_ROLE = QtCore.Qt.ItemDataRole.UserRole + 1
 
 
+def rank_ns(f: Finding) -> int:
+    """What orders findings of one severity: the estimated saving when the finding has one, else its impact."""
+    saving = getattr(f, "saving_ns", None)
+    return int(saving) if saving is not None else int(f.impact_ns)
+
+
+def severity_key(f: Finding) -> float:
+    """Severity first (errors on top when sorted descending), then saving / impact: one number, so that
+    the Severity column sorts like the default order."""
+    return float(int(f.severity)) * 1e18 + float(rank_ns(f))
+
+
 def severity_icon(sev: Severity) -> QtGui.QIcon:
     return QtWidgets.QApplication.style().standardIcon(_ICONS[sev])
 
@@ -25,7 +37,7 @@ class FindingsModel(QtCore.QAbstractTableModel):
 
     def set_findings(self, findings) -> None:
         self.beginResetModel()
-        self._findings = sorted(findings, key=lambda f: (-f.impact_ns, -int(f.severity)))
+        self._findings = sorted(findings, key=lambda f: -severity_key(f))
         self.endResetModel()
 
     def finding(self, row: int) -> Finding:
@@ -51,7 +63,7 @@ class FindingsModel(QtCore.QAbstractTableModel):
             return (f.severity.label + (" (hint)" if f.hint else ""), f.title, units.fmt_ns(f.impact_ns),
                     f"{f.impact_pct:.1f}", str(f.count), f.rule)[col]
         if role == SORT_ROLE:
-            return (int(f.severity), f.title, f.impact_ns, f.impact_pct, f.count, f.rule)[col]
+            return (severity_key(f), f.title, f.impact_ns, f.impact_pct, f.count, f.rule)[col]
         if role == QtCore.Qt.ItemDataRole.DecorationRole and col == 0:
             if f.severity not in self._icons:
                 self._icons[f.severity] = severity_icon(f.severity)

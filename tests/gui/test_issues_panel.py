@@ -26,10 +26,12 @@ def test_worker_fills_panel_and_selection_emits_range(qtbot, issues_ts):
         assert panel.status.text().startswith("Analysing")  # returned at once: the work is in the worker
     analysis = blocker.args[0]
     assert panel.model.rowCount() == len(analysis.findings) > 5
-    # sorted by impact, largest first
-    impacts = [panel.model.finding(panel.proxy.mapToSource(panel.proxy.index(r, 0)).row()).impact_ns
-               for r in range(panel.proxy.rowCount())]
-    assert impacts == sorted(impacts, reverse=True)
+    # sorted by severity (errors first), then by saving / impact, largest first
+    from gui.issues.model import rank_ns
+    shown = [panel.model.finding(panel.proxy.mapToSource(panel.proxy.index(r, 0)).row())
+             for r in range(panel.proxy.rowCount())]
+    keys = [(int(f.severity), rank_ns(f)) for f in shown]
+    assert keys == sorted(keys, reverse=True)
     # pick the host_sync finding and check what the timeline would get
     row = next(r for r in range(panel.proxy.rowCount())
                if panel.proxy.index(r, 5).data() == "host_sync")
