@@ -54,7 +54,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ptprof: '{args.command}' is not available in this build", file=sys.stderr)
         return 2
     try:
-        return int(importlib.import_module(args._module).run(args) or 0)
+        code = int(importlib.import_module(args._module).run(args) or 0)
+        sys.stdout.flush()  # a full disk or /dev/full fails here, inside the handlers below
+        return code
     except TraceParseError as exc:
         print(f"ptprof: {exc.path}: {exc.reason}", file=sys.stderr)
         return 2
@@ -62,10 +64,29 @@ def main(argv: list[str] | None = None) -> int:
         print("ptprof: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
+        _silence_stdout()
         return 0
+    except OSError as exc:
+        if exc.filename is not None:  # a file we were asked to read or write
+            print(f"ptprof: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        else:  # writing our own output: stdout on a full disk, /dev/full, a closed terminal
+            _silence_stdout()
+            print(f"ptprof: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+        return 2
     except MemoryError:
         print("ptprof: out of memory while loading", file=sys.stderr)
         return 2
+
+
+def _silence_stdout() -> None:
+    """stdout failed: drop what is still buffered, so the interpreter's exit flush prints nothing more."""
+    import os
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,6 +1,8 @@
 """`ptprof-gui [PATH...]` / `python main.py [PATH...]`: start the desktop app.
 
-With no PATH it opens the bundled sample trace. `--help` prints usage without starting Qt.
+With no PATH it opens the bundled sample trace. `--help` prints usage without starting Qt. When Qt
+cannot start (no display, system libraries its platform plugin needs are missing: gui/qt_preflight.py)
+it prints one line saying what to do and exits 2 instead of letting Qt abort.
 """
 from __future__ import annotations
 
@@ -28,6 +30,11 @@ def main(argv: list[str] | None = None) -> int:
     missing = [p for p in args.paths if not Path(p).exists()]
     if missing:
         print(f"ptprof-gui: no such file or folder: {missing[0]}", file=sys.stderr)
+        return 2
+    from gui import qt_preflight
+    cannot_start = qt_preflight.problem()
+    if cannot_start:  # Qt would abort the process with a long plugin message instead
+        print(cannot_start, file=sys.stderr)
         return 2
     from PySide6 import QtWidgets
     import pyqtgraph as pg

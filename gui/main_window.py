@@ -320,12 +320,16 @@ class MainWindow(QtWidgets.QMainWindow):
         run.controller.sig_run_finished.disconnect(loop.quit)
         dlg.close()
 
+    def confirm_quit_during_run(self) -> bool:
+        """The one question closing the window asks (modal; tests answer it: tests/conftest.py)."""
+        answer = QtWidgets.QMessageBox.question(
+            self, "Run in progress", "A profiling run is in progress. Stop it (its trace is saved) and quit?")
+        return answer == QtWidgets.QMessageBox.StandardButton.Yes
+
     def closeEvent(self, ev) -> None:
         run = getattr(getattr(self, "integrations", None), "run_panel", None)
         if run is not None and run.is_running:
-            answer = QtWidgets.QMessageBox.question(
-                self, "Run in progress", "A profiling run is in progress. Stop it (its trace is saved) and quit?")
-            if answer != QtWidgets.QMessageBox.StandardButton.Yes:
+            if not self.confirm_quit_during_run():
                 ev.ignore()
                 return
             self._stop_run_with_progress(run)

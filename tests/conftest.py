@@ -1,4 +1,14 @@
-"""Shared fixtures. Real traces come from ../shared/traces (CI has them at the same path)."""
+"""Shared fixtures. Real traces: tests/helpers.py shared_trace() (tests/data/traces, big ones optional).
+
+No test may block on a modal dialog that nothing answers (offscreen, a QMessageBox.question waits
+forever): `_no_unanswered_modal` replaces every blocking Qt dialog entry point for each test. A test
+that means a dialog to open sets the answer itself, e.g.
+    monkeypatch.setattr(QtWidgets.QMessageBox, "question", lambda *a, **k: QtWidgets.QMessageBox.StandardButton.Yes)
+    monkeypatch.setattr(MainWindow, "confirm_quit_during_run", lambda self: True)
+Any other dialog gets a harmless default answer (Yes to "stop the run and quit?", so no training
+process outlives the test; Cancel / no file elsewhere) and fails the test, naming the dialog.
+A hang anywhere else ends at pytest-timeout's per-test limit (pyproject.toml) with every thread's stack.
+"""
 from __future__ import annotations
 
 import os
@@ -12,3 +22,41 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 def _isolated_cache(tmp_path, monkeypatch):
     """Every test gets its own columnar cache dir: no test sees another's cache."""
     monkeypatch.setenv("PTPROF_CACHE_DIR", str(tmp_path / "ptprof-cache"))
+
+
+def _blocking_entry_points():
+    """(class, method name, default answer) for every Qt call that runs a modal event loop."""
+    from PySide6 import QtGui, QtWidgets
+    box, files, inputs = QtWidgets.QMessageBox, QtWidgets.QFileDialog, QtWidgets.QInputDialog
+    yes, ok = box.StandardButton.Yes, box.StandardButton.Ok
+    return [
+        (box, "question", yes), (box, "warning", ok), (box, "critical", ok), (box, "information", ok),
+        (box, "about", None), (box, "aboutQt", None),
+        (QtWidgets.QDialog, "exec", QtWidgets.QDialog.DialogCode.Rejected.value),  # also QMessageBox/QFileDialog/RunDialog
+        (QtWidgets.QMenu, "exec", None),
+        (files, "getOpenFileName", ("", "")), (files, "getOpenFileNames", ([], "")),
+        (files, "getSaveFileName", ("", "")), (files, "getExistingDirectory", ""),
+        (files, "getOpenFileUrl", (None, "")), (files, "getExistingDirectoryUrl", None),
+        (inputs, "getText", ("", False)), (inputs, "getMultiLineText", ("", False)), (inputs, "getItem", ("", False)),
+        (inputs, "getInt", (0, False)), (inputs, "getDouble", (0.0, False)),
+        (QtWidgets.QColorDialog, "getColor", QtGui.QColor()), (QtWidgets.QFontDialog, "getFont", (False, QtGui.QFont())),
+    ]
+
+
+@pytest.fixture(autouse=True)
+def _no_unanswered_modal(monkeypatch):
+    opened: list[str] = []
+
+    def stand_in(cls, name, default):
+        def answer(*args, **kwargs):
+            text = [a for a in args if isinstance(a, str)][:2]
+            opened.append(f"{cls.__name__}.{name}({', '.join(map(repr, text))})")
+            return default
+        return staticmethod(answer) if name != "exec" else (lambda self, *a, **k: answer(type(self).__name__, *a))
+
+    for cls, name, default in _blocking_entry_points():
+        monkeypatch.setattr(cls, name, stand_in(cls, name, default))
+    yield opened
+    if opened:
+        pytest.fail("a modal dialog nothing answered was opened (offscreen it would block forever): "
+                    + "; ".join(opened) + ". Set its answer in the test (see tests/conftest.py).", pytrace=False)

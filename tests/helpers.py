@@ -1,4 +1,11 @@
-"""Test helpers importable from every test module (pytest `pythonpath = tests`)."""
+"""Test helpers importable from every test module (pytest `pythonpath = tests`).
+
+Real traces: the small ones the tests need are in tests/data/traces (copies of the shared set, a few MB),
+so a fresh clone runs the suite alone. The big ones (BIG_TRACES) are optional: they are read from
+$PTPROF_SHARED_TRACES (default ../shared/traces beside the checkout, where CI has them, or
+../../shared/traces for a worktree in a folder beside it) and the tests
+that need them skip with the reason when they are absent.
+"""
 from __future__ import annotations
 
 import os
@@ -7,16 +14,33 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_TRACES = Path(os.environ.get("PTPROF_SHARED_TRACES", REPO.parent / "shared" / "traces"))
+LOCAL_TRACES = REPO / "tests" / "data" / "traces"
+_BESIDE = [REPO.parent / "shared" / "traces", REPO.parent.parent / "shared" / "traces"]  # a clone, a worktree
+SHARED_TRACES = Path(os.environ.get("PTPROF_SHARED_TRACES") or next((p for p in _BESIDE if p.is_dir()), _BESIDE[0]))
 SAMPLE = REPO / "resources" / "sample.pt.trace.json.gz"
+# too big for the repository (8-43 MB compressed); only in PTPROF_SHARED_TRACES
+BIG_TRACES = frozenset({"gpu_gpt_big.pt.trace.json.gz", "gpu_gpt_big.nvml.csv",
+                        "gpu_big_stack.pt.trace.json.xz", "gpu_big_stack.nvml.csv"})
 
 
 def shared_trace(name: str) -> Path:
-    """Path of a trace in ../shared/traces; skips the test when the folder is absent."""
-    p = SHARED_TRACES / name
-    if not p.exists():
-        pytest.skip(f"shared trace {name} not available at {SHARED_TRACES}")
-    return p
+    """Path of a real trace: tests/data/traces first, then PTPROF_SHARED_TRACES. A missing big optional
+    trace skips the test with the reason; a missing small one fails it (it belongs in tests/data/traces)."""
+    for root in (LOCAL_TRACES, SHARED_TRACES):
+        path = root / name
+        if path.exists():
+            return path
+    if name in BIG_TRACES:
+        pytest.skip(f"big optional trace {name} not found: set PTPROF_SHARED_TRACES to the folder holding it "
+                    f"(now {SHARED_TRACES})")
+    pytest.fail(f"trace {name} is neither in {LOCAL_TRACES} nor in {SHARED_TRACES}: "
+                "a small trace a test needs belongs in tests/data/traces", pytrace=False)
+
+
+def trace_names(pattern: str) -> list[str]:
+    """Names matching `pattern` in tests/data/traces and PTPROF_SHARED_TRACES (each once)."""
+    names = {p.name for root in (LOCAL_TRACES, SHARED_TRACES) if root.is_dir() for p in root.glob(pattern)}
+    return sorted(names)
 
 
 def hta_importable() -> bool:

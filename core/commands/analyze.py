@@ -12,6 +12,7 @@ import json
 import sys
 
 from core import units
+from core.commands.terminal import printable
 from core.export.tables import columns_of
 from core.trace.loader import load
 
@@ -69,7 +70,7 @@ def run(args) -> int:
         json.dump(doc, sys.stdout)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(format_table(result, metrics))
+        sys.stdout.write(printable(format_table(result, metrics)))
     if args.fail_on and result.at_or_above(Severity.parse(args.fail_on)):
         return 1
     return 0

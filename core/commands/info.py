@@ -5,6 +5,7 @@ import json
 import sys
 
 from core import units
+from core.commands.terminal import printable
 from core.trace.loader import load
 
 
@@ -53,7 +54,9 @@ def run(args) -> int:
         json.dump(info, sys.stdout)
         sys.stdout.write("\n")
         return 0
-    w = sys.stdout.write
+    def w(text: str) -> None:  # names come from the file: no raw control sequences on the terminal
+        sys.stdout.write(printable(text))
+
     w(f"{info['path']}\n")
     w(f"  events     {info['events']:,} ({info['slices']:,} slices) in {info['files']} file(s), "
       f"{info['ranks']} rank(s)\n")

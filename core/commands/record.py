@@ -16,10 +16,12 @@ import sys
 import time
 
 from core import units
+from core.commands.terminal import printable
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--out", default="", help="bundle folder (default ./ptprof-runs/<script>-<time>)")
+    p.add_argument("--out", default=None, help="bundle folder: new, empty, or an old bundle (only ptprof's own "
+                   "files are replaced); default ./ptprof-runs/<script>-<time>")
     p.add_argument("--wait", type=int, default=1, help="schedule: optimizer steps skipped per cycle")
     p.add_argument("--warmup", type=int, default=1, help="schedule: warm-up steps (traced, not saved)")
     p.add_argument("--active", type=int, default=3, help="schedule: recorded steps per cycle")
@@ -39,6 +41,8 @@ def add_arguments(p) -> None:
     p.add_argument("--stop-after-window", action="store_true",
                    help="stop the script (as Ctrl-C does) once the last trace cycle is saved; exit 0")
     p.add_argument("--quiet", action="store_true", help="no status line, no script output echo")
+    p.add_argument("--start-timeout", type=float, default=60.0, metavar="S",
+                   help="give up when the interpreter has not started ptprof's runner after S seconds (default 60)")
     p.add_argument("-m", dest="module_argv", nargs=argparse.REMAINDER, metavar="MODULE ARGS",
                    help="run a module like `python -m MODULE` (the rest of the line are its arguments)")
     p.add_argument("script", nargs="?", default="", help="the training script (run unmodified as __main__)")
@@ -47,6 +51,8 @@ def add_arguments(p) -> None:
 
 def config_from_args(args):
     from core.runner.config import ConfigError, RunConfig, Schedule
+    if args.out is not None and not args.out.strip():
+        raise ConfigError("--out is empty: give a folder, or leave --out out for ./ptprof-runs/<script>-<time>")
     env = []
     for item in args.env:
         key, sep, value = item.partition("=")
@@ -67,7 +73,7 @@ def config_from_args(args):
                      args=tuple(script_args), python=args.python, cwd=args.cwd or os.getcwd(),
                      env=tuple(env), schedule=Schedule(args.wait, args.warmup, args.active, args.repeat),
                      record_shapes=not args.no_shapes, profile_memory=not args.no_memory,
-                     with_stack=args.with_stack, sync_debug=not args.no_sync_debug, out_dir=args.out,
+                     with_stack=args.with_stack, sync_debug=not args.no_sync_debug, out_dir=args.out or "",
                      nproc=args.nproc or 1, use_torchrun=args.torchrun or args.nproc is not None, nvml_hz=args.nvml_hz)
 
 
@@ -103,7 +109,16 @@ def run(args) -> int:
     from core.runner.config import advice
     for line in advice(cfg):
         print(f"ptprof: note: {line}", file=sys.stderr)
-    session = RunSession(cfg)
+    from core.runner.bundle import BundleError
+    from core.runner.process import StopPlan
+    if not args.start_timeout > 0:
+        print(f"ptprof: --start-timeout must be > 0 (got {args.start_timeout})", file=sys.stderr)
+        return 2
+    try:
+        session = RunSession(cfg, plan=StopPlan(start_timeout_s=args.start_timeout))
+    except BundleError as exc:
+        print(f"ptprof: {exc}", file=sys.stderr)
+        return 2
     interrupts = []
 
     def on_sigint(signum, frame):
@@ -130,7 +145,7 @@ def run(args) -> int:
                 sys.stdout.flush()
                 for e in up.events:
                     if e.get("type") == "notice" and not tty:
-                        sys.stderr.write(f"ptprof: {e.get('message')}\n")
+                        sys.stderr.write(f"ptprof: {printable(e.get('message', ''))}\n")
             if tty:
                 line = status_line(session)
                 if line != shown:
@@ -156,15 +171,19 @@ def _summary(session, quiet: bool) -> int:
     n_traces = len(session.bundle.trace_files())
     if not quiet:
         for notice in st.notices:
-            if sys.stderr.isatty():
-                sys.stderr.write(f"ptprof: {notice}\n")
+            if sys.stderr.isatty() or notice in session.final_notices:  # others were shown as they came
+                sys.stderr.write(f"ptprof: {printable(notice)}\n")
         for site in st.syncs:
-            sys.stderr.write(f"ptprof: host sync at {site}\n")
+            sys.stderr.write(f"ptprof: host sync at {printable(site)}\n")
         hint = f" - open with: ptprof info {root}" if n_traces else ""
-        sys.stderr.write(f"ptprof: bundle {root} ({n_traces} trace file(s), {st.step} steps){hint}\n")
+        sys.stderr.write(printable(f"ptprof: bundle {root} ({n_traces} trace file(s), {st.step} steps){hint}") + "\n")
     if st.exception.startswith("torch not installed"):
         print(f"ptprof: {st.exception.split(' (')[0]}: pick the training environment's python with --python",
               file=sys.stderr)
+        return 2
+    if session.start_timed_out:
+        print(f"ptprof: {printable(st.exception)}: is --python a Python interpreter? (the wait is "
+              f"--start-timeout)", file=sys.stderr)
         return 2
     if not st.started and not session.stopping_requested:
         error = session._run_json.get("error") or f"exit {code}"
@@ -184,12 +203,12 @@ def _summary(session, quiet: bool) -> int:
               "--stop-after-window)", file=sys.stderr)
         return 0 if n_traces else code
     if code == 2 and st.exception.startswith(("SyntaxError", "ImportError", "ModuleNotFoundError")):
-        print(f"ptprof: {st.exception}", file=sys.stderr)
+        print(f"ptprof: {printable(st.exception)}", file=sys.stderr)
         return 2
     if session.stopping_requested:
         print(f"ptprof: stopped (exit {code}); traces recorded so far are kept", file=sys.stderr)
         return 130 if code in (130, -2) else code
     why = st.exception or (f"interpreter failed to start: {session._run_json.get('error')}"
                            if session._run_json.get("error") else "see stderr.log")
-    print(f"ptprof: script failed (exit {code}): {why.splitlines()[0] if why else ''}", file=sys.stderr)
+    print(f"ptprof: script failed (exit {code}): {printable(why.splitlines()[0]) if why else ''}", file=sys.stderr)
     return code if 0 < code < 256 else 1

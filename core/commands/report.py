@@ -11,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+from core.commands.terminal import printable
 from core.trace.loader import load
 
 
@@ -45,6 +46,8 @@ def run(args) -> int:
         return _fail(f"--width must be between 200 and 10000, got {args.width}")
     if not 0.5 <= args.scale <= 4:
         return _fail(f"--scale must be between 0.5 and 4, got {args.scale}")
+    if not args.out.strip():
+        return _fail("--out is empty: give the folder to write the report into")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         return _fail(f"--out {out}: exists and is not a folder")
@@ -70,7 +73,7 @@ def run(args) -> int:
     except OSError as exc:
         return _fail(f"cannot write into {out}: {exc.strerror or exc}")
     for path in result.files:
-        print(path)
+        print(printable(str(path)))
     if result.findings_note:
         print(f"ptprof: note: {result.findings_note}", file=sys.stderr)
     return 0

@@ -6,17 +6,34 @@ item, plain numbers (no thousands separators or unit suffixes), empty cells for 
 from __future__ import annotations
 
 import csv as _csv
+import io
 import math
+import re
 from pathlib import Path
 
 import numpy as np
 
+from core.atomic import atomic_write
 from core.export import tables
 from core.export.tables import ExportTable
 from core.trace.model import TraceSet
 
 
+# OWASP CSV injection: a text cell starting with one of these is a formula to Excel / LibreOffice /
+# Sheets; a leading ' makes it text. Numbers (and text that is exactly a number, "-1.5") stay as they are.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def neutralize(text: str) -> str:
+    if text.startswith(_FORMULA_START) and not _PLAIN_NUMBER.fullmatch(text):
+        return "'" + text
+    return text
+
+
 def _cell(v):
+    if isinstance(v, str):
+        return neutralize(v)
     if v is None:
         return ""
     if isinstance(v, (float, np.floating)):
@@ -30,15 +47,15 @@ def _cell(v):
 
 
 def write_table(table: ExportTable, path: str | Path) -> Path:
-    """Write one table; returns the path written."""
+    """Write one table (a temp file renamed into place: never through a link); returns the path."""
     path = Path(path)
     cols = [c.tolist() if isinstance(c, np.ndarray) else list(c) for c in table.data]
-    with open(path, "w", encoding="utf-8", newline="") as fh:
-        w = _csv.writer(fh)
-        w.writerow(table.columns)
-        for row in zip(*cols):
-            w.writerow([_cell(v) for v in row])
-    return path
+    buf = io.StringIO(newline="")
+    w = _csv.writer(buf)
+    w.writerow([neutralize(str(c)) for c in table.columns])
+    for row in zip(*cols):
+        w.writerow([_cell(v) for v in row])
+    return atomic_write(path, buf.getvalue().encode("utf-8"))
 
 
 def write_kernels(ts: TraceSet, path: str | Path) -> Path:

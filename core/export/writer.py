@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
+from core.atomic import atomic_write, atomic_write_text
 from core.export import breakdown_data, findings as findings_src, plots_data, tables, timeline_data
 from core.export.csv import write_table
 from core.export.figures import FIGURE_NAMES, FigureSpec, NoteFigure, Renderer, header
@@ -111,7 +112,7 @@ def iter_write_report(ts: TraceSet, out_dir: str | Path, renderer: Renderer | No
             else:
                 png[name] = renderer.render(fig)
                 path = out / f"{name}.png"
-                path.write_bytes(png[name])
+                atomic_write(path, png[name])
                 result.files.append(path)
             if name in skipped:
                 result.skipped.setdefault(f"{name}.png", skipped[name])
@@ -123,7 +124,7 @@ def iter_write_report(ts: TraceSet, out_dir: str | Path, renderer: Renderer | No
                         files=[p.name for p in result.files], captions=captions,
                         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
     page = out / "report.html"
-    page.write_text(build_html(ctx), encoding="utf-8")
+    atomic_write_text(page, build_html(ctx))
     result.files.append(page)
     yield ExportProgress("done", 1.0, str(page))
     return result

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import time
 from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
@@ -86,8 +87,13 @@ def iter_analyze(trace_set, config: dict | None = None, rules: Iterable[Rule] | 
         try:
             total.extend(r.run(ctx))
         except Exception as exc:  # noqa: BLE001 - one broken rule must not hide the others
-            log.exception("rule %s failed", r.id)
-            total.not_run.append(CheckNotRun(r.id, f"rule failed: {type(exc).__name__}: {exc}"))
+            reason = f"rule failed: {type(exc).__name__}: {_first_line(exc)}"
+            # one line (it is also in the analysis' "checks not run"); the traceback only with PTPROF_DEBUG=1
+            if _debug():
+                log.warning("rule %s failed", r.id, exc_info=True)
+            else:
+                log.info("rule %s %s (PTPROF_DEBUG=1 shows the traceback)", r.id, reason)
+            total.not_run.append(CheckNotRun(r.id, reason))
     total.not_run[:0] = _capability_notes(ctx)
     findings = sorted(total.findings, key=lambda f: (-f.impact_ns, -int(f.severity), f.rule))
     not_run = _dedupe(total.not_run)
@@ -95,6 +101,15 @@ def iter_analyze(trace_set, config: dict | None = None, rules: Iterable[Rule] | 
     summary = _summary(ctx, findings, not_run, elapsed)
     yield 1.0, "done"
     return Analysis(tuple(findings), tuple(not_run), summary, elapsed)
+
+
+def _debug() -> bool:
+    return os.environ.get("PTPROF_DEBUG", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0][:300] if text else "") or "(no message)"
 
 
 def _capability_notes(ctx: RuleContext) -> list[CheckNotRun]:

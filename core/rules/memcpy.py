@@ -67,17 +67,18 @@ def pageable_memcpy(ctx: RuleContext) -> RuleOutput:
             for e in ev:
                 e["bytes"] = int(s.bytes[e["row"]])
             rows_all = np.concatenate([g, gs[gs >= 0], ops, g_sync])
-            src = c.source_of(m, first) if first >= 0 else None
+            # `source`, not `src`: src holds the launch rows of every direction and the loop comes back to it
+            source = c.source_of(m, first) if first >= 0 else None
             # the runner's recorded sync sites hold the exact call line; Python frames (with_stack) only the
             # enclosing function, so a matching site wins and stacks are the fallback
             site_src, site_ev = sync_sites.match(ctx, i, "copy_h2d" if d == "HtoD" else "copy_d2h")
-            if site_src is not None or src is None:
-                src = site_src if site_src is not None else src
+            if site_src is not None or source is None:
+                source = site_src if site_src is not None else source
                 ev.extend(site_ev)
             out.findings.append(ctx.finding(
                 "pageable_memcpy", i, title=title, count=len(g), impact_ns=cost,
                 time_ranges=c.ranges_of(m, np.where(gop >= 0, gop, g)), evidence=ev,
-                source=src, fix=fix, evidence_rows=rows_all))
+                source=source, fix=fix, evidence_rows=rows_all))
     return out
 
 

@@ -13,18 +13,24 @@ Neither says which op synced, so the op kind comes from the site's source line w
 here (`.item()`, `if t:`, `.nonzero()` / masks, `.cpu()`, `.to(...)`). A site is used only when it
 matches the finding's op kind, or when it is the rank's only site (then every implicit sync is from it);
 otherwise the candidates go into the evidence and the source stays null (no guessed lines).
+
+Nothing named in a bundle is trusted: events.jsonl is streamed (a line longer than MAX_EVENT_LINE is
+skipped, JSON depth is bounded), and a site's source file is read only when it is a regular file, only up
+to the line needed, within MAX_SOURCE_BYTES (a `sync` event naming a 2 GB file or a FIFO reads nothing).
 """
 from __future__ import annotations
 
-import json
-import linecache
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from core.analysis.tree import is_library_frame
 from core.rules.base import RuleContext, Source
+from core.trace.safefile import loads_json_bounded, open_regular
+
+MAX_EVENT_LINE = 1 << 20  # events.jsonl lines are < 1 KB
+MAX_SOURCE_BYTES = 16 << 20  # a training script is KBs; a bigger "source" is read no further than this
+MAX_SOURCE_LINE = 1 << 16
 
 # op kinds; host_sync's cause ops map onto them, pageable copies are copy_h2d / copy_d2h
 _OP_KIND = {"aten::item": "item", "aten::_local_scalar_dense": "item", "aten::is_nonzero": "branch",
@@ -75,10 +81,10 @@ def _records(ctx: RuleContext, rank: int) -> list[dict]:
         raw = m.meta.extra.get("ptprof_sync_sites")
         if isinstance(raw, str):
             try:
-                raw = json.loads(raw)
+                raw = loads_json_bounded(raw)
             except ValueError:
                 raw = None
-        out.extend(d for d in raw or () if isinstance(d, dict))
+        out.extend(d for d in (raw if isinstance(raw, list) else ()) if isinstance(d, dict))
     if Path(ctx.trace_set.path).is_dir():  # a bundle: sites first seen after the last metadata write are only here
         out.extend(e for e in _bundle_events(ctx) if e.get("rank", 0) == rank)
     return out
@@ -89,12 +95,16 @@ def _bundle_events(ctx: RuleContext) -> list[dict]:
         path = Path(ctx.trace_set.path) / "events.jsonl"
         events = []
         try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                for line in fh:
-                    if '"sync"' not in line:
+            with open_regular(path) as fh:
+                while line := fh.readline(MAX_EVENT_LINE):
+                    if len(line) >= MAX_EVENT_LINE and not line.endswith(b"\n"):
+                        while (rest := fh.readline(MAX_EVENT_LINE)) and not rest.endswith(b"\n"):
+                            pass  # an oversized line: skipped whole
+                        continue
+                    if b'"sync"' not in line:
                         continue
                     try:
-                        e = json.loads(line)
+                        e = loads_json_bounded(line.decode("utf-8", errors="replace"))
                     except ValueError:
                         continue
                     if isinstance(e, dict) and e.get("type") == "sync":
@@ -137,9 +147,9 @@ def _kinds(d: dict, file: str, line: int) -> frozenset[str] | None:
         kind = op_kind(d["op"])
         return frozenset({kind}) if kind else None
     code = d.get("code")
-    if not isinstance(code, str) and os.path.isfile(file):
-        linecache.checkcache(file)  # the script may have been edited since the last analysis
-        code = linecache.getline(file, line)
+    if not isinstance(code, str):
+        lines = source_lines(file, line)
+        code = lines[line - 1] if 0 < line <= len(lines) else None
     return kinds_of(code) if isinstance(code, str) and code.strip() else None
 
 
@@ -155,9 +165,7 @@ _DEF = re.compile(r"^(\s*)(?:async\s+)?def\s+(\w+)")
 
 def _function(file: str, line: int) -> str:
     """Name of the def enclosing `line` (module level: "<module>"), "" when the file is not readable here."""
-    if not os.path.isfile(file):
-        return ""
-    lines = linecache.getlines(file)
+    lines = source_lines(file, line)
     if not 0 < line <= len(lines):
         return ""
     indent = len(lines[line - 1]) - len(lines[line - 1].lstrip())
@@ -172,6 +180,26 @@ def _function(file: str, line: int) -> str:
                 return m.group(2)
             indent = ind
     return "<module>"
+
+
+def source_lines(file: str, upto: int) -> list[str]:
+    """The first `upto` lines of `file` (fewer at its end), read fresh each analysis (the script may have
+    been edited); [] when it is not a regular file or the line lies beyond MAX_SOURCE_BYTES."""
+    if not 0 < upto <= MAX_SOURCE_BYTES:
+        return []
+    out: list[str] = []
+    read = 0
+    try:
+        with open_regular(file) as fh:
+            while len(out) < upto and read < MAX_SOURCE_BYTES:
+                raw = fh.readline(MAX_SOURCE_LINE)
+                if not raw:
+                    break
+                read += len(raw)
+                out.append(raw.decode("utf-8", errors="replace"))
+    except (OSError, ValueError):
+        return []
+    return out if len(out) >= upto or read < MAX_SOURCE_BYTES else []
 
 
 def match(ctx: RuleContext, index: int, kind: str | None) -> tuple[Source | None, list[dict]]:

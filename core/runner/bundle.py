@@ -4,10 +4,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from core.atomic import atomic_write
 
 RUN_JSON = "run.json"
 TRACES = "traces"
@@ -17,7 +19,14 @@ COMPILE_JSON = "compile.json"
 COMPILE_LOG = "compile.log"
 STDOUT_LOG = "stdout.log"
 STDERR_LOG = "stderr.log"
+FORMAT = "ptprof-run/1"  # run.json "format": how a folder is known to be one of our bundles
 _OWN_FILES = (RUN_JSON, EVENTS, NVML_CSV, COMPILE_JSON, COMPILE_LOG, STDOUT_LOG, STDERR_LOG)
+# what the child writes into traces/ (child.py _on_trace_ready): the only names a re-record removes there
+_OWN_TRACE = re.compile(r"rank\d+\.cycle\d+\.pt\.trace\.json\.gz(\.part)?|\.rank\d+\.cycle\d+\.pt\.trace\.json\.gz\.json\.tmp")
+
+
+class BundleError(ValueError):
+    """The output folder cannot be used; str(exc) is one line meant for the user."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,23 +76,66 @@ def default_dir(script: str, root: str | Path = "ptprof-runs") -> Path:
     return path
 
 
+def is_bundle(root: str | Path) -> bool:
+    """A folder we recorded: its run.json is a regular file holding our format tag."""
+    run_json = Path(root) / RUN_JSON
+    if run_json.is_symlink() or not run_json.is_file():
+        return False
+    data = read_json(run_json)
+    return data is not None and data.get("format") == FORMAT
+
+
+def out_dir_problem(root: str | Path) -> str | None:
+    """Why `root` cannot receive a bundle (one line), or None: missing, empty, or one of our bundles."""
+    path = Path(root).expanduser()
+    if path.is_symlink() and not path.is_dir():
+        return f"output path is a symlink that does not lead to a folder: {path}"
+    if path.exists() and not path.is_dir():
+        return f"output path exists and is not a folder: {path}"
+    if not path.is_dir():
+        return None
+    try:
+        empty = next(path.iterdir(), None) is None
+    except OSError as exc:
+        return f"cannot read the output folder {path}: {exc.strerror or exc}"
+    if empty or is_bundle(path):
+        return None
+    return (f"output folder is not empty and not a ptprof run bundle: {path} "
+            "(pick a new or empty folder, or leave out --out for ./ptprof-runs/<script>-<time>)")
+
+
 def prepare(root: str | Path) -> Bundle:
-    """Create the folder (or empty an old bundle in it) and traces/."""
+    """Create the folder and traces/; in an old bundle remove only what ptprof wrote there (its own
+    file names; in traces/ only its cycle files): anything else, and anything behind a symlink, stays.
+    BundleError (one line) for a folder that is not empty and not ours, or that cannot be made."""
     b = Bundle(Path(root).expanduser().resolve())
-    b.root.mkdir(parents=True, exist_ok=True)
-    for name in _OWN_FILES:
-        (b.root / name).unlink(missing_ok=True)
-    if b.traces.is_dir():
-        shutil.rmtree(b.traces)
-    b.traces.mkdir()
+    problem = out_dir_problem(b.root)
+    if problem:
+        raise BundleError(problem)
+    try:
+        b.root.mkdir(parents=True, exist_ok=True)
+        if b.traces.is_symlink() or (b.traces.exists() and not b.traces.is_dir()):
+            raise BundleError(f"{b.traces} is a symlink or a file, not the bundle's own traces folder: "
+                              "ptprof does not write through it")
+        for name in _OWN_FILES:  # unlink never follows a symlink: a link is removed, never its target
+            path = b.root / name
+            if path.is_symlink() or path.is_file():
+                path.unlink()
+        if b.traces.is_dir():
+            for entry in b.traces.iterdir():
+                if _OWN_TRACE.fullmatch(entry.name) and stat.S_ISREG(entry.lstat().st_mode):
+                    entry.unlink()
+        b.traces.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise BundleError(f"cannot create the bundle folder {b.root}: {exc.strerror or exc}") from None
     return b
 
 
 def write_json(path: Path, data: dict) -> None:
-    """Atomic write (temp file + rename) so a reader never sees half a run.json."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, default=str))
-    os.replace(tmp, path)
+    """Atomic write (a fresh temp file in the same folder + rename) so a reader never sees half a
+    run.json; the temp file is created exclusively (never an existing file or link) and the rename
+    replaces a symlink at `path` instead of writing through it."""
+    atomic_write(Path(path), json.dumps(data, indent=1, default=str).encode("utf-8"))
 
 
 def read_json(path: Path) -> dict | None:

@@ -443,6 +443,9 @@ def main(argv: list[str] | None = None) -> int:
     opts = parse_args(sys.argv[1:] if argv is None else argv)
     protocol = _load_sibling("protocol")
     capture_mod = _load_sibling("compile_capture")
+    launch = protocol.EventWriter(str(Path(opts.bundle) / protocol.EVENTS_FILE), int(os.environ.get("RANK", "0")))
+    launch.emit("launch", pid=os.getpid())  # before the (slow) torch import: the launcher's start timeout
+    launch.close()
     signal.signal(signal.SIGTERM, _on_sigterm)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _Signals.handle)
@@ -462,8 +465,13 @@ def main(argv: list[str] | None = None) -> int:
     sys.stderr = _LogFallback(sys.stderr, Path(opts.bundle) / "stderr.log")
     capture = capture_mod.CompileCapture.install(torch)
     runner = ChildRunner(opts, torch, protocol, capture)
+    # the launcher holds off SIGTERM once it knows the stop is being handled (core/runner/process.py)
+    _Signals.on_first_stop(lambda signum: runner.ev.emit("notice", code="stopping", message="stopping…"))
     target = _target.Target(opts.script if opts.module else str(Path(opts.script).resolve()), opts.module)
-    return runner.run(target, list(opts.args))
+    code = runner.run(target, list(opts.args))
+    if _Orphan.stopped and runner.rank == 0:
+        _guards.mark_orphaned(runner.bundle, code)  # the launcher died: nobody else closes run.json
+    return code
 
 
 if __name__ == "__main__":

@@ -126,11 +126,10 @@ def validate(cfg: RunConfig) -> RunConfig:
         if not key or "=" in key or "\0" in key:
             raise ConfigError(f"bad environment variable name: {key!r}")
     if cfg.out_dir:
-        out = Path(cfg.out_dir).expanduser()
-        if out.exists() and not out.is_dir():
-            raise ConfigError(f"output path exists and is not a folder: {out}")
-        if out.is_dir() and any(out.iterdir()) and not (out / "run.json").exists():
-            raise ConfigError(f"output folder is not empty and not a run bundle: {out}")
+        from core.runner.bundle import out_dir_problem
+        problem = out_dir_problem(cfg.out_dir)
+        if problem:
+            raise ConfigError(problem)
     return replace(cfg, script="" if cfg.module else str(script.resolve()), python=python, cwd=str(cwd.resolve()))
 
 

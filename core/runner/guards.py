@@ -18,28 +18,51 @@ class Terminated(SystemExit):
 class Signals:
     """Stop signals that arrive while one of our hooks is inside the profiler (prof.start/step) are held
     until the hook returns: a KeyboardInterrupt raised half-way through a profiler state transition
-    would leave the cycle in progress unflushable."""
+    would leave the cycle in progress unflushable.
+
+    A stop that was raised but swallowed (KeyboardInterrupt raised inside a finalizer or a callback
+    that ignores exceptions - "Exception ignored in ..." - or a bare `except:` in the script) is
+    raised again at our next hook, i.e. the next optimizer step: a Stop that does not stop would be
+    escalated to SIGTERM and end the run as exit 143 instead of a clean 130."""
     depth = 0
     pending: int | None = None
+    raised: int | None = None  # the stop signal already raised once
+    acknowledge = None  # callable(signum): tells the launcher at once that the stop is being handled
+    owner = 0  # the process that set it (a forked child of the script inherits the class, not the role)
+
+    @classmethod
+    def on_first_stop(cls, callback) -> None:
+        cls.acknowledge, cls.owner = callback, os.getpid()
 
     @classmethod
     def handle(cls, signum, frame):
+        ack, cls.acknowledge = cls.acknowledge, None  # once: the first stop signal
+        if ack is not None and os.getpid() == cls.owner:
+            try:
+                ack(signum)
+            except Exception:
+                pass
         if cls.depth:
             cls.pending = signum
             return
         cls.raise_for(signum)
 
-    @staticmethod
-    def raise_for(signum):
+    @classmethod
+    def raise_for(cls, signum):
+        cls.raised = signum
         if signum == signal.SIGINT:
             raise KeyboardInterrupt
         raise Terminated(128 + signum)
 
     @classmethod
     def release(cls):
-        if cls.depth == 0 and cls.pending is not None:
+        if cls.depth:
+            return
+        if cls.pending is not None:
             signum, cls.pending = cls.pending, None
             cls.raise_for(signum)
+        if cls.raised is not None:  # still training after the stop was raised: it was swallowed
+            cls.raise_for(cls.raised)
 
 
 def on_sigterm(signum, frame):
@@ -86,6 +109,114 @@ class Orphan:
     def watch(cls) -> None:
         while not cls.check():
             time.sleep(0.5)
+        # nobody else will stop the script's own children now (subprocess / multiprocessing / setsid):
+        # the launcher's escalation, for them; a non-daemon multiprocessing child would otherwise
+        # keep us joining it at exit forever
+        stop_descendants()
+
+
+# SIGINT, then SIGTERM, then SIGKILL to the run's other processes after the launcher died (seconds)
+ORPHAN_ESCALATION_S = ((0.0, signal.SIGINT), (10.0, signal.SIGTERM), (15.0, signal.SIGKILL))
+
+
+def run_processes() -> set[int]:
+    """Other processes of this run (Linux /proc): descendants of this process, and orphans that carry
+    the run's environment (PTPROF_BUNDLE, PTPROF_LAUNCHER_PID) - never a torchrun rank (a pid of a
+    start event: they stop themselves), the torchrun agent, or an ancestor."""
+    me = os.getpid()
+    bundle = os.environ.get("PTPROF_BUNDLE", "")
+    marker = [f"PTPROF_BUNDLE={bundle}".encode(),
+              f"PTPROF_LAUNCHER_PID={os.environ.get('PTPROF_LAUNCHER_PID', '')}".encode()]
+    ranks = _rank_pids(Path(bundle) / "events.jsonl") if bundle else set()
+    parents, ours = {}, set()
+    try:
+        names = [int(n) for n in os.listdir("/proc") if n.isdigit()]
+    except OSError:
+        return set()
+    for pid in names:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                parents[pid] = int(fh.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    ancestors, pid = set(), me
+    while pid in parents and pid not in ancestors:
+        ancestors.add(pid)
+        pid = parents[pid]
+    for pid in parents:
+        if pid in ancestors:
+            continue
+        up, seen = pid, set()
+        while up in parents and up not in seen and up != me:
+            seen.add(up)
+            up = parents[up]
+        if up == me:
+            ours.add(pid)
+            continue
+        try:
+            with open(f"/proc/{pid}/environ", "rb") as fh:
+                env = fh.read().split(b"\0")
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                cmd = fh.read()
+        except OSError:
+            continue
+        if all(m in env for m in marker) and pid not in ranks and b"torch.distributed.run" not in cmd:
+            ours.add(pid)
+    return ours
+
+
+def _rank_pids(events: Path) -> set[int]:
+    """pids of the run's ranks (their launch / start events); only ever used to spare a process."""
+    import json
+    out = set()
+    try:
+        if events.is_symlink() or not events.is_file():
+            return out
+        with open(events, "rb") as fh:
+            for line in fh:
+                if b'"launch"' in line or b'"start"' in line:
+                    try:
+                        pid = json.loads(line).get("pid")
+                    except (ValueError, RecursionError, AttributeError):
+                        continue
+                    if isinstance(pid, int):
+                        out.add(pid)
+    except OSError:
+        pass
+    return out
+
+
+def stop_descendants(escalation=ORPHAN_ESCALATION_S) -> None:
+    t0 = time.monotonic()
+    for at_s, sig in escalation:
+        while time.monotonic() - t0 < at_s:
+            if not run_processes():
+                return
+            time.sleep(0.2)
+        for pid in run_processes():
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+
+
+def mark_orphaned(bundle: Path, exit_code: int) -> None:
+    """run.json says what the dead launcher could not: the run ended without it (atomic rewrite)."""
+    path = Path(bundle) / "run.json"
+    try:
+        import json
+        data = json.loads(path.read_text())
+        if not isinstance(data, dict) or data.get("status") != "running":
+            return
+        data.update(status="launcher_lost", exit_code=exit_code, launcher_saw_end=False,
+                    ended_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        tmp = path.with_name(f".run.json.{os.getpid()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(json.dumps(data, indent=1))
+        os.replace(tmp, path)
+    except (OSError, ValueError, RecursionError):
+        pass
 
 
 def _alive(pid: int) -> bool:

@@ -1,8 +1,12 @@
-"""A child process in its own process group, its output tee'd to logs, and stop escalation (Qt-free).
+"""A child process in its own session, its output tee'd to logs, and stop escalation (Qt-free).
 
-Stop = SIGINT to the group (the child flushes its profiler), then SIGTERM, then SIGKILL, each after a
-grace period. When the leader exits, any process left in its group (DataLoader workers, torchrun
-ranks) is killed, so no orphan survives a run.
+Stop = SIGINT to every process of the run (the child flushes its profiler), then SIGTERM, then SIGKILL.
+SIGTERM comes `sigint_grace_s` after SIGINT unless the child has answered the stop ("stopping" /
+"flushing" notices, relayed by the session): then it gets `flush_grace_s` more - a slow machine is
+not mistaken for a stuck script. When the leader exits, every process left in the run's tree
+(core/runner/tree.py: DataLoader workers, torchrun ranks, subprocess / multiprocessing children,
+setsid daemons) is killed, so no orphan survives a run. Only processes the launcher spawned, or that
+descend from them, are ever signalled: pids read from events.jsonl are never trusted on their own.
 """
 from __future__ import annotations
 
@@ -16,13 +20,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.gpu.sampler import group_pids
+from core.runner import tree as tree_mod
+
+
+READ_BYTES = 1 << 16  # a line longer than this reaches the console in pieces
+MAX_LINE_CHARS = 2000  # what the console queue keeps of one line (the log keeps everything)
 
 
 @dataclass(frozen=True, slots=True)
 class StopPlan:
     sigint_grace_s: float = 10.0  # time to write the trace after Ctrl-C / Stop
     sigterm_grace_s: float = 5.0
-    flush_grace_s: float = 60.0  # extra time before SIGTERM while a rank says it is writing its trace
+    flush_grace_s: float = 60.0  # extra time before SIGTERM once the child says it is stopping / writing its trace
+    start_timeout_s: float = 60.0  # no event at all from the interpreter by then: it never ran our child
 
 
 def signal_group(pgid: int, sig: int) -> bool:
@@ -49,7 +59,7 @@ class ChildProcess:
     """subprocess.Popen in a new session; stdout/stderr lines go to log files and a bounded queue."""
 
     def __init__(self, argv: list[str], cwd: str, env: dict, stdout_log: Path, stderr_log: Path,
-                 plan: StopPlan = StopPlan(), max_lines: int = 20_000):
+                 plan: StopPlan = StopPlan(), max_lines: int = 20_000, marker: str = ""):
         self.argv = argv
         self.cwd = cwd
         self.env = env
@@ -62,10 +72,16 @@ class ChildProcess:
         self.stop_requested_at: float | None = None
         self.signals_sent: list[str] = []
         self.exit_code: int | None = None
-        # process groups besides ours: torchrun starts every worker in a new session (start_new_session),
-        # so a stop must reach them by their own group ids (their pids, from the start events)
-        self.extra_groups: set[int] = set()
+        # the run's processes beyond our session (torchrun workers start in new sessions, scripts setsid):
+        # followed through /proc from the child's pid; `marker` (KEY=VALUE in every descendant's
+        # environment) recognises the orphans that are re-parented to us as their subreaper
+        self.marker = marker.encode("utf-8", "surrogateescape")
+        self.tree: tree_mod.RunTree | None = None
+        self.ranks: set[int] = set()  # pids that sent a start event AND belong to the tree
+        self.extra_groups: set[int] = set()  # without /proc: validated rank pids (their own groups)
         self.flushing = False  # set by the session when a rank reports it is writing its trace
+        self.acknowledged = False  # set by the session when the child says it is handling the stop
+        self._tree_checked = 0.0
 
     @property
     def groups(self) -> set[int]:
@@ -76,21 +92,60 @@ class ChildProcess:
         return self.proc.pid if self.proc else None
 
     def start(self) -> "ChildProcess":
+        tree_mod.set_subreaper()  # orphans of the run come back to us, not to init (Linux)
         self.proc = subprocess.Popen(self.argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         for name, pipe in (("stdout", self.proc.stdout), ("stderr", self.proc.stderr)):
             t = threading.Thread(target=self._pump, args=(name, pipe), name=f"ptprof-{name}", daemon=True)
             t.start()
             self._readers.append(t)
+        self.tree = tree_mod.RunTree(self.proc.pid, self.marker)
+        self.tree.refresh()
         return self
 
+    def adopt_rank(self, pid) -> bool:
+        """A start event named `pid`: kept only if it is one of the run's own processes."""
+        if self.proc is None or not isinstance(pid, int) or isinstance(pid, bool) or pid <= 1 \
+                or pid == os.getpid() or pid == self.proc.pid:
+            return False
+        if self.tree is not None and self.tree.enabled:
+            if pid not in self.tree.refresh():
+                return False
+            self.ranks.add(pid)
+            return True
+        try:  # no /proc: a worker of torchrun leads its own group; never our own group
+            if os.getpgid(pid) != pid or pid == os.getpgrp():
+                return False
+        except OSError:
+            return False
+        self.ranks.add(pid)
+        self.extra_groups.add(pid)
+        return True
+
+    def pids(self) -> set[int]:
+        """The run's running processes (for per-process GPU memory)."""
+        if self.tree is not None and self.tree.enabled:
+            return set(self.tree.running())
+        return set().union(*(group_pids(g) for g in self.groups))
+
+    def _ranks_running(self) -> bool:
+        if self.tree is not None and self.tree.enabled:
+            running = self.tree.running()
+            return any(pid in running for pid in self.ranks)
+        return any(group_running(g) for g in self.extra_groups)
+
     def _pump(self, name: str, pipe) -> None:
+        """Every byte goes to the log; the console queue gets lines cut at MAX_LINE_CHARS (a script that
+        prints a 1 GB line, or megabytes without a newline, costs the launcher no more than that)."""
         with open(self.logs[name], "wb") as log:
-            for raw in iter(pipe.readline, b""):
+            for raw in iter(lambda: pipe.readline(READ_BYTES), b""):
                 log.write(raw)
                 log.flush()
+                text = raw[:MAX_LINE_CHARS].decode("utf-8", "replace").rstrip("\r\n")
+                if len(raw) > MAX_LINE_CHARS:
+                    text += f" … (cut: the whole line is in {self.logs[name].name})"
                 with self._lock:
-                    self.lines.append((name, raw.decode("utf-8", "replace").rstrip("\r\n")))
+                    self.lines.append((name, text))
         pipe.close()
 
     def take_lines(self) -> list[tuple[str, str]]:
@@ -108,9 +163,13 @@ class ChildProcess:
             return self.exit_code
         code = self.proc.poll()
         if code is None:
+            now = time.monotonic()
+            if self.tree is not None and now - self._tree_checked >= 0.5:
+                self._tree_checked = now  # follow the tree while parent links still exist
+                self.tree.refresh()
             self._escalate()
             return None
-        if "SIGKILL" not in self.signals_sent and any(group_running(g) for g in self.extra_groups):
+        if "SIGKILL" not in self.signals_sent and self._ranks_running():
             # the launcher (torchrun's agent) is gone but ranks still run (flushing their traces after a
             # stop): let them finish under the same escalation; a crashed agent gets them stopped
             if self.stop_requested_at is None:
@@ -121,11 +180,23 @@ class ChildProcess:
         return self.exit_code
 
     def _finish(self, code: int) -> None:
-        for pgid in self.groups:  # leftovers (DataLoader workers, torchrun ranks): no orphans
-            signal_group(pgid, signal.SIGKILL)
+        self._kill_leftovers()
         for t in self._readers:
             t.join(timeout=2)
         self.exit_code = code if code >= 0 else 128 - code  # -SIGKILL -> 137 like a shell
+
+    def _kill_leftovers(self) -> None:
+        """SIGKILL whatever is left of the run (DataLoader workers, torchrun ranks, subprocess /
+        multiprocessing children, setsid daemons), then reap the orphans re-parented to us."""
+        for pgid in self.groups:
+            if group_alive(pgid):
+                signal_group(pgid, signal.SIGKILL)
+        if self.tree is None or not self.tree.enabled:
+            return
+        deadline = time.monotonic() + 5
+        while self.tree.signal(signal.SIGKILL) and time.monotonic() < deadline:
+            time.sleep(0.02)  # a parent killed mid-fork can leave a child we see only on the next pass
+        self.tree.reap()
 
     def request_stop(self) -> None:
         if self.proc is None or self.exit_code is not None or self.stop_requested_at is not None:
@@ -135,14 +206,19 @@ class ChildProcess:
 
     def _send(self, sig: int) -> None:
         self.signals_sent.append(signal.Signals(sig).name)
-        for pgid in self.groups:
+        for pgid in self.groups:  # our own session's group, and without /proc the validated rank groups
             signal_group(pgid, sig)
+        if self.tree is not None:
+            self.tree.signal(sig)  # everything below the child, whichever group or session it is in
 
     def _escalate(self) -> None:
         if self.stop_requested_at is None:
             return
         waited = time.monotonic() - self.stop_requested_at
-        grace = self.plan.sigint_grace_s + (self.plan.flush_grace_s if self.flushing else 0.0)
+        # a child that said it is stopping (or writing its trace) is making progress: a loaded machine
+        # is slow, not stuck, and a SIGTERM now would cut the trace it is writing
+        answered = self.flushing or self.acknowledged
+        grace = self.plan.sigint_grace_s + (self.plan.flush_grace_s if answered else 0.0)
         if "SIGTERM" not in self.signals_sent and waited >= grace:
             self._send(signal.SIGTERM)
         elif "SIGKILL" not in self.signals_sent and waited >= grace + self.plan.sigterm_grace_s:

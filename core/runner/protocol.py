@@ -3,6 +3,7 @@
 The child (core/runner/child.py, in the user's interpreter) appends; the GUI controller and
 `ptprof record` tail it. Every event has "type", "t_ns" (wall clock, time.time_ns) and "rank".
 
+    {"type": "launch", "pid"}                                  (child.py runs: before torch is imported)
     {"type": "start", "pid", "python", "torch_version", "cuda", "devices", "world_size", "argv", "cwd",
      "module", "device_properties": [{id, name, totalGlobalMem, numSms, ...}], "schedule"}
     {"type": "step", "step", "dur_ns", "source": "optimizer" | "backward" | "forward",
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 
 EVENTS_FILE = "events.jsonl"
@@ -61,41 +63,90 @@ class EventWriter:
             self._fd = None
 
 
+MAX_LINE = 1 << 20  # a longer line is not one of ours: skipped (a reader never holds more than this)
+READ_CHUNK = 4 << 20  # bytes read per poll at most
+
+
 def read_events(path: str) -> list[dict]:
     """Every complete, valid event in the file (a torn last line or junk lines are skipped)."""
     tail = EventTail(path)
-    return tail.poll()
+    out: list[dict] = []
+    while True:
+        got = tail.poll()
+        if not got and not tail.more:
+            return out
+        out += got
 
 
 class EventTail:
-    """Incremental reader: poll() returns the events appended since the last poll."""
+    """Incremental reader: poll() returns the events appended since the last poll. Lines that are not
+    JSON objects with a "type" (junk, torn, too deep, too long) are skipped and counted in `skipped`.
+    Only a regular file is read (a FIFO in its place would block the reader)."""
 
     def __init__(self, path: str):
         self.path = path
         self._offset = 0
         self._partial = b""
+        self._dropping = False  # inside a line longer than MAX_LINE: skip to its end
+        self.skipped = 0
+        self.more = False  # the last poll stopped at READ_CHUNK: there is more to read
+
+    def _read(self) -> bytes:
+        try:
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        except OSError:
+            return b""
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return b""
+            os.lseek(fd, self._offset, os.SEEK_SET)
+            chunks, size = [], 0
+            while size < READ_CHUNK:
+                chunk = os.read(fd, min(1 << 20, READ_CHUNK - size))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+            self.more = size >= READ_CHUNK
+            return b"".join(chunks)
+        except OSError:
+            return b""
+        finally:
+            os.close(fd)
 
     def poll(self) -> list[dict]:
-        try:
-            with open(self.path, "rb") as fh:
-                fh.seek(self._offset)
-                data = fh.read()
-        except OSError:
-            return []
+        data = self._read()
         if not data:
             return []
         self._offset += len(data)
-        data = self._partial + data
         lines = data.split(b"\n")
-        self._partial = lines.pop()  # b"" when the data ended with a newline
+        lines[0] = self._partial + lines[0]
+        tail = lines.pop()  # b"" when the data ended with a newline
         out = []
         for line in lines:
+            if self._dropping:  # the end of an over-long line
+                self._dropping = False
+                continue
             if not line.strip():
                 continue
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(event, dict) and "type" in event:
+            event = _parse(line)
+            if event is None:
+                self.skipped += 1
+            else:
                 out.append(event)
+        if len(tail) > MAX_LINE:
+            if not self._dropping:
+                self.skipped += 1
+            self._dropping, tail = True, b""
+        self._partial = tail
         return out
+
+
+def _parse(line: bytes) -> dict | None:
+    if len(line) > MAX_LINE:
+        return None
+    try:
+        event = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return event if isinstance(event, dict) and isinstance(event.get("type"), str) else None

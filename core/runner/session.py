@@ -17,11 +17,12 @@ import time
 from dataclasses import dataclass, field
 
 from core.gpu.backend import GpuBackend, open_backend
-from core.gpu.sampler import Sampler, group_pids
+from core.gpu.sampler import Sampler
 from core.runner import bundle as bl
 from core.runner.config import RunConfig
 from core.runner.launch import build_argv, build_env
 from core.runner.process import ChildProcess, StopPlan
+from core.runner.events_check import valid
 from core.runner.protocol import EventTail
 
 log = logging.getLogger(__name__)
@@ -51,13 +52,14 @@ class LiveState:
     stepped_aside: bool = False  # the script runs its own torch.profiler
 
     def fold(self, e: dict) -> None:
+        """`e` passed core.runner.events_check.valid: its fields have the types read here."""
         t = e.get("type")
         if t == "step":
             if e.get("rank", 0) == 0 and e.get("source", self.step_source) != self.step_source:
                 self.step = 0  # a stronger step source took over (child stepsource.py): steps count anew
-            self.step = max(self.step, int(e.get("step", 0))) if e.get("rank", 0) == 0 else self.step
+            self.step = max(self.step, e["step"]) if e.get("rank", 0) == 0 else self.step
             if e.get("rank", 0) == 0:
-                self.last_step_ns = int(e.get("dur_ns", 0))
+                self.last_step_ns = e.get("dur_ns", 0)
                 self.step_source = e.get("source", self.step_source)
         elif t == "phase" and e.get("rank", 0) == 0:
             self.phase = e.get("phase", self.phase)
@@ -98,6 +100,13 @@ class RunSession:
         self.ended_ns = 0
         self.exit_code: int | None = None
         self._run_json: dict = {}
+        self.heard = False  # any valid event from the interpreter (launch, start, exception …)
+        self.ranks_started: set[int] = set()
+        self.ends: dict[int, int] = {}  # rank -> exit code of its end event
+        self.bad_events = 0  # lines of events.jsonl skipped: not JSON, bad fields
+        self.start_timed_out = False
+        self.final_notices: list[str] = []  # what the launcher itself found at the end (lost window …)
+        self._started_mono = 0.0
         self._done_ranks: set[int] = set()  # ranks whose schedule is done (--stop-after-window)
         self._world = max(1, cfg.nproc)
         self.stopped_after_window = False
@@ -115,7 +124,7 @@ class RunSession:
         argv = build_argv(cfg, self.bundle.root)
         self.started_ns = time.time_ns()
         self._run_json = {
-            "format": "ptprof-run/1", "status": "running", "config": cfg.to_dict(),
+            "format": bl.FORMAT, "status": "running", "config": cfg.to_dict(),
             "argv": [*(["-m", cfg.module] if cfg.module else [cfg.script]), *cfg.args],
             "command": argv, "python": cfg.python, "torch_version": None, "host": platform.node(),
             "started_at": bl.iso_utc(self.started_ns), "ended_at": None, "exit_code": None,
@@ -124,8 +133,9 @@ class RunSession:
         bl.write_json(self.bundle.run_json, self._run_json)
         env = build_env(cfg, self.bundle.root)
         backend = self._backend if self._backend is not None else open_backend(env.get("CUDA_VISIBLE_DEVICES"))
-        self.proc = ChildProcess(argv, cfg.workdir, env,
-                                 self.bundle.stdout_log, self.bundle.stderr_log, self.plan)
+        self.proc = ChildProcess(argv, cfg.workdir, env, self.bundle.stdout_log, self.bundle.stderr_log, self.plan,
+                                 marker=f"PTPROF_BUNDLE={env['PTPROF_BUNDLE']}")
+        self._started_mono = time.monotonic()
         try:
             self.proc.start()
         except OSError as exc:
@@ -135,7 +145,7 @@ class RunSession:
             return self
         proc = self.proc
         self.sampler = Sampler(backend, cfg.nvml_hz, csv_path=self.bundle.nvml_csv,
-                               pids=lambda: set().union(*(group_pids(g) for g in proc.groups))).start()
+                               pids=proc.pids).start()
         facts = getattr(backend, "device_facts", None)
         self._run_json["gpu"] = {"backend": backend.name, "devices": backend.device_names(),
                                  "facts": facts() if facts else [],  # NVML: memory, peak clocks per GPU
@@ -148,37 +158,71 @@ class RunSession:
         up = Update()
         if self.proc is None or self.finished:
             return up
-        code = self.proc.poll()  # first: then the last events and lines below are complete
-        up.events = self.tail.poll()
+        up.events = self._take_events()  # first: a stop answered since the last poll counts before escalating
+        code = self.proc.poll()
+        up.events += self._take_events()  # then the last events are complete
         up.lines = self.proc.take_lines()
-        for e in up.events:
+        if code is None and not self.heard and not self.stopping_requested \
+                and time.monotonic() - self._started_mono > self.plan.start_timeout_s:
+            self.start_timed_out = True  # the interpreter never ran our child: stop it, say so
+            self.state.exception = (f"{self.cfg.python} did not start the script within "
+                                    f"{self.plan.start_timeout_s:.0f} s")
+            self.proc.request_stop()
+        if code is not None:
+            self._finalize(code)
+            up.exit_code = self.exit_code
+        return up
+
+    def _take_events(self) -> list[dict]:
+        raw = self.tail.poll()
+        events = [e for e in raw if valid(e)]
+        self.bad_events += len(raw) - len(events) + self.tail.skipped
+        if len(raw) != len(events) or self.tail.skipped:
+            log.warning("events.jsonl: %d malformed line(s) skipped", len(raw) - len(events) + self.tail.skipped)
+        self.tail.skipped = 0
+        for e in events:
+            self.heard = True
             self.state.fold(e)
-            if e.get("type") == "start" and isinstance(e.get("pid"), int) and e["pid"] != self.proc.pid:
-                self.proc.extra_groups.add(e["pid"])  # a torchrun worker (its own session)
-            if e.get("type") == "start" and self._run_json.get("environment") is None:
-                self._run_json["environment"] = {k: e.get(k) for k in ("python", "torch_version", "cuda", "devices",
-                                                                        "world_size", "cwd", "device_properties")}
-            if e.get("type") == "start" and isinstance(e.get("world_size"), int):
-                self._world = max(self._world, e["world_size"])
-            elif e.get("type") == "phase" and e.get("phase") == "done" and self.cfg.stop_after_window:
-                self._done_ranks.add(int(e.get("rank", 0)))
+            kind, rank = e["type"], e.get("rank", 0)
+            if kind == "start":
+                self.ranks_started.add(rank)
+                self.proc.adopt_rank(e["pid"])  # signalled only if it is one of the run's own processes
+                if self._run_json.get("environment") is None:
+                    self._run_json["environment"] = {k: e.get(k) for k in ("python", "torch_version", "cuda",
+                                                                            "devices", "world_size", "cwd",
+                                                                            "device_properties")}
+                if isinstance(e.get("world_size"), int):
+                    self._world = max(self._world, e["world_size"])
+            elif kind == "phase" and e.get("phase") == "done" and self.cfg.stop_after_window:
+                self._done_ranks.add(rank)
                 if len(self._done_ranks) >= self._world and not self.stopping_requested:
                     self.stopped_after_window = True  # the same path as Stop (SIGINT, then escalation)
                     self.request_stop()
-            elif e.get("type") == "notice" and e.get("code") == "flushing":
+            elif kind == "end":
+                self.ends[rank] = e["exit_code"]
+            elif kind == "notice" and e.get("code") == "flushing":
                 self.proc.flushing = True  # give the trace export time before SIGTERM
-        if code is not None:
-            self._finalize(code)
-            up.exit_code = code
-        return up
+            elif kind == "notice" and e.get("code") in ("stopping", "interrupted", "terminated"):
+                self.proc.acknowledged = True  # the child is handling the stop: slow, not stuck
+        return events
 
     def request_stop(self) -> None:
         if self.proc is not None:
             self.proc.request_stop()
 
-    def stop_and_wait(self) -> int:
+    def stop_and_wait(self, tick_s: float = 0.05) -> int:
+        """The full escalation, blocking (CLI exit, closing the app), reading events as it goes so the
+        child's "stopping" / "flushing" answers hold off SIGTERM exactly as in a polled stop."""
         if self.proc is not None and not self.finished:
-            self.proc.stop_and_wait()
+            self.proc.request_stop()
+            p = self.plan
+            deadline = time.monotonic() + p.sigint_grace_s + p.flush_grace_s + p.sigterm_grace_s + 10
+            while not self.finished and time.monotonic() < deadline:
+                self.poll()
+                if not self.finished:
+                    time.sleep(tick_s)
+            if not self.finished:
+                self.proc.kill()
         while not self.finished:
             self.poll()
         return self.exit_code
@@ -190,10 +234,35 @@ class RunSession:
             self.sampler.backend.close()
             self._run_json["nvml"] = {"samples": self.sampler.samples, "rate_hz": self.cfg.nvml_hz,
                                       "sampler_cpu_s": round(self.sampler.busy_s, 4)}
-        self.exit_code = code
         st = self.state
+        extra = dict(extra or {})
+        if self.cfg.torchrun and self.stopping_requested and code not in (0, 130) and self.ends \
+                and set(self.ends.values()) <= {130} and self.ends.keys() >= self.ranks_started:
+            # torchrun's agent exits 1 on SIGINT even when every rank stopped cleanly: like one process, 130
+            extra["launcher_exit_code"] = code
+            code = 130
+        self.exit_code = code
+        lost = sorted(self.ranks_started - set(self.ends))
+        if lost:  # the process ended without our `finally` running: os._exit, a segfault, SIGKILL
+            window = st.phase in ("warmup", "active")
+            msg = (f"rank(s) {', '.join(map(str, lost))} ended without ptprof's end of run (os._exit, a crash "
+                   f"or a kill, exit {code})" + (f": the trace window in progress at step {st.step} was lost"
+                                                  if window else ""))
+            self.final_notices.append(msg)
+            extra.update(end_seen=False, lost_window=window)
+        if self.bad_events:
+            self.final_notices.append(f"events.jsonl: {self.bad_events} malformed line(s) skipped")
+            extra["bad_event_lines"] = self.bad_events
+        st.notices.extend(self.final_notices)
+        if self.start_timed_out:
+            extra["error"] = st.exception
+        status = "ok" if code == 0 else ("stopped" if self.stopping_requested else "failed")
+        if self.start_timed_out:
+            status = "failed"
+        elif lost and status == "ok":
+            status = "incomplete"
         self._run_json.update({
-            "status": "ok" if code == 0 else ("stopped" if self.stopping_requested else "failed"),
+            "status": status,
             "exit_code": code, "ended_at": bl.iso_utc(self.ended_ns),
             "duration_s": round((self.ended_ns - self.started_ns) / 1e9, 3),
             "torch_version": st.torch_version or None, "steps": st.step, "cycles": st.cycles,
@@ -201,7 +270,7 @@ class RunSession:
             "traces": [str(p.relative_to(self.bundle.root)) for p in self.bundle.trace_files()],
             "stop_signals": list(self.proc.signals_sent) if self.proc else [],
             "stop_reason": "window_done" if self.stopped_after_window else (
-                "requested" if self.stopping_requested else None), **(extra or {})})
+                "requested" if self.stopping_requested else None), **extra})
         bl.write_json(self.bundle.run_json, self._run_json)
 
     @property

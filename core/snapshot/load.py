@@ -16,6 +16,8 @@ log = logging.getLogger(__name__)
 
 SNAPSHOT_SUFFIXES = (".pickle", ".pkl", ".pickle.gz", ".pkl.gz")
 MAX_STACK_FRAMES = 512  # deeper stacks are cut (real ones are ~40-80 frames incl. C++)
+MAX_DEVICES = 1024  # distinct device ids (a node has <= 16 GPUs); more would make the per-device views quadratic
+MAX_SETTING_CHARS = 1000  # an allocator setting is a short value
 _PICKLE_PROTO = b"\x80"
 
 
@@ -34,7 +36,10 @@ def is_snapshot_path(path: str | Path) -> bool:
 
 
 def load_snapshot(path: str | Path) -> MemorySnapshot:
-    p = Path(path).expanduser()
+    try:
+        p = Path(path).expanduser()
+    except RuntimeError:  # "~nosuchuser"
+        raise TraceParseError(path, "no such user for '~' in the path") from None
     if not p.exists():
         raise TraceParseError(p, "no such file or directory")
     if not p.is_file():
@@ -60,12 +65,39 @@ def from_dict(obj, path: str) -> MemorySnapshot:
         windows = _windows(obj.get("external_annotations"))
     except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise TraceParseError(path, f"malformed memory snapshot ({type(exc).__name__}: {exc})") from None
+    n_devices = len(np.unique(segments.device)) + len(traces)
+    if n_devices > MAX_DEVICES:
+        raise TraceParseError(path, f"snapshot names {n_devices:,} devices (at most {MAX_DEVICES}): "
+                                    "not a real CUDA memory snapshot")
     if not traces:
         warnings.append("no allocator trace (record with torch.cuda.memory._record_memory_history() "
                         "before the snapshot): only the state at snapshot time is shown")
     settings = obj.get("allocator_settings")
     return MemorySnapshot(path, segments, blocks, traces, interner.table(),
-                          settings if isinstance(settings, dict) else {}, windows, tuple(warnings))
+                          _plain(settings) if isinstance(settings, dict) else {}, windows, tuple(warnings))
+
+
+def _plain(value, depth: int = 0):
+    """Allocator settings as plain JSON: string keys (a tuple key would break `info --json`), finite
+    numbers, short strings, at most 8 levels deep (the unpickler already bounded it to MAX_DEPTH)."""
+    if isinstance(value, dict):
+        if depth >= 8:
+            return {}
+        return {_text(k): _plain(v, depth + 1) for k, v in list(value.items())[:1000]}
+    if isinstance(value, (list, tuple)):
+        return [] if depth >= 8 else [_plain(v, depth + 1) for v in value[:1000]]
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value if abs(value) < 1 << 63 else _text(value)
+    if isinstance(value, float):
+        return value if np.isfinite(value) else None
+    return _text(value)
+
+
+def _text(value) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text[:MAX_SETTING_CHARS]
 
 
 def _kind(obj) -> str:

@@ -169,7 +169,7 @@ class MemorySnapshot:
         return [w for w in self.windows if w.name.startswith("ProfilerStep#") and device in (None, w.device)]
 
     def trace(self, device: int) -> DeviceTrace | None:
-        return next((t for t in self.traces if t.device == device), None)
+        return next((t for t in self.traces if t.device == device), None)  # <= MAX_DEVICES (load.py)
 
     def reserved_bytes(self, device: int | None = None) -> int:
         m = self._dev_mask(device)

@@ -36,7 +36,10 @@ class SnapshotReport:
 
 
 def iter_snapshot_report(path: str | Path, top_n: int = TOP_AT_PEAK) -> Generator[Progress, None, SnapshotReport]:
-    p = Path(path).expanduser()
+    try:
+        p = Path(path).expanduser()
+    except RuntimeError:  # "~nosuchuser"
+        raise TraceParseError(path, "no such user for '~' in the path") from None
     name = p.name
     if not p.is_file():
         raise TraceParseError(p, "no such file" if not p.exists() else "not a regular file")

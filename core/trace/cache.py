@@ -2,126 +2,148 @@
 
 One entry per source file, a directory named by a hash of (resolved path, size, mtime_ns,
 FORMAT_VERSION) under `cache_dir()` ($PTPROF_CACHE_DIR, else the user cache dir, e.g.
-~/.cache/ptprof). An entry holds `<table>.<column>.npy` for every column of every table, and
-`entry.json` (source key, strings, meta, counts, warnings, column list). Writes go to a temporary
-directory renamed into place, so readers never see half an entry; anything unreadable is treated as
-a miss, deleted and rebuilt - never an error. The cache is bounded (PTPROF_CACHE_MAX_BYTES, default
-5 GB): after each store the least recently used entries beyond the bound are removed.
+~/.cache/ptprof). An entry holds `<table>.<column>.npy` for every column of every table,
+`entry.json` (source key, strings, meta, counts, warnings, column list) and the marker file that
+says the folder is ours (cache_evict.py: only such folders are ever removed). Writes go to a
+temporary directory renamed into place, so readers never see half an entry. Nothing in an entry is
+trusted: every file is opened only when it is a regular file (a FIFO never blocks), and the columns
+are checked on open (cache_check.py: dtypes, lengths, id ranges); anything unusable is a miss,
+deleted and rebuilt - never an error. The cache is bounded (PTPROF_CACHE_MAX_BYTES, default 5 GB),
+evicting least recently used entries, amortized over stores.
 """
 from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import os
-import shutil
 import sys
 import tempfile
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from pathlib import Path
 
 import msgspec
 import numpy as np
 
-from core.trace.model import (
-    CounterTable, EventCounts, FlowTable, InstantTable, MemoryTable, SliceTable, StepTable, TraceMeta,
-    TraceModel, TrackTable,
-)
+from core.trace import cache_evict
+from core.trace.cache_check import TABLES, check_entry, check_model, open_npy
+from core.trace.model import EventCounts, TraceMeta, TraceModel
+from core.trace.safefile import read_regular
 from core.trace.strings import StringTable
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 2  # bump when a column's meaning changes (added/removed columns invalidate by themselves)
+FORMAT_VERSION = 3  # bump when a column's meaning changes (2: every Kineto category; 3: marker file, checked columns)
 DEFAULT_MAX_BYTES = 5 * 10**9
+MAX_ENTRY_JSON_BYTES = 1 << 30  # strings of the biggest traces are tens of MB
 _ENTRY = "entry.json"
-TABLES = {"slices": SliceTable, "tracks": TrackTable, "memory": MemoryTable, "instants": InstantTable,
-          "counters": CounterTable, "flows": FlowTable, "steps": StepTable}
+_warned: set[str] = set()
+
+__all__ = ["TABLES", "cache_dir", "max_bytes", "load", "store", "evict", "source_key", "entry_dir"]
 
 
-def cache_dir() -> Path:
+def _warn_once(msg: str) -> None:
+    if msg not in _warned:
+        _warned.add(msg)
+        log.warning("%s", msg)
+
+
+def cache_dir() -> Path | None:
+    """The cache folder, or None (cache off, with one warning) when PTPROF_CACHE_DIR cannot be used."""
     env = os.environ.get("PTPROF_CACHE_DIR")
-    if env:
-        return Path(env).expanduser()
-    if sys.platform == "win32":
-        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
-        return base / "ptprof" / "Cache"
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "ptprof"
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ptprof"
+    try:
+        if env:
+            return Path(env).expanduser()
+        if sys.platform == "win32":
+            base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+            return base / "ptprof" / "Cache"
+        if sys.platform == "darwin":
+            return Path.home() / "Library" / "Caches" / "ptprof"
+        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ptprof"
+    except (RuntimeError, KeyError, OSError) as exc:  # "~nosuchuser", no home directory
+        _warn_once(f"trace cache off: cannot use cache folder {env or '~'!r} ({exc})")
+        return None
 
 
 def max_bytes() -> int:
-    try:
-        return int(float(os.environ.get("PTPROF_CACHE_MAX_BYTES", DEFAULT_MAX_BYTES)))
-    except ValueError:
+    """PTPROF_CACHE_MAX_BYTES: a byte count (1e10 and 10000000000 both work); anything else -> default."""
+    raw = os.environ.get("PTPROF_CACHE_MAX_BYTES")
+    if raw is None or not raw.strip():
         return DEFAULT_MAX_BYTES
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        _warn_once(f"PTPROF_CACHE_MAX_BYTES={raw!r} is not a byte count; using {DEFAULT_MAX_BYTES}")
+        return DEFAULT_MAX_BYTES
+    return int(value)
 
 
 def source_key(path: Path) -> dict | None:
     try:
         p = Path(path).resolve()
         st = p.stat()
-    except OSError:
+    except (OSError, RuntimeError):
         return None
     return {"path": str(p), "size": st.st_size, "mtime_ns": st.st_mtime_ns, "format": FORMAT_VERSION}
 
 
-def entry_dir(key: dict) -> Path:
+def entry_dir(key: dict, root: Path | None = None) -> Path | None:
+    root = root if root is not None else cache_dir()
+    if root is None:
+        return None
     digest = hashlib.sha1(msgspec.json.encode(key)).hexdigest()[:24]
-    return cache_dir() / digest
+    return root / digest
 
 
 def load(path: Path) -> TraceModel | None:
     """The cached model of `path`, memory-mapped; None on a miss or an unusable entry."""
     key = source_key(path)
-    if key is None:
+    d = entry_dir(key) if key is not None else None
+    if d is None or not cache_evict.is_real_dir(d):
         return None
-    d = entry_dir(key)
-    if not (d / _ENTRY).is_file():
-        return None
+    if not cache_evict.is_entry(d):
+        return None  # not one we made: leave it alone
     try:
         model = _read(d, key)
     except Exception as exc:  # noqa: BLE001 - a broken entry is a miss, whatever broke it
         log.info("ignoring unusable cache entry %s (%s)", d, exc)
-        shutil.rmtree(d, ignore_errors=True)
+        cache_evict.remove(d)
         return None
-    try:
-        os.utime(d / _ENTRY)  # LRU clock
-    except OSError:
-        pass
+    cache_evict.touch(d)  # LRU clock
     return model
 
 
 def _read(d: Path, key: dict) -> TraceModel:
-    entry = msgspec.json.decode((d / _ENTRY).read_bytes())
-    if entry["key"] != key:
-        raise ValueError("key mismatch")
+    entry = msgspec.json.decode(read_regular(d / _ENTRY, MAX_ENTRY_JSON_BYTES, follow_symlinks=False))
+    check_entry(entry, key)
     tables = {}
     for name, cls in TABLES.items():
-        cols = {}
-        for f in fields(cls):
-            arr = np.load(d / f"{name}.{f.name}.npy", mmap_mode="r", allow_pickle=False)
-            if arr.shape != tuple(entry["shapes"][name][f.name]):
-                raise ValueError(f"{name}.{f.name}: wrong shape")
-            cols[f.name] = arr
+        cols = {col: open_npy(d / f"{name}.{col}.npy", entry["shapes"][name][col]) for col in _field_names(cls)}
         tables[name] = cls(**cols)
-    return TraceModel(
-        path=entry["path"], rank=int(entry["rank"]), strings=StringTable(entry["strings"]),
+    strings = entry["strings"]
+    model = TraceModel(
+        path=entry["path"], rank=int(entry["rank"]), strings=StringTable(strings),
         meta=TraceMeta.from_json(entry["meta"]), counts=EventCounts(**entry["counts"]),
         warnings=tuple(entry["warnings"]), **tables,
     )
+    check_model(model, len(strings))
+    return model
 
 
 def store(path: Path, model: TraceModel) -> bool:
     """Write `model` as the cache entry of `path`. Returns False (and logs) when it could not."""
     key = source_key(path)
-    if key is None:
-        return False
     root = cache_dir()
-    final = entry_dir(key)
+    if key is None or root is None:
+        return False
+    final = entry_dir(key, root)
     tmp = None
     try:
         root.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
+        tmp = Path(tempfile.mkdtemp(prefix=cache_evict.TMP_PREFIX, dir=root))
+        cache_evict.write_marker(tmp)
         shapes: dict[str, dict[str, list[int]]] = {}
         for name in TABLES:
             table = getattr(model, name)
@@ -133,52 +155,28 @@ def store(path: Path, model: TraceModel) -> bool:
                  "meta": model.meta.to_json(), "counts": asdict(model.counts), "warnings": list(model.warnings),
                  "shapes": shapes}
         (tmp / _ENTRY).write_bytes(msgspec.json.encode(entry))
-        if final.exists():
-            shutil.rmtree(final, ignore_errors=True)
+        if os.path.lexists(final):
+            if not cache_evict.remove(final):
+                log.info("not replacing %s: it is not a cache entry of ours", final)
+                return False
         os.replace(tmp, final)
         tmp = None
-    except (OSError, TypeError, ValueError, msgspec.EncodeError) as exc:
+    except (OSError, TypeError, ValueError, OverflowError, msgspec.EncodeError) as exc:
         log.warning("could not write the trace cache in %s: %s", root, exc)
         return False
     finally:
         if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
-    evict(max_bytes(), keep=final)
+            cache_evict.remove(tmp)
+    cache_evict.note_stored(root, final, max_bytes(), keep=final)
     return True
 
 
 def evict(limit: int, keep: Path | None = None) -> int:
-    """Remove least recently used entries (and stale temporaries) until the cache is <= limit bytes."""
+    """Remove least recently used entries (and stale temporaries of ours) until the cache is <= limit bytes."""
     root = cache_dir()
-    if not root.is_dir():
-        return 0
-    entries = []
-    for d in root.iterdir():
-        if not d.is_dir():
-            continue
-        try:
-            size = sum(f.stat().st_size for f in d.iterdir())
-            stamp = (d / _ENTRY).stat().st_mtime if (d / _ENTRY).exists() else d.stat().st_mtime
-        except OSError:
-            continue
-        if d.name.startswith(".tmp-"):
-            if stamp < _now() - 3600:  # a writer that died an hour ago
-                shutil.rmtree(d, ignore_errors=True)
-            continue
-        entries.append((stamp, size, d))
-    total = sum(e[1] for e in entries)
-    removed = 0
-    for _stamp, size, d in sorted(entries, key=lambda e: e[0]):
-        if total <= limit:
-            break
-        if keep is not None and d == keep:
-            continue
-        shutil.rmtree(d, ignore_errors=True)
-        total -= size
-        removed += 1
-    return removed
+    return 0 if root is None else cache_evict.evict(root, limit, keep=keep)
 
 
-def _now() -> float:
-    import time
-    return time.time()
+def _field_names(cls) -> list[str]:
+    from dataclasses import fields
+    return [f.name for f in fields(cls)]

@@ -210,11 +210,13 @@ def float_col(values, dtype=np.float64, attr: str | None = None) -> np.ndarray:
     """float column of `values` (or of attribute `attr` of each item); None -> NaN."""
     try:
         it = values if attr is None else map(attrgetter(attr), values)
-        return np.fromiter(it, dtype=np.float64, count=len(values)).astype(dtype, copy=False)
+        col = np.fromiter(it, dtype=np.float64, count=len(values))
     except (TypeError, ValueError):
         if attr is not None:
             values = list(map(attrgetter(attr), values))
-        return np.array([np.nan if v is None else v for v in values], dtype=np.float64).astype(dtype, copy=False)
+        col = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    with np.errstate(over="ignore"):  # 1e300 in a float32 column is inf, silently (as on the scanner path)
+        return col.astype(dtype, copy=False)
 
 
 def _kinds(cat: np.ndarray, strings: list[str]) -> np.ndarray:
@@ -387,7 +389,8 @@ def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns
         fill = ARG_FILL[key]
         dense = 2 * len(idx) > len(ridx)
         vals = col(key, src_dtype)[ridx if dense else ridx[idx]]
-        vals = _narrow(vals, dtype) if src_dtype is np.int64 else vals.astype(dtype, copy=False)
+        with np.errstate(over="ignore"):  # float32 args beyond range become inf silently, as float_col
+            vals = _narrow(vals, dtype) if src_dtype is np.int64 else vals.astype(dtype, copy=False)
         if dense:
             vals[~mask] = fill
             return None, vals
@@ -437,7 +440,7 @@ def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns
             try:
                 raw_args = msgspec.json.decode(mv[s:e], type=CounterEvent).args
                 args = msgspec.json.decode(raw_args) if raw_args else None
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 continue
             if not isinstance(args, dict):
                 continue
@@ -445,7 +448,7 @@ def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns
         else:
             try:
                 ev = msgspec.json.decode(mv[s:e], type=Event)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 return None  # let the Python path read this chunk (it has a tolerant decoder)
             meta.append((ev.name, int(pid[i]), int(tid[i]), ev.args.name or "", ev.args.sort_index,
                          ev.args.labels or ""))

@@ -1,14 +1,22 @@
-"""Files that travel with traces: run bundle run.json / compile.json / nvml.csv, sibling *.nvml.csv."""
+"""Files that travel with traces: run bundle run.json / compile.json / nvml.csv, sibling *.nvml.csv.
+
+None of them is trusted (issue 14): each is opened only when it is a regular file (a FIFO never blocks),
+within a size cap, JSON nesting bounded (no RecursionError), run.json/compile.json must be objects,
+nvml.csv rows with non-finite or out-of-range times, undecodable bytes or oversized fields are skipped.
+A side file that cannot be used is one warning in the log and left out; the traces still load.
+"""
 from __future__ import annotations
 
 import csv
-import json
+import io
 import logging
+import math
 from pathlib import Path
 
 import numpy as np
 
 from core.trace.model import CounterTable
+from core.trace.safefile import open_regular, read_json_file
 from core.trace.strings import StringTable
 
 log = logging.getLogger(__name__)
@@ -34,7 +42,7 @@ def load_extras(found, base_unix_ns: int) -> dict:
         nvml_path = root.with_name(stem + ".nvml.csv")
     else:
         nvml_path = root / "nvml.csv"
-    if nvml_path.is_file():
+    if nvml_path.exists() or nvml_path.is_symlink():
         table, strings = read_nvml_csv(nvml_path, base_unix_ns)
         if table is not None:
             out["nvml"] = table
@@ -42,45 +50,105 @@ def load_extras(found, base_unix_ns: int) -> dict:
     return out
 
 
+MAX_NVML_BYTES = 1 << 30  # 10 Hz x 8 GPUs x a week is ~300 MB
+MAX_NVML_FIELD = 1 << 16  # real fields are numbers; longer ones are skipped with their row
+_MAX_ABS_NS = 1 << 62  # beyond any plausible clock: the row is dropped, not an OverflowError
+
+
 def _json(path: Path):
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+    """The JSON object in `path`, or None (absent, not a regular file, too big, too deep, not an object)."""
+    if not (path.exists() or path.is_symlink()):
         return None
+    try:
+        value = read_json_file(path)
+    except (OSError, ValueError) as exc:
+        log.warning("ignoring %s: %s", path.name, _one_line(exc))
+        return None
+    if not isinstance(value, dict):
+        log.warning("ignoring %s: it holds a JSON %s, not an object", path.name, type(value).__name__)
+        return None
+    return value
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:200] if text else type(exc).__name__
+
+
+def _time_ns(raw: str, scale: int) -> int | None:
+    raw = raw.strip()
+    if scale == 1 and raw.isdigit():
+        # integer ns must not pass through float64 (19 digits > 53 bits: ~100 ns error)
+        t = int(raw) if len(raw) <= 19 else None
+    else:
+        v = float(raw)
+        t = int(round(v * scale)) if math.isfinite(v) and abs(v * scale) < _MAX_ABS_NS else None
+    return t if t is not None and abs(t) < _MAX_ABS_NS else None
 
 
 def read_nvml_csv(path: Path, base_unix_ns: int) -> tuple[CounterTable | None, StringTable]:
     """NVML samples -> CounterTable with series "gpu<N>/<column>", ts_ns on the trace's time base."""
     strings = StringTable()
     ts, series, values = [], [], []
+    skipped = 0
     try:
-        with open(path, newline="") as fh:
-            reader = csv.DictReader(fh)
-            cols = reader.fieldnames or []
+        with open_regular(path, max_bytes=MAX_NVML_BYTES) as raw_fh:
+            fh = io.TextIOWrapper(raw_fh, encoding="utf-8", errors="replace", newline="")
+            reader = csv.DictReader(_bounded_lines(fh))
+            cols = [str(c) for c in (reader.fieldnames or [])]
             tcol = next((c for c in cols if c in _TIME_COLS), None)
             if tcol is None:
                 return None, strings
             scale = _TIME_COLS[tcol]
             value_cols = [c for c in cols if c not in (tcol, "gpu")]
             names = {c: SERIES_NAMES.get(c, c) for c in value_cols}
-            for row in reader:
+            while True:
                 try:
-                    raw = row[tcol]
-                    # integer ns must not pass through float64 (19 digits > 53 bits: ~100 ns error)
-                    t = (int(raw) if scale == 1 and raw.isdigit() else int(round(float(raw) * scale))) - base_unix_ns
-                except (TypeError, ValueError):
+                    row = next(reader)
+                except StopIteration:
+                    break
+                except csv.Error:
+                    skipped += 1
                     continue
+                try:
+                    t = _time_ns(row[tcol], scale)
+                except (TypeError, ValueError, AttributeError, OverflowError):
+                    t = None
+                if t is None:
+                    skipped += 1
+                    continue
+                t -= base_unix_ns
                 gpu = row.get("gpu", "0") or "0"
+                if not isinstance(gpu, str) or len(gpu) > 8 or not gpu.isdigit():
+                    skipped += 1
+                    continue
                 for c in value_cols:
                     try:
                         v = float(row[c])
                     except (TypeError, ValueError):
                         continue
                     ts.append(t)
-                    series.append(strings.intern(f"gpu{gpu}/{names[c]}"))
+                    series.append(strings.intern(f"gpu{int(gpu)}/{names[c]}"))
                     values.append(v)
-    except OSError as exc:
-        log.warning("cannot read %s: %s", path, exc)
+    except (OSError, csv.Error) as exc:
+        log.warning("ignoring %s: %s", path.name, _one_line(exc))
         return None, strings
+    if skipped:
+        log.warning("%s: skipped %d unreadable row(s)", path.name, skipped)
     return CounterTable(np.array(ts, dtype=np.int64), np.array(series, dtype=np.int32),
                         np.array(values, dtype=np.float64)), strings
+
+
+def _bounded_lines(fh):
+    """The file's lines, each cut to MAX_NVML_FIELD x 4 characters (a 131,072-char field is not a sample)."""
+    limit = MAX_NVML_FIELD * 4
+    while True:
+        line = fh.readline(limit)
+        if not line:
+            return
+        if len(line) >= limit and not line.endswith("\n"):
+            while (rest := fh.readline(limit)) and not rest.endswith("\n"):
+                pass
+            yield "\n"  # the oversized line becomes an empty row (skipped)
+            continue
+        yield line

@@ -14,6 +14,7 @@ from PySide6 import QtCore
 from core.gpu.backend import GpuBackend
 from core.runner.config import RunConfig
 from core.runner.process import StopPlan
+from core.runner.bundle import BundleError
 from core.runner.session import RunSession
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,9 @@ class RunController(QtCore.QObject):
         backend: GpuBackend | None = self.backend_factory() if self.backend_factory else None
         try:
             self.session = RunSession(cfg, backend=backend, plan=self.plan, doctor=doctor).start()
+        except BundleError as exc:  # the folder changed since the dialog checked it
+            self.sig_run_failed.emit(str(exc))
+            return False
         except OSError as exc:
             self.sig_run_failed.emit(f"cannot create the run folder: {exc.strerror or exc}")
             return False

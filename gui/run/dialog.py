@@ -19,7 +19,7 @@ import shiboken6
 from PySide6 import QtCore, QtWidgets
 from superqt.utils import create_worker
 
-from core.runner import doctor
+from core.runner import bundle as bundle_mod, doctor
 from core.runner.config import ConfigError, RunConfig, Schedule, advice, validate
 
 SETTINGS_ORG, SETTINGS_APP = "ptprof", "ptprof-gui"
@@ -295,7 +295,10 @@ class RunDialog(QtWidgets.QDialog):
         """Run: validate, check the interpreter (in a worker, unless this Python was just checked),
         and close only when it can run the script - a missing torch is said here, not after a launch."""
         try:
-            cfg = self.validated_config()
+            cfg = self._output_folder_answered(self.config())
+            if cfg is None:
+                return
+            cfg = validate(cfg)
         except ConfigError as exc:
             self.error.setText(str(exc))
             return
@@ -307,6 +310,29 @@ class RunDialog(QtWidgets.QDialog):
             self._start_check(cfg.python, compile_test=False)
             return
         self._finish_accept(cfg, r)
+
+    def _output_folder_answered(self, cfg: RunConfig) -> RunConfig | None:
+        """A non-empty output folder that is not one of our bundles is never written into: ask whether
+        to record into a new subfolder of it instead (None when the user says no)."""
+        out = Path(cfg.out_dir).expanduser() if cfg.out_dir else None
+        if out is None or not out.is_dir() or bundle_mod.out_dir_problem(out) is None:
+            return cfg
+        sub = bundle_mod.default_dir(cfg.script or "run", root=out)
+        if not self.ask_subfolder(out, sub):
+            self.error.setText(f"output folder is not empty and not a ptprof run bundle: {out}")
+            return None
+        self.out_dir.setText(str(sub))
+        return cfg.with_(out_dir=str(sub))
+
+    def ask_subfolder(self, folder: Path, sub: Path) -> bool:
+        """The question itself (tests replace this method: no modal box nothing answers)."""
+        answer = QtWidgets.QMessageBox.question(
+            self, "Output folder is not empty",
+            f"{folder} already holds files that ptprof did not write; ptprof never deletes or overwrites them."
+            f"\n\nRecord into a new subfolder instead?\n{sub}",
+            QtWidgets.QMessageBox.StandardButton.Yes | QtWidgets.QMessageBox.StandardButton.Cancel,
+            QtWidgets.QMessageBox.StandardButton.Yes)
+        return answer == QtWidgets.QMessageBox.StandardButton.Yes
 
     def _finish_accept(self, cfg: RunConfig, report: doctor.DoctorReport) -> None:
         if not report.ok:

@@ -16,7 +16,13 @@ def main_window(qtbot):
     win.resize(1400, 900)
     qtbot.addWidget(win)
     win.show()
-    return win
+    yield win
+    # a test that failed with a run still going would reach closeEvent's "Stop it and quit?" box at
+    # teardown, which nothing answers: end the run here first (SIGKILL, no dialog)
+    run = getattr(getattr(win, "integrations", None), "run_panel", None)
+    if run is not None and run.is_running:
+        run.controller.session.proc.kill()
+        run.controller.session.poll()
 
 
 @pytest.fixture

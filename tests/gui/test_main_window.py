@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from helpers import SHARED_TRACES, shared_trace
+from helpers import shared_trace
 from PySide6 import QtCore, QtWidgets
 
 from core.trace.model import Kind, TrackKind
@@ -112,9 +112,10 @@ def test_cancel_leaves_no_tab(qtbot, main_window, open_and_wait):
 
 
 def test_recent_files_and_warnings_indicator(qtbot, main_window, open_and_wait):
-    open_and_wait(main_window, shared_trace("gpu_clean.pt.trace.json.gz"))
+    path = shared_trace("gpu_clean.pt.trace.json.gz")
+    open_and_wait(main_window, path)
     assert main_window.recent_menu.actions()
-    assert str(SHARED_TRACES.resolve()) in main_window.recent_menu.actions()[0].text()
+    assert str(path.parent.resolve()) in main_window.recent_menu.actions()[0].text()
     assert main_window.start_page.recent.count() == 1
     assert "kernels" in main_window.summary.text()
 

@@ -113,6 +113,29 @@ def test_run_checks_the_interpreter_first_and_refuses_one_without_torch(qtbot, t
     assert d.run_button.isEnabled()
 
 
+@pytest.mark.parametrize("answer", [True, False])
+def test_a_non_empty_output_folder_is_never_written_into(qtbot, tmp_path, monkeypatch, answer):
+    """The dialog asks (answered here: no modal box in tests) to record into a new subfolder instead."""
+    script = tmp_path / "train.py"
+    script.write_text("print(1)\n")
+    user = tmp_path / "work"
+    (user / "traces").mkdir(parents=True)
+    (user / "traces" / "weights.bin").write_bytes(b"w")
+    d = RunDialog(script=str(script))
+    qtbot.addWidget(d)
+    asked = []
+    monkeypatch.setattr(d, "ask_subfolder", lambda folder, sub: asked.append((folder, sub)) or answer)
+    monkeypatch.setattr(d, "_start_check", lambda python, compile_test: None)  # the interpreter check is not tested here
+    d.out_dir.setText(str(user))
+    d.accept()
+    assert asked and asked[0][0] == user and asked[0][1].parent == user and not asked[0][1].exists()
+    if answer:
+        assert d.out_dir.text() == str(asked[0][1]) and d.error.text() == ""
+    else:
+        assert "not empty and not a ptprof run bundle" in d.error.text()
+    assert sorted(p.name for p in user.rglob("*")) == ["traces", "weights.bin"]
+
+
 def test_module_mode_and_stop_after_window(qtbot, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     d = RunDialog()

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import json
 
-from helpers import SHARED_TRACES
+from helpers import shared_trace
 
 from core.rules import compile_info as ci
 
 
 def test_counters_name_the_breaks_when_logs_were_not_captured():
     # what torch._dynamo.utils.counters held for print() + a data-dependent branch + .item() (shared traces)
-    counters = json.loads((SHARED_TRACES / "compile_breaks.dynamo_counters.json").read_text())
+    counters = json.loads(shared_trace("compile_breaks.dynamo_counters.json").read_text())
     breaks = ci.graph_breaks({"graph_breaks": [], "counters": counters.get("counters", counters)})
     assert breaks and all(b.reason and "\n" not in b.reason and b.count >= 1 for b in breaks)
     branch = next(b for b in breaks if b.reason == "Data-dependent branching")

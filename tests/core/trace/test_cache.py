@@ -11,7 +11,7 @@ import pytest
 
 from helpers import shared_trace
 from core.cli import main
-from core.trace import cache
+from core.trace import cache, cache_evict
 from core.trace.loader import load
 
 SOURCE = "gpu_issues.pt.trace.json.gz"
@@ -83,13 +83,17 @@ def test_corrupt_entry_is_ignored_and_rebuilt(trace, damage, models_equal):
 def test_writes_are_atomic_and_stale_temporaries_go(trace, monkeypatch):
     root = cache.cache_dir()
     root.mkdir(parents=True)
-    stale = root / ".tmp-dead-writer"
+    stale = root / (cache_evict.TMP_PREFIX + "dead-writer")
     stale.mkdir()
+    cache_evict.write_marker(stale)
     (stale / "slices.ts_ns.npy").write_bytes(b"x")
     os.utime(stale, (0, 0))
+    theirs = root / ".tmp-build"  # a temporary of some other tool: not ours, never removed
+    theirs.mkdir()
+    os.utime(theirs, (0, 0))
     load(trace)
     assert not stale.exists()
-    assert [d.name for d in root.iterdir() if d.name.startswith(".tmp-")] == []
+    assert [d.name for d in root.iterdir() if d.name.startswith(".tmp-")] == [".tmp-build"]
 
 
 def test_size_bound_evicts_least_recently_used(tmp_path, monkeypatch):

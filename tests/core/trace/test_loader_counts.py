@@ -1,4 +1,4 @@
-"""Counts on every shared trace equal what plain `json` counts."""
+"""Counts on every real trace (tests/data/traces + PTPROF_SHARED_TRACES) equal what plain `json` counts."""
 from __future__ import annotations
 
 import gzip
@@ -8,11 +8,11 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from helpers import SHARED_TRACES, shared_trace
+from helpers import shared_trace, trace_names
 from core.trace.loader import load
 from core.trace.model import Kind
 
-GZ_TRACES = sorted(p.name for p in SHARED_TRACES.glob("*.pt.trace.json.gz")) if SHARED_TRACES.exists() else []
+GZ_TRACES = trace_names("*.pt.trace.json.gz")
 
 
 def plain_counts(path) -> Counter:

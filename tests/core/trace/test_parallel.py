@@ -39,11 +39,17 @@ def force_workers(monkeypatch):
     monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES_SPAWN", 0)
 
 
+# fork is used only in a single-threaded process: time these out by SIGALRM, not by pytest-timeout's thread
+single_threaded = pytest.mark.timeout(method="signal")
+
+
+@single_threaded
 def test_fork_workers_on_plain_json(models_equal, force_workers, plain_copy, reference):
     assert parallel.start_method() == "fork"
     models_equal(load(plain_copy, use_cache=False).primary, reference)
 
 
+@single_threaded
 def test_streamed_gzip_equals_serial(models_equal, force_workers, monkeypatch, reference):
     calls = []
     real = gzstream.decode_streamed

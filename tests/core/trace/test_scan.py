@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from helpers import SAMPLE, SHARED_TRACES, shared_trace
+from helpers import SAMPLE, shared_trace
 from core.trace import columns
 from core.trace.columns import STR_CODE_BASE, events_to_columns, scan_columns
 from core.trace.kineto import decode_events

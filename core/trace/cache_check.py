@@ -1,0 +1,154 @@
+"""Nothing in a cache entry is trusted: the checks run on every open, before a model is handed out.
+
+A few vectorized checks per column (dtype, length, id range), so an entry that was swapped, retyped
+or edited is a miss (and rebuilt) instead of wrong data on screen or an IndexError later.
+"""
+from __future__ import annotations
+
+import os
+import stat
+
+import numpy as np
+from numpy.lib import format as npy_format
+
+from core.trace.model import (
+    CounterTable, FlowKind, FlowTable, InstantTable, Kind, MemoryTable, SliceTable, StepTable, TrackKind, TrackTable,
+)
+
+TABLES = {"slices": SliceTable, "tracks": TrackTable, "memory": MemoryTable, "instants": InstantTable,
+          "counters": CounterTable, "flows": FlowTable, "steps": StepTable}
+
+_I8, _I16, _I32, _I64 = np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32), np.dtype(np.int64)
+# what core/trace/build.py writes (tests/core/trace/test_cache_hostile.py checks it against a fresh build)
+DTYPES: dict[str, dict[str, np.dtype]] = {
+    "slices": {"ts_ns": _I64, "dur_ns": _I64, "track": _I32, "name": _I32, "cat": _I32, "kind": _I8, "depth": _I16,
+               "correlation": _I64, "external_id": _I64, "stream": _I32, "device": _I16, "bytes": _I64,
+               "grid": _I32, "block": _I32, "registers": _I32, "occupancy": np.dtype(np.float32),
+               "input_dims": _I32, "input_strides": _I32, "input_types": _I32, "call_stack": _I32,
+               "python_id": _I64, "python_parent_id": _I64, "seq": _I64, "src_offset": _I64,
+               "track_offsets": _I64, "max_dur_ns": _I64},
+    "tracks": {"kind": _I8, "pid": _I64, "tid": _I64, "device": _I16, "label": _I32, "sort_index": _I64,
+               "max_depth": _I16},
+    "memory": {"ts_ns": _I64, "device": _I16, "device_type": _I8, "bytes": _I64, "total_allocated": _I64,
+               "total_reserved": _I64, "addr": _I64, "track": _I32},
+    "instants": {"ts_ns": _I64, "track": _I32, "name": _I32},
+    "counters": {"ts_ns": _I64, "series": _I32, "value": np.dtype(np.float64)},
+    "flows": {"src": _I64, "dst": _I64, "kind": _I8},
+    "steps": {"number": _I64, "ts_ns": _I64, "dur_ns": _I64, "slice": _I64},
+}
+STRING_COLUMNS = {"slices": ("name", "cat", "grid", "block", "input_dims", "input_strides", "input_types",
+                             "call_stack"),
+                  "tracks": ("label",), "instants": ("name",), "counters": ("series",)}
+TRACK_COLUMNS = {"slices": ("track",), "memory": ("track",), "instants": ("track",)}
+_NO_TRACK_OK = {"memory", "instants"}  # global instants / untracked samples carry -1 (model.NONE)
+_PER_TRACK = {"track_offsets": 1, "max_dur_ns": 0}  # slices columns sized by the track count (+1)
+
+
+class BadEntry(ValueError):
+    pass
+
+
+def open_npy(path, shape) -> np.ndarray:
+    """A read-only memmap of one `.npy` column: only a regular file, never a link, never blocking;
+    no object dtype, and the file must be long enough for the header's shape."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    st = os.lstat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise BadEntry(f"{path.name}: not a regular file")
+    fh = os.fdopen(os.open(path, flags), "rb")
+    with fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise BadEntry(f"{path.name}: not a regular file")
+        version = npy_format.read_magic(fh)
+        if version == (1, 0):
+            header_shape, fortran, dtype = npy_format.read_array_header_1_0(fh)
+        elif version in ((2, 0), (3, 0)):
+            header_shape, fortran, dtype = npy_format.read_array_header_2_0(fh)
+        else:
+            raise BadEntry(f"{path.name}: unknown .npy version {version}")
+        if dtype.hasobject or fortran or len(header_shape) != 1:
+            raise BadEntry(f"{path.name}: not a plain 1-d column")
+        if list(header_shape) != list(shape):
+            raise BadEntry(f"{path.name}: wrong shape")
+        offset = fh.tell()
+        n = int(header_shape[0])
+        if os.fstat(fh.fileno()).st_size < offset + n * dtype.itemsize:
+            raise BadEntry(f"{path.name}: file shorter than its header says")
+        if n == 0:
+            return np.empty(0, dtype)
+        return np.memmap(fh, dtype=dtype, mode="r", offset=offset, shape=(n,))
+
+
+def check_entry(entry, key: dict) -> None:
+    """entry.json's own shape: the key, the strings, the shapes of every column."""
+    if not isinstance(entry, dict) or entry.get("key") != key:
+        raise BadEntry("key mismatch")
+    strings = entry.get("strings")
+    if not isinstance(strings, list) or not strings or strings[0] != "" or \
+            not all(isinstance(s, str) for s in strings):
+        raise BadEntry("bad string table")
+    shapes = entry.get("shapes")
+    if not isinstance(shapes, dict):
+        raise BadEntry("no column shapes")
+    for name, cols in DTYPES.items():
+        got = shapes.get(name)
+        if not isinstance(got, dict) or set(got) != set(cols):
+            raise BadEntry(f"{name}: wrong column list")
+        for col in cols:
+            shape = got[col]
+            if not (isinstance(shape, list) and len(shape) == 1 and isinstance(shape[0], int) and shape[0] >= 0):
+                raise BadEntry(f"{name}.{col}: bad shape")
+    if not isinstance(entry.get("warnings"), list) or not all(isinstance(w, str) for w in entry["warnings"]):
+        raise BadEntry("bad warnings")
+    if not isinstance(entry.get("counts"), dict) or not isinstance(entry.get("meta"), dict):
+        raise BadEntry("bad counts/meta")
+    if not isinstance(entry.get("rank"), int) or not isinstance(entry.get("path"), str):
+        raise BadEntry("bad rank/path")
+
+
+def _in_range(arr: np.ndarray, lo: int, hi: int) -> bool:
+    """Every value in [lo, hi) (an empty column passes)."""
+    return len(arr) == 0 or (int(arr.min()) >= lo and int(arr.max()) < hi)
+
+
+def check_model(model, n_strings: int) -> None:
+    """dtypes, equal lengths, id ranges and the track index of a model read from the cache."""
+    n_tracks = len(model.tracks.kind)
+    n_slices = len(model.slices.ts_ns)
+    for name, cols in DTYPES.items():
+        table = getattr(model, name)
+        lengths = set()
+        for col, dtype in cols.items():
+            arr = getattr(table, col)
+            if arr.dtype != dtype:
+                raise BadEntry(f"{name}.{col}: dtype {arr.dtype}, expected {dtype}")
+            if name == "slices" and col in _PER_TRACK:
+                if len(arr) != n_tracks + _PER_TRACK[col]:
+                    raise BadEntry(f"slices.{col}: length does not match the tracks")
+            else:
+                lengths.add(len(arr))
+        if len(lengths) > 1:
+            raise BadEntry(f"{name}: columns of different lengths")
+        for col in STRING_COLUMNS.get(name, ()):
+            if not _in_range(getattr(table, col), 0, n_strings):
+                raise BadEntry(f"{name}.{col}: string id out of range")
+        for col in TRACK_COLUMNS.get(name, ()):
+            if not _in_range(getattr(table, col), -1 if name in _NO_TRACK_OK else 0, n_tracks):
+                raise BadEntry(f"{name}.{col}: track id out of range")
+    offsets = model.slices.track_offsets
+    if offsets[0] != 0 or offsets[-1] != n_slices or (n_tracks and bool(np.any(np.diff(offsets) < 0))):
+        raise BadEntry("slices.track_offsets: not a track index")
+    if n_slices and int(model.slices.dur_ns.min()) < 0:
+        raise BadEntry("slices.dur_ns: negative durations")
+    if n_slices > 1:  # sorted by (track, ts): ts may only go back where a new track starts
+        backwards = np.flatnonzero(np.diff(model.slices.ts_ns) < 0) + 1
+        if len(backwards) and not np.isin(backwards, offsets).all():
+            raise BadEntry("slices.ts_ns: not sorted within its tracks")
+    if not _in_range(model.slices.kind, 0, max(Kind) + 1) or not _in_range(model.tracks.kind, 0, max(TrackKind) + 1):
+        raise BadEntry("kind out of range")
+    flows = model.flows
+    if not (_in_range(flows.src, 0, n_slices) and _in_range(flows.dst, 0, n_slices)
+            and _in_range(flows.kind, 0, max(FlowKind) + 1)):
+        raise BadEntry("flows: slice id out of range")
+    if not _in_range(model.steps.slice, -1, n_slices):
+        raise BadEntry("steps.slice: slice id out of range")

@@ -1,0 +1,87 @@
+"""Every store-side hostile input (gen_store.py) through the real CLI in a child process limited in memory
+and time: one clear line (exit 0 with warnings, or exit 2), never a traceback, a hang or a blown limit."""
+from __future__ import annotations
+
+import pytest
+
+from hostile import gen_store as g
+
+pytestmark = pytest.mark.timeout(600)
+
+
+def _assert_clean(proc, allowed=(0, 2)):
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode in allowed, (proc.returncode, proc.stderr[-2000:])
+
+
+@pytest.mark.parametrize("case", sorted(g.BUNDLE_CASES))
+def test_hostile_bundle_analyze(case, tmp_path):
+    bundle = g.BUNDLE_CASES[case](tmp_path)
+    proc = g.run_cli(["analyze", str(bundle), "--no-cache"])
+    _assert_clean(proc, allowed=(0,))  # a bad side file never refuses the traces
+    assert "rule failed" not in proc.stdout  # and no rule trips over what it read (the engine would hide it)
+
+
+@pytest.mark.parametrize("case", ["fifo_run_json", "fifo_events_jsonl", "fifo_nvml_csv", "deep_run_json",
+                                  "nvml_huge_field", "run_json_list"])
+@pytest.mark.parametrize("command", ["info", "report"])
+def test_hostile_bundle_info_and_report(case, command, tmp_path):
+    bundle = g.BUNDLE_CASES[case](tmp_path)
+    args = [command, str(bundle)] + (["--out", str(tmp_path / "out")] if command == "report" else [])
+    _assert_clean(g.run_cli(args), allowed=(0,))
+
+
+def test_side_file_warning_is_one_line(tmp_path):
+    bundle = g.BUNDLE_CASES["deep_run_json"](tmp_path)
+    proc = g.run_cli(["info", str(bundle)])
+    lines = [ln for ln in proc.stderr.splitlines() if "run.json" in ln]
+    assert lines == ["ignoring run.json: JSON nests deeper than 64 levels"], proc.stderr
+
+
+SNAPSHOT_REASON = {"billion_laughs": "expands to more than", "shared_references": "expands to more than",
+                   "memo_index_bomb": "memo index", "put_index_bomb": "memo index", "deep_frames": "nests deeper",
+                   "many_devices": "100,000 devices", "gzip_bomb": "gzip inflates past", "evil_global": "refused",
+                   "truncated": "truncated", "not_a_pickle": "pickle", "tuple_setting_keys": None}
+
+
+@pytest.mark.parametrize("case", sorted(g.SNAPSHOT_CASES))
+def test_hostile_snapshot_info(case, tmp_path):
+    import json
+    snap = g.write_snapshot(tmp_path, case)
+    want = SNAPSHOT_REASON[case]
+    for args in (["info", str(snap)], ["info", str(snap), "--json"]):
+        proc = g.run_cli(args)
+        _assert_clean(proc, allowed=(0,) if want is None else (2,))
+        if want is not None:  # refused by the bound that applies, not by running out of memory
+            (line,) = proc.stderr.strip().splitlines()
+            assert want in line, line
+        elif "--json" in args:
+            info = json.loads(proc.stdout)
+            assert info["allocator_settings"]["inf"] is None and "Infinity" not in proc.stdout
+    assert not __import__("os").path.exists("/tmp/ptprof-pwned")
+
+
+def test_fifo_snapshot_does_not_hang(tmp_path):
+    proc = g.run_cli(["info", str(g.fifo_snapshot(tmp_path))])
+    _assert_clean(proc)
+    assert proc.returncode == 2
+
+
+@pytest.mark.parametrize("how", g.CACHE_POISONS)
+def test_poisoned_cache_through_the_cli(how, tmp_path):
+    trace, cdir = g.poisoned_cache(tmp_path, how)
+    proc = g.run_cli(["info", str(trace), "--json"], env={"PTPROF_CACHE_DIR": str(cdir)})
+    _assert_clean(proc, allowed=(0,))
+    assert '"cache_hit": false' in proc.stdout.replace("\n", " ")
+
+
+@pytest.mark.parametrize("env", [{"PTPROF_CACHE_MAX_BYTES": "inf"}, {"PTPROF_CACHE_MAX_BYTES": "garbage"},
+                                 {"PTPROF_CACHE_DIR": "~nosuchuser_ptprof/x"}, {"PTPROF_CHUNKS_PER_WORKER": "abc"},
+                                 {"PTPROF_CHUNKS_PER_WORKER": "-4"}])
+def test_bad_environment_is_one_warning_line(env, tmp_path):
+    env = {**env, "PTPROF_CACHE_DIR": env.get("PTPROF_CACHE_DIR", str(tmp_path / "c"))}
+    proc = g.run_cli(["info", str(g.SMALL_TRACE)], env=env)
+    _assert_clean(proc, allowed=(0,))
+    name = next(k for k in env if k != "PTPROF_CACHE_DIR") if len(env) > 1 else "PTPROF_CACHE_DIR"
+    assert len([ln for ln in proc.stderr.splitlines() if ln.strip()]) == 1, proc.stderr
+    assert name in proc.stderr or "cache off" in proc.stderr
