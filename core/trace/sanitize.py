@@ -55,6 +55,9 @@ def _filter_rows(m: Merged, keep: np.ndarray) -> None:
         m.rows[k] = m.rows[k][keep]
     new_index = np.cumsum(keep) - 1
     for k, (idx, val) in list(m.args.items()):
+        if idx is None:  # a dense arg column (merge.Merged): one value per row
+            m.args[k] = (None, val[keep])
+            continue
         ok = keep[idx]
         m.args[k] = (new_index[idx[ok]].astype(idx.dtype), val[ok])
 
