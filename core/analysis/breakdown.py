@@ -1,6 +1,7 @@
 """Per-step "where does the time go": GPU compute, memcpy, and the idle time split by its cause.
 
-Every step window is divided so the parts add up to the step duration:
+Every step window (its GPU span where it has GPU work, else its CPU window: core.analysis.steps.breakdown_windows)
+is divided so the parts add up to its duration:
   compute_ns      kernels running (union over streams)
   memcpy_ns       only copies/memsets running (no kernel)
   dataloader_ns   GPU idle while the CPU is in DataLoader `__next__`
@@ -24,7 +25,7 @@ import numpy as np
 
 from core.analysis import intervals
 from core.analysis.derived import cached
-from core.analysis.steps import gpu_busy_union, step_windows
+from core.analysis.steps import breakdown_windows, gpu_busy_union, step_windows
 from core.trace.model import GPU_KINDS, FlowKind, Kind, TraceModel
 
 SYNC_NAMES = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
@@ -47,7 +48,7 @@ class StepBreakdown:
     sync_wait_ns: np.ndarray
     host_wait_ns: np.ndarray
     kernel_wait_ns: np.ndarray
-    dataloader_cpu_ns: np.ndarray  # CPU time inside DataLoader __next__ (overlapping the window)
+    dataloader_cpu_ns: np.ndarray  # CPU time inside DataLoader __next__ (inside the CPU step window)
     has_gpu: bool
 
     def __len__(self) -> int:
@@ -137,7 +138,7 @@ def idle_pieces(model: TraceModel, kernel_wait_max_ns: int = DEFAULT_KERNEL_WAIT
 
 
 def _idle_pieces(model: TraceModel, kw_max: int) -> IdlePieces | None:
-    number, w0, w1, _ = step_windows(model)
+    number, w0, w1, _ = breakdown_windows(model)
     bs, be = gpu_busy_union(model)
     if not len(bs):
         return None
@@ -176,13 +177,14 @@ def _idle_pieces(model: TraceModel, kw_max: int) -> IdlePieces | None:
 
 
 def _breakdown(model: TraceModel, kw_max: int) -> StepBreakdown:
-    number, w0, w1, _ = step_windows(model)
+    number, w0, w1, _ = breakdown_windows(model)
     w0 = np.asarray(w0, np.int64)
     w1 = np.asarray(w1, np.int64)
     n = len(w0)
     s = model.slices
     dl_s, dl_e = dataloader_intervals(model)
-    dl_cpu = intervals.covered(dl_s, dl_e, w0, w1)
+    _, c0, c1, _ = step_windows(model)  # a CPU-side share: inside the CPU step windows
+    dl_cpu = intervals.covered(dl_s, dl_e, np.asarray(c0, np.int64), np.asarray(c1, np.int64))
     z = np.zeros(n, np.int64)
     p = idle_pieces(model, kw_max)
     if p is None:

@@ -56,15 +56,18 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
     "steps": (
         ("rank", "rank of the trace file"),
         ("step", "ProfilerStep number (-1: the trace has no steps, the row is the whole trace)"),
-        ("start_us", "step start, relative to the trace start"),
-        ("dur_us", "step duration"),
-        ("gpu_busy_us", "time any kernel/memcpy/memset runs (union over streams)"),
-        ("gpu_busy_pct", "gpu_busy_us / dur_us"),
-        ("kernel_count", "kernels starting in the step"),
-        ("kernel_us", "sum of kernel durations starting in the step"),
-        ("memcpy_us", "sum of memcpy durations"),
-        ("memset_us", "sum of memset durations"),
+        ("start_us", "step start (CPU), relative to the trace start"),
+        ("dur_us", "CPU span: the ProfilerStep duration"),
+        ("gpu_busy_us", "time the step's own GPU work runs (kernels/memcpy/memset its CPU ops launched; union over streams)"),
+        ("gpu_busy_pct", "gpu_busy_us / effective_us"),
+        ("kernel_count", "kernels the step launched (wherever they ran)"),
+        ("kernel_us", "sum of those kernels' durations"),
+        ("memcpy_us", "sum of the step's memcpy durations"),
+        ("memset_us", "sum of the step's memset durations"),
         ("mem_peak_mb", "peak allocated GPU memory in the step (empty without memory events)"),
+        ("gpu_span_us", "GPU span: the step's first GPU activity to the next step's (0 without GPU work)"),
+        ("effective_us", "effective step: max(dur_us, gpu_span_us), what sets the loop's throughput"),
+        ("bound", "what sets the step: gpu, cpu, sync (host syncs) or data (DataLoader)"),
     ),
     "findings": (
         ("rule", "rule id (see the rule table)"),
@@ -170,7 +173,8 @@ def steps_table(ts: TraceSet) -> ExportTable:
         peak[st.mem_peak_bytes < 0] = np.nan
         parts.append((np.full(len(st), m.rank, np.int64), st.number, _us(st.ts_ns), _us(st.dur_ns),
                       _us(st.gpu_busy_ns), np.round(st.gpu_busy_pct, 3), st.kernel_count, _us(st.kernel_ns),
-                      _us(st.memcpy_ns), _us(st.memset_ns), np.round(peak, 3)))
+                      _us(st.memcpy_ns), _us(st.memset_ns), np.round(peak, 3), _us(st.gpu_span_ns),
+                      _us(st.effective_ns), st.bound.tolist()))
     return _table("steps", parts)
 
 
