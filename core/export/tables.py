@@ -77,6 +77,9 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         ("count", "occurrences"),
         ("impact_us", "estimated time lost"),
         ("impact_pct", "impact_us as a share of the profiled time"),
+        ("saving_us", "what the fix would save per step (median over steps) in a replay of the critical path; empty without a what-if"),
+        ("saving_pct", "saving_us as a share of the effective step"),
+        ("estimate", "how saving_us was computed (the replay edit)"),
         ("first_start_us", "start of the first occurrence, relative to the trace start"),
         ("first_end_us", "end of the first occurrence"),
         ("ranges", "number of time ranges"),
@@ -194,6 +197,7 @@ def findings_table(findings, ts: TraceSet | None = None) -> ExportTable:
         rank = d.get("rank", ranks[mi] if mi < len(ranks) else mi)
         values = (d.get("rule", ""), d.get("severity", ""), rank, d.get("title", ""), d.get("count"),
                   _round(d.get("impact_ns"), 1e-3), _round(d.get("impact_pct"), 1.0),
+                  _round(d.get("saving_ns"), 1e-3), _round(d.get("saving_pct"), 1.0), d.get("estimate") or "",
                   _round(first[0], 1e-3), _round(first[1], 1e-3), len(ranges), src.get("file") or "",
                   src.get("line"), src.get("function") or "", " | ".join(str(e) for e in d.get("evidence") or ()),
                   d.get("fix") or "")

@@ -89,12 +89,21 @@ def iter_analyze(trace_set, config: dict | None = None, rules: Iterable[Rule] | 
             log.exception("rule %s failed", r.id)
             total.not_run.append(CheckNotRun(r.id, f"rule failed: {type(exc).__name__}: {exc}"))
     total.not_run[:0] = _capability_notes(ctx)
-    findings = sorted(total.findings, key=lambda f: (-f.impact_ns, -int(f.severity), f.rule))
+    yield 1.0, "what-if savings"
+    from core.rules import savings
+    priced, together = savings.price(ctx, total.findings)
+    findings = sorted(priced, key=sort_key)
     not_run = _dedupe(total.not_run)
     elapsed = time.perf_counter() - t0
     summary = _summary(ctx, findings, not_run, elapsed)
+    summary.update(together)
     yield 1.0, "done"
     return Analysis(tuple(findings), tuple(not_run), summary, elapsed)
+
+
+def sort_key(f: Finding):
+    """Largest saving first (severity follows the saving), then findings without a what-if by impact."""
+    return (-int(f.severity), -(f.saving_ns if f.saving_ns is not None else -1), -f.impact_ns, f.rule)
 
 
 def _capability_notes(ctx: RuleContext) -> list[CheckNotRun]:
