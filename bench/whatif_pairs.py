@@ -2,7 +2,8 @@
 
 For each pair: the before bundle's finding of the fixed rule -> saving_pct (share of its effective step)
 and saving_ns (recorded time; / the bundle's recording inflation when events.jsonl knows it), against
-the measured unprofiled saving (timings.json: mean step of steps 20..200, synced at both ends).
+the measured unprofiled saving (saving_ns is in unprofiled time when the bundle knows its inflation;
+timings.json: mean step of steps 20..200, synced at both ends).
 Run: python bench/whatif_pairs.py [PAIRS_DIR]
 """
 from __future__ import annotations
@@ -56,7 +57,6 @@ def rows(root: Path) -> list[dict]:
         measured_pct = 100.0 * measured_ms / timings[before]
         out.append({"pair": pair, "rule": rule, "found": bool(hits), "step_ms": a.summary["mean_step_ns"] / 1e6,
                     "unprofiled_ms": timings[before], "saving_ms": saving_ns / 1e6,
-                    "saving_unprofiled_ms": saving_ns / 1e6 / infl if infl else None,
                     "saving_pct": saving_pct, "measured_ms": measured_ms, "measured_pct": measured_pct,
                     "severity": hits[0].severity.label if hits else "-", "inflation": infl})
     return out
@@ -64,14 +64,12 @@ def rows(root: Path) -> list[dict]:
 
 def main() -> None:
     root = Path(sys.argv[1]) if len(sys.argv) > 1 else default_dir()
-    print(f"{'pair':12} {'rule':17} {'sev':7} {'pred %':>7} {'meas %':>7} {'pred ms':>8} {'/infl':>7} {'meas ms':>8}"
-          f" {'err ms':>7}")
+    print(f"{'pair':12} {'rule':17} {'sev':7} {'infl':>5} {'pred %':>7} {'meas %':>7} {'pred ms':>8} {'meas ms':>8}"
+          f" {'err %':>7}")
     for r in rows(root):
-        unprof = r["saving_unprofiled_ms"]
-        err = (unprof if unprof is not None else r["saving_ms"]) - r["measured_ms"]
-        print(f"{r['pair']:12} {r['rule']:17} {r['severity']:7} {r['saving_pct']:7.1f} {r['measured_pct']:7.1f} "
-              f"{r['saving_ms']:8.2f} {unprof if unprof is not None else float('nan'):7.2f} {r['measured_ms']:8.2f} "
-              f"{err:7.2f}")
+        err = 100.0 * (r["saving_ms"] - r["measured_ms"]) / r["measured_ms"]
+        print(f"{r['pair']:12} {r['rule']:17} {r['severity']:7} {r['inflation'] or 1:5.2f} {r['saving_pct']:7.1f} "
+              f"{r['measured_pct']:7.1f} {r['saving_ms']:8.2f} {r['measured_ms']:8.2f} {err:+7.0f}")
 
 
 if __name__ == "__main__":

@@ -238,19 +238,21 @@ def edit_for(model: TraceModel, finding, cfg: dict, ctx=None) -> Edit | None:
     return fn(model, finding, replay_input(model), cfg, ctx)
 
 
-def saving_of(model: TraceModel, edit: Edit, baseline=None, inflation: float | None = None) -> Saving:
+def saving_of(model: TraceModel, edit: Edit, inflation: float | None = None) -> Saving:
     """Per-step saving of an edit: replayed step - edited replayed step. With the bundle's recording
-    inflation (> 1), both replays run the CPU side that much faster: the saving in unprofiled time."""
+    inflation (> 1: recorded / unprofiled CPU steps), both replays run the CPU side that much faster (the
+    GPU side as recorded): the saving in unprofiled time. A per-event overhead model (the profiler's cost
+    per recorded op) was tried and matched the H200 pairs worse (README of tests/data/device)."""
     rp = replay_input(model)
     scale = 1.0 / inflation if inflation and inflation > 1.0 else 1.0
-    base = baseline if baseline is not None else simulate(rp, cpu_scale=scale)
+    base = simulate(rp, cpu_scale=scale)
     edited = simulate(rp, edit, cpu_scale=scale)
     per_step = np.clip(base.effective_ns - edited.effective_ns, 0, base.effective_ns)
     med = int(np.median(per_step)) if len(per_step) else 0
     step = float(np.median(base.effective_ns)) if len(per_step) else 0.0
     pct = 100.0 * med / step if step > 0 else 0.0
     total = int(per_step.sum())
-    where = (f"unprofiled replay (CPU side / {inflation:.2f}, this run's recorded vs unprofiled steps)"
+    where = (f"unprofiled replay (CPU side / {inflation:.2f}: this run's recorded vs unprofiled steps)"
              if scale != 1.0 else "replay")
     return Saving(med, pct, per_step, f"{where} with {edit.label}: step {_ms(step)} -> {_ms(step - med)} "
                                       f"(median of {len(per_step)} steps; {_ms(total)} over the window)")
