@@ -23,6 +23,7 @@ class Integrations:
     run_dock: object
     exporter: object
     analyses: weakref.WeakKeyDictionary  # TraceSet -> core.rules Analysis (computed once per trace)
+    compare: object = None  # gui.compare.wiring.CompareActions (File > Compare with…)
 
 
 def install_all(win) -> Integrations:
@@ -61,6 +62,9 @@ def install_all(win) -> Integrations:
         if ts is not None and ts in analyses:
             issues.cancel()
             issues.set_analysis(ts, analyses[ts])
+        elif ts is None and win.tabs.count() and type(win.tabs.currentWidget()).__name__ == "CompareView":
+            issues.set_trace_set(None, "Compare tab: the findings fixed, new and changed between the two runs "
+                                       "are in its Findings tab.")
         elif ts is None and win.tabs.count() and type(win.tabs.currentWidget()).__name__ == "SnapshotView":
             issues.set_trace_set(None, "Memory snapshot tab: the findings are for profiler traces "
                                        "(open the run's trace to diagnose it).")
@@ -105,4 +109,7 @@ def install_all(win) -> Integrations:
 
     win.sig_trace_loaded.connect(_on_trace_loaded_attach_csv)
     issues.csv_export = lambda: exporter.export_table_csv("findings")
-    return Integrations(issues, run_panel, run_dock, exporter, analyses)
+    from gui.compare.wiring import CompareActions
+    compare = CompareActions(win)
+    win.compare_paths = compare.compare_paths
+    return Integrations(issues, run_panel, run_dock, exporter, analyses, compare)

@@ -280,8 +280,14 @@ class MainWindow(QtWidgets.QMainWindow):
             ev.acceptProposedAction()
 
     def dropEvent(self, ev: QtGui.QDropEvent) -> None:
+        from gui.compare.wiring import shift_drop_target
+        baseline = shift_drop_target(self, ev)  # Shift+drop on an open trace: compare with it
         for u in ev.mimeData().urls():
-            if u.isLocalFile():
+            if not u.isLocalFile():
+                continue
+            if baseline is not None:
+                self.integrations.compare.compare_paths(baseline, u.toLocalFile())
+            else:
                 self.open_path(u.toLocalFile())
         ev.acceptProposedAction()
 

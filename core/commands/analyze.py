@@ -25,6 +25,12 @@ def add_arguments(p) -> None:
                    help="exit 1 when a finding at or above this severity exists")
     p.add_argument("--no-cache", action="store_true", help="ignore and do not write the columnar cache")
     p.add_argument("--rules", metavar="IDS", help="comma-separated rule ids to run (default: all)")
+    p.add_argument("--baseline", metavar="A", help="compare with this baseline run (prints a markdown summary)")
+    p.add_argument("--fail-on-regression", metavar="PCT", type=float,
+                   help="with --baseline: exit 1 when this run is worse than the baseline by more than PCT %% "
+                        "and the change is significant")
+    p.add_argument("--metric", choices=("step", "gpu_busy", "memory_peak"), default="step",
+                   help="what --fail-on-regression compares (default: the median step time)")
 
 
 def run(args) -> int:
@@ -37,7 +43,13 @@ def run(args) -> int:
             print(f"ptprof: unknown rule id(s): {', '.join(unknown)}", file=sys.stderr)
             return 2
         rules = [r for r in all_rules() if r.id in wanted]
+    if args.fail_on_regression is not None and not args.baseline:
+        print("ptprof: --fail-on-regression needs --baseline A", file=sys.stderr)
+        return 2
     ts = load(args.path, use_cache=not args.no_cache)
+    if args.baseline:
+        from core.commands import gate
+        return gate.run(args, ts)
     result = analyze(ts, rules=rules)
     if args.csv:
         try:

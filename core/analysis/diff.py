@@ -1,0 +1,284 @@
+"""Compare two loaded runs (A = baseline, B = candidate): steps, breakdown, kernels, ops, findings, memory.
+
+Pure functions on TraceSets; `ptprof diff`, the `analyze --baseline` gate and the GUI Compare tab all use
+`compare()`. Per-step numbers are the effective step times of `core.analysis.steps` (one seam:
+`step_samples_ns`); multi-rank runs aggregate a step as its slowest rank (the step cannot finish before it).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from core.analysis import significance
+from core.analysis.breakdown import PARTS, step_breakdown
+from core.analysis.memory import memory_series
+from core.analysis.stats import kernel_table, op_table
+from core.analysis.steps import step_stats
+from core.trace.model import GPU_KINDS, TraceModel, TraceSet
+
+_COMPILED_REGION = re.compile(r"^(Torch-Compiled Region: \d+)/\d+")
+_TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
+
+
+def kernel_key(name: str, normalize_templates: bool) -> str:
+    """Matching key of a kernel name; template arguments dropped on request (`void f<float, 4>(...)`)."""
+    if not normalize_templates:
+        return name
+    previous = None
+    while previous != name:  # innermost <...> first (marked without brackets), until none are left
+        previous, name = name, _TEMPLATE_ARGS.sub("\x00", name)
+    return name.replace("\x00", "<>")
+
+
+def op_key(name: str) -> str:
+    """Ops match by name; compiled regions by frame (`Torch-Compiled Region: 0/0` and `0/1` are one frame)."""
+    return _COMPILED_REGION.sub(r"\1", name)
+
+
+def step_samples_ns(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
+    """(step numbers, effective step ns) of one model; empty when the trace has no ProfilerStep."""
+    stats = step_stats(model)
+    if stats.synthetic:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    effective = getattr(stats, "effective_ns", None)
+    return np.asarray(stats.number, np.int64), np.asarray(stats.dur_ns if effective is None else effective, np.int64)
+
+
+def run_steps_ns(ts: TraceSet) -> np.ndarray:
+    """Step times of a run: per (cycle, step number) the slowest rank's effective step."""
+    per_step: dict[tuple[int, int], int] = {}
+    cycles: dict[int, int] = {}
+    for model in ts.models:
+        cycle = cycles.get(model.rank, 0)
+        cycles[model.rank] = cycle + 1
+        numbers, durations = step_samples_ns(model)
+        for number, dur in zip(numbers.tolist(), durations.tolist()):
+            key = (cycle, number)
+            per_step[key] = max(per_step.get(key, 0), dur)
+    return np.asarray([per_step[k] for k in sorted(per_step)], np.int64)
+
+
+@dataclass(frozen=True, slots=True)
+class Side:
+    trace: str
+    steps: int
+    median_ns: float
+    p10_ns: float
+    p90_ns: float
+    device: str
+    torch_version: str
+    ranks: int
+
+    def to_json(self) -> dict:
+        return {"trace": self.trace, "steps": self.steps, "median_ns": round(self.median_ns),
+                "p10_ns": round(self.p10_ns), "p90_ns": round(self.p90_ns), "device": self.device,
+                "torch_version": self.torch_version, "ranks": self.ranks}
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One kernel / op matched across A and B."""
+
+    name: str
+    a_calls: int
+    b_calls: int
+    a_total_ns: int
+    b_total_ns: int
+
+    @property
+    def delta_ns(self) -> int:
+        return self.b_total_ns - self.a_total_ns
+
+    @property
+    def status(self) -> str:
+        if self.a_calls == 0:
+            return "new"
+        if self.b_calls == 0:
+            return "gone"
+        return "same"
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "a_calls": self.a_calls, "b_calls": self.b_calls, "a_total_ns": self.a_total_ns,
+                "b_total_ns": self.b_total_ns, "delta_ns": self.delta_ns, "status": self.status}
+
+
+@dataclass(frozen=True, slots=True)
+class Diff:
+    a: Side
+    b: Side
+    step: significance.Comparison
+    a_steps_ns: np.ndarray
+    b_steps_ns: np.ndarray
+    breakdown: dict[str, tuple[float, float]]  # part -> (A mean ns per step, B mean ns per step)
+    kernels: tuple[Row, ...]
+    ops: tuple[Row, ...]
+    findings: dict[str, list[dict]]
+    memory: dict[str, int | None]
+    gpu_busy_pct: tuple[float | None, float | None]
+    warnings: tuple[str, ...] = field(default=())
+
+    def to_json(self) -> dict:
+        return {
+            "a": self.a.to_json(), "b": self.b.to_json(), "step": self.step.to_json(),
+            "breakdown": [{"category": part, "a_ns": round(a), "b_ns": round(b), "delta_ns": round(b - a)}
+                          for part, (a, b) in self.breakdown.items()],
+            "gpu_busy_pct": {"a": _round(self.gpu_busy_pct[0]), "b": _round(self.gpu_busy_pct[1])},
+            "kernels": [r.to_json() for r in self.kernels], "ops": [r.to_json() for r in self.ops],
+            "findings": self.findings, "memory": self.memory, "warnings": list(self.warnings),
+        }
+
+
+def _round(x):
+    return None if x is None else round(float(x), 3)
+
+
+def _side(ts: TraceSet, steps_ns: np.ndarray) -> Side:
+    meta = ts.primary.meta
+    bundle = ts.bundle if isinstance(ts.bundle, dict) else {}
+    device = str(meta.device_properties[0].get("name", "")) if meta.device_properties else ""
+    gpu = bundle.get("gpu")
+    if not device and isinstance(gpu, dict) and isinstance(gpu.get("devices"), list) and gpu["devices"]:
+        device = str(gpu["devices"][0])
+    torch_version = str(bundle.get("torch_version") or meta.extra.get("torch_version") or "")
+    if len(steps_ns):
+        p10, med, p90 = np.percentile(steps_ns, [10, 50, 90])
+    else:
+        p10 = med = p90 = 0.0
+    return Side(ts.path, int(len(steps_ns)), float(med), float(p10), float(p90), device, torch_version, len(ts.ranks))
+
+
+def _breakdown_means(ts: TraceSet) -> tuple[dict[str, float], float | None]:
+    sums = {p: 0.0 for p in PARTS}
+    steps = 0
+    busy = []
+    for model in ts.models:
+        bd = step_breakdown(model)
+        if not len(bd):
+            continue
+        for part, values in bd.parts().items():
+            sums[part] += float(values.sum())
+        steps += len(bd)
+        if bd.has_gpu:
+            dur = bd.dur_ns.sum()
+            gpu = sum(float(getattr(bd, p).sum()) for p in PARTS if p in ("compute_ns", "memcpy_ns"))
+            busy.append(100.0 * gpu / dur if dur > 0 else 0.0)
+    means = {p: sums[p] / steps if steps else 0.0 for p in PARTS}
+    return means, (float(np.mean(busy)) if busy else None)
+
+
+def _table_rows(ts: TraceSet, kind: str, by_shape: bool, normalize_templates: bool) -> dict[str, tuple[int, int]]:
+    """name key -> (calls, total ns), summed over the run's models."""
+    out: dict[str, list[int]] = {}
+    for model in ts.models:
+        strings = model.strings
+        if kind == "kernels":
+            table = kernel_table(model, kinds=tuple(GPU_KINDS))  # memcpy / memset rows too
+            names = [kernel_key(strings[int(n)], normalize_templates) for n in table.name]
+            totals = table.total_ns
+        else:
+            table = op_table(model, by_shapes=by_shape)
+            names = [op_key(strings[int(n)]) + (f" {strings[int(d)]}" if by_shape and int(d) else "")
+                     for n, d in zip(table.name, table.input_dims)]
+            totals = table.host_total_ns
+        for name, calls, total in zip(names, table.calls.tolist(), totals.tolist()):
+            acc = out.setdefault(name, [0, 0])
+            acc[0] += int(calls)
+            acc[1] += int(total)
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def _match(a: dict[str, tuple[int, int]], b: dict[str, tuple[int, int]], a_steps: int, b_steps: int,
+           per_step: bool) -> tuple[Row, ...]:
+    """Rows sorted by |delta|; totals per step when both runs have steps (different step counts compare)."""
+    scale_a = 1.0 / a_steps if per_step and a_steps else 1.0
+    scale_b = 1.0 / b_steps if per_step and b_steps else 1.0
+    rows = []
+    for name in set(a) | set(b):
+        a_calls, a_total = a.get(name, (0, 0))
+        b_calls, b_total = b.get(name, (0, 0))
+        rows.append(Row(name, a_calls, b_calls, round(a_total * scale_a), round(b_total * scale_b)))
+    rows.sort(key=lambda r: (-abs(r.delta_ns), r.name))
+    return tuple(rows)
+
+
+def _finding_key(f: dict) -> tuple:
+    src = f.get("source") or {}
+    return (f["rule"], src.get("file"), src.get("line"), _TITLE_NUMBERS.sub("#", f.get("title", "")))
+
+
+_TITLE_NUMBERS = re.compile(r"[\d.,]+\s*(?:[µmnk]?s|%|MiB|GiB|KiB|B|×|x)?")
+
+
+def _finding_cost(f: dict) -> int:
+    saving = f.get("saving_ns")
+    return int(saving if saving is not None else f.get("impact_ns", 0))
+
+
+def match_findings(a: list[dict], b: list[dict]) -> dict[str, list[dict]]:
+    """fixed (only in A), new (only in B), changed (both; cost before/after). Matched by rule + source + title shape."""
+    by_key_a: dict[tuple, dict] = {}
+    for f in a:
+        by_key_a.setdefault(_finding_key(f), f)
+    by_key_b: dict[tuple, dict] = {}
+    for f in b:
+        by_key_b.setdefault(_finding_key(f), f)
+    # a rule whose title changed shape still matches when it is the only finding of its rule on each side
+    unmatched_a = {k: f for k, f in by_key_a.items() if k not in by_key_b}
+    unmatched_b = {k: f for k, f in by_key_b.items() if k not in by_key_a}
+    pairs = [(by_key_a[k], by_key_b[k]) for k in by_key_a if k in by_key_b]
+    for rule in {k[0] for k in unmatched_a} & {k[0] for k in unmatched_b}:
+        ka = [k for k in unmatched_a if k[0] == rule]
+        kb = [k for k in unmatched_b if k[0] == rule]
+        if len(ka) == 1 and len(kb) == 1:
+            pairs.append((unmatched_a.pop(ka[0]), unmatched_b.pop(kb[0])))
+
+    def brief(f: dict) -> dict:
+        return {"rule": f["rule"], "severity": f["severity"], "title": f["title"],
+                "impact_ns": int(f.get("impact_ns", 0)), "saving_ns": f.get("saving_ns")}
+
+    changed = [{"rule": fa["rule"], "title_a": fa["title"], "title_b": fb["title"],
+                "severity_a": fa["severity"], "severity_b": fb["severity"],
+                "a_ns": _finding_cost(fa), "b_ns": _finding_cost(fb), "delta_ns": _finding_cost(fb) - _finding_cost(fa),
+                "a_saving_ns": fa.get("saving_ns"), "b_saving_ns": fb.get("saving_ns")}
+               for fa, fb in pairs]
+    changed.sort(key=lambda c: c["delta_ns"])
+    return {"fixed": sorted((brief(f) for f in unmatched_a.values()), key=lambda f: -_finding_cost(f)),
+            "new": sorted((brief(f) for f in unmatched_b.values()), key=lambda f: -_finding_cost(f)),
+            "changed": changed}
+
+
+def _memory_peak(ts: TraceSet) -> int | None:
+    peaks = [s.peak_allocated_bytes for m in ts.models for s in memory_series(m)]
+    return max(peaks) if peaks else None
+
+
+def compare(a: TraceSet, b: TraceSet, *, findings_a: list[dict] | None = None, findings_b: list[dict] | None = None,
+            by_shape: bool = False, normalize_templates: bool = False) -> Diff:
+    """Everything `ptprof diff --json` prints. Findings (JSON dicts of `Analysis.to_json()`) are optional."""
+    a_steps = run_steps_ns(a)
+    b_steps = run_steps_ns(b)
+    side_a, side_b = _side(a, a_steps), _side(b, b_steps)
+    warnings = []
+    if side_a.device and side_b.device and side_a.device != side_b.device:
+        warnings.append(f"different GPUs: A ran on {side_a.device}, B on {side_b.device}")
+    if side_a.torch_version and side_b.torch_version and side_a.torch_version != side_b.torch_version:
+        warnings.append(f"different torch versions: A {side_a.torch_version}, B {side_b.torch_version}")
+    if len(a.ranks) != len(b.ranks):
+        warnings.append(f"different rank counts: A {len(a.ranks)}, B {len(b.ranks)}")
+    if not len(a_steps) or not len(b_steps):
+        warnings.append("a run has no ProfilerStep: kernel and op totals compare whole traces")
+    bd_a, busy_a = _breakdown_means(a)
+    bd_b, busy_b = _breakdown_means(b)
+    per_step = bool(len(a_steps) and len(b_steps))
+    kernels = _match(_table_rows(a, "kernels", by_shape, normalize_templates),
+                     _table_rows(b, "kernels", by_shape, normalize_templates), len(a_steps), len(b_steps), per_step)
+    ops = _match(_table_rows(a, "ops", by_shape, normalize_templates),
+                 _table_rows(b, "ops", by_shape, normalize_templates), len(a_steps), len(b_steps), per_step)
+    found = match_findings(findings_a or [], findings_b or []) if findings_a is not None and findings_b is not None \
+        else {"fixed": [], "new": [], "changed": []}
+    return Diff(a=side_a, b=side_b, step=significance.compare(a_steps, b_steps), a_steps_ns=a_steps, b_steps_ns=b_steps,
+                breakdown={p: (bd_a[p], bd_b[p]) for p in PARTS}, kernels=kernels, ops=ops, findings=found,
+                memory={"a_peak_bytes": _memory_peak(a), "b_peak_bytes": _memory_peak(b)},
+                gpu_busy_pct=(busy_a, busy_b), warnings=tuple(warnings))

@@ -1,0 +1,173 @@
+"""`ptprof diff A B [--json] [--csv DIR] [--markdown] [--by-shape] [--normalize-templates] [--no-cache]`.
+
+A is the baseline, B the candidate; anything the loader opens works on either side. Exit 0, or 2 with one
+line for bad input. `--json` prints `core.analysis.diff.Diff.to_json()`.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+from core import units
+
+TOP = 10
+
+
+def add_arguments(p) -> None:
+    p.add_argument("a", help="baseline: trace file, TensorBoard log dir, multi-rank dir or run bundle")
+    p.add_argument("b", help="candidate, same kinds of input")
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    p.add_argument("--markdown", action="store_true", help="a markdown summary (for a PR comment)")
+    p.add_argument("--csv", metavar="DIR", help="write kernels_diff.csv, ops_diff.csv, steps_diff.csv into DIR")
+    p.add_argument("--by-shape", action="store_true", help="match ops by name + input shapes")
+    p.add_argument("--normalize-templates", action="store_true",
+                   help="match kernels with their template arguments dropped")
+    p.add_argument("--no-cache", action="store_true", help="ignore and do not write the columnar cache")
+
+
+def load_pair(path_a: str, path_b: str, use_cache: bool):
+    from core.trace.loader import load
+    return load(path_a, use_cache=use_cache), load(path_b, use_cache=use_cache)
+
+
+def compute(ts_a, ts_b, by_shape: bool = False, normalize_templates: bool = False):
+    """The Diff of two loaded runs, with both runs' findings (rules engine)."""
+    from core.analysis import diff
+    from core.rules import analyze
+    return diff.compare(ts_a, ts_b, findings_a=analyze(ts_a).to_json()["findings"],
+                        findings_b=analyze(ts_b).to_json()["findings"], by_shape=by_shape,
+                        normalize_templates=normalize_templates)
+
+
+def run(args) -> int:
+    ts_a, ts_b = load_pair(args.a, args.b, not args.no_cache)
+    result = compute(ts_a, ts_b, args.by_shape, args.normalize_templates)
+    if args.csv:
+        try:
+            write_csvs(result, args.csv)
+        except OSError as exc:
+            print(f"ptprof: cannot write {args.csv}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+    if args.json:
+        json.dump(result.to_json(), sys.stdout)
+        sys.stdout.write("\n")
+    elif args.markdown:
+        sys.stdout.write(markdown(result))
+    else:
+        sys.stdout.write(text(result))
+    return 0
+
+
+def verdict(d) -> str:
+    s = d.step
+    if s.significant is None:
+        return f"{s.method}"
+    if not s.significant:
+        return "no significant change"
+    return "faster" if s.delta_ns < 0 else "slower"
+
+
+def _headline(d) -> list[str]:
+    s = d.step
+    return [f"A  {d.a.trace}: {d.a.steps} step(s), median {units.fmt_ns(d.a.median_ns)} "
+            f"(p10 {units.fmt_ns(d.a.p10_ns)}, p90 {units.fmt_ns(d.a.p90_ns)})",
+            f"B  {d.b.trace}: {d.b.steps} step(s), median {units.fmt_ns(d.b.median_ns)} "
+            f"(p10 {units.fmt_ns(d.b.p10_ns)}, p90 {units.fmt_ns(d.b.p90_ns)})",
+            f"step: {_signed_ns(s.delta_ns)} ({s.delta_pct:+.1f} %), {verdict(d)}"
+            + (f" (p = {s.p_value:.3g})" if s.p_value is not None else "")]
+
+
+def _signed_ns(ns: float) -> str:
+    return ("+" if ns > 0 else "-" if ns < 0 else "±") + units.fmt_ns(abs(ns))
+
+
+def text(d) -> str:
+    lines = _headline(d)
+    lines += [f"warning: {w}" for w in d.warnings]
+    unit = "per step" if d.a.steps and d.b.steps else "whole trace"
+    for title, rows in (("kernels", d.kernels), ("ops", d.ops)):
+        changed = [r for r in rows if r.delta_ns][:TOP]
+        if not changed:
+            continue
+        lines += ["", f"{title} (GPU time {unit}, largest change first):" if title == "kernels"
+                  else f"{title} (CPU time {unit}, largest change first):"]
+        for r in changed:
+            mark = {"new": "+ new ", "gone": "- gone", "same": "      "}[r.status]
+            lines.append(f"  {mark} {_signed_ns(r.delta_ns):>10}  {units.fmt_ns(r.a_total_ns):>9} -> "
+                         f"{units.fmt_ns(r.b_total_ns):>9}  {_short(r.name)}")
+    f = d.findings
+    if f["fixed"] or f["new"] or f["changed"]:
+        lines += ["", "findings:"]
+        lines += [f"  fixed    {x['rule']}: {x['title']}" for x in f["fixed"]]
+        lines += [f"  new      {x['rule']}: {x['title']}" for x in f["new"]]
+        lines += [f"  changed  {x['rule']}: {units.fmt_ns(x['a_ns'])} -> {units.fmt_ns(x['b_ns'])}"
+                  for x in f["changed"] if x["delta_ns"]]
+    mem = d.memory
+    if mem["a_peak_bytes"] is not None or mem["b_peak_bytes"] is not None:
+        lines += ["", f"memory peak: {_bytes(mem['a_peak_bytes'])} -> {_bytes(mem['b_peak_bytes'])}"]
+    return "\n".join(lines) + "\n"
+
+
+def _bytes(n) -> str:
+    return "n/a" if n is None else units.fmt_bytes(n)
+
+
+def _short(name: str, width: int = 90) -> str:
+    return name if len(name) <= width else name[:width - 1] + "…"
+
+
+def _md_cell(text_value: str) -> str:
+    return text_value.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(d, gate_line: str | None = None) -> str:
+    s = d.step
+    lines = ["### ptprof diff", ""]
+    if gate_line:
+        lines += [gate_line, ""]
+    lines += ["| | A (baseline) | B | Δ |", "| --- | --- | --- | --- |",
+              f"| median step | {units.fmt_ns(d.a.median_ns)} | {units.fmt_ns(d.b.median_ns)} | "
+              f"{_signed_ns(s.delta_ns)} ({s.delta_pct:+.1f} %), {verdict(d)} |",
+              f"| steps | {d.a.steps} | {d.b.steps} | |"]
+    busy_a, busy_b = d.gpu_busy_pct
+    if busy_a is not None and busy_b is not None:
+        lines.append(f"| GPU busy | {busy_a:.1f} % | {busy_b:.1f} % | {busy_b - busy_a:+.1f} pt |")
+    mem = d.memory
+    if mem["a_peak_bytes"] is not None and mem["b_peak_bytes"] is not None:
+        lines.append(f"| memory peak | {units.fmt_bytes(mem['a_peak_bytes'])} | {units.fmt_bytes(mem['b_peak_bytes'])} | "
+                     f"{_signed_bytes(mem['b_peak_bytes'] - mem['a_peak_bytes'])} |")
+    lines += [f"> {w}" for w in d.warnings]
+    changed = [r for r in d.kernels if r.delta_ns][:5]
+    if changed:
+        lines += ["", "| kernel | A | B | Δ | |", "| --- | --- | --- | --- | --- |"]
+        lines += [f"| `{_md_cell(_short(r.name, 70))}` | {units.fmt_ns(r.a_total_ns)} | {units.fmt_ns(r.b_total_ns)} | "
+                  f"{_signed_ns(r.delta_ns)} | {r.status} |" for r in changed]
+    f = d.findings
+    if f["fixed"] or f["new"]:
+        lines.append("")
+        lines += [f"- fixed: **{x['rule']}** {_md_cell(x['title'])}" for x in f["fixed"]]
+        lines += [f"- new: **{x['rule']}** {_md_cell(x['title'])}" for x in f["new"]]
+    return "\n".join(lines) + "\n"
+
+
+def _signed_bytes(n: int) -> str:
+    return ("+" if n > 0 else "-" if n < 0 else "±") + units.fmt_bytes(abs(n))
+
+
+def write_csvs(d, out_dir: str) -> None:
+    """kernels_diff.csv, ops_diff.csv (totals in µs per step, or whole trace without steps), steps_diff.csv."""
+    from pathlib import Path
+
+    from core.export.csv import write_table
+    from core.export.tables import ExportTable
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    columns = ("name", "status", "a_calls", "b_calls", "a_total_us", "b_total_us", "delta_us")
+    for name, rows in (("kernels_diff", d.kernels), ("ops_diff", d.ops)):
+        data = ([r.name for r in rows], [r.status for r in rows], [r.a_calls for r in rows], [r.b_calls for r in rows],
+                [r.a_total_ns / 1e3 for r in rows], [r.b_total_ns / 1e3 for r in rows], [r.delta_ns / 1e3 for r in rows])
+        write_table(ExportTable(name, columns, data), out / f"{name}.csv")
+    runs = ["a"] * len(d.a_steps_ns) + ["b"] * len(d.b_steps_ns)
+    index = list(range(len(d.a_steps_ns))) + list(range(len(d.b_steps_ns)))
+    step_us = [ns / 1e3 for ns in d.a_steps_ns.tolist() + d.b_steps_ns.tolist()]
+    write_table(ExportTable("steps_diff", ("run", "index", "step_us"), (runs, index, step_us)), out / "steps_diff.csv")

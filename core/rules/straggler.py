@@ -1,0 +1,96 @@
+"""straggler: the rank that arrives last at the collectives, what it was doing, and what the others lost.
+
+core.analysis.collectives matches the collectives across ranks; a rank is the straggler when it is the
+last to arrive at most of them and the others wait for it by more than `min_wait_pct` of the step on
+average. The cause is what the straggler's CPU threads ran in the window between the first rank's arrival
+and its own: the top-level op / record_function / DataLoader range that covers most of that window.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from core.analysis import collectives, intervals
+from core.rules import common as c
+from core.rules.base import CheckNotRun, RuleContext, RuleOutput, rule
+from core.trace.model import Kind, TrackKind
+from core.units import fmt_ns
+
+CAUSE_KINDS = np.asarray([Kind.CPU_OP, Kind.ANNOTATION, Kind.PYTHON], np.int8)
+
+
+def cause_of_lateness(model, t0: np.ndarray, t1: np.ndarray) -> tuple[str, int, np.ndarray]:
+    """(name, ns covered, rows) of the shallow CPU range that covers the most of the windows [t0, t1)."""
+    s = model.slices
+    cpu_track = model.tracks.kind[s.track] == TrackKind.CPU_THREAD
+    shallow = np.flatnonzero(cpu_track & np.isin(s.kind, CAUSE_KINDS) & (s.depth <= 1) & (s.dur_ns > 0))
+    if not len(shallow) or not len(t0):
+        return "", 0, np.zeros(0, np.int64)
+    win_s, win_e = intervals.union(t0, t1)
+    covered = intervals.covered(win_s, win_e, s.ts_ns[shallow], s.ts_ns[shallow] + s.dur_ns[shallow])
+    hit = covered > 0
+    if not hit.any():
+        return "", 0, np.zeros(0, np.int64)
+    rows, cov = shallow[hit], covered[hit]
+    names, inv = np.unique(s.name[rows], return_inverse=True)
+    per_name = np.bincount(inv, weights=cov)
+    # prefer the deepest meaningful level: depth 1 ranges (record_function inside the step) over depth 0
+    depth_bonus = np.bincount(inv, weights=(s.depth[rows] == 1) * cov) * 1e-6
+    best = int(np.argmax(per_name + depth_bonus))
+    return model.strings[int(names[best])], int(per_name[best]), rows[inv == best]
+
+
+@rule("straggler", "One rank makes the others wait at the collectives")
+def straggler(ctx: RuleContext) -> RuleOutput:
+    out = RuleOutput()
+    models = list(ctx.models)
+    if len({m.rank for m in models}) < 2:
+        return out
+    cfg = ctx.cfg("straggler")
+    min_share = float(cfg.get("min_last_share", 0.75))
+    min_wait_pct = float(cfg.get("min_wait_pct", 3.0))
+    for group in collectives.rank_groups(models):
+        matched = collectives.match(models, group)
+        if len(matched) == 0:
+            continue
+        counts = np.bincount(matched.last, minlength=len(group))
+        column = int(np.argmax(counts))
+        if counts[column] < max(1, min_share * len(matched)):
+            continue
+        late = matched.last == column
+        others = [k for k in range(len(group)) if k != column]
+        lost_ns = matched.wait_ns[late][:, others].sum(axis=0)  # per other rank, summed over the collectives
+        index = group[column]
+        steps = ctx.steps(index)
+        n_steps = 1 if steps.synthetic else max(1, len(steps.number))
+        per_step_lost = float(lost_ns.mean()) / n_steps
+        step_ns = float(np.median(steps.t1_ns - steps.t0_ns)) if len(steps.number) else 0.0
+        if step_ns <= 0 or 100.0 * per_step_lost / step_ns < min_wait_pct:
+            continue
+        model = models[index]
+        first_arrival = matched.arrival_ns[late].min(axis=1)
+        own_arrival = matched.arrival_ns[late][:, column]
+        cause, cause_ns, cause_rows = cause_of_lateness(model, first_arrival, own_arrival)
+        window_ns = int((own_arrival - first_arrival).sum())
+        rank = model.rank
+        doing = f" (it was in {cause}: {100.0 * cause_ns / max(window_ns, 1):.0f} % of that time)" if cause else ""
+        ev = [{"name": f"rank {models[group[k]].rank} waited", "dur_ns": int(ns), "rank": models[group[k]].rank}
+              for k, ns in zip(others, lost_ns.tolist())]
+        if cause:
+            ev += c.evidence(model, cause_rows, role="what the straggler was doing")
+        out.findings.append(ctx.finding(
+            "straggler", index,
+            title=f"rank {rank} is the straggler: last at {int(counts[column])} of {len(matched)} collectives; "
+                  f"the other ranks wait {fmt_ns(per_step_lost)} per step{doing}",
+            count=int(counts[column]), impact_ns=int(lost_ns.mean()),
+            time_ranges=list(zip(first_arrival.tolist(), own_arrival.tolist()))[:c.MAX_RANGES], evidence=ev,
+            source=None, evidence_rows=tuple(int(r) for r in cause_rows[:c.MAX_EVIDENCE]),
+            fix=f"Give rank {rank} less work or make it faster before the collective"
+                + (f": '{cause}' runs longer there than on the other ranks" if cause else "")
+                + ". Typical causes: uneven shards or sequence lengths (DistributedSampler, drop_last=True, "
+                  "length-bucketed batches), data loading on one slow node (more DataLoader workers), "
+                  "rank-0-only logging / evaluation / checkpointing inside the step, a throttled or shared GPU."))
+        out.not_run.extend(CheckNotRun("straggler", w) for w in matched.warnings)
+    return out
+
+
+RULES = (straggler,)

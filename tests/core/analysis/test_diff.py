@@ -1,0 +1,139 @@
+"""core.analysis.diff / significance on real H200 before/after pairs (tests/data/device/pairs)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from core.analysis import diff, significance
+from core.rules import analyze
+from core.trace.loader import load
+from helpers import REPO, shared_trace
+
+PAIRS = REPO / "tests" / "data" / "device" / "pairs"
+
+
+def _load(name: str):
+    return load(PAIRS / name)
+
+
+def _compare(a: str, b: str):
+    ts_a, ts_b = _load(a), _load(b)
+    return diff.compare(ts_a, ts_b, findings_a=analyze(ts_a).to_json()["findings"],
+                        findings_b=analyze(ts_b).to_json()["findings"])
+
+
+def test_significance_needs_a_real_shift():
+    rng = np.random.default_rng(1)
+    a = rng.normal(10e6, 0.2e6, 12)
+    shifted = significance.compare(a, a * 0.8)
+    assert shifted.significant is True and shifted.delta_pct < -15
+    same = significance.compare(a, rng.permutation(a))
+    assert same.significant is False and same.delta_ns == 0
+    noisy = significance.compare(a, rng.normal(10.05e6, 0.2e6, 12))
+    assert noisy.significant is False
+
+
+def test_too_few_steps_says_so_instead_of_guessing():
+    res = significance.compare(np.array([1e6, 1.1e6]), np.array([2e6, 2.1e6, 2.2e6]))
+    assert res.significant is None and res.p_value is None
+    assert "too few steps" in res.method and "A 2" in res.method
+
+
+def test_mann_whitney_matches_the_textbook_value():
+    # all of B above all of A, 5 vs 5: U = 0; normal approximation with continuity correction
+    p = significance.mann_whitney_p(np.arange(5), np.arange(5) + 10)
+    assert p == pytest.approx(0.0122, abs=1e-3)
+
+
+def test_a_trace_compared_with_itself_shows_zero_deltas():
+    ts = _load("gemm_bf16")
+    d = diff.compare(ts, ts, findings_a=[], findings_b=[])
+    assert d.step.delta_ns == 0 and d.step.significant is False
+    assert all(r.delta_ns == 0 and r.status == "same" for r in d.kernels + d.ops)
+    assert all(a == b for a, b in d.breakdown.values())
+    assert d.warnings == ()
+
+
+def test_pinned_copies_fix_names_the_change():
+    d = _compare("copy_pageable", "copy_pinned")
+    assert d.step.significant is True and d.step.delta_ns < 0
+    assert [f["rule"] for f in d.findings["fixed"]] == ["pageable_memcpy"]
+    assert not d.findings["new"]
+    top = {r.name: r.status for r in d.kernels[:2]}
+    assert top == {"Memcpy HtoD (Pageable -> Device)": "gone", "Memcpy HtoD (Pinned -> Device)": "new"}
+    ops = {r.name: r for r in d.ops[:3]}
+    assert "aten::copy_" in ops and ops["aten::copy_"].delta_ns < 0
+
+
+def test_more_dataloader_workers_fix_the_loader_finding():
+    d = _compare("loader_nw0", "loader_nw4")
+    assert d.step.significant is True and d.step.delta_pct < -50
+    assert "dataloader_bound" in [f["rule"] for f in d.findings["fixed"]]
+
+
+def test_json_has_the_documented_keys():
+    j = _compare("mlp_fp32", "mlp_bf16").to_json()
+    assert set(j) >= {"a", "b", "step", "breakdown", "kernels", "ops", "findings", "memory", "warnings"}
+    assert set(j["a"]) >= {"trace", "steps", "median_ns", "p10_ns", "p90_ns", "device", "torch_version"}
+    assert j["a"]["device"] == "NVIDIA H200" and j["a"]["torch_version"].startswith("2.11")
+    assert set(j["step"]) >= {"delta_ns", "delta_pct", "significant", "method"}
+    assert {"category", "a_ns", "b_ns", "delta_ns"} <= set(j["breakdown"][0])
+    assert {"name", "a_calls", "b_calls", "a_total_ns", "b_total_ns", "delta_ns", "status"} <= set(j["kernels"][0])
+    assert set(j["findings"]) == {"fixed", "new", "changed"}
+    assert "fp32_gemm" in [f["rule"] for f in j["findings"]["fixed"]]
+    # the fp32 GEMM kernels are gone and dominate the kernel change
+    assert j["kernels"][0]["status"] == "gone" and j["kernels"][0]["delta_ns"] < 0
+
+
+def test_different_gpus_warn_never_refuse():
+    a = _load("gemm_bf16")
+    b = load(shared_trace("gpu_clean.pt.trace.json.gz"))
+    d = diff.compare(a, b)
+    assert d.a.device and d.b.device  # both known
+    if d.a.device != d.b.device:
+        assert any("different GPUs" in w for w in d.warnings)
+
+
+def test_multi_rank_runs_aggregate_by_slowest_rank():
+    ts = load(shared_trace("gpu_ddp2"))
+    steps = diff.run_steps_ns(ts)
+    per_rank = [diff.step_samples_ns(m)[1] for m in ts.models]
+    assert len(steps) == len(per_rank[0])
+    assert np.array_equal(steps, np.maximum(*per_rank))
+
+
+def test_matching_survives_template_and_recompile_changes():
+    a = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >(int)"
+    b = "void at::native::vectorized_elementwise_kernel<8, at::native::FillFunctor<c10::BFloat16>, at::detail::Array<char*, 1> >(int)"
+    assert diff.kernel_key(a, False) != diff.kernel_key(b, False)
+    assert diff.kernel_key(a, True) == diff.kernel_key(b, True)
+    assert diff.op_key("Torch-Compiled Region: 0/0") == diff.op_key("Torch-Compiled Region: 0/1")
+    assert diff.op_key("Torch-Compiled Region: 0/0") != diff.op_key("Torch-Compiled Region: 1/0")
+
+
+def test_findings_match_by_rule_source_and_title_shape():
+    a = [{"rule": "host_sync", "severity": "warning", "title": "3 host syncs (1.2 ms)", "impact_ns": 1000,
+          "source": {"file": "t.py", "line": 3}},
+         {"rule": "fp32_gemm", "severity": "error", "title": "GEMMs in fp32", "impact_ns": 5000, "source": None}]
+    b = [{"rule": "host_sync", "severity": "info", "title": "1 host syncs (0.2 ms)", "impact_ns": 200,
+          "source": {"file": "t.py", "line": 3}},
+         {"rule": "gpu_idle", "severity": "info", "title": "GPU idle", "impact_ns": 100, "source": None}]
+    m = diff.match_findings(a, b)
+    assert [f["rule"] for f in m["fixed"]] == ["fp32_gemm"]
+    assert [f["rule"] for f in m["new"]] == ["gpu_idle"]
+    assert [(c["rule"], c["delta_ns"]) for c in m["changed"]] == [("host_sync", -800)]
+
+
+def test_ops_by_shape_split_rows():
+    ts = _load("gemm_bf16")
+    by_name = diff.compare(ts, ts).ops
+    by_shape = diff.compare(ts, ts, by_shape=True).ops
+    assert len(by_shape) >= len(by_name)
+    assert any("[" in r.name for r in by_shape)
+
+
+def test_pairs_folder_is_what_the_readme_says():
+    names = {p.name for p in Path(PAIRS).iterdir() if p.is_dir()}
+    assert {"copy_pageable", "copy_pinned", "gemm_bf16", "mlp_fp32", "mlp_bf16", "loader_nw0", "loader_nw4"} <= names
