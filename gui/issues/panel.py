@@ -147,7 +147,7 @@ class IssuesPanel(QtWidgets.QWidget):
         self._breakdowns = list(breakdowns) if breakdowns is not None else [step_breakdown(m, kw)
                                                                             for m in trace_set.models]
         self.model.set_findings(analysis.findings)
-        self.table.sortByColumn(2, QtCore.Qt.SortOrder.DescendingOrder)
+        self.table.sortByColumn(4, QtCore.Qt.SortOrder.DescendingOrder)
         self.table.resizeColumnsToContents()
         self.table.setColumnWidth(1, min(self.table.columnWidth(1), 380))  # long titles: full text on hover
         n_err = sum(1 for f in analysis.findings if f.severity.label == "error")

@@ -26,13 +26,16 @@ def test_worker_fills_panel_and_selection_emits_range(qtbot, issues_ts):
         assert panel.status.text().startswith("Analysing")  # returned at once: the work is in the worker
     analysis = blocker.args[0]
     assert panel.model.rowCount() == len(analysis.findings) > 5
-    # sorted by impact, largest first
-    impacts = [panel.model.finding(panel.proxy.mapToSource(panel.proxy.index(r, 0)).row()).impact_ns
-               for r in range(panel.proxy.rowCount())]
-    assert impacts == sorted(impacts, reverse=True)
+    # sorted by what the fix would save, largest first; findings without a what-if last
+    shown = [panel.model.finding(panel.proxy.mapToSource(panel.proxy.index(r, 0)).row())
+             for r in range(panel.proxy.rowCount())]
+    savings = [f.saving_ns if f.saving_ns is not None else -1 for f in shown]
+    assert savings == sorted(savings, reverse=True)
+    texts = [panel.proxy.index(r, 4).data() for r in range(panel.proxy.rowCount())]
+    assert all(t.startswith("est. −") and "/step" in t for t, f in zip(texts, shown) if f.saving_ns is not None)
     # pick the host_sync finding and check what the timeline would get
     row = next(r for r in range(panel.proxy.rowCount())
-               if panel.proxy.index(r, 5).data() == "host_sync")
+               if panel.proxy.index(r, 6).data() == "host_sync")
     with qtbot.waitSignal(panel.sig_finding_selected, timeout=2_000) as sel:
         panel.select_row(row)
     mi, t0, t1, rows = sel.args
