@@ -1,8 +1,8 @@
 """Per-step "where does the time go": GPU compute, memcpy, and the idle time split by its cause.
 
-Every step window (its GPU span where it has GPU work, else its CPU window: core.analysis.steps.breakdown_windows)
-is divided so the parts add up to its duration:
-  compute_ns      kernels running (union over streams)
+Every step window is divided so the parts add up to the step duration:
+  compute_ns      compute kernels running (union over streams; every kernel that is not communication)
+  comm_ns         only communication kernels running (NCCL / RCCL / HCCL collectives; no compute kernel)
   memcpy_ns       only copies/memsets running (no kernel)
   dataloader_ns   GPU idle while the CPU is in DataLoader `__next__`
   compile_ns      GPU idle while torch.compile itself runs (dynamo / inductor / autotuning)
@@ -10,11 +10,24 @@ is divided so the parts add up to its duration:
   sync_wait_ns    GPU idle after a host synchronisation drained the queue (until the next GPU work)
   host_wait_ns    other GPU idle where the CPU had not queued the next GPU work yet: its launch (the runtime
                   call linked by correlation) started after the GPU went idle
-  kernel_wait_ns  other GPU idle although the next work was already launched (launch / dependency latency)
-The host-wait / kernel-wait split is HTA's idle time breakdown rule (host wait: the next kernel's runtime
-call started after the previous kernel ended), applied to the gaps of the GPU busy union; a gap whose next
-GPU event has no launch link falls back to its length (longer than `kernel_wait_max_ns`: host wait). CPU-only traces get has_gpu=False
-and all GPU parts zero; dataloader_cpu_ns (CPU time in DataLoader `__next__`) is filled for every trace.
+  kernel_wait_ns  other GPU idle although the next work was already launched, in a gap shorter than
+                  `kernel_wait_max_ns` (launch / back-to-back kernel latency)
+  other_idle_ns   other GPU idle although the next work was already launched, in a gap of at least
+                  `kernel_wait_max_ns` (waits on events / other streams / the host that the trace does not name)
+The host wait / kernel wait / other split is HTA's idle time breakdown (hta/analyzers/breakdown_analysis.py
+`_analyze_idle_time_for_stream`: host wait when the next kernel's runtime call started after the previous
+kernel ended; else kernel wait when the gap is under `consecutive_kernel_delay` (30 µs); else other), applied
+to the gaps of the GPU busy union rather than per stream, after our named causes took their share; a gap
+whose next GPU event has no launch link falls back to its length (at least `kernel_wait_max_ns`: host wait).
+Communication kernels are HTA's `CommunicateKernelGroupingPattern` (names starting nccl / rccl / hccl, or
+holding ncclKernel / ncclDevKernel); compute takes priority where both run (HTA's temporal breakdown).
+CPU-only traces get has_gpu=False and all GPU parts zero; dataloader_cpu_ns (CPU time in DataLoader
+`__next__`) is filled for every trace.
+
+The step windows come in as an argument (`windows`: (number, t0_ns, t1_ns)); by default they are
+`core.analysis.steps.breakdown_windows` (each step's GPU span, tiling the GPU timeline, where it has GPU work;
+its ProfilerStep span otherwise), so another step definition plugs in without touching this module.
+`default_windows` stays the ProfilerStep spans (CPU-side per-step counts use it).
 """
 from __future__ import annotations
 
@@ -31,8 +44,38 @@ from core.trace.model import GPU_KINDS, FlowKind, Kind, TraceModel
 SYNC_NAMES = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
 DEFAULT_KERNEL_WAIT_MAX_NS = 30_000  # resources/rules.toml [gpu_idle] kernel_wait_max_ns (HTA default range)
 
-PARTS = ("compute_ns", "memcpy_ns", "dataloader_ns", "compile_ns", "comm_wait_ns", "sync_wait_ns", "host_wait_ns",
-         "kernel_wait_ns")
+PARTS = ("compute_ns", "comm_ns", "memcpy_ns", "dataloader_ns", "compile_ns", "comm_wait_ns", "sync_wait_ns",
+         "host_wait_ns", "kernel_wait_ns", "other_idle_ns")
+COMM_KERNEL_PATTERN = re.compile(r"^(nccl|rccl|hccl)|ncclKernel|ncclDevKernel", re.IGNORECASE)
+
+
+def comm_kernel_mask(model: TraceModel) -> np.ndarray:
+    """Per slice row: a communication (collective) kernel (cached per model)."""
+    def compute():
+        s = model.slices
+        ids = model.strings.ids_matching(lambda n: COMM_KERNEL_PATTERN.search(n) is not None)
+        return (s.kind == Kind.KERNEL) & np.isin(s.name, ids)
+    return cached(model, "comm_kernel_mask", compute)
+
+
+Windows = tuple  # (number int64, t0_ns int64, t1_ns int64)
+
+
+def default_windows(model: TraceModel) -> Windows:
+    number, w0, w1, _ = step_windows(model)
+    return np.asarray(number, np.int64), np.asarray(w0, np.int64), np.asarray(w1, np.int64)
+
+
+def gpu_default_windows(model: TraceModel) -> Windows:
+    """The breakdown's default: windows on the GPU timeline (core.analysis.step_times)."""
+    number, w0, w1, _ = breakdown_windows(model)
+    return np.asarray(number, np.int64), np.asarray(w0, np.int64), np.asarray(w1, np.int64)
+
+
+def _windows_key(windows: Windows | None) -> str:
+    if windows is None:
+        return "steps"
+    return "w" + str(hash((np.asarray(windows[1], np.int64).tobytes(), np.asarray(windows[2], np.int64).tobytes())))
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +84,7 @@ class StepBreakdown:
     ts_ns: np.ndarray
     dur_ns: np.ndarray
     compute_ns: np.ndarray
+    comm_ns: np.ndarray
     memcpy_ns: np.ndarray
     dataloader_ns: np.ndarray
     compile_ns: np.ndarray
@@ -48,7 +92,8 @@ class StepBreakdown:
     sync_wait_ns: np.ndarray
     host_wait_ns: np.ndarray
     kernel_wait_ns: np.ndarray
-    dataloader_cpu_ns: np.ndarray  # CPU time inside DataLoader __next__ (inside the CPU step window)
+    other_idle_ns: np.ndarray
+    dataloader_cpu_ns: np.ndarray  # CPU time inside DataLoader __next__ (inside the ProfilerStep window)
     has_gpu: bool
 
     def __len__(self) -> int:
@@ -56,7 +101,12 @@ class StepBreakdown:
 
     @property
     def idle_ns(self) -> np.ndarray:
-        return self.dataloader_ns + self.compile_ns + self.comm_wait_ns + self.sync_wait_ns + self.host_wait_ns + self.kernel_wait_ns
+        return (self.dataloader_ns + self.compile_ns + self.comm_wait_ns + self.sync_wait_ns + self.host_wait_ns
+                + self.kernel_wait_ns + self.other_idle_ns)
+
+    @property
+    def busy_ns(self) -> np.ndarray:
+        return self.compute_ns + self.comm_ns + self.memcpy_ns
 
     def parts(self) -> dict[str, np.ndarray]:
         return {p: getattr(self, p) for p in PARTS}
@@ -105,8 +155,12 @@ def sync_drain_intervals(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
     return intervals.union(t0[drained], np.maximum(nxt, t1)[drained])
 
 
-def step_breakdown(model: TraceModel, kernel_wait_max_ns: int = DEFAULT_KERNEL_WAIT_MAX_NS) -> StepBreakdown:
-    return cached(model, f"breakdown:{kernel_wait_max_ns}", lambda: _breakdown(model, kernel_wait_max_ns))
+def step_breakdown(model: TraceModel, kernel_wait_max_ns: int = DEFAULT_KERNEL_WAIT_MAX_NS,
+                   windows: Windows | None = None) -> StepBreakdown:
+    """Per-step breakdown; `windows` (number, t0_ns, t1_ns) defaults to the ProfilerStep windows."""
+    key = f"breakdown:{kernel_wait_max_ns}:{_windows_key(windows)}"
+    return cached(model, key, lambda: _breakdown(model, kernel_wait_max_ns,
+                                                 gpu_default_windows(model) if windows is None else windows))
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +173,7 @@ class IdlePieces:
     sync: tuple[np.ndarray, np.ndarray]
     host_wait: tuple[np.ndarray, np.ndarray]
     kernel_wait: tuple[np.ndarray, np.ndarray]
+    other: tuple[np.ndarray, np.ndarray]
 
 
 def launch_ts_of_gpu(model: TraceModel) -> np.ndarray:
@@ -132,13 +187,16 @@ def launch_ts_of_gpu(model: TraceModel) -> np.ndarray:
     return cached(model, "launch_ts_of_gpu", compute)
 
 
-def idle_pieces(model: TraceModel, kernel_wait_max_ns: int = DEFAULT_KERNEL_WAIT_MAX_NS) -> IdlePieces | None:
+def idle_pieces(model: TraceModel, kernel_wait_max_ns: int = DEFAULT_KERNEL_WAIT_MAX_NS,
+                windows: Windows | None = None) -> IdlePieces | None:
     """The GPU idle of the trace split by cause (None without GPU activity); cached per model."""
-    return cached(model, f"idle_pieces:{kernel_wait_max_ns}", lambda: _idle_pieces(model, kernel_wait_max_ns))
+    key = f"idle_pieces:{kernel_wait_max_ns}:{_windows_key(windows)}"
+    return cached(model, key, lambda: _idle_pieces(model, kernel_wait_max_ns,
+                                                   gpu_default_windows(model) if windows is None else windows))
 
 
-def _idle_pieces(model: TraceModel, kw_max: int) -> IdlePieces | None:
-    number, w0, w1, _ = breakdown_windows(model)
+def _idle_pieces(model: TraceModel, kw_max: int, windows: Windows) -> IdlePieces | None:
+    _, w0, w1 = windows
     bs, be = gpu_busy_union(model)
     if not len(bs):
         return None
@@ -170,38 +228,46 @@ def _idle_pieces(model: TraceModel, kw_max: int) -> IdlePieces | None:
     launch = np.where(found, launch_ts_of_gpu(model)[gpu[np.minimum(j, len(gpu) - 1)]], -1)
     gap_host = np.where(launch >= 0, launch > gs, (ge - gs) > kw_max)
     gap_host |= ~found  # nothing follows inside the span: the CPU never queued more work
+    gap_long = (ge - gs) >= kw_max  # HTA: kernel wait only under consecutive_kernel_delay, else "other"
     gi = np.searchsorted(gs, os_, side="right") - 1
     host = gap_host[gi] if len(os_) else np.zeros(0, bool)
+    long = gap_long[gi] if len(os_) else np.zeros(0, bool)
+    kernel = ~host & ~long
+    other = ~host & long
     return IdlePieces(dataloader=(dls, dle), compile=(cps, cpe), comm=(cos, coe), sync=(sys_, sye),
-                      host_wait=(os_[host], oe[host]), kernel_wait=(os_[~host], oe[~host]))
+                      host_wait=(os_[host], oe[host]), kernel_wait=(os_[kernel], oe[kernel]),
+                      other=(os_[other], oe[other]))
 
 
-def _breakdown(model: TraceModel, kw_max: int) -> StepBreakdown:
-    number, w0, w1, _ = breakdown_windows(model)
-    w0 = np.asarray(w0, np.int64)
-    w1 = np.asarray(w1, np.int64)
+def _breakdown(model: TraceModel, kw_max: int, windows: Windows) -> StepBreakdown:
+    number, w0, w1 = (np.asarray(a, np.int64) for a in windows)
     n = len(w0)
     s = model.slices
     dl_s, dl_e = dataloader_intervals(model)
-    _, c0, c1, _ = step_windows(model)  # a CPU-side share: inside the CPU step windows
-    dl_cpu = intervals.covered(dl_s, dl_e, np.asarray(c0, np.int64), np.asarray(c1, np.int64))
+    _, c0, c1 = default_windows(model)  # a CPU-side share: inside the ProfilerStep windows
+    dl_cpu = intervals.covered(dl_s, dl_e, c0, c1) if len(c0) == n else intervals.covered(dl_s, dl_e, w0, w1)
     z = np.zeros(n, np.int64)
-    p = idle_pieces(model, kw_max)
+    p = idle_pieces(model, kw_max, windows)
     if p is None:
-        return StepBreakdown(np.asarray(number, np.int64), w0, w1 - w0, z, z, z, z, z, z, z, z, dl_cpu, False)
+        return StepBreakdown(number, w0, w1 - w0, z, z, z, z, z, z, z, z, z, z, dl_cpu, False)
     bs, be = gpu_busy_union(model)
     km = s.kind == Kind.KERNEL
-    ks, ke = intervals.union(s.ts_ns[km], s.ts_ns[km] + s.dur_ns[km])
+    comm_rows = comm_kernel_mask(model)
+    cm = km & ~comm_rows
+    ks, ke = intervals.union(s.ts_ns[cm], s.ts_ns[cm] + s.dur_ns[cm])
+    as_, ae = intervals.union(s.ts_ns[km], s.ts_ns[km] + s.dur_ns[km])
     busy = intervals.covered(bs, be, w0, w1)
     compute = intervals.covered(ks, ke, w0, w1)
+    any_kernel = intervals.covered(as_, ae, w0, w1)
 
     def cov(pair):
         return intervals.covered(pair[0], pair[1], w0, w1)
 
-    return StepBreakdown(number=np.asarray(number, np.int64), ts_ns=w0, dur_ns=w1 - w0, compute_ns=compute,
-                         memcpy_ns=busy - compute, dataloader_ns=cov(p.dataloader), compile_ns=cov(p.compile),
+    return StepBreakdown(number=number, ts_ns=w0, dur_ns=w1 - w0, compute_ns=compute, comm_ns=any_kernel - compute,
+                         memcpy_ns=busy - any_kernel, dataloader_ns=cov(p.dataloader), compile_ns=cov(p.compile),
                          comm_wait_ns=cov(p.comm), sync_wait_ns=cov(p.sync), host_wait_ns=cov(p.host_wait),
-                         kernel_wait_ns=cov(p.kernel_wait), dataloader_cpu_ns=dl_cpu, has_gpu=True)
+                         kernel_wait_ns=cov(p.kernel_wait), other_idle_ns=cov(p.other), dataloader_cpu_ns=dl_cpu,
+                         has_gpu=True)
 
 
 def idle_gaps(model: TraceModel, t0_ns: int, t1_ns: int) -> tuple[np.ndarray, np.ndarray]:

@@ -162,7 +162,7 @@ def _breakdown_means(ts: TraceSet) -> tuple[dict[str, float], float | None]:
         steps += len(bd)
         if bd.has_gpu:
             dur = bd.dur_ns.sum()
-            gpu = sum(float(getattr(bd, p).sum()) for p in PARTS if p in ("compute_ns", "memcpy_ns"))
+            gpu = float(bd.busy_ns.sum())  # compute + communication kernels + memcpy / memset
             busy.append(100.0 * gpu / dur if dur > 0 else 0.0)
     means = {p: sums[p] / steps if steps else 0.0 for p in PARTS}
     return means, (float(np.mean(busy)) if busy else None)

@@ -10,17 +10,26 @@ from core.analysis.tree import parents
 from core.trace.model import GPU_KINDS, FlowKind, Kind, TraceModel, TrackKind
 
 
+GPU_WORK_KINDS = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
+
+
 @dataclass(frozen=True, slots=True)
 class KernelTable:
-    """One row per kernel name, sorted by total time (descending)."""
+    """One row per (kind, name) of GPU work: kernels first, then memcpy, then memset rows, each block sorted by
+    total time (descending). The Kernels tab and kernels.csv are both this table."""
 
     name: np.ndarray  # int32 string id
+    kind: np.ndarray  # int8 Kind (KERNEL, MEMCPY, MEMSET)
     calls: np.ndarray  # int64
     total_ns: np.ndarray  # int64
     mean_ns: np.ndarray  # float64
     min_ns: np.ndarray  # int64
     max_ns: np.ndarray  # int64
-    gpu_pct: np.ndarray  # float64 share of all kernel time
+    p50_ns: np.ndarray  # float64 median duration (linear interpolation, numpy's default)
+    p95_ns: np.ndarray  # float64
+    stddev_ns: np.ndarray  # float64 sample standard deviation (ddof=1, 0 for one call: pandas / HTA)
+    gpu_pct: np.ndarray  # float64 kernel rows: share of all kernel time; memcpy / memset rows: share of their
+    #                      kind's time (a copy is not kernel time)
     grid: np.ndarray  # int32 string id (of the longest call)
     block: np.ndarray  # int32 string id
     registers: np.ndarray  # int32 (-1 unknown)
@@ -51,36 +60,58 @@ def _group(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return uniq, inv.reshape(-1)
 
 
-def kernel_table(model: TraceModel, kinds: tuple[Kind, ...] = (Kind.KERNEL,)) -> KernelTable:
+def kernel_table(model: TraceModel, kinds: tuple[Kind, ...] = GPU_WORK_KINDS) -> KernelTable:
+    """The kernels table (cached per model and kinds)."""
+    return cached(model, f"kernel_table:{tuple(int(k) for k in kinds)}", lambda: _kernel_table(model, kinds))
+
+
+def _group_percentile(sorted_dur: np.ndarray, starts: np.ndarray, counts: np.ndarray, q: float) -> np.ndarray:
+    """Per group (rows [start, start + count) of durations sorted within groups): numpy's linear percentile."""
+    pos = q * (counts - 1)
+    lo = np.floor(pos).astype(np.int64)
+    hi = np.minimum(lo + 1, counts - 1)
+    lo_v = sorted_dur[starts + lo].astype(np.float64)
+    hi_v = sorted_dur[starts + hi].astype(np.float64)
+    return lo_v + (hi_v - lo_v) * (pos - lo)
+
+
+def _kernel_table(model: TraceModel, kinds: tuple[Kind, ...]) -> KernelTable:
     s = model.slices
     rows = np.flatnonzero(np.isin(s.kind, np.asarray(kinds, dtype=np.int8)))
     if not len(rows):
         z = np.zeros(0, np.int64)
-        return KernelTable(z.astype(np.int32), z, z, z.astype(float), z, z, z.astype(float), z.astype(np.int32),
+        f = z.astype(float)
+        return KernelTable(z.astype(np.int32), z.astype(np.int8), z, z, f, z, z, f, f, f, f, z.astype(np.int32),
                            z.astype(np.int32), z.astype(np.int32), z.astype(np.float32))
-    names, inv = _group(s.name[rows])
+    keys, inv = _group(np.stack([s.kind[rows].astype(np.int64), s.name[rows].astype(np.int64)], axis=1))
+    kind, names = keys[:, 0].astype(np.int8), keys[:, 1].astype(np.int32)
     dur = s.dur_ns[rows]
     k = len(names)
     calls = np.bincount(inv, minlength=k).astype(np.int64)
     total = np.bincount(inv, weights=dur, minlength=k).astype(np.int64)
-    mn = np.full(k, np.iinfo(np.int64).max, np.int64)
-    np.minimum.at(mn, inv, dur)
-    mx = np.zeros(k, np.int64)
-    np.maximum.at(mx, inv, dur)
-    # representative launch config: the longest call's
+    # durations sorted within groups: min, max, percentiles, the longest call
     order = np.lexsort((dur, inv))
-    last = np.append(np.flatnonzero(np.diff(inv[order])), len(order) - 1)
-    rep = rows[order[last]]
+    sorted_dur = dur[order]
+    starts = np.concatenate([[0], np.cumsum(calls)[:-1]])
+    mn = sorted_dur[starts]
+    mx = sorted_dur[starts + calls - 1]
+    p50 = _group_percentile(sorted_dur, starts, calls, 0.50)
+    p95 = _group_percentile(sorted_dur, starts, calls, 0.95)
+    mean = total / np.maximum(calls, 1)
+    sq = np.bincount(inv, weights=(dur - mean[inv]) ** 2, minlength=k)
+    stddev = np.where(calls > 1, np.sqrt(sq / np.maximum(calls - 1, 1)), 0.0)
+    rep = rows[order[starts + calls - 1]]  # representative launch config: the longest call's
     occ = s.occupancy[rows].astype(np.float64)
     valid = ~np.isnan(occ)
     occ_sum = np.bincount(inv[valid], weights=occ[valid], minlength=k)
     occ_n = np.bincount(inv[valid], minlength=k)
     occupancy = np.where(occ_n > 0, occ_sum / np.maximum(occ_n, 1), np.nan).astype(np.float32)
-    all_total = max(int(total.sum()), 1)
-    srt = np.argsort(-total, kind="stable")
-    return KernelTable(name=names[srt].astype(np.int32), calls=calls[srt], total_ns=total[srt],
-                       mean_ns=(total / np.maximum(calls, 1))[srt], min_ns=mn[srt], max_ns=mx[srt],
-                       gpu_pct=(100.0 * total / all_total)[srt], grid=s.grid[rep][srt], block=s.block[rep][srt],
+    kind_total = np.bincount(kind.astype(np.int64), weights=total, minlength=256)
+    share = 100.0 * total / np.maximum(kind_total[kind.astype(np.int64)], 1)
+    srt = np.lexsort((-total, kind))
+    return KernelTable(name=names[srt], kind=kind[srt], calls=calls[srt], total_ns=total[srt], mean_ns=mean[srt],
+                       min_ns=mn[srt], max_ns=mx[srt], p50_ns=p50[srt], p95_ns=p95[srt], stddev_ns=stddev[srt],
+                       gpu_pct=share[srt], grid=s.grid[rep][srt], block=s.block[rep][srt],
                        registers=s.registers[rep][srt], occupancy_pct=occupancy[srt])
 
 

@@ -2,7 +2,9 @@
 
 Exit 0 ok, 1 when a finding at or above --fail-on exists (a CI gate), 2 bad input (one line).
 JSON: {"findings": [{"rule","severity","title","count","impact_ns","impact_pct","time_ranges","source",
-"evidence","fix"}], "summary": {...}} (ARCHITECTURE.md).
+"evidence","fix"}], "summary": {...}, "metrics": [{"rank","overlap_pct","queue_length","launch_delay_us",
+"kernels_shorter_than_launch","memcpy_gbps","tflops","mfu_pct","device"}]} (ARCHITECTURE.md; metrics:
+core.analysis.metrics, one object per trace file / rank; summary adds tflops and mfu_pct of the first rank).
 """
 from __future__ import annotations
 
@@ -58,12 +60,18 @@ def run(args) -> int:
             print(f"ptprof: cannot write {args.csv}: {exc.strerror or exc}", file=sys.stderr)
             return 2
     from core.analysis import health
+    from core.analysis.metrics import trace_metrics
     checks = [h.to_json() for h in health.check(ts)]
+    metrics = trace_metrics(ts)
     if args.json:
-        json.dump({"health": checks} | result.to_json(), sys.stdout)
+        doc = {"health": checks} | result.to_json()
+        doc["summary"] = dict(doc["summary"], tflops=metrics[0].tflops if metrics else None,
+                              mfu_pct=metrics[0].mfu_pct if metrics else None)
+        doc["metrics"] = [rm.to_json() for rm in metrics]
+        json.dump(doc, sys.stdout)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(format_table(result, checks))
+        sys.stdout.write(format_table(result, metrics, checks))
     if args.fail_on and result.at_or_above(Severity.parse(args.fail_on)):
         return 1
     return 0
@@ -76,7 +84,7 @@ def write_csv(result, path: str, trace_set) -> None:
     write_findings(wrap(result).findings, path, trace_set)
 
 
-def format_table(result, checks=()) -> str:
+def format_table(result, metrics=(), checks=()) -> str:
     s = result.summary
     traces = s.get("traces", s["ranks"])
     files = f" in {traces} trace files" if traces != s["ranks"] else ""
@@ -91,6 +99,8 @@ def format_table(result, checks=()) -> str:
                      f"(-{together['saving_pct']:.1f} %)")
     lines.extend(f"  warning: {w}" for w in s.get("warnings", ()))
     lines.extend(f"  {h['severity']}: {h['message']}" for h in checks if h["severity"] != "info")
+    from core.analysis.metrics import format_metrics
+    lines.extend(format_metrics(metrics))
     lines.append("")
     if result.findings:
         lines.append(f"  {'SEVERITY':8} {'RULE':22} {'IMPACT':>10} {'%STEP':>6} {'SAVES/STEP':>11} {'COUNT':>6}  TITLE")

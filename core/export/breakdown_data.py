@@ -1,8 +1,9 @@
 """Where step time goes, per step: the data of breakdown.png and of the report's step table.
 
 GPU traces: each step's wall time is split exactly (categories add up to the step duration). With the
-rules' `core.analysis.breakdown` (HTA-style) it is compute, memcpy and GPU idle split by cause
-(DataLoader, torch.compile, collective wait, after a host sync, CPU not queuing work, between kernels);
+rules' `core.analysis.breakdown` (HTA-style) it is compute, communication kernels, memcpy and GPU idle
+split by cause (DataLoader, torch.compile, collective wait, after a host sync, CPU not queuing work,
+between kernels, other);
 without it, by what the GPUs were doing in priority order: compute kernels, communication kernels
 (NCCL/gloo names), memcpy, memset, idle. CPU-only traces: the step thread's time in DataLoader
 `__next__`, optimizer `step`, other top-level ops, and untracked (Python / nothing profiled).
@@ -24,12 +25,14 @@ COMM_MARKERS = ("nccl", "gloo", "allreduce", "all_reduce", "allgather", "reduces
 GPU_CATEGORIES = (("compute kernels", "compute"), ("communication", "communication"), ("memcpy", "memcpy"),
                   ("memset", "memset"), ("GPU idle", "idle"))
 # core.analysis.breakdown.StepBreakdown field -> (label, colour key)
-HTA_CATEGORIES = (("compute_ns", "compute kernels", "compute"), ("memcpy_ns", "memcpy / memset only", "memcpy"),
+HTA_CATEGORIES = (("compute_ns", "compute kernels", "compute"), ("comm_ns", "communication kernels", "communication"),
+                  ("memcpy_ns", "memcpy / memset only", "memcpy"),
                   ("dataloader_ns", "idle: DataLoader", "dataloader"), ("compile_ns", "idle: torch.compile", "compile"),
-                  ("comm_wait_ns", "idle: collective wait", "communication"),
+                  ("comm_wait_ns", "idle: collective wait", "comm_wait"),
                   ("sync_wait_ns", "idle: after host sync", "sync_wait"),
                   ("host_wait_ns", "idle: CPU not queuing work", "host_wait"),
-                  ("kernel_wait_ns", "idle: between kernels", "kernel_wait"))
+                  ("kernel_wait_ns", "idle: between kernels", "kernel_wait"),
+                  ("other_idle_ns", "idle: other (long gaps, work queued)", "other_idle"))
 CPU_CATEGORIES = (("DataLoader", "dataloader"), ("optimizer", "optimizer"), ("other ops", "other_ops"),
                   ("untracked", "untracked"))
 
@@ -84,7 +87,7 @@ def _hta_breakdown(model: TraceModel) -> StepBreakdown | None:
         return None
     values = np.stack([np.asarray(getattr(b, f), np.int64) for f, _, _ in HTA_CATEGORIES], axis=1)
     return StepBreakdown(model.rank, np.asarray(b.number, np.int64), tuple((lab, key) for _, lab, key in HTA_CATEGORIES),
-                         values, True, busy_parts=2)
+                         values, True, busy_parts=3)
 
 
 def step_breakdown(model: TraceModel) -> StepBreakdown:

@@ -37,6 +37,7 @@ class ReportContext:
     ops: ExportTable
     steps: ExportTable
     breakdown: list[StepBreakdown]
+    metrics: list = field(default_factory=list)  # core.analysis.metrics.RankMetrics per rank
     png: dict[str, bytes] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)  # figure -> reason it is missing
     files: list[str] = field(default_factory=list)  # names written next to report.html
@@ -143,8 +144,10 @@ def _steps(ctx: ReportContext) -> str:
     # only the parts that occur (a table of zeros hides the ones that matter)
     used = [j for j in range(len(cats)) if any(b.values_ns[:, j].any() for b in ctx.breakdown if b.categories == cats)]
     gpu = any(m.devices for m in ctx.trace_set.models)
+    flops = "tflops" in col and any(np.isfinite(np.asarray(st.data[col["tflops"]], dtype=float)))
+    mfu = flops and any(np.isfinite(np.asarray(st.data[col["mfu_pct"]], dtype=float)))
     head = (["rank", "step", "CPU ms"] + (["GPU ms", "step ms", "bound", "GPU busy %", "kernels"] if gpu else [])
-            + [f"{cats[j][0]} ms" for j in used])
+            + [f"{cats[j][0]} ms" for j in used] + (["TFLOP/s"] if flops else []) + (["MFU %"] if mfu else []))
     rows = []
     for i in range(len(st)):
         rank, step = int(st.data[col["rank"]][i]), int(st.data[col["step"]][i])
@@ -153,8 +156,37 @@ def _steps(ctx: ReportContext) -> str:
                      esc(st.data[col["bound"]][i]), f"{float(st.data[col['gpu_busy_pct']][i]):.1f}",
                      esc(st.data[col["kernel_count"]][i])] if gpu else []
         rows.append([esc(rank), esc(step if step >= 0 else "whole trace"), _ms(st.data[col["dur_us"]][i])] + gpu_cells
-                    + [f"{vals[j] / 1e6:.3f}" for j in used])
+                    + [f"{vals[j] / 1e6:.3f}" for j in used]
+                    + ([_num(st.data[col["tflops"]][i], 2)] if flops else [])
+                    + ([_num(st.data[col["mfu_pct"]][i], 1)] if mfu else []))
     return f"<div class=scroll>{_table(head, rows, num_from=2)}</div>"
+
+
+def _num(v, digits: int) -> str:
+    return "" if v is None or not np.isfinite(float(v)) else f"{float(v):.{digits}f}"
+
+
+def _metrics(ctx: ReportContext) -> str:
+    """Per-rank parity metrics (core.analysis.metrics; metrics.csv has every number)."""
+    if not ctx.metrics:
+        return "<p class=muted>no metrics</p>"
+    rows = []
+    for rm in ctx.metrics:
+        d = rm.launch_delay_us
+        queue = ", ".join(f"s{q['stream']} {q['mean']:.2f}/{q['max']}" for q in rm.queue_length)
+        copies = ", ".join(f"{c['direction']} {c['memory']} {c['gbps']:.1f}" for c in rm.memcpy_gbps
+                           if c["gbps"] is not None)
+        rows.append([esc(rm.rank), esc(rm.device or "–"), _num(rm.tflops if rm.tflops is not None else np.nan, 2),
+                     _num(rm.mfu_pct if rm.mfu_pct is not None else np.nan, 1),
+                     _num(rm.overlap_pct if rm.overlap_pct is not None else np.nan, 1),
+                     esc(f"{d['p50']:.1f} / {d['p95']:.1f}" if d else ""),
+                     esc(rm.kernels_shorter_than_launch if d else ""), esc(queue), esc(copies)])
+    note = ("<p class=muted>TFLOP/s and MFU from recorded shapes (empty without record_shapes; MFU needs a known "
+            "device: resources/device_peaks.toml); overlap: communication kernel time overlapped by compute; "
+            "queue: mean / max outstanding GPU operations per stream; launch delay: GPU start after the launch "
+            "call ended (HTA's definitions).</p>")
+    return _table(["rank", "device", "TFLOP/s", "MFU %", "comm overlap %", "launch delay p50 / p95 µs",
+                   "GPU work shorter than its launch", "queue length mean/max", "memcpy GB/s"], rows, num_from=2) + note
 
 
 def _top(table: ExportTable, cols: list[tuple[str, str, str]], sort_by: str, multi_rank: bool = False) -> str:
@@ -214,8 +246,9 @@ def build_html(ctx: ReportContext) -> str:
     warnings = "".join(f"<li>{esc(w)}</li>" for w in ts.all_warnings)
     files = " · ".join(f"<a href='{esc(f)}'>{esc(f)}</a>" for f in ctx.files)
     multi = len(ts.models) > 1
-    kernels = _top(ctx.kernels, [("name", "kernel", "text"), ("calls", "calls", "int"), ("total_us", "total ms", "ms"),
-                                 ("mean_us", "mean ms", "ms"), ("gpu_pct", "% GPU", "pct")], "total_us", multi)
+    kernels = _top(ctx.kernels, [("name", "kernel", "text"), ("kind", "kind", "text"), ("calls", "calls", "int"),
+                                 ("total_us", "total ms", "ms"), ("mean_us", "mean ms", "ms"),
+                                 ("p95_us", "p95 ms", "ms"), ("gpu_pct", "% of kind", "pct")], "total_us", multi)
     ops = _top(ctx.ops, [("name", "op", "text"), ("calls", "calls", "int"), ("host_total_us", "CPU total ms", "ms"),
                          ("host_self_us", "CPU self ms", "ms"), ("device_us", "GPU ms", "ms")], "host_total_us", multi)
     has_gpu = any(m.devices for m in ts.models) or "gpu" in ctx.png
@@ -232,6 +265,7 @@ def build_html(ctx: ReportContext) -> str:
 <section><h2>Can I trust this trace?</h2>{_health(ctx)}</section>
 <section><h2>Findings</h2>{_findings(ctx)}</section>
 <section><h2>Step breakdown</h2>{_img(ctx, 'breakdown')}{_steps(ctx)}</section>
+<section><h2>Metrics</h2><div class=scroll>{_metrics(ctx)}</div></section>
 <section><h2>Timeline</h2>{_img(ctx, 'timeline')}</section>
 <section><h2>Memory</h2>{_memory(ctx)}{_img(ctx, 'memory')}</section>
 {gpu}

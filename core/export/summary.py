@@ -88,6 +88,12 @@ def headline(ts: TraceSet) -> list[tuple[str, str]]:
                                      f"{names[np.argmax(counts)]}-bound"))
             busy = 100.0 * st.gpu_busy_ns.sum() / max(int(st.effective_ns.sum()), 1)
             out.append(("GPU busy", units.fmt_pct(busy)))
+    from core.analysis.metrics import rank_metrics
+    rm = rank_metrics(ts.primary)
+    if rm.mfu_pct is not None:
+        out.append(("MFU", f"{units.fmt_pct(rm.mfu_pct)} ({rm.tflops:.1f} TFLOP/s)"))
+    elif rm.tflops is not None and ts.primary.devices:
+        out.append(("TFLOP/s", f"{rm.tflops:.1f} (device peak unknown: no MFU)"))
     peaks = plots_data.memory_peak(ts)
     cuda = [p for p in peaks if p["is_cuda"]] or peaks
     if cuda:

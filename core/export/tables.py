@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.analysis import stats, steps
-from core.trace.model import CounterTable, TraceSet
+from core.trace.model import CounterTable, Kind, TraceSet
 from core.trace.strings import StringTable
 
 MIB = float(1 << 20)
@@ -32,13 +32,18 @@ class ExportTable:
 SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
     "kernels": (
         ("rank", "rank of the trace file (0 for single-process traces)"),
-        ("name", "kernel name (one row per distinct name)"),
+        ("name", "kernel / memcpy / memset name (one row per distinct kind and name)"),
+        ("kind", "kernel, memcpy or memset (kernel rows first, then memcpy, then memset; each by total time)"),
         ("calls", "number of launches"),
-        ("total_us", "sum of kernel durations"),
+        ("total_us", "sum of durations"),
         ("mean_us", "mean duration"),
         ("min_us", "shortest launch"),
         ("max_us", "longest launch"),
-        ("gpu_pct", "share of all kernel time of this rank"),
+        ("p50_us", "median duration"),
+        ("p95_us", "95th percentile duration (linear interpolation)"),
+        ("stddev_us", "sample standard deviation of the duration (0 for one call)"),
+        ("gpu_pct", "kernel rows: share of this rank's kernel time; memcpy / memset rows: share of its memcpy / "
+                    "memset time"),
         ("grid", "grid of the longest launch, e.g. [128, 1, 1]"),
         ("block", "block of the longest launch"),
         ("registers", "registers per thread (empty when unknown)"),
@@ -65,9 +70,8 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         ("memcpy_us", "sum of the step's memcpy durations"),
         ("memset_us", "sum of the step's memset durations"),
         ("mem_peak_mb", "peak allocated GPU memory in the step (empty without memory events)"),
-        ("gpu_span_us", "GPU span: the step's first GPU activity to the next step's (0 without GPU work)"),
-        ("effective_us", "effective step: max(dur_us, gpu_span_us), what sets the loop's throughput"),
-        ("bound", "what sets the step: gpu, cpu, sync (host syncs) or data (DataLoader)"),
+                      _us(st.memcpy_ns), _us(st.memset_ns), np.round(peak, 3), _us(st.gpu_span_ns),
+                      _us(st.effective_ns), st.bound.tolist()))
     ),
     "findings": (
         ("rule", "rule id (see the rule table)"),
@@ -145,15 +149,24 @@ def _table(name: str, parts: list[tuple]) -> ExportTable:
     return ExportTable(name, cols, data)
 
 
+KIND_LABELS = {Kind.KERNEL: "kernel", Kind.MEMCPY: "memcpy", Kind.MEMSET: "memset"}
+
+
+def kind_labels(kinds: np.ndarray) -> list[str]:
+    return [KIND_LABELS.get(Kind(int(k)), "other") for k in kinds]
+
+
 def kernels(ts: TraceSet) -> ExportTable:
+    """kernels.csv: `core.analysis.stats.kernel_table`, the same rows the Kernels tab shows."""
     parts = []
     for m in ts.models:
         kt = stats.kernel_table(m)
         n = len(kt)
         reg = kt.registers.astype(np.float64)
         reg[kt.registers < 0] = np.nan
-        parts.append((np.full(n, m.rank, np.int64), _names(m.strings, kt.name), kt.calls, _us(kt.total_ns),
-                      _us(kt.mean_ns), _us(kt.min_ns), _us(kt.max_ns), np.round(kt.gpu_pct, 3),
+        parts.append((np.full(n, m.rank, np.int64), _names(m.strings, kt.name), kind_labels(kt.kind), kt.calls,
+                      _us(kt.total_ns), _us(kt.mean_ns), _us(kt.min_ns), _us(kt.max_ns), _us(kt.p50_ns),
+                      _us(kt.p95_ns), _us(kt.stddev_ns), np.round(kt.gpu_pct, 3),
                       _names(m.strings, kt.grid), _names(m.strings, kt.block), reg,
                       np.round(kt.occupancy_pct.astype(np.float64), 3)))
     return _table("kernels", parts)
@@ -168,17 +181,59 @@ def ops(ts: TraceSet) -> ExportTable:
     return _table("ops", parts)
 
 
+def step_extras(model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(comm_ns, tflops, mfu_pct) per step, in step_stats' row order (the Steps tab shows the same)."""
+    from core.analysis.breakdown import step_breakdown
+    from core.analysis.flops import step_flops
+    b = step_breakdown(model)
+    f = step_flops(model)
+    return b.comm_ns, f.tflops, f.mfu_pct
+
+
 def steps_table(ts: TraceSet) -> ExportTable:
     parts = []
     for m in ts.models:
         st = steps.step_stats(m)
         peak = st.mem_peak_bytes.astype(np.float64) / MIB
         peak[st.mem_peak_bytes < 0] = np.nan
+        comm_ns, tflops, mfu = step_extras(m)
         parts.append((np.full(len(st), m.rank, np.int64), st.number, _us(st.ts_ns), _us(st.dur_ns),
                       _us(st.gpu_busy_ns), np.round(st.gpu_busy_pct, 3), st.kernel_count, _us(st.kernel_ns),
                       _us(st.memcpy_ns), _us(st.memset_ns), np.round(peak, 3), _us(st.gpu_span_ns),
-                      _us(st.effective_ns), st.bound.tolist()))
+                      _us(st.effective_ns), st.bound.tolist(), _us(comm_ns), np.round(tflops, 4),
+                      np.round(mfu, 3)))
     return _table("steps", parts)
+
+
+def metrics_table(ts: TraceSet) -> ExportTable:
+    """metrics.csv: core.analysis.metrics per rank, one row per number (the report's Metrics section)."""
+    from core.analysis.metrics import trace_metrics
+    rank, metric, key, value = [], [], [], []
+
+    def add(r, name, k, v):
+        if v is None:
+            return
+        rank.append(r)
+        metric.append(name)
+        key.append(k)
+        value.append(float(v))
+
+    for rm in trace_metrics(ts):
+        add(rm.rank, "overlap_pct", "", rm.overlap_pct)
+        for q in rm.queue_length:
+            add(rm.rank, "queue_length_mean", f"GPU {q['device']} stream {q['stream']}", q["mean"])
+            add(rm.rank, "queue_length_max", f"GPU {q['device']} stream {q['stream']}", q["max"])
+        d = rm.launch_delay_us
+        for k in ("p50", "p95", "mean"):
+            add(rm.rank, f"launch_delay_{k}_us", "", d.get(k))
+        add(rm.rank, "launches", "", d.get("launches"))
+        add(rm.rank, "kernels_shorter_than_launch", "", rm.kernels_shorter_than_launch if d else None)
+        for c in rm.memcpy_gbps:
+            add(rm.rank, "memcpy_gbps", f"{c['direction']} {c['memory']}".strip(), c["gbps"])
+        add(rm.rank, "tflops", "", rm.tflops)
+        add(rm.rank, "mfu_pct", "", rm.mfu_pct)
+    return ExportTable("metrics", columns_of("metrics"), (np.asarray(rank, np.int64), metric, key,
+                                                          np.asarray(value, np.float64)))
 
 
 def findings_table(findings, ts: TraceSet | None = None) -> ExportTable:
@@ -245,7 +300,7 @@ def nvml_from_counters(table: CounterTable, strings: StringTable, base_unix_ns: 
 
 
 def all_tables(ts: TraceSet, findings=()) -> list[ExportTable]:
-    out = [kernels(ts), ops(ts), steps_table(ts), findings_table(findings, ts)]
+    out = [kernels(ts), ops(ts), steps_table(ts), metrics_table(ts), findings_table(findings, ts)]
     nv = nvml(ts)
     if nv is not None:
         out.append(nv)

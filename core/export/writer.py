@@ -82,7 +82,9 @@ def iter_write_report(ts: TraceSet, out_dir: str | Path, renderer: Renderer | No
     result.findings_note = fr.note
     yield ExportProgress("tables", 0.2, "kernels, ops, steps")
     kern, ops, steps_t = tables.kernels(ts), tables.ops(ts), tables.steps_table(ts)
-    all_tables = [kern, ops, steps_t, tables.findings_table(fr.findings, ts)]
+    from core.analysis.metrics import trace_metrics
+    metrics = trace_metrics(ts)
+    all_tables = [kern, ops, steps_t, tables.metrics_table(ts), tables.findings_table(fr.findings, ts)]
     nv = tables.nvml(ts)
     if nv is not None:
         all_tables.append(nv)
@@ -116,7 +118,7 @@ def iter_write_report(ts: TraceSet, out_dir: str | Path, renderer: Renderer | No
     else:
         skipped = {n: "not rendered (PNG output turned off)" for n in FIGURE_NAMES}
     yield ExportProgress("html", 0.95, "report.html")
-    ctx = ReportContext(trace_set=ts, findings=fr, kernels=kern, ops=ops, steps=steps_t,
+    ctx = ReportContext(trace_set=ts, findings=fr, kernels=kern, ops=ops, steps=steps_t, metrics=metrics,
                         breakdown=[breakdown_data.step_breakdown(m) for m in ts.models], png=png, skipped=skipped,
                         files=[p.name for p in result.files], captions=captions,
                         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))

@@ -134,9 +134,9 @@ def _capability_notes(ctx: RuleContext) -> list[CheckNotRun]:
                                          "(Kineto writes them after the CPU events): GPU rules (launch_bound, "
                                          "gpu_idle, fp32_gemm, pageable_memcpy, channels_last) could not run"))
             else:
-                notes.append(CheckNotRun("gpu", who + "CPU-only trace: GPU rules (launch_bound, gpu_idle, fp32_gemm, "
-                                         "pageable_memcpy, channels_last) do not apply; ops that would sync on a GPU "
-                                         "are reported as hints"))
+                hints = "" if c.unknown_categories_of(m) else "; ops that would sync on a GPU are reported as hints"
+                notes.append(CheckNotRun("gpu", who + f"{c.no_gpu_words(m)}: GPU rules (launch_bound, gpu_idle, "
+                                         f"fp32_gemm, pageable_memcpy, channels_last) do not apply{hints}"))
     return notes
 
 

@@ -161,9 +161,19 @@ def truncated(model: TraceModel) -> bool:
     return any("truncated" in w for w in model.warnings)
 
 
+def unknown_categories_of(model: TraceModel) -> list[str]:
+    """Event categories the loader did not know (its load warnings): maybe an accelerator's work."""
+    return [w.split("'")[1] for w in model.warnings if "events of unknown category '" in w]
+
+
 def no_gpu_words(model: TraceModel) -> str:
     """Why a model has no GPU events, in a finding's words."""
-    return "no GPU events in the loaded part of a truncated file" if truncated(model) else "CPU-only trace"
+    if truncated(model):
+        return "no GPU events in the loaded part of a truncated file"
+    unknown = unknown_categories_of(model)
+    if unknown:
+        return f"no GPU events of a known category (unknown categories: {', '.join(unknown)})"
+    return "CPU-only trace"
 
 
 def has_shapes(model: TraceModel) -> bool:

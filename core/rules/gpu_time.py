@@ -6,7 +6,7 @@ stream (kernels, copies, memsets); a copy or memset, a step boundary (by launch 
 between two launches or another record_function range around the launch ends a run. Costed by the GPU idle inside the runs (not covered by other streams, not
 a sync drain, which host_sync owns) and named by the record_function range or user frame that launched them.
 gpu_idle: GPU idle share of the steps above max_idle_pct, split HTA-style (core.analysis.breakdown);
-its cost is the host wait + kernel wait not already billed by launch_bound (idle inside its runs) or the
+its cost is the host wait + kernel wait + other idle not already billed by launch_bound (idle inside its runs) or the
 copy rules (idle while the CPU is inside a pageable / blocking copy call); DataLoader, compile, sync and
 collective waits are their own rules' costs.
 """
@@ -24,7 +24,7 @@ from core.analysis.tree import ancestor_with_kind
 from core.rules import common as c
 from core.rules.base import CheckNotRun, RuleContext, RuleOutput, Severity, rule
 from core.trace.model import GPU_KINDS, FlowKind, Kind, TrackKind
-from core.units import fmt_pct
+from core.units import fmt_ns, fmt_pct
 
 
 MAX_KERNEL_EVIDENCE = 200  # kernels considered for the evidence list (the longest MAX_EVIDENCE are shown)
@@ -184,6 +184,38 @@ def copy_call_intervals(m) -> tuple[np.ndarray, np.ndarray]:
     return intervals.union(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
 
 
+# StepBreakdown idle field -> the class name gpu_idle's title and fix use
+IDLE_CLASSES = (("host_wait_ns", "host wait"), ("kernel_wait_ns", "kernel wait"), ("other_idle_ns", "other"),
+                ("sync_wait_ns", "sync wait"), ("dataloader_ns", "DataLoader"), ("compile_ns", "compile"),
+                ("comm_wait_ns", "collectives"))
+IDLE_FIX = {
+    "host wait": "host wait ({share}): the CPU had not queued the next GPU work; look at the CPU ops between "
+                 "kernels, cut Python and launch overhead with torch.compile / CUDA graphs or a larger batch, and "
+                 "move logging, data preparation and syncs out of the step.",
+    "kernel wait": "kernel wait ({share}): many short gaps (< {threshold}) between kernels that were already queued: the "
+                   "step is a long chain of small kernels; fuse them with torch.compile or CUDA graphs and raise "
+                   "the batch size.",
+    "other": "other ({share}): long gaps (>= {threshold}) although the next work was already queued: the GPU waits on "
+             "something the trace does not name (an event / stream wait, a dependency on another stream, a "
+             "device-side copy); open the longest gaps in the timeline and check the stream waits and cross-stream "
+             "dependencies before them (fusing small kernels will not help).",
+    "sync wait": "sync wait ({share}): the queue drained after a host synchronisation; see the host_sync finding.",
+    "DataLoader": "DataLoader ({share}): the GPU waits for the next batch; see the dataloader_bound finding.",
+    "compile": "compile ({share}): torch.compile itself ran inside the window; see the graph_break / recompile findings.",
+    "collectives": "collectives ({share}): the GPU waits while a CPU-side collective runs; see the "
+                   "comm_bound finding.",
+}
+
+
+def idle_fix_text(parts: dict[str, int], dur_ns: int, kernel_wait_max_ns: int, min_share_pct: float = 10.0) -> str:
+    """One sentence per idle class holding at least min_share_pct of the idle time, largest first."""
+    idle = max(sum(parts.values()), 1)
+    ranked = [(k, v) for k, v in sorted(parts.items(), key=lambda kv: -kv[1]) if v > 0]
+    ranked = ranked[:1] + [(k, v) for k, v in ranked[1:] if 100.0 * v / idle >= min_share_pct]
+    return " ".join(IDLE_FIX[k].format(share=fmt_pct(100 * v / max(dur_ns, 1)), threshold=fmt_ns(kernel_wait_max_ns))
+                    for k, v in ranked)
+
+
 @rule("gpu_idle", "GPU idle during steps")
 def gpu_idle(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
@@ -200,15 +232,14 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
         idle = int(b.idle_ns.sum())
         if 100.0 * idle / dur < max_idle:
             continue
-        parts = {"host wait": tot["host_wait_ns"], "kernel wait": tot["kernel_wait_ns"],
-                 "sync wait": tot["sync_wait_ns"], "DataLoader": tot["dataloader_ns"], "compile": tot["compile_ns"],
-                 "collectives": tot["comm_wait_ns"]}
-        split = ", ".join(f"{k} {fmt_pct(100 * v / dur)}" for k, v in parts.items() if v)
-        unexplained = tot["host_wait_ns"] + tot["kernel_wait_ns"]
+        parts = {label: tot[field] for field, label in IDLE_CLASSES}
+        split = ", ".join(f"{k} {fmt_pct(100 * v / dur)}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1])
+                          if v)
+        unexplained = tot["host_wait_ns"] + tot["kernel_wait_ns"] + tot["other_idle_ns"]
         p = idle_pieces(m, kw)
         if p is not None:  # the idle other findings already bill: launch-bound runs, copy calls
-            ws, we = intervals.union(np.concatenate([p.host_wait[0], p.kernel_wait[0]]),
-                                     np.concatenate([p.host_wait[1], p.kernel_wait[1]]))
+            ws, we = intervals.union(np.concatenate([p.host_wait[0], p.kernel_wait[0], p.other[0]]),
+                                     np.concatenate([p.host_wait[1], p.kernel_wait[1], p.other[1]]))
             ls, le = run_idle_intervals(ctx, i)
             cs, ce = copy_call_intervals(m)
             xs, xe = intervals.union(np.concatenate([ls, cs]), np.concatenate([le, ce]))
@@ -224,16 +255,10 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
                "busy_pct": round(100.0 * (c0 + c1) / max(d, 1), 1)}
               for n, t, d, x, c0, c1 in zip(b.number, b.ts_ns, b.dur_ns, b.idle_ns, b.compute_ns, b.memcpy_ns)]
         if p is not None and billed > 0:
-            ev.insert(0, {"name": "host/kernel wait billed by launch_bound and copy findings", "dur_ns": billed,
+            ev.insert(0, {"name": "host / kernel / other wait billed by launch_bound and copy findings", "dur_ns": billed,
                           "rank": m.rank})
         ev += [{"name": "idle gap", "ts_ns": int(gs[j]), "dur_ns": int(ge[j] - gs[j]), "rank": m.rank} for j in big]
-        if parts["host wait"] >= parts["kernel wait"]:
-            fix = ("The CPU does not queue work fast enough (host wait): look at the CPU ops between kernels; "
-                   "use torch.compile / CUDA graphs to cut Python and launch overhead, a larger batch, and move "
-                   "logging, data preparation and syncs out of the step.")
-        else:
-            fix = ("Many short gaps between kernels (kernel wait): the step is a long chain of small kernels; "
-                   "fuse them with torch.compile or CUDA graphs and raise the batch size.")
+        fix = idle_fix_text(parts, dur, kw, float(cfg.get("fix_min_share_pct", 10.0)))
         cap = Severity.parse(str(cfg.get("max_severity", "warning")))
         sev = min(ctx.severity(ctx.pct(i, unexplained), unexplained), cap)
         out.findings.append(ctx.finding(

@@ -90,7 +90,7 @@ def _sync_rows(ctx: RuleContext, i: int) -> np.ndarray:
 def host_sync(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     for i, m in enumerate(ctx.models):
-        if c.gpu_event_count(m) == 0:
+        if c.gpu_event_count(m) == 0 and not c.unknown_categories_of(m):  # unknown device: not CPU-only
             out.extend(_cpu_hints(ctx, i))
             continue
         rows = _sync_rows(ctx, i)

@@ -10,7 +10,7 @@ import numpy as np
 from core.trace import tables
 from core.trace.merge import Merged, dense
 from core.trace.model import (
-    NONE, EventCounts, Kind, SliceTable, StepTable, TraceModel, TrackKind,
+    NONE, EventCounts, Kind, SliceTable, StepTable, TraceModel, TrackKind, unknown_categories,
 )
 
 GPU_TRACK_KINDS = np.array([Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET], dtype=np.int8)
@@ -60,6 +60,7 @@ def build_model(m: Merged, meta_doc: dict, path: str, warnings: list[str]) -> Tr
             "device": dense(a.pop("device"), n, NONE), "stream": dense(a.pop("stream"), n, NONE)}
     del dur_us
     kind, name = cols["kind"], cols["name"]
+    warnings.extend(_unknown_category_warnings(strings, cols["cat"], kind))
     coll_ids = strings.ids_matching(lambda s: s.startswith(_COLLECTIVE_HINTS))
     if len(coll_ids):
         kind[np.isin(name, coll_ids) & (kind == Kind.ANNOTATION)] = Kind.COLLECTIVE
@@ -205,6 +206,15 @@ def _sort_order(track: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray) -> np.
         sub = order[rows]
         order[rows] = sub[np.lexsort((-dur_ns[sub], ks[rows]))]
     return order
+
+
+def _unknown_category_warnings(strings, cat: np.ndarray, kind: np.ndarray) -> list[str]:
+    """One load warning per category no Kineto version writes (an accelerator we do not know yet: its
+    events are kept as other slices, so the trace must not silently read as CPU-only)."""
+    ids, counts = np.unique(cat[kind == Kind.OTHER], return_counts=True)
+    by_name = {strings[int(i)]: int(k) for i, k in zip(ids, counts)}
+    return [f"{by_name[c]} events of unknown category '{c}' (not counted as GPU work: if it is an "
+            "accelerator's, its kernels are missing from every GPU number)" for c in unknown_categories(by_name)]
 
 
 def _one_truncation_warning(warnings: list[str], n_events: int) -> list[str]:

@@ -30,7 +30,7 @@ from core.trace.strings import StringTable
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 1  # bump when a column's meaning changes (added/removed columns invalidate by themselves)
+FORMAT_VERSION = 2  # bump when a column's meaning changes (added/removed columns invalidate by themselves)
 DEFAULT_MAX_BYTES = 5 * 10**9
 _ENTRY = "entry.json"
 TABLES = {"slices": SliceTable, "tracks": TrackTable, "memory": MemoryTable, "instants": InstantTable,

@@ -38,24 +38,47 @@ class Kind(IntEnum):
 
 GPU_KINDS = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
 
+# Every category Kineto writes (libkineto ActivityType.h `toString` names, plus the older capitalised and
+# "operator"/"runtime" spellings) -> Kind. Device work: CUDA and ROCm (roctracer writes the CUDA names),
+# XPU (same device names, xpu_runtime / xpu_driver), MTIA (mtia_ccp_events = device kernels, mtia_runtime =
+# host launches), PrivateUse1 backends (kernel / gpu_memcpy on the device, privateuse1_runtime / _driver).
+# One lookup for both decode paths (core.trace.columns._kinds, on the scanner's and msgspec's columns).
 CATEGORY_KIND: dict[str, Kind] = {
     "kernel": Kind.KERNEL,
+    "Kernel": Kind.KERNEL,
+    "mtia_ccp_events": Kind.KERNEL,
     "gpu_memcpy": Kind.MEMCPY,
+    "Memcpy": Kind.MEMCPY,
     "gpu_memset": Kind.MEMSET,
+    "Memset": Kind.MEMSET,
     "cpu_op": Kind.CPU_OP,
     "operator": Kind.CPU_OP,  # older Kineto
+    "hpu_op": Kind.CPU_OP,  # Intel Gaudi: host-side ops of the HPU bridge
     "cuda_runtime": Kind.RUNTIME,
     "runtime": Kind.RUNTIME,
+    "mtia_runtime": Kind.RUNTIME,
+    "xpu_runtime": Kind.RUNTIME,
+    "privateuse1_runtime": Kind.RUNTIME,
     "cuda_driver": Kind.DRIVER,
+    "xpu_driver": Kind.DRIVER,
+    "privateuse1_driver": Kind.DRIVER,
     "python_function": Kind.PYTHON,
     "user_annotation": Kind.ANNOTATION,
     "gpu_user_annotation": Kind.GPU_ANNOTATION,
     "trace": Kind.TRACE,
     "Trace": Kind.TRACE,
-    "Kernel": Kind.KERNEL,
-    "Memcpy": Kind.MEMCPY,
-    "Memset": Kind.MEMSET,
 }
+# Categories Kineto writes that are neither device work nor ops we model: kept as Kind.OTHER silently.
+KNOWN_OTHER_CATEGORIES = frozenset({
+    "external_correlation", "cpu_instant_event", "overhead", "mtia_insight", "mtia_counters", "cuda_sync",
+    "cuda_event", "glow_runtime", "cuda_profiler_range", "collective_comm", "xpu_scope_profiler", "xpu_sync",
+    "ac2g", "fwdbwd", "async", "Runtime", "cuda_profiler_range", "ProfilerStep", "",
+})
+
+
+def unknown_categories(categories) -> list[str]:
+    """The categories (of Kind.OTHER rows) that no Kineto version we know writes, sorted."""
+    return sorted(c for c in set(categories) if c not in CATEGORY_KIND and c not in KNOWN_OTHER_CATEGORIES)
 
 
 class TrackKind(IntEnum):

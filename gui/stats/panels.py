@@ -15,6 +15,8 @@ from superqt.utils import create_worker
 
 from core.analysis.stats import kernel_table, op_table
 from core.analysis.step_times import BOUNDS
+from core.export.tables import kind_labels, step_extras
+from core.analysis.metrics import format_metrics, rank_metrics
 from core.analysis.steps import step_stats
 from core.trace import query
 from core.trace.model import Kind, TraceModel
@@ -214,11 +216,16 @@ def _stacked_tooltip(offsets: np.ndarray, cols: list[Column]):
     return tooltip
 
 
+def _share_tip(kind) -> str:
+    return {Kind.KERNEL: "share of all kernel time", Kind.MEMCPY: "share of all memcpy time",
+            Kind.MEMSET: "share of all memset time"}.get(Kind(int(kind)), "")
+
+
 class KernelsPanel(StatsPanel):
     filter_hint = "filter kernels by name"
 
     def compute(self, m: TraceModel):
-        return kernel_table(m, kinds=(Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET))
+        return kernel_table(m)  # the same rows as kernels.csv (core.export.tables.kernels)
 
     def build_columns(self, m: TraceModel, kt, part: Part) -> list[Column]:
         part.state["names"] = kt.name
@@ -226,12 +233,16 @@ class KernelsPanel(StatsPanel):
         short = np.array(query.distinct_kernel_names(full), dtype=object)  # unique per row
         return [
             Column("Kernel", short, fmt=str, tooltip=lambda r: full[r], align_right=False),
+            Column("Kind", np.array(kind_labels(kt.kind), dtype=object), str, align_right=False),
             Column("Calls", kt.calls, _int),
             Column("Total", kt.total_ns, _ns),
             Column("Mean", kt.mean_ns, _ns),
             Column("Min", kt.min_ns, _ns),
             Column("Max", kt.max_ns, _ns),
-            Column("% GPU time", kt.gpu_pct, _pct),
+            Column("p50", kt.p50_ns, _ns),
+            Column("p95", kt.p95_ns, _ns),
+            Column("Std dev", kt.stddev_ns, _ns),
+            Column("% of kind time", kt.gpu_pct, _pct, tooltip=lambda r: _share_tip(kt.kind[r])),
             Column("Grid", np.array(m.strings.lookup(kt.grid), dtype=object), str),
             Column("Block", np.array(m.strings.lookup(kt.block), dtype=object), str),
             Column("Registers", kt.registers, _int),
@@ -297,14 +308,28 @@ def _bound_codes(bound: np.ndarray) -> np.ndarray:
 
 
 class StepsPanel(StatsPanel):
+    """Per-step table plus a Metrics line per rank (core.analysis.metrics: MFU, overlap, launch delay, queues)."""
+
     filter_hint = "filter steps"
 
-    def compute(self, m: TraceModel):
-        return step_stats(m)
+    def __init__(self, parent=None) -> None:
+        super().__init__(parent)
+        self.metrics_label = QtWidgets.QLabel()
+        self.metrics_label.setWordWrap(True)
+        self.metrics_label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.layout().insertWidget(1, self.metrics_label)
 
-    def build_columns(self, m: TraceModel, st, part: Part) -> list[Column]:
+    def compute(self, m: TraceModel):
+        return step_stats(m), step_extras(m), rank_metrics(m)
+
+    def build_columns(self, m: TraceModel, result, part: Part) -> list[Column]:
+        st, (comm_ns, tflops, mfu), metrics = result
         part.state["st"] = st
-        return [
+        lines = format_metrics([metrics])
+        text = lines[0].strip().replace("metrics: ", f"Metrics{f' (rank {m.rank})' if m.rank else ''}: ") if lines \
+            else "Metrics: none for this trace"
+        self.metrics_label.setText(text if part.start == 0 else self.metrics_label.text() + "\n" + text)
+        cols = [
             Column("Step", st.number, lambda v: "all" if v < 0 else f"#{int(v)}", align_right=False),
             Column("Start", st.ts_ns, _ns),
             Column("CPU", st.dur_ns, _ns),
@@ -314,9 +339,13 @@ class StepsPanel(StatsPanel):
             Column("GPU busy", st.gpu_busy_pct, _pct),
             Column("Kernels", st.kernel_count, _int),
             Column("Kernel time", st.kernel_ns, _ns),
+            Column("Communication", comm_ns, _ns),
             Column("Memcpy", st.memcpy_ns, _ns),
             Column("Memory peak", st.mem_peak_bytes, lambda v: fmt_bytes(v) if v >= 0 else ""),
+            Column("TFLOP/s", tflops, lambda v: "" if v != v else f"{v:.2f}"),
+            Column("MFU", mfu, _pct),
         ]
+        return cols
 
     def occurrences_of(self, part: Part, row: int) -> np.ndarray:
         st = part.state["st"]

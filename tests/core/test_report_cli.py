@@ -12,7 +12,7 @@ import pytest
 from helpers import shared_trace
 
 REPO = Path(__file__).resolve().parents[2]
-ALWAYS = {"timeline.png", "memory.png", "breakdown.png", "findings.csv", "kernels.csv", "ops.csv", "steps.csv",
+ALWAYS = {"timeline.png", "memory.png", "breakdown.png", "findings.csv", "kernels.csv", "ops.csv", "steps.csv", "metrics.csv",
           "report.html"}
 
 
@@ -93,5 +93,5 @@ def test_no_png_needs_no_qt(tmp_path):
     r = subprocess.run([sys.executable, "-c", code, str(shared_trace("cpu_train.pt.trace.json.gz")), str(out)],
                        cwd=REPO, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert {p.name for p in out.iterdir()} == {"findings.csv", "kernels.csv", "ops.csv", "steps.csv", "report.html"}
+    assert {p.name for p in out.iterdir()} == {"findings.csv", "kernels.csv", "ops.csv", "steps.csv", "metrics.csv", "report.html"}
     assert "not rendered" in (out / "report.html").read_text(encoding="utf-8")

@@ -137,7 +137,7 @@ def test_kernel_table_selection_highlights_and_goes_to_next(view, issues_set):
 
 def test_tables_sort_filter_copy(qtbot, view, issues_set):
     panel = view.kernels
-    col = 2  # Total
+    col = 3  # Total
     panel.table.sortByColumn(col, QtCore.Qt.SortOrder.DescendingOrder)
     vals = [panel.proxy.index(r, col).data(QtCore.Qt.ItemDataRole.UserRole) for r in range(panel.proxy.rowCount())]
     assert vals == sorted(vals, reverse=True)
@@ -145,15 +145,28 @@ def test_tables_sort_filter_copy(qtbot, view, issues_set):
     assert 0 < panel.proxy.rowCount() < panel.table_model.rowCount()
     panel.table.selectRow(0)
     text = panel.table.copy_selection()
-    assert text.splitlines()[0].startswith("Kernel\tCalls") and "Memcpy" in text.splitlines()[1]
+    assert text.splitlines()[0].startswith("Kernel\tKind\tCalls") and "Memcpy" in text.splitlines()[1]
     ops = view.ops
     n_by_name = ops.table_model.rowCount()
     ops.group.setCurrentIndex(1)
     qtbot.waitUntil(lambda: ops.ready, timeout=30_000)
     assert ops.table_model.rowCount() > n_by_name
     assert ops.table_model.headerData(1, QtCore.Qt.Orientation.Horizontal) == "Input shapes"
+    # the Kernels tab is kernels.csv: same rows, same shares (of kernel time; copies are their own rows)
+    from core.export import tables
+    csv_rows = tables.kernels(issues_set)
+    shares = dict(zip(zip(csv_rows.data[1], csv_rows.data[2]), csv_rows.data[11]))
+    kt = panel.parts[0].table
+    assert panel.table_model.rowCount() == len(csv_rows)
+    names = issues_set.primary.strings.lookup(kt.name)
+    kinds = tables.kind_labels(kt.kind)
+    assert all(abs(shares[(n, k)] - round(float(p), 3)) < 1e-9 for n, k, p in zip(names, kinds, kt.gpu_pct))
     steps = view.steps
     assert steps.table_model.rowCount() == len(issues_set.primary.steps)
+    headers = [steps.table_model.headerData(i, QtCore.Qt.Orientation.Horizontal)
+               for i in range(steps.table_model.columnCount())]
+    assert {"Communication", "TFLOP/s", "MFU"} <= set(headers)
+    assert "MFU" in steps.metrics_label.text() and "launch delay" in steps.metrics_label.text()
     steps.select_source_row(2)
     st = issues_set.primary.steps
     a, b = view.timeline.view_range()

@@ -64,3 +64,77 @@ def test_intersect_and_subtract():
     z = np.zeros(0, np.int64)
     assert len(intervals.intersect(z, z, *b)[0]) == 0
     assert list(intervals.subtract(*b, z, z)[0]) == [3, 15]
+
+
+def _kineto(tmp_path, events, name="t.json"):
+    import json
+    doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H200"}], "traceEvents": events}
+    p = tmp_path / name
+    p.write_text(json.dumps(doc))
+    return load(p, use_cache=False).primary
+
+
+def _x(name, cat, ts, dur, pid=1, tid=1, **args):
+    return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "pid": pid, "tid": tid, "args": args}
+
+
+def _launched(name, launch_ts, kernel_ts, dur, corr, stream=7):
+    return [_x("cudaLaunchKernel", "cuda_runtime", launch_ts, 3, correlation=corr),
+            _x(name, "kernel", kernel_ts, dur, pid=0, tid=stream, correlation=corr, stream=stream, device=0)]
+
+
+def test_idle_split_has_hta_other_class(tmp_path):
+    """HTA's three classes: launched after the GPU went idle = host wait; queued and < 30 µs = kernel wait;
+    queued and >= 30 µs = other (was all 'kernel wait' before)."""
+    ev = [_x("ProfilerStep#1", "user_annotation", 0, 1000)]
+    ev += _launched("k0", 1, 10, 100, 1)  # busy 10-110
+    ev += _launched("k1", 20, 120, 100, 2)  # queued, gap 110-120 (10 µs): kernel wait
+    ev += _launched("k2", 30, 300, 100, 3)  # queued, gap 220-300 (80 µs): other
+    ev += _launched("k3", 450, 460, 100, 4)  # launched at 450 after idle from 400: host wait 400-460
+    b = step_breakdown(_kineto(tmp_path, ev))
+    assert int(b.kernel_wait_ns[0]) == 10_000
+    assert int(b.other_idle_ns[0]) == 80_000
+    assert int(b.host_wait_ns[0]) == 60_000 + 10_000 + 440_000  # before k0 (launch at 1 > gap start 0), 400-460, tail
+    total = sum(getattr(b, p) for p in PARTS)
+    assert int(total[0]) == int(b.dur_ns[0])
+
+
+def test_communication_kernels_are_their_own_category(tmp_path):
+    ev = [_x("ProfilerStep#1", "user_annotation", 0, 1000)]
+    ev += _launched("void at::native::vectorized_elementwise_kernel<4>()", 1, 10, 100, 1)  # 10-110 compute
+    ev += _launched("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 2, 60, 200, 2,
+                    stream=20)  # 60-260: 50 µs overlapped, 150 µs exposed
+    b = step_breakdown(_kineto(tmp_path, ev))
+    assert int(b.compute_ns[0]) == 100_000
+    assert int(b.comm_ns[0]) == 150_000
+    assert int(b.memcpy_ns[0]) == 0
+    total = sum(getattr(b, p) for p in PARTS)
+    assert int(total[0]) == int(b.dur_ns[0])
+
+
+def test_windows_come_in_as_an_argument(tmp_path):
+    """The step windows are a seam: another definition (GPU-side steps) gives its own windows."""
+    ev = [_x("ProfilerStep#1", "user_annotation", 0, 1000)]
+    ev += _launched("k0", 1, 10, 100, 1)
+    m = _kineto(tmp_path, ev)
+    t0 = int(m.steps.ts_ns[0])
+    custom = (np.array([7]), np.array([t0 + 10_000]), np.array([t0 + 110_000]))
+    b = step_breakdown(m, windows=custom)
+    assert b.number.tolist() == [7] and int(b.compute_ns[0]) == 100_000 and int(b.idle_ns[0]) == 0
+    assert int(step_breakdown(m).dur_ns[0]) == 1_000_000  # default windows unchanged (separate cache key)
+
+
+def test_gpu_idle_names_other_and_its_own_fix(tmp_path):
+    from core.rules import analyze
+    ev = []
+    for i in range(3):
+        t = i * 1000
+        ev.append(_x(f"ProfilerStep#{i}", "user_annotation", t, 1000))
+        for k in range(5):  # kernels queued early, each 150 µs after the previous one ends: "other"
+            ev += _launched(f"k{k}", t + 1 + k, t + 5 + k * 190, 40, 100 * i + k + 1)
+    m_path = tmp_path / "o.json"
+    import json
+    m_path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": ev}))
+    f = next(f for f in analyze(load(m_path, use_cache=False)).findings if f.rule == "gpu_idle")
+    assert f.title.split("(")[1].startswith("other ")
+    assert f.fix.startswith("other (") and "fusing small kernels will not help" in f.fix

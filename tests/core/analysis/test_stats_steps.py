@@ -45,12 +45,21 @@ def test_step_stats_without_steps_is_one_window():
 def test_kernel_table_sums():
     m = _model("gpu_gpt_big.pt.trace.json.gz")
     kt = stats.kernel_table(m)
-    k = m.slices.kind == Kind.KERNEL
-    assert kt.calls.sum() == k.sum()
-    assert kt.total_ns.sum() == m.slices.dur_ns[k].sum()
+    for kind in (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET):  # one block of rows per kind, shares of that kind
+        k = m.slices.kind == kind
+        rows = kt.kind == kind
+        assert kt.calls[rows].sum() == k.sum()
+        assert kt.total_ns[rows].sum() == m.slices.dur_ns[k].sum()
+        assert abs(kt.gpu_pct[rows].sum() - 100) < 1e-6
+        assert (np.diff(kt.total_ns[rows]) <= 0).all()
+    assert (np.diff(kt.kind.astype(int)) >= 0).all()  # kernels first, then memcpy, then memset
     assert (kt.min_ns <= kt.mean_ns).all() and (kt.mean_ns <= kt.max_ns).all()
-    assert abs(kt.gpu_pct.sum() - 100) < 1e-6
-    assert (np.diff(kt.total_ns) <= 0).all()
+    assert (kt.min_ns <= kt.p50_ns).all() and (kt.p50_ns <= kt.p95_ns).all() and (kt.p95_ns <= kt.max_ns).all()
+    # against numpy on one name
+    i = int(np.argmax(kt.calls))
+    d = m.slices.dur_ns[(m.slices.name == kt.name[i]) & (m.slices.kind == kt.kind[i])]
+    assert kt.p50_ns[i] == np.percentile(d, 50) and kt.p95_ns[i] == np.percentile(d, 95)
+    assert abs(kt.stddev_ns[i] - np.std(d, ddof=1)) < 1e-6 * max(np.std(d), 1)
 
 
 def test_op_table_device_time_accounts_for_all_gpu_work():

@@ -17,12 +17,20 @@ def test_json_shape_and_csv(tmp_path, capsys):
     rc = main(["analyze", str(shared_trace("gpu_issues.pt.trace.json.gz")), "--json", "--csv", str(out_csv)])
     assert rc == 0
     doc = json.loads(capsys.readouterr().out)
-    assert set(doc) == {"health", "findings", "summary"}
+    assert set(doc) == {"health", "findings", "summary", "metrics"}
     assert all(set(h) == {"code", "severity", "message", "count"} for h in doc["health"])
     assert doc["summary"]["mean_step_ns"] >= doc["summary"]["cpu_step_ns"] > 0
     priced = [f for f in doc["findings"] if f["saving_ns"] is not None]
     assert priced and all(0 <= f["saving_ns"] <= doc["summary"]["mean_step_ns"] * 2 and f["estimate"] for f in priced)
     assert doc["summary"]["steps"] == 5 and doc["summary"]["mean_step_ns"] > 0
+    # one metrics object per rank (core.analysis.metrics), the summary carries the first rank's MFU
+    (m,) = doc["metrics"]
+    assert {"rank", "overlap_pct", "queue_length", "launch_delay_us", "kernels_shorter_than_launch", "memcpy_gbps",
+            "tflops", "mfu_pct"} <= set(m)
+    assert m["rank"] == 0 and m["overlap_pct"] is None and m["queue_length"][0]["max"] >= 1
+    assert m["launch_delay_us"]["p95"] >= m["launch_delay_us"]["p50"] > 0 and m["kernels_shorter_than_launch"] > 0
+    assert {(c["direction"], c["memory"]) for c in m["memcpy_gbps"]} >= {("HtoD", "Pageable -> Device")}
+    assert 0 < m["mfu_pct"] < 100 and m["tflops"] > 0 and doc["summary"]["mfu_pct"] == m["mfu_pct"]
     rules = {f["rule"] for f in doc["findings"]}
     assert {"host_sync", "pageable_memcpy", "launch_bound"} <= rules
     rows = list(csv.DictReader(out_csv.open()))

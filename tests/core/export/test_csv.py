@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import csv
 import math
+
+import pytest
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +15,8 @@ from core.export import tables
 from core.trace.model import Kind
 
 README = Path(__file__).resolve().parents[3] / "README.md"
-TEXT_COLUMNS = {"name", "grid", "block", "rule", "severity", "title", "source_file", "source_function", "evidence", "fix", "bound"}
+TEXT_COLUMNS = {"name", "kind", "direction", "memory", "grid", "block", "rule", "severity", "title", "source_file",
+                "source_function", "evidence", "fix", "bound"}
 
 
 def _read(path: Path) -> tuple[list[str], list[dict]]:
@@ -33,7 +36,7 @@ def _numeric_ok(rows: list[dict], columns: list[str]) -> None:
 
 def test_every_table_matches_the_model(trace_set, tmp_path):
     written = {p.name: p for p in ecsv.write_all(trace_set, tmp_path)}
-    expected = {"kernels.csv", "ops.csv", "steps.csv", "findings.csv"}
+    expected = {"kernels.csv", "ops.csv", "steps.csv", "metrics.csv", "findings.csv"}
     has_nvml = trace_set.nvml is not None and len(trace_set.nvml) > 0
     assert set(written) == expected | ({"nvml.csv"} if has_nvml else set())
 
@@ -41,9 +44,14 @@ def test_every_table_matches_the_model(trace_set, tmp_path):
     assert head == list(tables.columns_of("kernels"))
     assert len(rows) == sum(len(stats.kernel_table(m)) for m in trace_set.models)
     n_kernels = sum(int((m.slices.kind == Kind.KERNEL).sum()) for m in trace_set.models)
-    assert sum(int(r["calls"]) for r in rows) == n_kernels
+    kernel_rows = [r for r in rows if r["kind"] == "kernel"]
+    assert sum(int(r["calls"]) for r in kernel_rows) == n_kernels
     kernel_us = sum(int(m.slices.dur_ns[m.slices.kind == Kind.KERNEL].sum()) for m in trace_set.models) / 1000
-    assert abs(sum(float(r["total_us"]) for r in rows) - kernel_us) < 0.01 * max(len(rows), 1)
+    assert abs(sum(float(r["total_us"]) for r in kernel_rows) - kernel_us) < 0.01 * max(len(rows), 1)
+    for rank in {r["rank"] for r in kernel_rows}:  # shares are of kernel time (copies have their own rows)
+        assert sum(float(r["gpu_pct"]) for r in kernel_rows if r["rank"] == rank) == pytest.approx(100.0, abs=0.05)
+    n_copies = sum(int((m.slices.kind == Kind.MEMCPY).sum()) for m in trace_set.models)
+    assert sum(int(r["calls"]) for r in rows if r["kind"] == "memcpy") == n_copies
     _numeric_ok(rows, head)
 
     head, rows = _read(written["ops.csv"])

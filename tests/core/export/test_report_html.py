@@ -41,9 +41,14 @@ def test_report_without_renderer_is_complete_and_offline(trace_set, tmp_path):
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert_self_contained(page)
     assert "rules unavailable in this test" in page
-    for section in ("Trace", "Findings", "Step breakdown", "Timeline", "Memory", "Top kernels", "Top ops"):
+    for section in ("Trace", "Findings", "Step breakdown", "Metrics", "Timeline", "Memory", "Top kernels", "Top ops"):
         assert f"<h2>{section}</h2>" in page
+    assert "metrics.csv" in names
     m = trace_set.primary
+    from core.analysis.metrics import rank_metrics
+    rm = rank_metrics(m)
+    if rm.mfu_pct is not None:  # headline card, steps table column and the Metrics section
+        assert ">MFU<" in page and "<th class=num>MFU %</th>" in page and f"{rm.mfu_pct:.1f}" in page
     for p in m.meta.device_properties:
         assert p["name"] in page
     if m.meta.versions.get("cuda_runtime_version"):

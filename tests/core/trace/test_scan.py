@@ -283,3 +283,19 @@ def test_odd_events_load_the_same_on_both_paths(tmp_path, monkeypatch, models_eq
     fast = _load(p, monkeypatch, True).primary
     slow = _load(p, monkeypatch, False).primary
     models_equal(fast, slow)
+
+
+@needs_scanner
+def test_every_kineto_category_gets_the_same_kind_on_both_paths():
+    """CATEGORY_KIND is the one category -> kind lookup; the scanner path and the msgspec path apply it alike
+    (device kinds carry their device/stream/correlation args on both)."""
+    from core.trace.model import CATEGORY_KIND, KNOWN_OTHER_CATEGORIES
+    cats = sorted(CATEGORY_KIND) + sorted(KNOWN_OTHER_CATEGORIES) + ["some_new_accelerator_kernel"]
+    evs = [{"ph": "X", "cat": cat, "name": f"e{i}", "pid": 0, "tid": 7, "ts": i, "dur": 1,
+            "args": {"device": 0, "stream": 7, "correlation": i, "External id": i}} for i, cat in enumerate(cats)]
+    fast, slow = _both(_events(*evs))
+    assert fast is not None and _canon(fast) == _canon(slow)
+    kinds = dict(zip(_canon(fast)["rows.cat"], fast.rows["kind"].tolist()))
+    assert all(kinds[c] == int(k) for c, k in CATEGORY_KIND.items())
+    assert kinds["mtia_ccp_events"] == columns.Kind.KERNEL and kinds["mtia_runtime"] == columns.Kind.RUNTIME
+    assert kinds["some_new_accelerator_kernel"] == columns.Kind.OTHER
