@@ -70,8 +70,21 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         ("memcpy_us", "sum of the step's memcpy durations"),
         ("memset_us", "sum of the step's memset durations"),
         ("mem_peak_mb", "peak allocated GPU memory in the step (empty without memory events)"),
-                      _us(st.memcpy_ns), _us(st.memset_ns), np.round(peak, 3), _us(st.gpu_span_ns),
-                      _us(st.effective_ns), st.bound.tolist()))
+        ("gpu_span_us", "GPU span: the step's first GPU activity to the next step's (0 without GPU work)"),
+        ("effective_us", "effective step: max(dur_us, gpu_span_us), what sets the loop's throughput"),
+        ("bound", "what sets the step: gpu, cpu, sync (host syncs) or data (DataLoader)"),
+        ("comm_us", "time only communication kernels (NCCL / RCCL / HCCL) run: not overlapped by compute kernels"),
+        ("tflops", "achieved TFLOP/s: FLOPs from recorded shapes / dur_us (empty without record_shapes)"),
+        ("mfu_pct", "model FLOPs utilisation: achieved / the device's dense peak for the dtype (empty: unknown "
+                    "device)"),
+    ),
+    "metrics": (
+        ("rank", "rank of the trace file"),
+        ("metric", "overlap_pct, queue_length_mean, queue_length_max, launch_delay_p50_us, launch_delay_p95_us, "
+                   "launch_delay_mean_us, launches, kernels_shorter_than_launch, memcpy_gbps, tflops, mfu_pct"),
+        ("key", "what the row is about: the stream (queue length: 'GPU 0 stream 7') or the copy direction and "
+                "memory kind (memcpy_gbps: 'HtoD Pageable -> Device'); empty for per-rank numbers"),
+        ("value", "the number, in the unit its metric name gives (_pct percent, _us microseconds, gbps GB/s)"),
     ),
     "findings": (
         ("rule", "rule id (see the rule table)"),

@@ -195,7 +195,9 @@ class RuleContext:
         return self._steps[index]
 
     def pct(self, index: int, impact_ns: float) -> float:
-        total = self.steps(index).total_ns
+        """impact as a share of the summed effective step time (max of CPU and GPU span per step)."""
+        steps = self.steps(index)
+        total = steps.total_ns if steps.synthetic else int(step_times(self.models[index], self.config).effective_ns.sum())
         return 100.0 * float(impact_ns) / total if total > 0 else 0.0
 
     def severity(self, impact_pct: float, impact_ns: float, hint: bool = False) -> Severity:
