@@ -17,13 +17,19 @@ sys.path.insert(0, str(REPO))
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("trace", nargs="?", default=str(REPO.parent / "shared" / "traces" / "gpu_issues.pt.trace.json.gz"))
+    shared = Path(os.environ.get("PTPROF_SHARED_TRACES") or REPO.parent / "shared" / "traces")
+    ap.add_argument("trace", nargs="?", default=str(shared / "gpu_issues.pt.trace.json.gz"))
     ap.add_argument("--theme", default="light")
     ap.add_argument("--op", default="aten::conv2d", help="select the first call of this op in the shown step")
     ap.add_argument("--out", default=str(REPO / "docs" / "screenshot.png"))
     a = ap.parse_args()
     if not os.environ.get("DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    if not Path(a.trace).exists():
+        print(f"make_screenshot: no such trace: {a.trace}", file=sys.stderr)
+        return 2
+    import tempfile
+    os.environ["PTPROF_SETTINGS_DIR"] = tempfile.mkdtemp(prefix="ptprof-shot-")  # leave the recent list alone
     import numpy as np
     from PySide6 import QtWidgets
 

@@ -26,14 +26,20 @@ class Integrations:
     compare: object = None  # gui.compare.wiring.CompareActions (File > Compare with…)
 
 
+def _dock_px(win) -> int:
+    """Issues dock width: ~28 % of the window, at least what its table needs to read (420 px)."""
+    return max(420, win.width() * 28 // 100)
+
+
 def install_all(win) -> Integrations:
     analyses: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     # --- issues: one dock that follows the current tab; each trace is analysed once -------------
     issues = IssuesPanel(win)
     win.set_issues_widget(issues)
+    win.issues_dock.hide()  # shown with the first trace tab: on the start page it would be a third of nothing
     QtCore.QTimer.singleShot(0, lambda: win.resizeDocks(  # after the window is laid out
-        [win.issues_dock], [max(420, win.width() * 3 // 10)], QtCore.Qt.Orientation.Horizontal))
+        [win.issues_dock], [_dock_px(win)], QtCore.Qt.Orientation.Horizontal))
 
     def _on_analysis_finished(analysis) -> None:
         ts = getattr(issues, "_trace_set", None)
@@ -57,6 +63,11 @@ def install_all(win) -> Integrations:
     def _on_tabs_changed(_index: int) -> None:
         view = win.current_view()
         ts = view.trace_set if view is not None else None
+        # the dock is for traces: a snapshot tab (and the start page) get the whole width
+        if (ts is not None) != win.issues_dock.isVisible():
+            win.issues_dock.setVisible(ts is not None)
+            if ts is not None:
+                win.resizeDocks([win.issues_dock], [_dock_px(win)], QtCore.Qt.Orientation.Horizontal)
         if ts is getattr(issues, "_trace_set", None) and ts is not None:
             return
         if ts is not None and ts in analyses:

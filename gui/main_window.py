@@ -36,7 +36,7 @@ class MainWindow(QtWidgets.QMainWindow):
     def __init__(self) -> None:
         super().__init__()
         self.setWindowTitle("ptprof")
-        self.resize(1600, 1000)
+        self.fit_to_screen()
         self.setAcceptDrops(True)
         self.theme = load_theme()
         self.jobs: list[LoadJob] = []
@@ -68,6 +68,17 @@ class MainWindow(QtWidgets.QMainWindow):
         self._refresh_recent()
         from gui.integrations import install_all  # feature panels: issues, HTA, run, export
         self.integrations = install_all(self)
+
+    def fit_to_screen(self) -> None:
+        """Open at the screen's available size (less the window frame), not a fixed 1600x1000 that is
+        too big for a laptop and leaves a 1920x1080 screen's edges unused."""
+        screen = QtGui.QGuiApplication.primaryScreen()
+        if screen is None:
+            self.resize(1600, 1000)
+            return
+        avail = screen.availableGeometry()
+        self.resize(max(800, avail.width() - 16), max(600, avail.height() - 40))
+        self.move(avail.topLeft())
 
     # --- menus --------------------------------------------------------------------------------
     def _menus(self) -> None:

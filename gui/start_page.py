@@ -1,4 +1,4 @@
-"""Start page shown when no trace is open: open buttons, Run script…, the sample and recent files."""
+"""Start page shown when no trace is open: open buttons, Run script…, the sample, a drop hint and recent files."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,6 +24,16 @@ class StartPage(QtWidgets.QWidget):
         self.run_btn.setEnabled(False)
         self.run_btn.setToolTip("Run a training script under the profiler")
         self.sample_btn = QtWidgets.QPushButton("Open the sample trace")
+        # the window accepts drops (MainWindow.dropEvent): say so where a new user looks first
+        self.drop_hint = QtWidgets.QLabel(
+            "or <b>drop</b> a trace, a log / multi-rank folder, a run bundle<br>or a CUDA memory snapshot "
+            "(<code>.pickle</code>) anywhere on this window")
+        self.drop_hint.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
+        self.drop_hint.setWordWrap(True)
+        self.drop_hint.setFixedWidth(640)
+        self.drop_hint.setContentsMargins(16, 14, 16, 14)
+        self.drop_hint.setObjectName("drop_hint")
+        self.drop_hint.setStyleSheet("#drop_hint { border: 2px dashed palette(mid); border-radius: 8px; }")
         for b, sig in ((self.open_btn, self.sig_open_file_clicked), (self.folder_btn, self.sig_open_folder_clicked),
                        (self.run_btn, self.sig_run_script_clicked), (self.sample_btn, self.sig_sample_clicked)):
             b.setMinimumWidth(220)
@@ -37,6 +47,8 @@ class StartPage(QtWidgets.QWidget):
         col.addWidget(title)
         for b in (self.open_btn, self.folder_btn, self.run_btn, self.sample_btn):
             col.addWidget(b, 0, QtCore.Qt.AlignmentFlag.AlignHCenter)
+        col.addSpacing(12)
+        col.addWidget(self.drop_hint, 0, QtCore.Qt.AlignmentFlag.AlignHCenter)
         col.addSpacing(16)
         col.addWidget(QtWidgets.QLabel("Recent"), 0, QtCore.Qt.AlignmentFlag.AlignHCenter)
         col.addWidget(self.recent, 0, QtCore.Qt.AlignmentFlag.AlignHCenter)

@@ -33,6 +33,7 @@ class Theme:
     min_text_px: int
     max_texts: int
     hover_rate_hz: int
+    depth_cap: int = 4  # CPU-thread levels shown before a deep track is unfolded
 
     def slice_brushes(self) -> list[QtGui.QBrush]:
         """Brushes indexed by kind * SHADES + shade."""
@@ -72,7 +73,43 @@ def load_theme(dark: bool | None = None) -> Theme:
     c = {k: QtGui.QColor(v) for k, v in pal.items() if isinstance(v, str)}
     return Theme(dark=dark, kind_colors=colors, row_px=lay["row_px"], label_px=lay["label_px"],
                  min_text_px=lay["min_text_px"], max_texts=lay["max_texts"],
-                 hover_rate_hz=lay["hover_rate_hz"], **c)
+                 hover_rate_hz=lay["hover_rate_hz"], depth_cap=lay.get("depth_cap", 4), **c)
+
+
+ISSUES_PATH = THEME_PATH.with_name("issues.toml")
+
+
+@lru_cache(maxsize=1)
+def _issues_raw() -> dict:
+    with open(ISSUES_PATH, "rb") as fh:
+        return tomllib.load(fh)
+
+
+def category_color(theme: Theme, category: str, index: int = 0) -> QtGui.QColor:
+    """Colour of a breakdown category (`compute_ns`, `comm_ns`, ...) in this theme: theme.toml
+    [<scheme>.breakdown], else issues.toml [breakdown], else a kind colour by position, so a
+    category added later slots in with a colour of its own."""
+    own = _raw()["dark" if theme.dark else "light"].get("breakdown", {})
+    if category in own:
+        return QtGui.QColor(own[category])
+    shared = _issues_raw().get("breakdown", {})
+    if category in shared:
+        return QtGui.QColor(shared[category])
+    return QtGui.QColor(theme.kind_colors[(index + 1) % len(theme.kind_colors)])
+
+
+def style_plot(plot, theme: Theme) -> None:
+    """A pyqtgraph PlotWidget / PlotItem in the theme's colours (background, axes, text)."""
+    import pyqtgraph as pg
+    if isinstance(plot, pg.PlotWidget):
+        plot.setBackground(theme.background)
+        item = plot.getPlotItem()
+    else:
+        item = plot
+    for name in ("left", "bottom", "right", "top"):
+        ax = item.getAxis(name)
+        ax.setPen(theme.grid)
+        ax.setTextPen(theme.text)
 
 
 def apply_scheme(app: QtWidgets.QApplication, scheme: str) -> None:

@@ -8,6 +8,7 @@ from PySide6 import QtCore, QtWidgets
 from core.trace import query
 from core.trace.model import TraceSet, TrackKind
 from gui.health_banner import HealthBanner
+from gui.memory.box import PlotsBox
 from gui.memory.panel import MemoryPanel
 from gui.stats.panels import KernelsPanel, OpsPanel, StatsPanel, StepsPanel
 from gui.theme import Theme
@@ -26,12 +27,15 @@ def counter_rows(ts: TraceSet) -> list[CounterRow]:
     shown rank when no single rank did)."""
     rows = []
     for mi, m in enumerate(ts.models):
-        for s in memory_series(m):
-            top = float(max(1, s.peak_reserved_bytes))
+        for s in memory_series(m) or memory_series(m, include_cpu=True):  # CPU memory of a CPU run
+            top = float(max(1, s.peak_reserved_bytes, s.peak_allocated_bytes))
             rows.append(CounterRow(mi, f"{s.label} memory (0–{fmt_bytes(top)})", s.ts_ns,
                                    s.allocated_bytes.astype(float), top, "#4a7fd4"))
+    spans = [m.span_ns for m in ts.models if len(m.slices)]
+    t0, t1 = (min(a for a, _ in spans), max(b for _, b in spans)) if spans else (0, 0)
     for c in counter_series(ts.nvml, ts.nvml_strings) if ts.nvml is not None else []:
-        if c.name.endswith("/gpu_util"):
+        inside = (c.ts_ns >= t0) & (c.ts_ns <= t1)
+        if c.name.endswith("/gpu_util") and inside.any():  # samples outside the window: an empty row
             rows.append(CounterRow(_model_of_gpu(ts, c.name.split("/")[0]), f"NVML {c.name.split('/')[0]} util (0–100 %)", c.ts_ns, c.value, 100.0,
                                    "#2e9e4f"))
     return rows
@@ -47,8 +51,6 @@ def _model_of_gpu(ts: TraceSet, gpu: str) -> int:
             if ((m.tracks.kind == TrackKind.GPU_STREAM) & (m.tracks.device == dev)).any()]
     return hits[0] if len(hits) == 1 else -1
 
-
-MEMORY_PLOT_PX = 130  # splitter height per memory / NVML plot (its 16 px header + ~110 px of curves)
 
 
 class TraceView(QtWidgets.QWidget):
@@ -66,6 +68,7 @@ class TraceView(QtWidgets.QWidget):
         self.legend = Legend(theme)
         self.timeline = TimelineWidget(theme)
         self.memory = MemoryPanel(theme)
+        self.memory_box = PlotsBox(self.memory)
         self.details = DetailsPanel()
         self.kernels, self.ops, self.steps = KernelsPanel(), OpsPanel(), StepsPanel()
         self.tabs = QtWidgets.QTabWidget()
@@ -104,7 +107,7 @@ class TraceView(QtWidgets.QWidget):
         # same right edge for the plots' view boxes as for the timeline's (left: both label_px wide)
         self.memory.set_right_margin(self.row_scroll.sizeHint().width())
         self.split.addWidget(pane)
-        self.split.addWidget(self.memory)
+        self.split.addWidget(self.memory_box)
         self.split.addWidget(self.tabs)
         # a taller window gives its extra height to the timeline (GPU rows were left below the fold)
         self.split.setStretchFactor(0, 1)
@@ -123,6 +126,7 @@ class TraceView(QtWidgets.QWidget):
         lay.addWidget(self.split, 1)
 
     def _wire(self) -> None:
+        self.memory_box.sig_folded_changed.connect(lambda _f: self.fit_splitter())
         self.timeline.sig_slice_selected.connect(self._on_timeline_selected)
         self.timeline.sig_range_changed.connect(self._on_timeline_range)
         self.timeline.sig_search_requested.connect(self._on_timeline_search)
@@ -162,13 +166,17 @@ class TraceView(QtWidgets.QWidget):
     def resizeEvent(self, ev) -> None:  # noqa: N802 (Qt API)
         super().resizeEvent(ev)
         if not self._split_by_user and ev.size().height() != ev.oldSize().height():
-            QtCore.QTimer.singleShot(0, self.fit_splitter)  # the window settles after the first layout
+            # now, not queued: the layout has already given the splitter its new height, and a queued
+            # fit painted the default sizes first (the layout jumped once after a trace opened)
+            self.fit_splitter()
 
     def fit_splitter(self) -> None:
-        """Give the timeline the height its rows need; plots get MEMORY_PLOT_PX each; tables keep at least 200 px."""
-        total = sum(self.split.sizes()) or self.height()
-        mem = MEMORY_PLOT_PX * len(self.memory.shown_plots())
-        self.memory.setVisible(mem > 0)
+        """Give the timeline the height its rows need; the plots their compact height (or the toggle's
+        line when folded); tables keep at least 200 px."""
+        total = self.split.height() if self.split.height() > 0 else (sum(self.split.sizes()) or self.height())
+        self.memory_box.refresh()
+        mem = self.memory_box.wanted_height()
+        self.memory_box.setVisible(mem > 0)
         want = (len(self.timeline.rows) + 1) * self.timeline.theme.row_px + 40
         tl = max(200, min(want, total - mem - 200))
         self.split.setSizes([tl, mem, max(120, total - tl - mem)])

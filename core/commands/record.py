@@ -1,8 +1,10 @@
-"""`ptprof record [options] SCRIPT [ARGS...]`: run a training script under torch.profiler into a run bundle.
+"""`ptprof record [options] SCRIPT [ARGS...]` or `ptprof record [options] -m MODULE [ARGS...]`: run a training
+script (or a module, exactly like `python -m`) under torch.profiler into a run bundle.
 
 Shows one live status line (step, step time, GPU util); Ctrl-C stops cleanly (the profiler flushes
 the cycle in progress); a second Ctrl-C escalates. Exit code: 0, the script's own non-zero code with
-one line saying why, 2 for bad input.
+one line saying why, 2 for bad input; with --stop-after-window, 0 when the script was stopped after its
+last trace cycle was saved.
 """
 from __future__ import annotations
 
@@ -22,8 +24,8 @@ def add_arguments(p) -> None:
     p.add_argument("--warmup", type=int, default=1, help="schedule: warm-up steps (traced, not saved)")
     p.add_argument("--active", type=int, default=3, help="schedule: recorded steps per cycle")
     p.add_argument("--repeat", type=int, default=1, help="schedule: cycles (0 = until the script ends)")
-    p.add_argument("--nproc-per-node", type=int, default=1, dest="nproc",
-                   help="processes (ranks) through torchrun; >1 implies --torchrun")
+    p.add_argument("--nproc-per-node", type=int, default=None, dest="nproc",
+                   help="processes (ranks); always launched through torchrun, 1 included")
     p.add_argument("--torchrun", action="store_true", help="launch through python -m torch.distributed.run")
     p.add_argument("--python", default=sys.executable, help="interpreter that has torch (default: this one)")
     p.add_argument("--cwd", default="", help="working directory (default: the current one, as `python SCRIPT`)")
@@ -34,8 +36,12 @@ def add_arguments(p) -> None:
     p.add_argument("--no-sync-debug", action="store_true",
                    help="CUDA: do not report implicit host-sync sites (torch.cuda.set_sync_debug_mode)")
     p.add_argument("--nvml-hz", type=float, default=10.0, help="GPU sampling rate (default 10)")
+    p.add_argument("--stop-after-window", action="store_true",
+                   help="stop the script (as Ctrl-C does) once the last trace cycle is saved; exit 0")
     p.add_argument("--quiet", action="store_true", help="no status line, no script output echo")
-    p.add_argument("script", help="the training script (run unmodified as __main__)")
+    p.add_argument("-m", dest="module_argv", nargs=argparse.REMAINDER, metavar="MODULE ARGS",
+                   help="run a module like `python -m MODULE` (the rest of the line are its arguments)")
+    p.add_argument("script", nargs="?", default="", help="the training script (run unmodified as __main__)")
     p.add_argument("args", nargs=argparse.REMAINDER, help="the script's own arguments")
 
 
@@ -50,11 +56,19 @@ def config_from_args(args):
     script_args = list(args.args)
     if script_args and script_args[0] == "--":
         script_args = script_args[1:]
-    return RunConfig(script=args.script, args=tuple(script_args), python=args.python, cwd=args.cwd or os.getcwd(),
+    module = ""
+    if args.module_argv is not None:
+        if not args.module_argv:
+            raise ConfigError("-m expects a module name")
+        if args.script:  # options before -m ended with a positional: `record train.py -m x` is ambiguous
+            raise ConfigError(f"give either a script or -m MODULE, not both ({args.script!r})")
+        module, script_args = args.module_argv[0], list(args.module_argv[1:])
+    return RunConfig(script=args.script or "", module=module, stop_after_window=args.stop_after_window,
+                     args=tuple(script_args), python=args.python, cwd=args.cwd or os.getcwd(),
                      env=tuple(env), schedule=Schedule(args.wait, args.warmup, args.active, args.repeat),
                      record_shapes=not args.no_shapes, profile_memory=not args.no_memory,
-                     with_stack=args.with_stack, sync_debug=not args.no_sync_debug, out_dir=args.out, nproc=args.nproc,
-                     use_torchrun=args.torchrun, nvml_hz=args.nvml_hz)
+                     with_stack=args.with_stack, sync_debug=not args.no_sync_debug, out_dir=args.out,
+                     nproc=args.nproc or 1, use_torchrun=args.torchrun or args.nproc is not None, nvml_hz=args.nvml_hz)
 
 
 def status_line(session) -> str:
@@ -165,7 +179,11 @@ def _summary(session, quiet: bool) -> int:
             print("ptprof: the script ended before any trace cycle completed (too few steps for the schedule?)",
                   file=sys.stderr)
         return 0
-    if code == 2 and st.exception.startswith("SyntaxError"):
+    if session.stopped_after_window:
+        print(f"ptprof: profiling done: the script was stopped after its last trace cycle (exit {code}, "
+              "--stop-after-window)", file=sys.stderr)
+        return 0 if n_traces else code
+    if code == 2 and st.exception.startswith(("SyntaxError", "ImportError", "ModuleNotFoundError")):
         print(f"ptprof: {st.exception}", file=sys.stderr)
         return 2
     if session.stopping_requested:

@@ -89,7 +89,10 @@ def _source(src) -> dict | None:
         return src
     if isinstance(src, (tuple, list)) and len(src) >= 2:
         return {"file": src[0], "line": src[1], "function": src[2] if len(src) > 2 else ""}
-    return {k: getattr(src, k, None) for k in ("file", "line", "function")}
+    d = {k: getattr(src, k, None) for k in ("file", "line", "function")}
+    if getattr(src, "library", ""):
+        d["library"] = src.library
+    return d
 
 
 def evidence_text(e) -> str:

@@ -113,6 +113,8 @@ def _findings(ctx: ReportContext) -> str:
         src = d.get("source")
         where = (f"<code>{esc(src.get('file'))}:{esc(src.get('line'))}</code> in <code>{esc(src.get('function'))}</code>"
                  if src and src.get("file") else "<span class=muted>source not known</span>")
+        if src and src.get("library"):
+            where = f"<code>{esc(src['library'])}</code> &larr; " + where
         ranges = d.get("time_ranges") or []
         first = (f"first at {(ranges[0][0] - t_base) / 1e6:.3f}–{(ranges[0][1] - t_base) / 1e6:.3f} ms"
                  f" ({len(ranges)} range{'s' if len(ranges) != 1 else ''})") if ranges else ""

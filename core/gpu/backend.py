@@ -68,6 +68,10 @@ class FakeBackend:
     def device_names(self) -> list[str]:
         return [f"Fake GPU {i}" for i in range(self.n)]
 
+    def device_facts(self) -> list[dict]:
+        return [{"index": i, "name": f"Fake GPU {i}", "total_memory_bytes": int(self.total_mb * _MB),
+                 "max_sm_clock_mhz": 1980, "max_mem_clock_mhz": 2619} for i in range(self.n)]
+
     def sample(self, pids=None, slow=False):
         self.calls += 1
         t = time.monotonic() - self.t0
@@ -116,6 +120,18 @@ class NvmlBackend:
 
     def device_names(self) -> list[str]:
         return list(self._names)
+
+    def device_facts(self) -> list[dict]:
+        """Per GPU of the run: total memory and peak (max) SM / memory clocks, for run.json gpu.facts."""
+        nv = self._nv
+        out = []
+        for i, h in enumerate(self._handles):
+            mem = self._get(i, "mem", nv.nvmlDeviceGetMemoryInfo, h)
+            out.append({"index": i, "name": self._names[i], "total_memory_bytes": int(mem.total) if mem else None,
+                        "max_sm_clock_mhz": self._get(i, "maxclock", nv.nvmlDeviceGetMaxClockInfo, h, nv.NVML_CLOCK_SM),
+                        "max_mem_clock_mhz": self._get(i, "maxmemclock", nv.nvmlDeviceGetMaxClockInfo, h,
+                                                       nv.NVML_CLOCK_MEM)})
+        return out
 
     def _get(self, i: int, what: str, fn, *args):
         if (i, what) in self._unsupported:

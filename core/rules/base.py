@@ -45,12 +45,19 @@ class Source:
     file: str
     line: int
     function: str
+    # the innermost library frame when the cause is inside library code the user's line called
+    # (`transformers/trainer.py:2375 in _maybe_log_save_evaluate`), "" otherwise
+    library: str = ""
 
     def to_json(self) -> dict:
-        return {"file": self.file, "line": self.line, "function": self.function}
+        d = {"file": self.file, "line": self.line, "function": self.function}
+        if self.library:
+            d["library"] = self.library
+        return d
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line} ({self.function})" if self.function else f"{self.file}:{self.line}"
+        user = f"{self.file}:{self.line} ({self.function})" if self.function else f"{self.file}:{self.line}"
+        return f"{self.library} <- {user}" if self.library else user
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -39,7 +39,7 @@ def memory_near_capacity(ctx: RuleContext) -> RuleOutput:
             total = m.meta.device_total_memory(int(dev))
             if not total:
                 out.not_run.append(CheckNotRun("memory_near_capacity", f"device {dev}: total memory unknown "
-                                               "(no deviceProperties in the trace)"))
+                                               "(no deviceProperties in the trace, none in run.json)"))
                 continue
             sel = np.flatnonzero(cuda & (mem.device == dev))
             k = sel[int(np.argmax(mem.total_reserved[sel]))]

@@ -4,9 +4,11 @@ With with_stack off (the runner's default) a trace has no Python frames, so host
 cannot name the user's line. The runner turns on torch.cuda.set_sync_debug_mode("warn") and records each
 implicit sync site once (core/runner/child.py):
 - trace metadata `ptprof_sync_sites` (prof.add_metadata_json, only in cycles where the list grew):
-  [{"file", "line", "first_step", "via"?}, ...], "via" = torch's own file:line when the warning came
-  from inside torch and the site is the user's frame that called it;
-- events.jsonl: {"type": "sync", "rank", "file", "line", "step", "via"?, "message"}.
+  [{"file", "line", "first_step", "via"?, "code", "lib_*"?}, ...]: file:line = the innermost user frame,
+  "via" = torch's own file:line when the warning came from inside torch, lib_file / lib_line /
+  lib_function / lib_label / lib_code = the innermost library frame when the sync happened inside
+  library code (transformers, lightning, torch) the user's line called (core/runner/syncsite.py);
+- events.jsonl: {"type": "sync", "rank", "file", "line", "step", "via"?, "lib_*"?, "message"}.
 Neither says which op synced, so the op kind comes from the site's source line when the file is readable
 here (`.item()`, `if t:`, `.nonzero()` / masks, `.cpu()`, `.to(...)`). A site is used only when it
 matches the finding's op kind, or when it is the rank's only site (then every implicit sync is from it);
@@ -46,13 +48,14 @@ class SyncSite:
     via: str | None  # torch's file:line behind the user's call (e.g. Module.to), None for a direct call
     kinds: frozenset[str] | None  # op kinds the line can sync with, None when the source is not readable
     function: str = ""  # enclosing def when the source is readable
+    library: str = ""  # innermost library frame, "transformers/trainer.py:2375 in _maybe_log_save_evaluate"
 
     @property
     def source(self) -> Source:
-        return Source(self.file, self.line, self.function)
+        return Source(self.file, self.line, self.function, self.library)
 
     def label(self) -> str:
-        return f"{self.file}:{self.line}"
+        return f"{self.library} <- {self.file}:{self.line}" if self.library else f"{self.file}:{self.line}"
 
 
 def op_kind(op: str) -> str | None:
@@ -106,19 +109,25 @@ def sites(ctx: RuleContext, rank: int) -> list[SyncSite]:
     """The rank's user-code sync sites in discovery order (library frames, e.g. an old runner's
     torch/_inductor sites, dropped)."""
     def build() -> list[SyncSite]:
-        seen: dict[tuple[str, int], SyncSite] = {}
+        seen: dict[tuple[str, int, str], SyncSite] = {}
         known = _compile_frames(ctx)
         for d in _records(ctx, rank):
             try:
                 file, line = str(d["file"]), int(d["line"])
             except (KeyError, TypeError, ValueError):
                 continue
-            if (file, line) in seen or is_library_frame(file):
+            library = d.get("lib_label") if isinstance(d.get("lib_label"), str) else ""
+            # one user line (`trainer.train()`) can hold many library sync sites
+            if (file, line, library) in seen or (is_library_frame(file) and not library):
                 continue
             step = d.get("first_step", d.get("step"))
-            seen[(file, line)] = SyncSite(file, line, step if isinstance(step, int) else None, d.get("via") or None,
-                                          _kinds(d, file, line),
-                                          _function(file, line) or known.get((file, line), ""))
+            kinds = _kinds(d, file, line)
+            lib_kinds = kinds_of(d["lib_code"]) if isinstance(d.get("lib_code"), str) else frozenset()
+            if lib_kinds:
+                kinds = lib_kinds | (kinds or frozenset())
+            seen[(file, line, library)] = SyncSite(file, line, step if isinstance(step, int) else None,
+                                                   d.get("via") or None, kinds,
+                                                   _function(file, line) or known.get((file, line), ""), library)
         return list(seen.values())
     return ctx.memoized(f"sync-sites:{rank}", build)
 

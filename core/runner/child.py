@@ -1,13 +1,14 @@
 """Runs a user's training script under torch.profiler. Runs INSIDE the user's interpreter: stdlib + torch only.
 
     python child.py --bundle DIR [--wait N --warmup N --active N --repeat N] [--no-shapes] [--no-memory]
-                    [--with-stack] [--fallback-steps N] -- SCRIPT [ARGS...]
+                    [--with-stack] [--fallback-steps N] [--module] -- SCRIPT|MODULE [ARGS...]
 
-The script runs as __main__ (runpy) with its own argv; cwd is the launcher's. Nothing in the script
-changes: a global optimizer step hook steps the profiler, so the schedule counts optimizer steps from the
-first one (the first iteration, with setup and compilation, is never recorded). A script that never steps
-an optimizer (inference) gets a bounded window stepped at each top-level module forward instead. A script
-that drives torch.profiler itself gets no second profiler (we step aside and say so). Events go to
+The script runs as __main__ (runpy.run_path, or runpy.run_module like `python -m` with --module) with its
+own argv; cwd is the launcher's. Nothing in the script changes: what a step is gets decided at run time
+(stepsource.py: the first optimizer's step(), else the main loss's backward pass, else a bounded window of
+top-level module forwards), and the schedule counts steps from the first one (the first iteration, with
+setup and compilation, is never recorded). A script that drives torch.profiler itself gets no second
+profiler (we step aside and say so). Events go to
 events.jsonl (core/runner/protocol.py), traces to traces/rank<R>.cycle<N>.pt.trace.json.gz, torch.compile
 graph breaks and recompiles to compile.json.
 """
@@ -20,7 +21,6 @@ import json
 import linecache
 import os
 import re
-import runpy
 import shutil
 import signal
 import sys
@@ -31,9 +31,6 @@ import warnings
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
-# a script that visibly trains gets no global module hooks: they would make torch.compile warn and
-# recompile once when removed. Only scripts that look like inference get the forward-stepped fallback.
-_TRAINS = re.compile(r"\boptim\b|\boptimizer\b|\.backward\(|\bTrainer\b|lightning|accelerate|deepspeed")
 _USES_PROFILER = re.compile(
     r"(torch\.)?profiler\.profile\s*\(|from\s+torch\.profiler\s+import\s+[^\n]*\bprofile\b(?!\w)"
     r"|torch\.autograd\.profiler\.profile\s*\(|emit_nvtx\s*\(")
@@ -56,6 +53,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--no-memory", action="store_true")
     p.add_argument("--with-stack", action="store_true")
     p.add_argument("--no-sync-debug", action="store_true")
+    p.add_argument("--module", action="store_true", help="SCRIPT is a module name, run like `python -m`")
     p.add_argument("script")
     p.add_argument("args", nargs=argparse.REMAINDER)
     ns = p.parse_args(argv)
@@ -68,6 +66,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 _guards = _load_sibling("guards")
 _Terminated, _Signals, _Orphan, _LogFallback = _guards.Terminated, _guards.Signals, _guards.Orphan, _guards.LogFallback
 _on_sigterm, _user_frames = _guards.on_sigterm, _guards.user_frames
+_stepsource, _syncsite, _target = _load_sibling("stepsource"), _load_sibling("syncsite"), _load_sibling("target")
+_devinfo = _load_sibling("devinfo")
 
 
 class ChildRunner:
@@ -81,24 +81,29 @@ class ChildRunner:
         self.traces.mkdir(parents=True, exist_ok=True)
         self.ev = protocol.EventWriter(str(self.bundle / protocol.EVENTS_FILE), self.rank)
         self.capture = capture
-        self.prof = None  # the scheduled profiler (started at the first optimizer step)
-        self.fallback = None  # forward-stepped profiler for scripts without an optimizer
+        self.target = None
+        self.prof = None  # the profiler of the current step source (started at its first step)
         self.stepped_aside = False
         self.step = 0
-        self._top_seen: set[int] = set()
+        self._top_calls: dict[int, int] = {}
         self._fallback_module = None
-        self._depth = 0
-        self._opt_id = None
+        self._forward_done = False  # the bounded forward window ran: no further forward steps
         self._last_ns = time.perf_counter_ns()
+        self._hook_ns = 0  # our own time in the last step hook (profiler transitions, export, device sync)
         self._cycle = 0
         self._discard = False
-        self._phase = None
+        self._phase = "start"
         self._meta_cycle = -1
         self._autocast_seen: set[str] = set()
-        self._handles = []
-        self._fwd_handles = []
-        self.sync_sites: dict[tuple[str, int], dict] = {}
+        self.sources = _stepsource.StepSources(torch, self._on_switch, self._on_step, self._on_forward_pre,
+                                               self._guarded)
+        self.sites = _syncsite.SiteFinder(os.path.dirname(torch.__file__), str(_HERE))
+        self.sync_sites: dict[tuple, dict] = {}
         self._sync_meta_n = 0
+
+    @property
+    def source(self) -> str:
+        return self.sources.source or "optimizer"
 
     # -- profiler construction -------------------------------------------------------------------
     def _make_profiler(self, wait, warmup, active, repeat):
@@ -117,13 +122,19 @@ class ChildRunner:
             prof.preset_metadata_json("ptprof_run", json.dumps(self._run_meta()))
         return prof
 
+    def _schedule(self) -> tuple[int, int, int, int]:
+        if self.source == "forward":
+            return 0, 1, max(1, self.o.fallback_steps), 1
+        s = self.o
+        return s.wait, s.warmup, s.active, s.repeat
+
     def _run_meta(self) -> dict:
         t = self.torch
         cuda = t.cuda.is_available()
-        return {"rank": self.rank, "world_size": self.world, "script": self.o.script,
+        return {"rank": self.rank, "world_size": self.world, "script": self.target.label if self.target else "",
                 "torch_version": t.__version__, "cuda_runtime": getattr(t.version, "cuda", None),
                 "cudnn_version": t.backends.cudnn.version() if cuda else None,
-                "python": sys.version.split()[0], "step_source": "forward" if self.fallback else "optimizer"}
+                "python": sys.version.split()[0], "step_source": self.source}
 
     def _flags(self) -> dict:
         b = self.torch.backends
@@ -132,22 +143,14 @@ class ChildRunner:
                 "tf32_cudnn": bool(b.cudnn.allow_tf32),
                 "float32_matmul_precision": self.torch.get_float32_matmul_precision(),
                 "deterministic_algorithms": bool(self.torch.are_deterministic_algorithms_enabled()),
-                "autocast": sorted(self._autocast_seen), "step_source": "forward" if self.fallback else "optimizer",
-                **self._run_meta()}
+                "autocast": sorted(self._autocast_seen), **self._run_meta()}
 
     # -- hooks -----------------------------------------------------------------------------------
-    def install(self, forward_fallback: bool) -> None:
-        try:
-            from torch.optim.optimizer import register_optimizer_step_post_hook
-            from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
-        except ImportError:  # torch < 2.0
+    def install(self) -> None:
+        if not self.sources.install():  # torch < 2.0
             self.step_aside(f"torch {self.torch.__version__} has no global optimizer hook (needs torch >= 2.0): "
                             "the script runs without the profiler")
             return
-        self._handles.append(register_optimizer_step_post_hook(self._guarded(self._on_optimizer_step)))
-        if forward_fallback:
-            self._fwd_handles = [register_module_forward_pre_hook(self._guarded(self._on_forward_pre)),
-                                 register_module_forward_hook(self._on_forward_post)]
         self._patch_autocast()
         self._patch_profiler_start()
         self._install_sync_debug()
@@ -155,8 +158,6 @@ class ChildRunner:
     def _guarded(self, hook):
         """Our hooks run inside the user's training step: a profiler failure must never break it."""
         def call(*args):
-            if self.stepped_aside and hook.__name__ != "_on_optimizer_step":
-                return None
             _Signals.depth += 1
             try:
                 return hook(*args)
@@ -169,83 +170,101 @@ class ChildRunner:
         call.__name__ = hook.__name__
         return call
 
-    def _drop_forward_hooks(self) -> None:
-        for h in self._fwd_handles:
-            h.remove()
-        self._fwd_handles = []
-
-    def _on_optimizer_step(self, optimizer, args, kwargs) -> None:
-        if self._opt_id is None:
-            self._opt_id = id(optimizer)
-            self._drop_forward_hooks()
-            if self.fallback is not None:
-                self._discard = True  # it was gradient accumulation, not inference
-                self.fallback.stop()
+    def _on_switch(self, old: str | None, new: str) -> None:
+        """A stronger step source appeared (stepsource.py): the window of the weaker one is dropped."""
+        if self.prof is not None:
+            recording = self.prof.current_action.name != "NONE"
+            self._discard = True
+            try:
+                self.prof.stop()
+            finally:
                 self._discard = False
-                self.fallback = None
-                self.step = 0  # step numbers count optimizer steps from here on
-                self._phase = None
-                self.ev.emit("notice", code="fallback_discarded",
-                             message="optimizer step seen after several forwards: forward window dropped")
-        elif id(optimizer) != self._opt_id:
-            return  # a second optimizer (GAN, multi-optimizer): count the first one's steps only
-        self._record_step("optimizer")
-        if self.stepped_aside:
-            return
-        if self.prof is None:
-            s = self.o
-            self.prof = self._make_profiler(s.wait, s.warmup, s.active, s.repeat)
-            self.prof.start()
-        else:
-            self.prof.step()
-        self._after_step(self.prof)
+            self.prof = None
+            if recording:  # said only when a window was dropped (not for 2-step accumulation in the wait step)
+                self.ev.emit("notice", code="step_source_switched", message=(
+                    f"{new} steps seen after {self.step} {old} step(s): the {old} window in progress was "
+                    f"dropped, steps count {new} steps from here on"))
+        self.step = 0
+        self._phase = "start"
+        self._meta_cycle, self._sync_meta_n = -1, 0  # the new profiler gets the metadata again
 
-    def _on_forward_pre(self, module, args) -> None:
-        self._depth += 1
-        if self._depth != 1 or self._opt_id is not None or self.stepped_aside:
+    def _on_step(self, source: str) -> None:
+        start_ns = self._record_step(source)
+        try:
+            if self.stepped_aside or (self.prof is None and source == "forward" and self._forward_done):
+                return
+            if self.prof is None:
+                self.prof = self._make_profiler(*self._schedule())
+                self.prof.start()
+            else:
+                if self.prof.current_action.name == "RECORD_AND_SAVE":
+                    self._close_window_sync(self.prof)
+                self.prof.step()
+            self._after_step(self.prof)
+        finally:
+            self._last_ns = time.perf_counter_ns()
+            self._hook_ns = self._last_ns - start_ns
+
+    def _on_forward_pre(self, module) -> None:
+        if self.stepped_aside or self._forward_done:
             return
         key = id(module)
-        if self.fallback is None:
-            # inference = a top-level module runs again before any optimizer step (a loss module or a
-            # second model called once per iteration does not count)
-            if key not in self._top_seen:
-                self._top_seen.add(key)
+        if self.sources.source is None:
+            # inference = a top-level module runs a third time before any backward / optimizer step (a loss
+            # module or a second model called once per iteration does not count, nor a GAN discriminator
+            # called on real and fake data before the first backward)
+            self._top_calls[key] = self._top_calls.get(key, 0) + 1
+            if self._top_calls[key] < 3:
                 return
             self._fallback_module = key
-            steps = max(1, self.o.fallback_steps)
-            self.fallback = self._make_profiler(0, 1, steps, 1)
+            self.sources.become_forward()
             self.ev.emit("notice", code="fallback", message=(
-                f"no optimizer step seen: profiling a bounded window of {steps} forward calls of "
-                f"{type(module).__name__} instead (inference script?)"))
-            self._record_step("forward")
-            self.fallback.start()
+                f"no optimizer step or backward pass seen: profiling a bounded window of {max(1, self.o.fallback_steps)} "
+                f"forward calls of {type(module).__name__} instead (inference script?)"))
+            self._on_step("forward")
         elif key == self._fallback_module:
-            self._record_step("forward")
-            self.fallback.step()
-        else:
-            return
-        self._after_step(self.fallback)
+            self._on_step("forward")
 
-    def _on_forward_post(self, module, args, output) -> None:
-        self._depth = max(0, self._depth - 1)
-
-    def _record_step(self, source: str) -> None:
+    def _record_step(self, source: str) -> int:
         now = time.perf_counter_ns()
         self.step += 1
-        self.ev.emit("step", step=self.step, dur_ns=now - self._last_ns, source=source)
-        self._last_ns = now
+        # dur_ns: the script's own time since the previous step hook returned (our profiler transitions,
+        # trace export and window-end sync are that hook's hook_ns); phase: the profiler state the interval
+        # ran in ("start" = from the child's start to the first step)
+        self.ev.emit("step", step=self.step, dur_ns=now - self._last_ns, source=source, phase=self._phase,
+                     hook_ns=self._hook_ns)
+        return now
+
+    def _close_window_sync(self, prof) -> None:
+        """The coming step()/stop() closes an active window: wait for the GPU first, so the window's GPU work
+        (queued behind a CPU that runs ahead) is in the trace. The sync runs after ProfilerStep#N has ended
+        (no step's CPU span holds it), under a `ptprof::window_end_sync` range; the wait is a gpu_lag event."""
+        cuda = self.torch.cuda
+        if not (cuda.is_available() and cuda.is_initialized()):
+            return
+        rec = getattr(prof, "step_rec_fn", None)
+        if rec is not None:
+            rec.__exit__(None, None, None)
+            prof.step_rec_fn = None
+        t0 = time.perf_counter_ns()
+        with self.torch.profiler.record_function("ptprof::window_end_sync"):
+            cuda.synchronize()
+        self.ev.emit("gpu_lag", step=self.step, cycle=self._cycle + 1, lag_ns=time.perf_counter_ns() - t0,
+                     source=self.source)
 
     def _after_step(self, prof) -> None:
         action = prof.current_action.name  # schedule() returns NONE both while waiting and when done
         if action == "NONE":
-            s = self.o if prof is self.prof else None
-            cycle = (s.wait + s.warmup + s.active) if s else 0
-            phase = "done" if s is None or (s.repeat > 0 and prof.step_num >= cycle * s.repeat) else "wait"
+            w, wu, a, r = self._schedule()
+            done = self.source == "forward" or (r > 0 and prof.step_num >= (w + wu + a) * r)
+            phase = "done" if done else "wait"
+            if done and self.source == "forward":
+                self._forward_done = True
         else:
             phase = "warmup" if action == "WARMUP" else "active"
         if phase != self._phase:
             self._phase = phase
-            self.ev.emit("phase", phase=phase, step=self.step)
+            self.ev.emit("phase", phase=phase, step=self.step, source=self.source)
         if phase in ("warmup", "active") and len(self.sync_sites) != self._sync_meta_n:
             self._sync_meta_n = len(self.sync_sites)
             try:
@@ -279,13 +298,14 @@ class ChildRunner:
         finally:
             tmp_json.unlink(missing_ok=True)
         self.ev.emit("cycle", cycle=self._cycle, path=f"traces/{name}", bytes=final.stat().st_size,
-                     export_s=round(time.perf_counter() - t0, 3), step=self.step)
+                     export_s=round(time.perf_counter() - t0, 3), step=self.step, source=self.source)
 
     # -- patches ---------------------------------------------------------------------------------
     def _install_sync_debug(self) -> None:
         """torch.cuda.set_sync_debug_mode("warn"): each implicit host sync site (.item(), .cpu(), masks,
-        nonzero, pageable .to()) warns once at its user line; we turn those warnings into "sync" events
-        and trace metadata instead of printing them. Explicit torch.cuda.synchronize() is not reported."""
+        nonzero, pageable .to()) warns once at its line; we turn those warnings into "sync" events and
+        trace metadata instead of printing them (innermost user frame + innermost library frame,
+        syncsite.py). Explicit torch.cuda.synchronize() is not reported."""
         if self.o.no_sync_debug or not self.torch.cuda.is_available():
             return
         try:
@@ -299,36 +319,19 @@ class ChildRunner:
             text = str(message)
             if "synchronizing CUDA operation" not in text:
                 return original(message, category, filename, lineno, file, line)
-            site = runner._user_site(filename, lineno)
+            site = runner.sites.find(filename, lineno, sys._getframe(1))
             if site is None:
                 return  # inside torch.compile's own work (dynamo/inductor): not the training loop
-            key = (site[0], site[1])
+            key = (site["file"], site["line"], site.get("lib_file"), site.get("lib_line"))
             if key not in sites:
-                # the source line travels with the bundle, so rules can tell .item() from .to() when
+                # the source lines travel with the bundle, so rules can tell .item() from .to() when
                 # the bundle is opened on another machine
-                code = linecache.getline(site[0], site[1]).strip()[:200]
-                sites[key] = {"file": site[0], "line": site[1], "first_step": runner.step, "via": site[2],
-                              "code": code}
-                ev.emit("sync", file=site[0], line=site[1], step=runner.step, via=site[2], code=code,
-                        message=text.split(" (Triggered internally")[0])
+                site["code"] = linecache.getline(site["file"], site["line"]).strip()[:200]
+                site["first_step"] = runner.step
+                sites[key] = site
+                ev.emit("sync", step=runner.step, message=text.split(" (Triggered internally")[0],
+                        **{k: v for k, v in site.items() if k != "first_step"})
         warnings.showwarning = showwarning
-
-    def _user_site(self, filename: str, lineno: int):
-        """(file, line, via) of the user's code behind a warning raised inside torch, or None when
-        the stack runs through torch._dynamo / torch._inductor (compile-time work)."""
-        torch_dir = os.path.dirname(self.torch.__file__) + os.sep
-        if not filename.startswith(torch_dir):
-            return filename, lineno, None
-        via = f"{filename[len(torch_dir) - 6:]}:{lineno}"  # "torch/nn/modules/module.py:1370"
-        frame = sys._getframe(2)
-        while frame is not None:
-            f = frame.f_code.co_filename
-            if f.startswith((torch_dir + "_dynamo", torch_dir + "_inductor")):
-                return None
-            if not f.startswith((torch_dir, str(_HERE))) and "warnings" not in f and not f.startswith("<"):
-                return f, frame.f_lineno, via
-            frame = frame.f_back
-        return filename, lineno, None
 
     def _patch_autocast(self) -> None:
         cls = getattr(getattr(self.torch, "amp", None), "autocast", None) or self.torch.autocast
@@ -346,7 +349,7 @@ class ChildRunner:
         runner = self
 
         def start(prof_self):
-            if prof_self is not runner.prof and prof_self is not runner.fallback and not runner.stepped_aside:
+            if prof_self is not runner.prof and not runner.stepped_aside:
                 runner.step_aside("the script started its own torch.profiler: ptprof stepped aside "
                                   "(trace cycles recorded so far are kept)")
             return original(prof_self)
@@ -354,46 +357,37 @@ class ChildRunner:
 
     def step_aside(self, message: str) -> None:
         self.stepped_aside = True
-        for prof in (self.prof, self.fallback):
-            if prof is not None:
-                try:
-                    prof.stop()
-                except Exception:
-                    pass
-        self.prof = self.fallback = None
+        if self.prof is not None:
+            try:
+                self.prof.stop()
+            except Exception:
+                pass
+        self.prof = None
         self.ev.emit("notice", code="step_aside", message=message)
 
     # -- the run ---------------------------------------------------------------------------------
-    def run(self, script: str, args: list[str]) -> int:
+    def run(self, target, args: list[str]) -> int:
         torch = self.torch
+        self.target = target
         self.ev.emit("start", pid=os.getpid(), python=sys.executable, torch_version=torch.__version__,
                      cuda=torch.cuda.is_available(), devices=torch.cuda.device_count(), world_size=self.world,
-                     argv=[script, *args], cwd=os.getcwd(), schedule={k: getattr(self.o, k) for k in
-                                                                       ("wait", "warmup", "active", "repeat")})
+                     argv=[target.label, *args], cwd=os.getcwd(), module=target.name if target.module else None,
+                     device_properties=_devinfo.device_properties(torch),
+                     schedule={k: getattr(self.o, k) for k in ("wait", "warmup", "active", "repeat")})
         try:
-            source = Path(script).read_text(errors="replace")
-        except OSError:
-            source = ""
-        try:
-            compile(Path(script).read_bytes(), script, "exec")
-        except SyntaxError as exc:  # bad input: Python's own few lines (file, line, caret), no runner frames
-            text = "".join(traceback.format_exception_only(type(exc), exc))
-            self.ev.emit("exception", message=f"SyntaxError: {exc.msg} ({Path(script).name}, line {exc.lineno})",
-                         traceback=text)
-            sys.stderr.write(text)
+            target.check()
+        except _target.BadTarget as exc:  # bad input: Python's own few lines (file, line, caret), no runner frames
+            self.ev.emit("exception", message=exc.message, traceback=exc.text)
+            sys.stderr.write(exc.text)
             self.finish(2)
             return 2
-        except (OSError, ValueError):
-            pass  # runpy reports it the usual way
-        if _USES_PROFILER.search(source):
+        if _USES_PROFILER.search(target.source()):
             self.step_aside("the script uses torch.profiler itself: ptprof does not add a second profiler "
                             "(steps and GPU are still monitored; the script's own traces are not in the bundle)")
-        self.install(forward_fallback=not _TRAINS.search(source))
-        sys.argv = [script, *args]
-        sys.path[0] = str(Path(script).resolve().parent)
+        self.install()
         exit_code = 0
         try:
-            runpy.run_path(script, run_name="__main__")
+            target.run(args)
         except SystemExit as exc:
             exit_code = _exit_code(exc.code)
             if isinstance(exc, _Terminated):
@@ -411,26 +405,28 @@ class ChildRunner:
         return exit_code
 
     def finish(self, exit_code: int) -> None:
-        if any(p is not None and p.current_action.name != "NONE" for p in (self.prof, self.fallback)):
+        prof = self.prof
+        if prof is not None and prof.current_action.name != "NONE":
             self.ev.emit("notice", code="flushing", message="writing the trace window in progress…")
         # a second Ctrl-C, or torchrun's SIGTERM after our SIGINT, must not cut the trace flush
         # (the launcher escalates to SIGKILL if the flush hangs)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        for prof in (self.prof, self.fallback):
-            if prof is not None:
-                try:
-                    prof.stop()  # saves the cycle in progress (partial) if it was recording
-                except Exception as exc:
-                    self.ev.emit("notice", code="flush_failed", message=f"could not flush the profiler: {exc}")
-        for h in self._handles + self._fwd_handles:
-            h.remove()
+        if prof is not None:
+            try:
+                if prof.current_action.name in ("RECORD", "RECORD_AND_SAVE"):
+                    self._close_window_sync(prof)
+                prof.stop()  # saves the cycle in progress (partial) if it was recording
+            except Exception as exc:
+                self.ev.emit("notice", code="flush_failed", message=f"could not flush the profiler: {exc}")
+        self.sources.remove()
         if self.capture is not None and self.rank == 0:
             try:
                 self.capture.write(self.bundle / "compile.json")
             except Exception as exc:
                 self.ev.emit("notice", code="compile_json", message=f"could not write compile.json: {exc}")
-        self.ev.emit("end", exit_code=exit_code, steps=self.step, cycles=self._cycle)
+        self.ev.emit("end", exit_code=exit_code, steps=self.step, cycles=self._cycle,
+                     step_source=self.sources.source)
         self.ev.close()
 
 
@@ -452,6 +448,8 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signal.SIGINT, _Signals.handle)
     warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle")
     warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype feature")
+    # about our own global forward hooks (stepsource.py), which ignore the OptimizedModule's extra call
+    warnings.filterwarnings("ignore", message="Using `torch.compile\\(module\\)` when there are global hooks")
     try:
         import torch
     except ImportError as exc:  # bad input (wrong interpreter): the launcher says it in one line
@@ -464,7 +462,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.stderr = _LogFallback(sys.stderr, Path(opts.bundle) / "stderr.log")
     capture = capture_mod.CompileCapture.install(torch)
     runner = ChildRunner(opts, torch, protocol, capture)
-    return runner.run(str(Path(opts.script).resolve()), list(opts.args))
+    target = _target.Target(opts.script if opts.module else str(Path(opts.script).resolve()), opts.module)
+    return runner.run(target, list(opts.args))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from dataclasses import dataclass, field, replace
@@ -27,9 +28,12 @@ class Schedule:
         return (self.wait + self.warmup + self.active) * max(1, self.repeat)
 
 
+_MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
 @dataclass(frozen=True, slots=True)
 class RunConfig:
-    script: str
+    script: str  # "" with module set
     args: tuple[str, ...] = ()
     python: str = field(default_factory=lambda: sys.executable)
     cwd: str = ""  # "" = the script's folder
@@ -44,10 +48,23 @@ class RunConfig:
     use_torchrun: bool = False  # launch through torch.distributed.run even with nproc=1
     nvml_hz: float = 10.0
     fallback_steps: int = 5  # forward-stepped window length when no optimizer ever steps
+    module: str = ""  # run `python -m MODULE` instead of a script (cwd = the working directory, as python -m)
+    stop_after_window: bool = False  # stop the script (as Stop does) once every rank saved its last cycle
 
     @property
     def workdir(self) -> str:
+        if self.module:
+            return self.cwd or os.getcwd()
         return self.cwd or str(Path(self.script).resolve().parent)
+
+    @property
+    def target(self) -> str:
+        """What runs, as a person would type it: `train.py` or `-m pkg.train`."""
+        return f"-m {self.module}" if self.module else self.script
+
+    @property
+    def bundle_stem(self) -> str:
+        return self.module.replace(".", "_") if self.module else self.script
 
     @property
     def torchrun(self) -> bool:
@@ -63,7 +80,7 @@ class RunConfig:
                                                 "active": self.schedule.active, "repeat": self.schedule.repeat},
             "record_shapes": self.record_shapes, "profile_memory": self.profile_memory,
             "with_stack": self.with_stack, "sync_debug": self.sync_debug, "nproc": self.nproc, "torchrun": self.torchrun,
-            "nvml_hz": self.nvml_hz,
+            "nvml_hz": self.nvml_hz, "module": self.module, "stop_after_window": self.stop_after_window,
         }
 
 
@@ -80,11 +97,14 @@ def resolve_python(python: str) -> str | None:
 def validate(cfg: RunConfig) -> RunConfig:
     """The config with paths made absolute, or ConfigError with one clear line."""
     script = Path(cfg.script).expanduser()
-    if not cfg.script:
+    if cfg.module:
+        if not _MODULE_NAME.match(cfg.module):
+            raise ConfigError(f"not a module name: {cfg.module!r} (expected e.g. package.train)")
+    elif not cfg.script:
         raise ConfigError("no script given")
-    if not script.is_file():
+    elif not script.is_file():
         raise ConfigError(f"script not found: {script}")
-    if script.suffix not in (".py", ".pyw", ""):
+    elif script.suffix not in (".py", ".pyw", ""):
         raise ConfigError(f"not a Python script: {script}")
     python = resolve_python(cfg.python)
     if python is None:
@@ -99,7 +119,7 @@ def validate(cfg: RunConfig) -> RunConfig:
         raise ConfigError(f"--nproc-per-node must be >= 1 (got {cfg.nproc})")
     if not 0 < cfg.nvml_hz <= 1000:
         raise ConfigError(f"NVML rate must be in (0, 1000] Hz (got {cfg.nvml_hz})")
-    cwd = Path(cfg.workdir if cfg.cwd else script.resolve().parent).expanduser()
+    cwd = Path(cfg.workdir if cfg.cwd or cfg.module else script.resolve().parent).expanduser()
     if not cwd.is_dir():
         raise ConfigError(f"working directory not found: {cwd}")
     for key, _ in cfg.env:
@@ -111,14 +131,14 @@ def validate(cfg: RunConfig) -> RunConfig:
             raise ConfigError(f"output path exists and is not a folder: {out}")
         if out.is_dir() and any(out.iterdir()) and not (out / "run.json").exists():
             raise ConfigError(f"output folder is not empty and not a run bundle: {out}")
-    return replace(cfg, script=str(script.resolve()), python=python, cwd=str(cwd.resolve()))
+    return replace(cfg, script="" if cfg.module else str(script.resolve()), python=python, cwd=str(cwd.resolve()))
 
 
 def advice(cfg: RunConfig) -> list[str]:
     """Non-fatal warnings about a config (shown by the dialog and `ptprof record`)."""
     out = []
     try:
-        source = Path(cfg.script).read_text(errors="replace")
+        source = Path(cfg.script).read_text(errors="replace") if cfg.script else ""
     except OSError:
         source = ""
     if cfg.with_stack and ("torch.compile" in source or ".compile(" in source):
@@ -126,4 +146,6 @@ def advice(cfg: RunConfig) -> list[str]:
                    "trace of several GB; keep the window short or record without stacks")
     if cfg.schedule.repeat == 0:
         out.append("repeat 0 records a trace every cycle until the script ends: many files")
+        if cfg.stop_after_window:
+            out.append("--stop-after-window with repeat 0: the last cycle never comes, the script is not stopped")
     return out

@@ -25,8 +25,10 @@ def child_options(cfg: RunConfig, bundle_dir: str | Path) -> list[str]:
 
 
 def build_argv(cfg: RunConfig, bundle_dir: str | Path) -> list[str]:
-    """[python, child.py, options, --, script, args] or the same under `python -m torch.distributed.run`."""
-    tail = [str(CHILD), *child_options(cfg, bundle_dir), "--", cfg.script, *cfg.args]
+    """[python, child.py, options, --, script, args] or the same under `python -m torch.distributed.run`
+    (`--module -- MODULE args` for `python -m MODULE`)."""
+    target = ["--module", "--", cfg.module] if cfg.module else ["--", cfg.script]
+    tail = [str(CHILD), *child_options(cfg, bundle_dir), *target, *cfg.args]
     if cfg.torchrun:
         return [cfg.python, "-u", "-m", "torch.distributed.run", "--standalone",
                 "--nproc-per-node", str(cfg.nproc), *tail]

@@ -3,14 +3,23 @@
 The child (core/runner/child.py, in the user's interpreter) appends; the GUI controller and
 `ptprof record` tail it. Every event has "type", "t_ns" (wall clock, time.time_ns) and "rank".
 
-    {"type": "start", "pid", "python", "torch_version", "cuda", "argv", "cwd", "mode"}
-    {"type": "step", "step", "dur_ns", "source": "optimizer" | "forward"}
-    {"type": "phase", "phase": "wait" | "warmup" | "active" | "done"}     (profiler state changes)
-    {"type": "cycle", "cycle", "path", "bytes"}                          (a trace file was saved)
-    {"type": "notice", "code", "message"}                                 (fallback window, step aside …)
-    {"type": "sync", "file", "line", "step", "message"}                   (CUDA: an implicit host-sync site)
+    {"type": "start", "pid", "python", "torch_version", "cuda", "devices", "world_size", "argv", "cwd",
+     "module", "device_properties": [{id, name, totalGlobalMem, numSms, ...}], "schedule"}
+    {"type": "step", "step", "dur_ns", "source": "optimizer" | "backward" | "forward",
+     "phase": "start" | "wait" | "warmup" | "active" | "done", "hook_ns"}
+        dur_ns = the script's own time since the previous step hook returned; phase = the profiler
+        state that interval ran in; hook_ns = the previous hook's own time (profiler transitions,
+        trace export, window-end sync)
+    {"type": "phase", "phase": "wait" | "warmup" | "active" | "done", "step", "source"}  (state changes)
+    {"type": "gpu_lag", "step", "cycle", "lag_ns", "source"}   (torch.cuda.synchronize before a window
+                                                                 closes: how far the GPU lagged, ns)
+    {"type": "cycle", "cycle", "path", "bytes", "export_s", "step", "source"}  (a trace file was saved)
+    {"type": "notice", "code", "message"}          (fallback window, step_source_switched, step aside …)
+    {"type": "sync", "file", "line", "step", "via", "code", "lib_file", "lib_line", "lib_function",
+     "lib_label", "lib_code", "message"}           (CUDA: an implicit host-sync site; lib_* when it was
+                                                    inside library code)
     {"type": "exception", "message", "traceback"}
-    {"type": "end", "exit_code"}
+    {"type": "end", "exit_code", "steps", "cycles", "step_source"}
 
 Lines are written with one os.write on an O_APPEND descriptor, so ranks of a torchrun run can share
 the file without interleaving (lines stay well under PIPE_BUF in practice; tracebacks are capped).

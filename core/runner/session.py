@@ -53,6 +53,8 @@ class LiveState:
     def fold(self, e: dict) -> None:
         t = e.get("type")
         if t == "step":
+            if e.get("rank", 0) == 0 and e.get("source", self.step_source) != self.step_source:
+                self.step = 0  # a stronger step source took over (child stepsource.py): steps count anew
             self.step = max(self.step, int(e.get("step", 0))) if e.get("rank", 0) == 0 else self.step
             if e.get("rank", 0) == 0:
                 self.last_step_ns = int(e.get("dur_ns", 0))
@@ -84,7 +86,7 @@ class RunSession:
                  doctor: dict | None = None):
         self.cfg = cfg
         self.doctor = doctor  # core.runner.doctor.DoctorReport.to_dict() when the GUI checked the interpreter
-        root = cfg.out_dir or bl.default_dir(cfg.script)
+        root = cfg.out_dir or bl.default_dir(cfg.bundle_stem)
         self.bundle = bl.prepare(root)
         self._backend = backend
         self.plan = plan
@@ -96,6 +98,9 @@ class RunSession:
         self.ended_ns = 0
         self.exit_code: int | None = None
         self._run_json: dict = {}
+        self._done_ranks: set[int] = set()  # ranks whose schedule is done (--stop-after-window)
+        self._world = max(1, cfg.nproc)
+        self.stopped_after_window = False
 
     @property
     def finished(self) -> bool:
@@ -110,7 +115,8 @@ class RunSession:
         argv = build_argv(cfg, self.bundle.root)
         self.started_ns = time.time_ns()
         self._run_json = {
-            "format": "ptprof-run/1", "status": "running", "config": cfg.to_dict(), "argv": [cfg.script, *cfg.args],
+            "format": "ptprof-run/1", "status": "running", "config": cfg.to_dict(),
+            "argv": [*(["-m", cfg.module] if cfg.module else [cfg.script]), *cfg.args],
             "command": argv, "python": cfg.python, "torch_version": None, "host": platform.node(),
             "started_at": bl.iso_utc(self.started_ns), "ended_at": None, "exit_code": None,
             "launcher_python": sys.executable, "doctor": self.doctor, "environment": None,
@@ -130,7 +136,9 @@ class RunSession:
         proc = self.proc
         self.sampler = Sampler(backend, cfg.nvml_hz, csv_path=self.bundle.nvml_csv,
                                pids=lambda: set().union(*(group_pids(g) for g in proc.groups))).start()
+        facts = getattr(backend, "device_facts", None)
         self._run_json["gpu"] = {"backend": backend.name, "devices": backend.device_names(),
+                                 "facts": facts() if facts else [],  # NVML: memory, peak clocks per GPU
                                  "nvml_index": getattr(backend, "physical", None),  # nvml.csv gpu i = this NVML GPU
                                  "reason": self.sampler.reason}
         bl.write_json(self.bundle.run_json, self._run_json)
@@ -149,7 +157,14 @@ class RunSession:
                 self.proc.extra_groups.add(e["pid"])  # a torchrun worker (its own session)
             if e.get("type") == "start" and self._run_json.get("environment") is None:
                 self._run_json["environment"] = {k: e.get(k) for k in ("python", "torch_version", "cuda", "devices",
-                                                                        "world_size", "cwd")}
+                                                                        "world_size", "cwd", "device_properties")}
+            if e.get("type") == "start" and isinstance(e.get("world_size"), int):
+                self._world = max(self._world, e["world_size"])
+            elif e.get("type") == "phase" and e.get("phase") == "done" and self.cfg.stop_after_window:
+                self._done_ranks.add(int(e.get("rank", 0)))
+                if len(self._done_ranks) >= self._world and not self.stopping_requested:
+                    self.stopped_after_window = True  # the same path as Stop (SIGINT, then escalation)
+                    self.request_stop()
             elif e.get("type") == "notice" and e.get("code") == "flushing":
                 self.proc.flushing = True  # give the trace export time before SIGTERM
         if code is not None:
@@ -184,7 +199,9 @@ class RunSession:
             "torch_version": st.torch_version or None, "steps": st.step, "cycles": st.cycles,
             "step_source": st.step_source, "sync_sites": st.syncs, "exception": st.exception or None, "notices": st.notices,
             "traces": [str(p.relative_to(self.bundle.root)) for p in self.bundle.trace_files()],
-            "stop_signals": list(self.proc.signals_sent) if self.proc else [], **(extra or {})})
+            "stop_signals": list(self.proc.signals_sent) if self.proc else [],
+            "stop_reason": "window_done" if self.stopped_after_window else (
+                "requested" if self.stopping_requested else None), **(extra or {})})
         bl.write_json(self.bundle.run_json, self._run_json)
 
     @property

@@ -1,12 +1,13 @@
 """Everything a snapshot viewer shows, computed off the UI thread: `iter_snapshot_report(path)` yields
 core.trace.loader.Progress and returns a SnapshotReport (the snapshot, each device's active-memory
-timeline and the largest allocations live at its peak)."""
+timeline, the largest allocations live at its peak and the per-allocation block layout)."""
 from __future__ import annotations
 
 from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.snapshot.blocks import BlockLayout, block_layout
 from core.snapshot.load import from_dict
 from core.snapshot.model import MemorySnapshot
 from core.snapshot.timeline import ActiveTimeline, LiveAllocation, active_timeline, peak_allocations
@@ -21,6 +22,7 @@ TOP_AT_PEAK = 50
 class DeviceReport:
     timeline: ActiveTimeline
     top_at_peak: tuple[LiveAllocation, ...]
+    blocks: BlockLayout | None = None  # the per-allocation view's layout (core.snapshot.blocks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +52,7 @@ def iter_snapshot_report(path: str | Path, top_n: int = TOP_AT_PEAK) -> Generato
     for i, d in enumerate(snap.devices):
         yield Progress("active memory", 0.8 + 0.2 * i / max(len(snap.devices), 1), f"cuda:{d}")
         tl = active_timeline(snap, d)
-        devices[d] = DeviceReport(tl, tuple(peak_allocations(snap, tl, top_n)))
+        devices[d] = DeviceReport(tl, tuple(peak_allocations(snap, tl, top_n)), block_layout(snap, tl))
     return SnapshotReport(snap, devices)
 
 

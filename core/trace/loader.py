@@ -178,7 +178,17 @@ def assemble(root: str, models: list[TraceModel], found: io.Discovered | None = 
     if found is not None:
         from core.trace import extras as ex
         extras = ex.load_extras(found, base)
+    if extras.get("bundle") and any(not m.meta.device_properties for m in shifted):
+        from core.trace.bundle_devices import device_properties
+        props = device_properties(extras["bundle"])
+        if props:  # a GPU trace without deviceProperties: the run's own record of its GPUs
+            shifted = [replace(m, meta=replace(m.meta, device_properties=props))
+                       if not m.meta.device_properties and _has_gpu(m) else m for m in shifted]
     return TraceSet(path=root, models=tuple(shifted), base_unix_ns=base, warnings=tuple(warnings), **extras)
+
+
+def _has_gpu(m: TraceModel) -> bool:
+    return bool(m.devices) or bool(len(m.memory) and (m.memory.device_type != 0).any())
 
 
 def shift_model(m: TraceModel, delta_ns: int) -> TraceModel:

@@ -1,8 +1,32 @@
 """A read-only Qt table model over a pandas DataFrame (values formatted lazily, per visible cell)."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from PySide6 import QtCore
+
+_UNITS = {"us": "µs", "ns": "ns", "ms": "ms", "s": "s", "pctg": "%", "pct": "%", "percentage": "%"}
+_WORDS = {"pctg": "%", "num": "number of", "cpu": "CPU", "gpu": "GPU", "id": "ID", "sm": "SM", "avg": "mean",
+          "std": "std dev", "max": "max", "min": "min"}
+
+
+def human_header(name: str) -> str:
+    """A pandas column as a person would title it: `idle_time(us)` -> `Idle time (µs)`,
+    `compute_time_pctg` -> `Compute time (%)`, `kernel_type` -> `Kernel type`."""
+    text = str(name)
+    unit = ""
+    m = re.match(r"^(.*?)\s*\((\w+)\)\s*$", text)
+    if m:
+        text, unit = m.group(1), _UNITS.get(m.group(2), m.group(2))
+    words = [w for w in re.split(r"[_\s]+", text) if w]
+    if words and words[-1] in ("pctg", "percentage", "pct") and not unit:
+        words, unit = words[:-1] or ["share"], "%"
+    if words and words[-1] in ("us", "ns") and not unit:
+        unit = _UNITS[words.pop()]
+    out = " ".join(_WORDS.get(w, w) for w in words)
+    out = out[:1].upper() + out[1:] if out else str(name)
+    return f"{out} ({unit})" if unit else out
 
 
 class DataFrameModel(QtCore.QAbstractTableModel):
@@ -35,7 +59,7 @@ class DataFrameModel(QtCore.QAbstractTableModel):
         if role != QtCore.Qt.ItemDataRole.DisplayRole:
             return None
         if orientation == QtCore.Qt.Orientation.Horizontal:
-            return self._columns[section]
+            return human_header(self._columns[section])
         return str(section)
 
     def data(self, index, role=QtCore.Qt.ItemDataRole.DisplayRole):

@@ -10,11 +10,13 @@ import logging
 import numpy as np
 import pyqtgraph as pg
 import shiboken6
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 from superqt.utils import create_worker
 
+from core.trace.model import Kind
 from core.analysis.hta import ANALYSES, TITLES, HtaReport, check_available, launch_summary, run_hta
 from gui.hta.frame_model import DataFrameModel
+from gui.theme import Theme, category_color, load_theme, style_plot
 
 log = logging.getLogger(__name__)
 
@@ -23,8 +25,9 @@ class HtaTab(QtWidgets.QWidget):
     sig_report_ready = QtCore.Signal(object)
     """The HtaReport, once HTA has returned (or said why it cannot run)."""
 
-    def __init__(self, parent=None, auto_run: bool = True) -> None:
+    def __init__(self, parent=None, auto_run: bool = True, theme: Theme | None = None) -> None:
         super().__init__(parent)
+        self.theme = theme or load_theme()
         self._trace_set = None
         self._report: HtaReport | None = None
         self._worker = None
@@ -45,7 +48,9 @@ class HtaTab(QtWidgets.QWidget):
             item = QtWidgets.QListWidgetItem(TITLES[name].split(" (")[0])
             item.setData(QtCore.Qt.ItemDataRole.UserRole, name)
             self.list.addItem(item)
-        self.list.setMaximumWidth(260)
+        self.list.setMaximumWidth(300)
+        self.list.setMinimumWidth(min(300, self.list.sizeHintForColumn(0) + 12))
+        self.list.setTextElideMode(QtCore.Qt.TextElideMode.ElideRight)
         self.reason = QtWidgets.QLabel()
         self.reason.setWordWrap(True)
         self.frame_model = DataFrameModel(parent=self)
@@ -53,11 +58,18 @@ class HtaTab(QtWidgets.QWidget):
         self.table.setMinimumHeight(48)
         self.table.setModel(self.frame_model)
         self.table.setSortingEnabled(False)
+        self.table.verticalHeader().setVisible(False)  # the frame's 0..n index says nothing
+        self.table.setWordWrap(False)
         self.plot = pg.PlotWidget()
         self.plot.setMinimumHeight(90)  # the bottom tabs share one min height: keep it small for the timeline
+        self.plot.setMenuEnabled(False)
+        self.plot.hideButtons()
+        style_plot(self.plot, self.theme)
         right = QtWidgets.QSplitter(QtCore.Qt.Orientation.Vertical)
         right.addWidget(self.plot)
         right.addWidget(self.table)
+        right.setStretchFactor(0, 3)
+        right.setStretchFactor(1, 2)
         body = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
         body.addWidget(self.list)
         body.addWidget(right)
@@ -170,8 +182,8 @@ class HtaTab(QtWidgets.QWidget):
     def _show_result(self, result, name: str = "") -> None:
         self.plot.clear()
         self.plot.getAxis("bottom").setTicks(None)  # bar plots set category ticks; scatter needs numbers
-        self.plot.setLabel("bottom", "")
-        self.plot.setLabel("left", "")
+        self.plot.setLabel("bottom", "", color=self.theme.text.name())
+        self.plot.setLabel("left", "", color=self.theme.text.name())
         self.plot.enableAutoRange()
         if result is None or not result.ok:
             self.frame_model.set_frame(None)
@@ -187,50 +199,67 @@ class HtaTab(QtWidgets.QWidget):
             self.reason.setText(result.title + extra)
         self.frame_model.set_frame(result.table)
         self.table.resizeColumnsToContents()
+        self.table.resizeRowsToContents()
         try:
-            _PLOTS.get(name, lambda *_: None)(self.plot, result.table)
+            _PLOTS.get(name, lambda *_: None)(self.plot, result.table, self.theme)
         except (KeyError, ValueError, TypeError) as exc:  # a column HTA renamed: table only
             log.info("HTA plot %s skipped: %r", name, exc)
 
 
-def _bars(plot, labels, values, brush="#377eb8") -> None:
+def _bars(plot, labels, values, brush) -> None:
+    """brush: one colour, or one per bar."""
     x = np.arange(len(values), dtype=float)
-    plot.addItem(pg.BarGraphItem(x=x, height=np.asarray(values, float), width=0.7, brush=brush))
+    brushes = brush if isinstance(brush, list) else None
+    plot.addItem(pg.BarGraphItem(x=x, height=np.asarray(values, float), width=0.7, pen=None,
+                                 **({"brushes": brushes} if brushes else {"brush": brush})))
     plot.getAxis("bottom").setTicks([[(float(i), str(l)[:24]) for i, l in enumerate(labels)]])
 
 
-def _plot_temporal(plot, df) -> None:
+_TEMPORAL_COLORS = {"idle": "host_wait_ns", "compute": "compute_ns", "non_compute": "memcpy_ns"}
+
+
+def _plot_temporal(plot, df, theme) -> None:
     cols = [c for c in ("idle_time_pctg", "compute_time_pctg", "non_compute_time_pctg") if c in df.columns]
-    labels = [f"rank {r} {c.replace('_time_pctg', '')}" for r in df["rank"] for c in cols]
+    labels = [f"rank {r} {c.replace('_time_pctg', '').replace('_', '-')}" for r in df["rank"] for c in cols]
     values = [float(df.loc[i, c]) for i in df.index for c in cols]
-    _bars(plot, labels, values)
-    plot.setLabel("left", "% of time")
+    brushes = [category_color(theme, _TEMPORAL_COLORS[c.replace("_time_pctg", "")]) for _ in df.index for c in cols]
+    _bars(plot, labels, values, brushes)
+    plot.setLabel("left", "% of time", color=theme.text.name())
 
 
-def _plot_idle(plot, df) -> None:
-    labels = [f"{s}:{c}" for s, c in zip(df["stream"], df["idle_category"])]
-    _bars(plot, labels, 100.0 * df["idle_time_ratio"].to_numpy(dtype=float), "#999999")
-    plot.setLabel("left", "% of idle time")
+_IDLE_COLORS = {"host_wait": "host_wait_ns", "kernel_wait": "kernel_wait_ns", "other": "other_idle_ns"}
 
 
-def _plot_kernels(plot, df) -> None:
-    _bars(plot, df["kernel_type"], df["percentage"].to_numpy(dtype=float), "#4daf4a")
-    plot.setLabel("left", "% of kernel time")
+def _plot_idle(plot, df, theme) -> None:
+    labels = [f"stream {s}: {c.replace('_', ' ')}" for s, c in zip(df["stream"], df["idle_category"])]
+    brushes = [category_color(theme, _IDLE_COLORS.get(str(c), "host_wait_ns")) for c in df["idle_category"]]
+    _bars(plot, labels, 100.0 * df["idle_time_ratio"].to_numpy(dtype=float), brushes)
+    plot.setLabel("left", "% of idle time", color=theme.text.name())
 
 
-def _plot_launch(plot, df) -> None:
+def _plot_kernels(plot, df, theme) -> None:
+    brushes = [category_color(theme, "comm_ns" if "COMM" in str(k).upper() else
+                              "memcpy_ns" if "MEM" in str(k).upper() else "compute_ns") for k in df["kernel_type"]]
+    _bars(plot, df["kernel_type"], df["percentage"].to_numpy(dtype=float), brushes)
+    plot.setLabel("left", "% of kernel time", color=theme.text.name())
+
+
+def _plot_launch(plot, df, theme) -> None:
     cpu = df["cpu_duration"].to_numpy(dtype=float)
     gpu = df["gpu_duration"].to_numpy(dtype=float)
-    plot.addItem(pg.ScatterPlotItem(x=cpu, y=gpu, size=4, pen=None, brush=pg.mkBrush(55, 126, 184, 120)))
+    dot = QtGui.QColor(theme.kind_color(Kind.KERNEL))
+    dot.setAlpha(140)
+    plot.addItem(pg.ScatterPlotItem(x=cpu, y=gpu, size=4, pen=None, brush=pg.mkBrush(dot)))
     hi = float(max(cpu.max(initial=1), gpu.max(initial=1)))
-    plot.plot([0, hi], [0, hi], pen=pg.mkPen("#e41a1c", style=QtCore.Qt.PenStyle.DashLine))
-    plot.setLabel("bottom", "CPU launch (µs)")
-    plot.setLabel("left", "GPU kernel (µs)")
+    plot.plot([0, hi], [0, hi], pen=pg.mkPen(theme.selection, style=QtCore.Qt.PenStyle.DashLine))
+    plot.setLabel("bottom", "CPU launch (µs)", color=theme.text.name())
+    plot.setLabel("left", "GPU kernel (µs)", color=theme.text.name())
 
 
-def _plot_overlap(plot, df) -> None:
-    _bars(plot, [f"rank {r}" for r in df["rank"]], np.nan_to_num(df.iloc[:, -1].to_numpy(dtype=float)))
-    plot.setLabel("left", "% overlap")
+def _plot_overlap(plot, df, theme) -> None:
+    _bars(plot, [f"rank {r}" for r in df["rank"]], np.nan_to_num(df.iloc[:, -1].to_numpy(dtype=float)),
+          category_color(theme, "comm_ns"))
+    plot.setLabel("left", "% overlap", color=theme.text.name())
 
 
 _PLOTS = {"temporal_breakdown": _plot_temporal, "idle_time_breakdown": _plot_idle, "kernel_breakdown": _plot_kernels,

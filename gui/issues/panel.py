@@ -21,8 +21,8 @@ from core.analysis.breakdown import step_breakdown
 from core.rules import Analysis, iter_analyze
 from core.rules.config import load_config
 from gui.issues.breakdown_view import BreakdownView
-from gui.issues.details import FindingDetails
-from gui.issues.model import SORT_ROLE, FindingsModel
+from gui.issues.details import FindingDetails, not_run_text
+from gui.issues.model import COLUMNS, SORT_ROLE, FindingsModel
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +69,13 @@ class IssuesPanel(QtWidgets.QWidget):
         self.table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setSortingEnabled(True)
         self.table.verticalHeader().setVisible(False)
-        self.table.horizontalHeader().setStretchLastSection(True)
         self.table.setWordWrap(False)
+        # the columns fit the dock (Problem stretches and elides; full text on hover): no horizontal
+        # scrolling, so selecting a finding can never scroll Severity out of view
+        self.table.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.table.setTextElideMode(QtCore.Qt.TextElideMode.ElideRight)
+        self.table.horizontalHeader().setStretchLastSection(False)
+        self.table.horizontalHeader().setMinimumSectionSize(36)
         self.csv_export = None  # callable: "Export findings as CSV…" (set by gui/integrations.py)
         self.table.setContextMenuPolicy(QtCore.Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._on_table_context_menu_requested)
@@ -147,17 +152,16 @@ class IssuesPanel(QtWidgets.QWidget):
         self._breakdowns = list(breakdowns) if breakdowns is not None else [step_breakdown(m, kw)
                                                                             for m in trace_set.models]
         self.model.set_findings(analysis.findings)
-        self.table.sortByColumn(4, QtCore.Qt.SortOrder.DescendingOrder)
-        self.table.resizeColumnsToContents()
-        self.table.setColumnWidth(1, min(self.table.columnWidth(1), 380))  # long titles: full text on hover
+        self.table.sortByColumn(0, QtCore.Qt.SortOrder.DescendingOrder)  # errors first, then by saving / impact
+        self._fit_columns()
         n_err = sum(1 for f in analysis.findings if f.severity.label == "error")
         n_warn = sum(1 for f in analysis.findings if f.severity.label == "warning")
         self.status.setText(f"{len(analysis.findings)} finding(s): {n_err} error, {n_warn} warning · "
                             f"{analysis.summary.get('steps', 0)} step(s) · analysed in {analysis.elapsed_s:.2f} s")
-        if analysis.not_run:
-            self.not_run.setText("Checks not run: " + "; ".join(f"{n.rule}: {n.reason}" for n in analysis.not_run))
+        if analysis.not_run:  # shown once: here, each reason once for all ranks it applies to
+            self.not_run.setText("Checks not run: " + not_run_text(analysis.not_run))
             self.not_run.setVisible(True)
-        self.details.show_finding(None, analysis.not_run)
+        self.details.show_finding(None)
         self.rank_combo.blockSignals(True)
         self.rank_combo.clear()
         for m in trace_set.models:
@@ -166,6 +170,17 @@ class IssuesPanel(QtWidgets.QWidget):
         self.rank_combo.blockSignals(False)
         self.breakdown.set_breakdown(self._breakdowns[0] if self._breakdowns else None)
         self.sig_analysis_finished.emit(analysis)
+
+    def _fit_columns(self) -> None:
+        """Every column but Problem sized to its contents; Problem takes the rest of the width."""
+        header = self.table.horizontalHeader()
+        problem = COLUMNS.index("Problem")
+        if "Rule" in COLUMNS:  # Details names the rule; its column took the width Problem needs
+            self.table.setColumnHidden(COLUMNS.index("Rule"), True)
+        for col in range(self.model.columnCount()):
+            mode = (QtWidgets.QHeaderView.ResizeMode.Stretch if col == problem
+                    else QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+            header.setSectionResizeMode(col, mode)
 
     def analysis(self) -> Analysis | None:
         return self._analysis

@@ -24,7 +24,11 @@ from gui.timeline.axes import TimeAxis
 GIB = 1024 ** 3
 _PALETTE = ("#4a7fd4", "#2e9e4f", "#e8a33d", "#d65c8a", "#9b6bd3", "#6fa8a0", "#d94040", "#8d939a")
 _NVML_PLOTTED = ("gpu_util", "mem_util")  # % series share one plot; others show in the legend only
-Y_HEADROOM = 1.15  # y range top = highest curve x this: room for the peak label above the peak
+MEM_PLOT_PX = 96  # memory plot: 16 px header + ~80 px of curves (compact: the timeline gets the height)
+NVML_PLOT_PX = 64  # NVML % plot: 16 px header + ~48 px (0-100 % needs no finer resolution)
+NOTE_PX = 18  # a header line alone (NVML with nothing worth a plot)
+Y_HEADROOM = 1.35  # y range top = highest curve x this: room for half the peak label (beside the peak) in
+                   # the compact ~55 px view box: 55 px / 1.35 leaves 14 px above the peak for 11 px of text
 SOLID, DASHED = "━", "┅"  # legend swatches for allocated (solid) and reserved (dashed) lines
 
 
@@ -55,6 +59,8 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         self.mem_unit = (GIB, "GiB")
         self.nvml_header: HeaderLabel | None = None
         self.nvml_plot: pg.PlotItem | None = None
+        self.mem_note = ""  # why there is no memory plot ("" = plotted)
+        self.nvml_note = ""  # why NVML is a line of text instead of a plot ("" = plotted or no NVML)
         self.peaks: list[tuple[str, int, int]] = []  # (device label, peak bytes, ts_ns)
         self.curves: dict[str, pg.PlotDataItem] = {}
         self._linked: pg.ViewBox | None = None
@@ -75,6 +81,7 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
             plot.getAxis(ax).setTextPen(self.theme.text)
             plot.getAxis(ax).setPen(self.theme.grid)
         left.setLabel(title, color=self.theme.text.name())
+        left.setStyle(tickTextOffset=4)
         header.setToolTip(f"{title}: legend and summary")
         return plot
 
@@ -84,6 +91,11 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
     def shown_plots(self) -> list[pg.PlotItem]:
         """Plots with curves (hidden ones are left out)."""
         return [p for p in self.plots() if p.isVisible() and p.listDataItems()]
+
+    def wanted_height(self) -> int:
+        """Pixels the shown plots need (0 = nothing to show)."""
+        px = sum(MEM_PLOT_PX if p is self.mem_plot else NVML_PLOT_PX for p in self.shown_plots())
+        return px + NOTE_PX * (bool(self.nvml_note) + bool(self.mem_note))
 
     def set_right_margin(self, px: int) -> None:
         """Right margin matching the timeline's scroll bar, so the view boxes end where the timeline's does."""
@@ -110,7 +122,10 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         multi = len(models) > 1
         series = [(m, replace(s, label=f"rank {m.rank} {s.label}") if multi and m.rank is not None else s)
                   for m in models for s in memory_series(m)]
-        top = max((s.peak_reserved_bytes for _, s in series), default=0)
+        if not series:  # a CPU run recorded with profile_memory: the host allocator's [memory] events
+            series = [(m, replace(s, label=f"rank {m.rank} {s.label}") if multi and m.rank is not None else s)
+                      for m in models for s in memory_series(m, include_cpu=True)]
+        top = max((max(s.peak_reserved_bytes, s.peak_allocated_bytes) for _, s in series), default=0)
         self.mem_unit = (GIB, "GiB") if top >= 2 * GIB else (1024 ** 2, "MiB")
         parts = []
         for i, (m, s) in enumerate(series):
@@ -118,27 +133,36 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
             x = s.ts_ns.astype(float)
             for what, y, style in (("allocated", s.allocated_bytes, QtCore.Qt.PenStyle.SolidLine),
                                    ("reserved", s.reserved_bytes, QtCore.Qt.PenStyle.DashLine)):
+                if what == "reserved" and not s.peak_reserved_bytes:  # the CPU allocator reserves nothing
+                    continue
                 curve = self.mem_plot.plot(x, y / self.mem_unit[0], pen=pg.mkPen(color, width=1.5, style=style),
                                            stepMode=None)
                 curve.setDownsampling(auto=True, method="peak")
                 curve.setClipToView(True)
                 self.curves[f"{s.label} {what}"] = curve
             self._mark_peak(s, color)
-            parts.append(f"{swatch(color.name(), SOLID)} allocated {swatch(color.name(), DASHED)} reserved · "
-                         + html.escape(self._peak_text(s, m.meta.device_properties)))
+            legend = f"{swatch(color.name(), SOLID)} allocated " + (
+                f"{swatch(color.name(), DASHED)} reserved · " if s.peak_reserved_bytes else "· ")
+            parts.append(legend + html.escape(self._peak_text(s, m.meta.device_properties)))
         self.summary.setText("&nbsp;&nbsp;&nbsp;&nbsp;".join(parts))
-        self.mem_plot.getAxis("left").setLabel(f"memory ({self.mem_unit[1]})", color=self.theme.text.name())
+        # the unit only: a rotated "memory (GiB)" is taller than the compact plot (the header says "memory")
+        self.mem_plot.getAxis("left").setLabel(self.mem_unit[1], color=self.theme.text.name())
         if series:
             self.mem_plot.setYRange(0, top / self.mem_unit[0] * Y_HEADROOM, padding=0)
         self.mem_plot.setVisible(bool(series))
-        self.summary.setVisible(bool(series))
-        self.setToolTip("" if series else "no [memory] events: record with profile_memory=True to see memory")
+        self.mem_note = "" if series else ("Memory: no [memory] events in this trace "
+                                           "(record with profile_memory=True to see memory)")
+        if self.mem_note:
+            self.summary.setText(html.escape(self.mem_note))
+        self.summary.setVisible(True)
+        self.setToolTip("")
         self._set_nvml(ts)
         self.relink_x()
 
     def _peak_text(self, s, props) -> str:
         name = next((p.get("name") for p in props if p.get("id") == s.device), None)
-        text = f"{s.label} peak {fmt_bytes(s.peak_allocated_bytes)} allocated, {fmt_bytes(s.peak_reserved_bytes)} reserved"
+        text = f"{s.label} peak {fmt_bytes(s.peak_allocated_bytes)} allocated" + (
+            f", {fmt_bytes(s.peak_reserved_bytes)} reserved" if s.peak_reserved_bytes else "")
         if s.total_bytes:
             text += f" = {s.peak_pct_of_total:.1f} % of {fmt_bytes(s.total_bytes)}" + (f" ({name})" if name else "")
         return text
@@ -147,35 +171,55 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         y = s.peak_allocated_bytes / self.mem_unit[0]
         dot = pg.ScatterPlotItem([float(s.peak_ts_ns)], [y], size=9, brush=color, pen=pg.mkPen(self.theme.text))
         self.mem_plot.addItem(dot)
-        # just above the marker (the headroom keeps it inside the plot), on the side with more room
+        # beside the marker, vertically centred on it (the headroom keeps it inside the plot), on the
+        # side with more room
         late = len(s.ts_ns) and s.peak_ts_ns > (float(s.ts_ns[0]) + float(s.ts_ns[-1])) / 2
         fill = QtGui.QColor(self.theme.background)
         fill.setAlpha(190)
         label = pg.TextItem(f"peak {fmt_bytes(s.peak_allocated_bytes)}", color=self.theme.text,
-                            anchor=(1.05, 0.9) if late else (-0.05, 0.9), fill=fill)
+                            anchor=(1.05, 0.5) if late else (-0.05, 0.5), fill=fill)
         label.setPos(float(s.peak_ts_ns), y)
         self.mem_plot.addItem(label)
         self.peaks.append((s.label, s.peak_allocated_bytes, s.peak_ts_ns))
 
     def _set_nvml(self, ts: TraceSet) -> None:
+        """NVML % curves when they say something: samples outside the profiled window or a flat 0 %
+        become one line of text instead of ~100 px of flat line."""
         series = counter_series(ts.nvml, ts.nvml_strings) if ts.nvml is not None else []
         shown = [s for s in series if s.name.split("/")[-1] in _NVML_PLOTTED]
-        if not shown:
-            if self.nvml_plot is not None:
-                self.nvml_plot.hide()
-                self.nvml_header.hide()
-            return
-        if self.nvml_plot is None:
+        spans = [m.span_ns for m in ts.models if len(m.slices)]
+        t0, t1 = (min(a for a, _ in spans), max(b for _, b in spans)) if spans else (0, 0)
+        inside = [(s, (s.ts_ns >= t0) & (s.ts_ns <= t1)) for s in shown]
+        self.nvml_note = ""
+        if shown and not any(mask.any() for _, mask in inside):
+            n = len(shown[0].ts_ns)
+            self.nvml_note = (f"NVML: {n} samples, none inside the profiled window "
+                              f"({_rel_s(shown[0].ts_ns[0])} to {_rel_s(shown[0].ts_ns[-1])} of the trace's start)")
+        elif shown and all(float(s.value[mask].max(initial=0)) == 0.0 for s, mask in inside):
+            self.nvml_note = "NVML: " + ", ".join(s.name for s in shown) + " 0 % throughout the profiled window"
+        plot_it = bool(shown) and not self.nvml_note
+        if self.nvml_header is None and shown:
             self.nvml_header = HeaderLabel(self.theme)
-            self.nvml_plot = self._new_plot(self.nvml_header, "NVML (%)")
+            self.nvml_plot = self._new_plot(self.nvml_header, "%")
             self.nvml_plot.setXLink(self._linked or self.mem_plot)
+        if self.nvml_plot is None:
+            return
         self.nvml_plot.clear()
-        self.nvml_plot.show()
-        self.nvml_header.show()
+        self.nvml_plot.setVisible(plot_it)
+        self.nvml_header.setVisible(bool(shown))
+        if not plot_it:
+            self.nvml_header.setText(html.escape(self.nvml_note))
+            return
         parts = []
-        for i, s in enumerate(shown):
+        for i, (s, mask) in enumerate(inside):
             color = _PALETTE[(i + 2) % len(_PALETTE)]
             self.curves[s.name] = self.nvml_plot.plot(s.ts_ns.astype(float), s.value, pen=pg.mkPen(color, width=1.5))
-            parts.append(f"{swatch(color, SOLID)} NVML {html.escape(s.name)} (%)")
+            peak = float(s.value[mask].max(initial=0))
+            parts.append(f"{swatch(color, SOLID)} NVML {html.escape(s.name)} (%, max {peak:.0f} in the window)")
         self.nvml_header.setText("&nbsp;&nbsp;&nbsp;&nbsp;".join(parts))
         self.nvml_plot.setYRange(0, 100 * Y_HEADROOM, padding=0)
+        self.nvml_plot.getAxis("left").setTicks([[(0, "0"), (50, "50"), (100, "100")]])
+
+
+def _rel_s(t_ns) -> str:
+    return f"{float(t_ns) / 1e9:+.2f} s"

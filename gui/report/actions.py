@@ -25,6 +25,7 @@ from core.export.writer import ExportProgress, ReportOptions, iter_write_report
 from core.trace.model import TraceSet
 from gui.export_png import save_png, widget_png
 from gui.report.dialogs import PngOptionsDialog
+from gui.report.places import default_export_dir, ensure_dir, show_done
 from gui.report.renderer import QtRenderer
 
 
@@ -149,7 +150,8 @@ class ReportActions(QtCore.QObject):
         ctx = self._ctx_or_warn()
         if ctx is None:
             return
-        folder = QtWidgets.QFileDialog.getExistingDirectory(self._window, "Export tables as CSV into folder")
+        folder = QtWidgets.QFileDialog.getExistingDirectory(self._window, "Export tables as CSV into folder",
+                                                            str(ensure_dir(default_export_dir(ctx.trace_set.path))))
         if folder:
             self.run_tables(ctx, Path(folder))
 
@@ -166,7 +168,8 @@ class ReportActions(QtCore.QObject):
         ctx = self._ctx_or_warn()
         if ctx is None:
             return
-        folder = QtWidgets.QFileDialog.getExistingDirectory(self._window, "Export report into folder")
+        folder = QtWidgets.QFileDialog.getExistingDirectory(self._window, "Export report into folder",
+                                                            str(ensure_dir(default_export_dir(ctx.trace_set.path))))
         if folder:
             self.run_report(ctx, Path(folder))
 
@@ -223,6 +226,7 @@ class ReportActions(QtCore.QObject):
         worker.start()
 
     def _done(self, path) -> None:
+        show_done(self._window, Path(path))  # "written to … [Open folder] [Open report]", not modal
         self.sig_export_finished.emit(Path(path))
 
     def _failed(self, reason: str) -> None:
@@ -231,7 +235,10 @@ class ReportActions(QtCore.QObject):
             QtWidgets.QMessageBox.warning(self._window, "Export failed", reason)
 
     def _ask_file(self, default_name: str, filt: str = "PNG image (*.png)") -> Path | None:
-        path, _ = QtWidgets.QFileDialog.getSaveFileName(self._window, "Save as", default_name, filt)
+        ctx = self._context()
+        start = default_export_dir(ctx.trace_set.path if ctx is not None else None)
+        path, _ = QtWidgets.QFileDialog.getSaveFileName(self._window, "Save as", str(ensure_dir(start) / default_name),
+                                                        filt)
         return Path(path) if path else None
 
     def is_busy(self) -> bool:

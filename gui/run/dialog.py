@@ -32,7 +32,9 @@ def settings() -> QtCore.QSettings:
 
 
 def _script_key(script: str) -> str:
-    return "run/scripts/" + hashlib.sha1(str(Path(script).expanduser().resolve()).encode()).hexdigest()[:16]
+    """Settings key of a script path, or of "-m MODULE" (a module is remembered by its name)."""
+    name = script if script.startswith("-m ") else str(Path(script).expanduser().resolve())
+    return "run/scripts/" + hashlib.sha1(name.encode()).hexdigest()[:16]
 
 
 class RunDialog(QtWidgets.QDialog):
@@ -50,7 +52,14 @@ class RunDialog(QtWidgets.QDialog):
         self.script = QtWidgets.QLineEdit(self)
         self.script.setPlaceholderText("train.py")
         self.script.editingFinished.connect(self._on_script_editing_finished)
-        form.addRow("Script", self._with_browse(self.script, self._browse_script))
+        self.kind = QtWidgets.QComboBox(self)
+        self.kind.addItems(["Script", "Module"])
+        self.kind.setToolTip("Module: run it like `python -m package.train` (working dir on sys.path, "
+                             "relative imports work)")
+        self.kind.currentIndexChanged.connect(self._on_kind_changed)
+        target = self._with_browse(self.script, self._browse_script)
+        target.layout().insertWidget(0, self.kind)
+        form.addRow("Run", target)
         self.args = QtWidgets.QLineEdit(self)
         self.args.setPlaceholderText("--epochs 1 --batch-size 64   (as in a shell)")
         form.addRow("Arguments", self.args)
@@ -115,6 +124,10 @@ class RunDialog(QtWidgets.QDialog):
         procs.addWidget(self.torchrun)
         procs.addStretch(1)
         form.addRow("Processes per node", procs)
+        self.stop_after_window = QtWidgets.QCheckBox("Stop the script when profiling is done", self)
+        self.stop_after_window.setToolTip("after the last trace cycle is saved, stop the script as Stop does "
+                                          "(for long training runs)")
+        form.addRow("", self.stop_after_window)
         self.nvml_hz = QtWidgets.QDoubleSpinBox(self)
         self.nvml_hz.setRange(0.5, 100.0)
         self.nvml_hz.setDecimals(1)
@@ -165,7 +178,19 @@ class RunDialog(QtWidgets.QDialog):
         h.addWidget(b)
         return w
 
+    @property
+    def module_mode(self) -> bool:
+        return self.kind.currentIndex() == 1
+
+    def _on_kind_changed(self, *_) -> None:
+        module = self.module_mode
+        self.script.setPlaceholderText("package.train" if module else "train.py")
+        self.cwd.setPlaceholderText("the current folder (on sys.path, as python -m)" if module else "the script's folder")
+        self._on_options_changed()
+
     def _browse_script(self) -> None:
+        if self.module_mode:
+            return
         path, _ = QtWidgets.QFileDialog.getOpenFileName(self, "Training script", "", "Python (*.py);;All files (*)")
         if path:
             self.script.setText(path)
@@ -190,7 +215,7 @@ class RunDialog(QtWidgets.QDialog):
 
     def _on_script_editing_finished(self) -> None:
         if self.script.text().strip():
-            self.load_settings(self.script.text().strip())
+            self.load_settings(("-m " if self.module_mode else "") + self.script.text().strip())
 
     # -- config <-> widgets ----------------------------------------------------------------------
     def config(self) -> RunConfig:
@@ -207,7 +232,10 @@ class RunDialog(QtWidgets.QDialog):
             if not sep:
                 raise ConfigError(f"environment line is not KEY=VALUE: {line.strip()!r}")
             env.append((key.strip(), value))
-        return RunConfig(script=self.script.text().strip(), args=args, python=self.python.currentText().strip(),
+        target = self.script.text().strip()
+        return RunConfig(script="" if self.module_mode else target, module=target if self.module_mode else "",
+                         stop_after_window=self.stop_after_window.isChecked(),
+                         args=args, python=self.python.currentText().strip(),
                          cwd=self.cwd.text().strip(), env=tuple(env),
                          schedule=Schedule(self.wait.value(), self.warmup.value(), self.active.value(),
                                            self.repeat.value()),
@@ -220,6 +248,10 @@ class RunDialog(QtWidgets.QDialog):
     def set_config(self, d: dict) -> None:
         """Fill the widgets from a RunConfig.to_dict()-like dict (remembered settings)."""
         self.args.setText(shlex.join(d.get("args", [])))
+        if d.get("module"):
+            self.kind.setCurrentIndex(1)
+            self.script.setText(d["module"])
+        self.stop_after_window.setChecked(bool(d.get("stop_after_window", False)))
         if d.get("python"):
             self.python.setCurrentText(d["python"])
         self.cwd.setText(d.get("cwd_typed", ""))
@@ -251,7 +283,7 @@ class RunDialog(QtWidgets.QDialog):
         d = cfg.to_dict()
         d.update(cwd_typed=self.cwd.text().strip(), out_dir="", use_torchrun=cfg.use_torchrun)
         s = settings()
-        s.setValue(_script_key(cfg.script), json.dumps(d))
+        s.setValue(_script_key(cfg.target), json.dumps(d))
         interpreters = [cfg.python] + [p for p in (s.value("run/interpreters", []) or []) if p != cfg.python]
         s.setValue("run/interpreters", interpreters[:10])
 

@@ -41,6 +41,7 @@ class RunPanel(QtWidgets.QWidget):
         self.stop_button.setToolTip("SIGINT (the profiler saves the window in progress), then SIGTERM, then SIGKILL")
         self.stop_button.clicked.connect(self.controller.stop)
         self.live = LivePanel(self)
+        self.live.state.hide()  # the status line above says it (one state line, next to Stop)
         self.console = ConsoleWidget(self)
         top = QtWidgets.QHBoxLayout()
         top.addWidget(self.status, 1)
@@ -96,8 +97,10 @@ class RunPanel(QtWidgets.QWidget):
     # -- slots -----------------------------------------------------------------------------------
     def _on_controller_run_started(self, bundle: str) -> None:
         s = self.controller.session
-        self.live.attach(s.sampler, s.started_ns)
-        self.console.append_note(f"ptprof: running {Path(s.cfg.script).name} -> {bundle}")
+        self.live.attach(s.sampler, s.started_ns, getattr(s.cfg, "schedule", None))
+        self.status.setText("Running · " + self.live.state_line())
+        name = Path(s.cfg.script).name if s.cfg.script else s.cfg.target  # "-m pkg.train"
+        self.console.append_note(f"ptprof: running {name} -> {bundle}")
         self.sig_run_started.emit(bundle)
 
     def _on_controller_event_received(self, e: dict) -> None:
@@ -106,11 +109,10 @@ class RunPanel(QtWidgets.QWidget):
         if t == "notice":
             self.console.append_note(f"ptprof: {e.get('message')}")
         elif t == "sync":
-            self.console.append_note(f"ptprof: host sync at {e.get('file')}:{e.get('line')} (step {e.get('step')})")
-        elif t in ("step", "phase", "cycle") and e.get("rank", 0) == 0:
-            st = self.controller.session.state
-            self.status.setText(f"Running · step {st.step} · {st.phase}" +
-                                (f" · {st.cycles} trace(s) saved" if st.cycles else ""))
+            lib = f"{e['lib_label']} <- " if e.get("lib_label") else ""
+            self.console.append_note(f"ptprof: host sync at {lib}{e.get('file')}:{e.get('line')} (step {e.get('step')})")
+        if t in ("start", "step", "phase", "cycle") and e.get("rank", 0) == 0:
+            self.status.setText("Running · " + self.live.state_line())
 
     def _on_controller_state_changed(self, state: str) -> None:
         self.stop_button.setEnabled(state == "running")
@@ -130,6 +132,7 @@ class RunPanel(QtWidgets.QWidget):
         if not traces:
             text += " · no trace recorded (the script ended before the schedule's active steps?)"
         self.status.setText(text)
+        self.live.set_finished("done · " + text if code == 0 else text)
         self.console.append_note(f"ptprof: {text} -> {bundle}")
         self.sig_run_finished.emit(bundle, code)
         if traces:

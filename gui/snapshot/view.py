@@ -1,8 +1,10 @@
 """SnapshotView: one tab per opened CUDA memory snapshot.
 
-Top: active memory over time (SnapshotPlot). Bottom left: the largest allocations live at the peak
-(size, address, user frame; the full stack of the selected row on the right). A summary line and a
-per-device segment table give reserved / allocated totals at snapshot time.
+Top: active memory over time (SnapshotPlot) and, x-linked under it, every allocation as a block over
+time (BlocksPlot, memory_viz's per-allocation view; hover = size + stack). Bottom left: the largest
+allocations live at the peak (size, address, user frame; the full stack of the selected row on the
+right, wrapped to the pane). A summary line and a per-device segment table give reserved / allocated
+totals at snapshot time.
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from core.snapshot.report import SnapshotReport
 from core.units import fmt_bytes, fmt_ns
+from gui.snapshot.blocks import BlocksPlot
 from gui.snapshot.plot import SnapshotPlot
 from gui.stats.table_model import Column, ColumnTableModel, FilterProxy, StatsTableView
 from gui.theme import Theme
@@ -35,6 +38,10 @@ class SnapshotView(QtWidgets.QWidget):
         self.device_box.currentIndexChanged.connect(self._on_device_box_changed)
         self.plot = SnapshotPlot(theme)
         self.plot.set_report(report)
+        self.blocks = BlocksPlot(theme)
+        self.blocks.setXLink(self.plot)
+        self.blocks_caption = QtWidgets.QLabel()
+        self._set_blocks()
         self.table = StatsTableView()
         self.table_model = ColumnTableModel()
         self.proxy = FilterProxy()
@@ -42,7 +49,8 @@ class SnapshotView(QtWidgets.QWidget):
         self.table.setModel(self.proxy)
         self.table.selectionModel().currentRowChanged.connect(self._on_table_row_changed)
         self.stack_text = QtWidgets.QPlainTextEdit(readOnly=True)
-        self.stack_text.setLineWrapMode(QtWidgets.QPlainTextEdit.LineWrapMode.NoWrap)
+        # wrapped: long file paths stay inside the pane (NoWrap cut them at its right edge)
+        self.stack_text.setLineWrapMode(QtWidgets.QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.stack_text.setPlaceholderText("Select an allocation to see its full stack (innermost first).")
         self.stack_text.setFont(QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont))
         self.segments_table = StatsTableView()
@@ -69,10 +77,17 @@ class SnapshotView(QtWidgets.QWidget):
         bottom.addWidget(left)
         bottom.addWidget(self.stack_text)
         bottom.setSizes([900, 600])
+        plots = QtWidgets.QWidget()
+        pl = QtWidgets.QVBoxLayout(plots)
+        pl.setContentsMargins(0, 0, 0, 0)
+        pl.setSpacing(0)
+        pl.addWidget(self.plot, 2)
+        pl.addWidget(self.blocks_caption)
+        pl.addWidget(self.blocks, 3)
         split = QtWidgets.QSplitter(Qt.Orientation.Vertical)
-        split.addWidget(self.plot)
+        split.addWidget(plots)
         split.addWidget(bottom)
-        split.setSizes([450, 400])
+        split.setSizes([560, 340])
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(6, 4, 6, 4)
         lay.addLayout(top)
@@ -164,3 +179,16 @@ class SnapshotView(QtWidgets.QWidget):
     def _on_device_box_changed(self, i: int) -> None:
         self.device = sorted(self.report.devices)[i]
         self._fill_table()
+        self._set_blocks()
+
+    def _set_blocks(self) -> None:
+        dev = self.report.devices.get(self.device)
+        layout = dev.blocks if dev is not None else None
+        shown = layout is not None and len(layout) > 0
+        self.blocks.setVisible(shown)
+        if not shown:
+            self.blocks_caption.setText("No allocator trace: no per-allocation view "
+                                        "(record with torch.cuda.memory._record_memory_history()).")
+            return
+        self.blocks.set_layout(layout, self.snapshot.stacks, self.plot.t0_ns, self.plot.unit)
+        self.blocks_caption.setText(f"cuda:{self.device} · " + self.blocks.caption)

@@ -8,7 +8,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from core.units import NS_PER_MS, NS_PER_S, NS_PER_US
 from gui.theme import Theme
-from gui.timeline.rows import HEADER, Row
+from gui.timeline.rows import GROUP, HEADER, Row
 
 
 def time_unit(span_ns: float) -> tuple[float, str]:
@@ -151,7 +151,7 @@ class RowLabels(QtWidgets.QGraphicsWidget):
                 continue
             y = off + i * k
             bold = r.track == HEADER
-            if bold:
+            if bold or r.track == GROUP:
                 p.fillRect(QtCore.QRectF(0, y, rect.width(), k), self.theme.row_alt)
             font.setBold(bold)
             p.setFont(font)
@@ -166,7 +166,12 @@ class RowLabels(QtWidgets.QGraphicsWidget):
 
     def hoverMoveEvent(self, ev) -> None:
         i = self.row_at(ev.pos().y())
-        self.setToolTip(self.rows[i].label if 0 <= i < len(self.rows) else "")
+        r = self.rows[i] if 0 <= i < len(self.rows) else None
+        tip = r.label if r is not None else ""
+        if r is not None and r.collapsible:
+            tip += "\nclick: " + ("unfold" if r.collapsed else "fold") + (
+                " (+N: levels folded away)" if r.collapsed and "  +" in r.label else "")
+        self.setToolTip(tip)
 
     def mousePressEvent(self, ev) -> None:
         i = self.row_at(ev.pos().y())

@@ -31,8 +31,9 @@ class Highlight:
 
 
 def row_luts(models: list[TraceModel], rows: list[Row]) -> dict[int, np.ndarray]:
-    """Per model a (track, depth) -> timeline row table; depths of a folded track map to its first row,
-    tracks of hidden models / folded ranks to -1."""
+    """Per model a (track, depth) -> timeline row table; depths of a folded track map to its last shown
+    row (the first, or the deepest shown level of a stack folded to a few), tracks of hidden models /
+    folded ranks / a folded group to -1."""
     out: dict[int, np.ndarray] = {}
     for mi, m in enumerate(models):
         n_depth = int(m.tracks.max_depth.max(initial=0)) + 1
@@ -41,7 +42,7 @@ def row_luts(models: list[TraceModel], rows: list[Row]) -> dict[int, np.ndarray]
         if r.track >= 0 and r.model in out and r.depth < out[r.model].shape[1]:
             out[r.model][r.track, r.depth] = i
     for mi, lut in out.items():
-        out[mi] = np.where(lut < 0, lut[:, :1], lut)
+        out[mi] = np.maximum.accumulate(lut, axis=1)  # shown depths are 0..k-1 on increasing rows
     return out
 
 

@@ -19,7 +19,7 @@ from core.trace import query
 from core.trace.model import TraceModel
 from gui.theme import SHADES, Theme
 from gui.timeline.highlight import Highlight, clip_px, clip_segment, highlight_of, row_luts, visible_outlines
-from gui.timeline.rows import COUNTER, HEADER, CounterRow, Row, track_row_index
+from gui.timeline.rows import COUNTER, GROUP, HEADER, CounterRow, Row, track_row_index
 
 
 class TimelineItem(pg.GraphicsObject):
@@ -147,7 +147,7 @@ class TimelineItem(pg.GraphicsObject):
         for ri in range(r0, r1):
             row = self.rows[ri]
             if row.track < 0:
-                if row.track == HEADER:
+                if row.track in (HEADER, GROUP):
                     p.fillRect(QtCore.QRectF(origin_px, ri * sy + dy, (x1 - x0) * sx, sy), self.theme.row_alt)
                 elif row.track == COUNTER:
                     self._paint_counter(p, self.counters[row.depth], x0, x1, sx, dx, ri * sy + dy, sy)

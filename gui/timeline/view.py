@@ -15,7 +15,7 @@ from gui.theme import Theme
 from gui.timeline.axes import RowLabels, TimeAxis
 from gui.timeline.item import TimelineItem
 from gui.timeline.nav import NavViewBox
-from gui.timeline.rows import COUNTER, CounterRow, RowState, build_rows
+from gui.timeline.rows import COUNTER, CounterRow, RowState, build_rows, is_deep
 
 REVEAL_MIN_PX = 4.0  # a revealed slice narrower than this on screen is zoomed to
 REVEAL_ZOOM = 20.0  # ... a window this many times its duration (~5 % of the width)
@@ -84,7 +84,7 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
         self.item.update()
 
     def _rebuild_rows(self) -> None:
-        self.rows = build_rows(self.models, self.state, self.counters)
+        self.rows = build_rows(self.models, self.state, self.counters, self.theme.depth_cap)
         self.labels.set_rows(self.rows)
         self.item.set_rows(self.rows)
         self.vb.n_rows = max(1, len(self.rows))
@@ -117,8 +117,10 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
 
     def toggle_track(self, model: int, track: int) -> None:
         """Collapse / expand a track's rows (track HEADER folds a whole rank)."""
-        kind = -1 if track < 0 else int(self.models[model].tracks.kind[track])
-        self.state.toggle(model, track, kind)
+        m = self.models[model]
+        kind = -1 if track < 0 else int(m.tracks.kind[track])
+        deep = track >= 0 and is_deep(m, track, self.theme.depth_cap)
+        self.state.toggle(model, track, kind, deep)
         self._rebuild_rows()
         self.item.update()
 

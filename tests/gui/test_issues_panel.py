@@ -26,13 +26,14 @@ def test_worker_fills_panel_and_selection_emits_range(qtbot, issues_ts):
         assert panel.status.text().startswith("Analysing")  # returned at once: the work is in the worker
     analysis = blocker.args[0]
     assert panel.model.rowCount() == len(analysis.findings) > 5
-    # sorted by what the fix would save, largest first; findings without a what-if last
+    # sorted by severity (errors first), then by saving / impact, largest first
+    from gui.issues.model import rank_ns
     shown = [panel.model.finding(panel.proxy.mapToSource(panel.proxy.index(r, 0)).row())
              for r in range(panel.proxy.rowCount())]
-    savings = [f.saving_ns if f.saving_ns is not None else -1 for f in shown]
-    assert savings == sorted(savings, reverse=True)
+    keys = [(int(f.severity), rank_ns(f)) for f in shown]
+    assert keys == sorted(keys, reverse=True)
     texts = [panel.proxy.index(r, 4).data() for r in range(panel.proxy.rowCount())]
-    assert all(t.startswith("est. −") and "/step" in t for t, f in zip(texts, shown) if f.saving_ns is not None)
+    assert all(t.startswith("−") and "%" in t for t, f in zip(texts, shown) if f.saving_ns is not None)
     # pick the host_sync finding and check what the timeline would get
     row = next(r for r in range(panel.proxy.rowCount())
                if panel.proxy.index(r, 6).data() == "host_sync")

@@ -54,3 +54,44 @@ def test_console_is_bounded_and_searchable(qtbot):
     assert "line 0\n" not in c.text.toPlainText() and "line 249" in c.text.toPlainText()
     assert c.find("boom") and c.text.textCursor().selectedText() == "boom"
     assert not c.find("not there at all")
+
+
+def test_one_time_axis_state_line_and_no_gpu_plots_without_a_gpu(qtbot):
+    from core.runner.config import Schedule
+    panel = LivePanel()
+    qtbot.addWidget(panel)
+    panel.resize(1100, 300)
+    panel.show()
+    t0 = time.time_ns()
+    panel.attach(Sampler(FakeBackend(1), rate_hz=50), t0, Schedule(wait=1, warmup=1, active=2, repeat=2))
+    assert all(p.isVisible() for p in panel.plots())
+    # one time axis: every GPU plot follows the step plot's x; only the lowest plot draws the labels
+    for p in panel.gpu_plots():
+        assert p.getViewBox().linkedView(0) is panel.step_plot.getViewBox()
+    assert [p.getAxis("bottom").style["showValues"] for p in panel.plots()] == [False, False, False, True]
+    assert not panel.power_plot.getAxis("bottom").autoSIPrefix  # no "(x0.001)"
+    ev = lambda **k: panel.add_event(dict(k, t_ns=t0 + k.get("step", 0) * 10**8, rank=0))  # noqa: E731
+    assert panel.state_line() == "waiting for the script to start"
+    ev(type="start")
+    ev(type="step", step=1, dur_ns=10**9)
+    ev(type="phase", phase="wait", step=1)
+    assert panel.state_line().startswith("waiting · step 1 (recording starts after step 2)")
+    ev(type="phase", phase="warmup", step=2)
+    assert panel.state_line().startswith("warm-up")
+    ev(type="step", step=3, dur_ns=10**8)
+    ev(type="phase", phase="active", step=3)
+    assert panel.state_line() == "recording cycle 1 of 2 · step 3"
+    assert len(panel._live_bands) == 4  # the window being recorded is shaded on every plot
+    ev(type="step", step=5, dur_ns=10**8)
+    assert panel.state_line().startswith("saving the trace of cycle 1 of 2")
+    ev(type="cycle", cycle=1, step=5)
+    ev(type="phase", phase="done", step=5)
+    assert panel.state_line().startswith("done recording · step 5 · 1 trace saved")
+    assert len(panel._markers) == 5 and not panel._live_bands  # 4 bands + its label line
+    panel._on_timer_timeout()
+    ticks = panel.step_plot.getAxis("left")._tickLevels[0]
+    assert [v for v, _ in ticks] == sorted(v for v, _ in ticks) and len(ticks) == 3  # 3 labels, never overlapping
+    panel.attach(Sampler(NoGpu("no NVIDIA driver")), t0)
+    assert panel.step_plot.isVisible() and not any(p.isVisible() for p in panel.gpu_plots())
+    assert panel.step_plot.getAxis("bottom").style["showValues"]
+    panel.detach()

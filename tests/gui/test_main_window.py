@@ -18,6 +18,9 @@ def test_open_shared_trace(qtbot, main_window, open_and_wait, name):
     path = shared_trace(name)
     ts = open_and_wait(main_window, path)
     view = main_window.current_view()
+    from gui.timeline.rows import GROUP
+    for g in [r for r in view.timeline.rows if r.track == GROUP]:  # sparse side streams: one click away
+        view.timeline.toggle_track(g.model, GROUP)
     rows = view.timeline.rows
     m = ts.primary
     gpu_tracks = {t for t in range(len(m.tracks)) if m.tracks.kind[t] == TrackKind.GPU_STREAM

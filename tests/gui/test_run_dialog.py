@@ -111,3 +111,25 @@ def test_run_checks_the_interpreter_first_and_refuses_one_without_torch(qtbot, t
     assert d.result() == 0 and d.accepted_config is None  # still open: nothing was launched
     assert d.error.text().startswith("cannot run with this interpreter: torch not installed in")
     assert d.run_button.isEnabled()
+
+
+def test_module_mode_and_stop_after_window(qtbot, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    d = RunDialog()
+    qtbot.addWidget(d)
+    d.kind.setCurrentIndex(1)
+    assert d.script.placeholderText() == "package.train"
+    d.script.setText("pkg.train")
+    d.args.setText("--steps 3")
+    d.stop_after_window.setChecked(True)
+    cfg = d.validated_config()
+    assert cfg.module == "pkg.train" and cfg.script == "" and cfg.args == ("--steps", "3")
+    assert cfg.stop_after_window and cfg.cwd == str(tmp_path) and cfg.target == "-m pkg.train"
+    d.save_settings(cfg)
+    d2 = RunDialog()
+    qtbot.addWidget(d2)
+    assert d2.load_settings("-m pkg.train")
+    assert d2.module_mode and d2.script.text() == "pkg.train" and d2.stop_after_window.isChecked()
+    d.script.setText("not a module!")
+    with pytest.raises(dlg_mod.ConfigError, match="not a module name"):
+        d.validated_config()

@@ -81,3 +81,37 @@ def test_malicious_snapshot_shows_a_dialog(qtbot, main_window, tmp_path, monkeyp
 def test_open_dialog_filter_offers_pickles():
     from gui import actions
     assert "*.pickle" in actions.TRACE_FILTER
+
+
+def test_snapshot_tab_shows_allocations_as_blocks_and_hides_the_issues_dock(qtbot, main_window):
+    import pyqtgraph as pg
+
+    from gui.snapshot.blocks import BlocksItem
+    path = shared_trace(NAME)
+    _open(qtbot, main_window, path)
+    view = main_window.tabs.currentWidget()
+    assert not main_window.issues_dock.isVisible()  # it would only say that findings do not apply
+    blocks = view.blocks
+    assert blocks.isVisible() and len(blocks.layout_) > 1000
+    items = [i for i in blocks.getPlotItem().items if isinstance(i, pg.GraphicsObject)]
+    assert sum(isinstance(i, BlocksItem) for i in items) == 1  # batched: one item for every block
+    assert len(blocks.item.paths) <= 10  # one painter path per colour
+    # the per-allocation view shares the active-memory plot's time axis
+    assert blocks.getPlotItem().vb.linkedView(pg.ViewBox.XAxis) is view.plot.getPlotItem().vb
+    layout = blocks.layout_
+    st = view.snapshot.stacks
+    with_py = [int(k) for k in np.argsort(-layout.size) if layout.stack[k] >= 0 and st.user_frame[layout.stack[k]] >= 0]
+    i = with_py[0]
+    text = blocks.block_text(i)
+    assert "MiB" in text or "GiB" in text
+    assert "gpu_workloads.py" in text  # the allocating stack
+    # hovering a block outlines it
+    t_mid = (int(layout.t0_ns[i]) + int(layout.t1_ns[i])) // 2
+    y = layout.bottom_at(i, t_mid) + layout.size[i] / 2
+    from PySide6 import QtCore
+    vb = blocks.getPlotItem().vb
+    scene_pt = vb.mapViewToScene(QtCore.QPointF(t_mid - blocks.t0_ns, y / blocks.unit[0]))
+    blocks._on_scene_hover((scene_pt,))
+    assert blocks.hovered == i and not blocks.item.hovered.isEmpty()
+    # the stack pane wraps instead of clipping at its right edge
+    assert view.stack_text.lineWrapMode() == QtWidgets.QPlainTextEdit.LineWrapMode.WidgetWidth

@@ -83,12 +83,22 @@ def test_highlight_all_matches_reaches_the_end_and_follows_folding(tl, gpt_set):
     rect = _vb_rect(tl)
     tail = QtCore.QRect(rect.left() + int(rect.width() * 0.9), rect.top(), int(rect.width() * 0.1), rect.height())
     assert _count(img, tail, {tl.theme.highlight.rgb() & 0xFFFFFF}) > 5
-    # folding a CPU thread moves its matches onto the thread's first row
+    # a deep CPU thread starts folded to its first levels: matches deeper than them sit on its last
+    # shown row; folding a thread to one row moves them all onto that row
     cpu = next(r for r in tl.rows if r.kind == TrackKind.CPU_THREAD and r.collapsible)
-    tl.toggle_track(cpu.model, cpu.track)
-    first = next(i for i, r in enumerate(tl.rows) if r.track == cpu.track)
     on_track = m.slices.track[rows] == cpu.track
-    assert np.all(tl.item.rows_of_slices(0, rows[on_track]) == first)
+    cap = tl.theme.depth_cap
+    if cpu.collapsed:
+        track_rows = [i for i, r in enumerate(tl.rows) if r.track == cpu.track]
+        assert len(track_rows) == cap
+        depth = np.minimum(m.slices.depth[rows[on_track]], cap - 1)
+        assert np.all(tl.item.rows_of_slices(0, rows[on_track]) == np.asarray(track_rows)[depth])
+        tl.toggle_track(cpu.model, cpu.track)  # unfold: every level has its row
+        assert sum(1 for r in tl.rows if r.track == cpu.track) == int(m.tracks.max_depth[cpu.track]) + 1
+    else:
+        tl.toggle_track(cpu.model, cpu.track)
+        first = next(i for i, r in enumerate(tl.rows) if r.track == cpu.track)
+        assert np.all(tl.item.rows_of_slices(0, rows[on_track]) == first)
 
 
 def test_reveal_zooms_to_a_sub_pixel_kernel_and_keeps_zoom_for_wide_slices(tl, gpt_set):

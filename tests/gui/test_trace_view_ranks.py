@@ -58,6 +58,8 @@ def test_host_wide_counter_rows_sit_under_the_first_shown_rank(ddp_set):
 
 def test_nvml_rows_go_to_the_rank_on_that_gpu():
     from gui.trace_view import counter_rows
-    ts = load(shared_trace("gpu_issues.pt.trace.json.gz"))
+    ts = load(shared_trace("gpu_compile_small.pt.trace.json.gz"))  # NVML samples inside its window
     nvml = [c for c in counter_rows(ts) if c.label.startswith("NVML")]
     assert nvml and all(c.model == 0 for c in nvml)
+    outside = load(shared_trace("gpu_issues.pt.trace.json.gz"))  # every sample outside the window
+    assert not [c for c in counter_rows(outside) if c.label.startswith("NVML")]

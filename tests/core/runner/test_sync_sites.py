@@ -1,13 +1,14 @@
-"""Host-sync warnings raised inside torch's Python code are attributed to the user's frame; warnings
-from torch.compile's own work (dynamo/inductor on the stack) are dropped. CUDA-free: a stand-in
-package tree plays torch's folder (the real path is exercised on the GPU machine, bench/device_run2.sh)."""
+"""Host-sync warnings: the innermost user frame and the innermost library frame are kept
+(core/runner/syncsite.py); warnings from torch.compile's own work (dynamo/inductor on the stack) are dropped.
+CUDA-free: stand-in package trees play torch's folder and a site-packages library (the real path is
+exercised on the GPU machine, bench/device_loops/)."""
 from __future__ import annotations
 
 import importlib.util
 import inspect
-import types
+import sys
 
-from core.runner.child import ChildRunner
+from core.runner.syncsite import SiteFinder
 
 
 def _module(path, name):
@@ -17,42 +18,62 @@ def _module(path, name):
     return mod
 
 
-def _fake_torch(tmp_path):
-    root = tmp_path / "torch"
-    (root / "nn").mkdir(parents=True)
-    (root / "_inductor").mkdir()
-    (root / "__init__.py").write_text("")
-    (root / "nn" / "module.py").write_text("def to(warn):\n    return warn()\n")
-    (root / "_inductor" / "passes.py").write_text("def run(inner, warn):\n    return inner(warn)\n")
-    fake = types.SimpleNamespace(__file__=str(root / "__init__.py"))
-    return fake, _module(root / "nn" / "module.py", "fake_torch_nn"), _module(root / "_inductor" / "passes.py",
-                                                                               "fake_torch_inductor")
+def _tree(tmp_path):
+    torch_root = tmp_path / "torch"
+    (torch_root / "nn").mkdir(parents=True)
+    (torch_root / "_inductor").mkdir()
+    (torch_root / "nn" / "module.py").write_text("def to(warn):\n    return warn()\n")
+    (torch_root / "_inductor" / "passes.py").write_text("def run(inner, warn):\n    return inner(warn)\n")
+    lib = tmp_path / "venv" / "site-packages" / "transformers"
+    lib.mkdir(parents=True)
+    (lib / "trainer.py").write_text("def _maybe_log_save_evaluate(inner, warn):\n    return inner(warn)\n")
+    finder = SiteFinder(str(torch_root), str(tmp_path / "runner"))
+    return (finder, _module(torch_root / "nn" / "module.py", "fake_torch_nn"),
+            _module(torch_root / "_inductor" / "passes.py", "fake_torch_inductor"),
+            _module(lib / "trainer.py", "fake_transformers_trainer"))
 
 
 def test_sync_inside_torch_points_at_the_user_line(tmp_path):
-    fake, nn_mod, _ = _fake_torch(tmp_path)
-    runner = types.SimpleNamespace(torch=fake)
-    torch_file = nn_mod.__file__
+    finder, nn_mod, _, _ = _tree(tmp_path)
 
-    def showwarning():  # stands for the warnings.showwarning hook: _user_site is called from it
-        return ChildRunner._user_site(runner, torch_file, 2)
+    def showwarning():  # stands for the warnings.showwarning hook: find() walks from its caller
+        return finder.find(nn_mod.__file__, 2, sys._getframe(1))
 
     line = inspect.currentframe().f_lineno + 1
     site = nn_mod.to(showwarning)
-    assert site == (__file__, line, "torch/nn/module.py:2")
+    assert (site["file"], site["line"], site["via"]) == (__file__, line, "torch/nn/module.py:2")
+    assert site["lib_label"] == "torch/nn/module.py:2 in to"  # the only library frame is torch's
+
+
+def test_sync_inside_a_library_keeps_both_frames(tmp_path):
+    finder, nn_mod, _, trainer = _tree(tmp_path)
+
+    def showwarning():
+        return finder.find(nn_mod.__file__, 2, sys._getframe(1))
+
+    line = inspect.currentframe().f_lineno + 1
+    site = trainer._maybe_log_save_evaluate(nn_mod.to, showwarning)
+    assert (site["file"], site["line"]) == (__file__, line)
+    # the innermost frame outside torch wins: the library code that called into torch
+    assert site["lib_label"] == "transformers/trainer.py:2 in _maybe_log_save_evaluate"
+    assert site["lib_file"] == trainer.__file__ and site["lib_line"] == 2 and site["via"] == "torch/nn/module.py:2"
+    assert site["lib_code"] == "return inner(warn)"
 
 
 def test_sync_in_user_code_is_kept_as_is(tmp_path):
-    fake, _, _ = _fake_torch(tmp_path)
-    assert ChildRunner._user_site(types.SimpleNamespace(torch=fake), "/home/u/train.py", 40) == \
-        ("/home/u/train.py", 40, None)
+    finder, _, _, _ = _tree(tmp_path)
+
+    def showwarning():
+        return finder.find(__file__, 40, sys._getframe(1))
+
+    site = showwarning()
+    assert site["file"] == __file__ and site["via"] is None and "lib_file" not in site
 
 
 def test_sync_during_compilation_is_dropped(tmp_path):
-    fake, nn_mod, inductor = _fake_torch(tmp_path)
-    runner = types.SimpleNamespace(torch=fake)
+    finder, nn_mod, inductor, _ = _tree(tmp_path)
 
     def showwarning():
-        return ChildRunner._user_site(runner, nn_mod.__file__, 2)
+        return finder.find(nn_mod.__file__, 2, sys._getframe(1))
 
     assert inductor.run(nn_mod.to, showwarning) is None

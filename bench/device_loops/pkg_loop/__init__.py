@@ -1,0 +1,1 @@
+"""A package whose training entry point is run with `-m pkg_loop.train` (relative imports)."""

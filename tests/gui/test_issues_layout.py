@@ -1,0 +1,118 @@
+"""Issues panel as a user sees it: errors first, no sideways scroll when a finding is selected, the
+evidence table's name column readable, "checks not run" once on multi-rank traces."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from helpers import shared_trace
+
+from core.rules import analyze
+from core.rules.base import Finding, Severity
+from core.trace.loader import load
+
+
+def _finding(rule: str, sev: Severity, impact_ns: int, title: str = "") -> Finding:
+    return Finding(rule=rule, severity=sev, title=title or f"{rule} " + "long problem title " * 6, count=3,
+                   impact_ns=impact_ns, impact_pct=1.0, time_ranges=((0, 10),), evidence=(), source=None,
+                   fix="do the thing")
+
+
+def test_errors_sort_first_then_by_saving_or_impact(qtbot):
+    from gui.issues import IssuesPanel
+    from gui.issues.model import rank_ns
+    panel = IssuesPanel()
+    qtbot.addWidget(panel)
+    findings = [_finding("a", Severity.WARNING, 9_000_000), _finding("b", Severity.ERROR, 1_000),
+                _finding("c", Severity.INFO, 50_000_000), _finding("d", Severity.ERROR, 2_000_000),
+                _finding("e", Severity.WARNING, 1_000_000)]
+    panel.model.set_findings(findings)
+    panel.table.sortByColumn(0, panel.table.horizontalHeader().sortIndicatorOrder().DescendingOrder)
+    order = [panel.model.finding(panel.proxy.mapToSource(panel.proxy.index(r, 0)).row()).rule
+             for r in range(panel.proxy.rowCount())]
+    assert order == ["d", "b", "a", "e", "c"]
+    # a finding with an estimated saving per step sorts by it, else by its impact
+    assert rank_ns(SimpleNamespace(saving_ns=20_000_000, impact_ns=5)) == 20_000_000
+    assert rank_ns(SimpleNamespace(saving_ns=None, impact_ns=5)) == 5
+    assert rank_ns(findings[0]) == 9_000_000
+
+
+def test_selecting_a_finding_never_scrolls_the_table_sideways(qtbot):
+    from gui.issues import IssuesPanel
+    ts = load(shared_trace("gpu_issues.pt.trace.json.gz"))
+    panel = IssuesPanel()
+    panel.resize(460, 700)  # a narrow dock
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.set_analysis(ts, analyze(ts))
+    qtbot.wait(20)
+    bar = panel.table.horizontalScrollBar()
+    for row in range(panel.proxy.rowCount()):
+        panel.select_row(row)
+        qtbot.wait(5)
+        assert bar.value() == 0 and bar.maximum() == 0
+    header = panel.table.horizontalHeader()
+    assert header.sectionViewportPosition(0) == 0  # Severity stays at the left edge
+    total = sum(header.sectionSize(c) for c in range(header.count()) if not header.isSectionHidden(c))
+    assert total <= panel.table.viewport().width() + 1  # every column fits the dock
+
+
+def test_evidence_names_are_not_wrapped_into_tall_rows(qtbot):
+    from gui.issues import IssuesPanel
+    ts = load(shared_trace("gpu_issues.pt.trace.json.gz"))
+    panel = IssuesPanel()
+    panel.resize(520, 900)
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.set_analysis(ts, analyze(ts))
+    f = next(r for r in range(panel.proxy.rowCount())
+             if panel.model.finding(panel.proxy.mapToSource(panel.proxy.index(r, 0)).row()).evidence)
+    panel.select_row(f)
+    doc = panel.details.document()
+    table_rows = max(1, len(panel.model.finding(panel.proxy.mapToSource(panel.proxy.index(f, 0)).row()).evidence[:20]))
+    line_px = panel.details.fontMetrics().lineSpacing()
+    assert doc.size().height() < (table_rows + 12) * line_px * 2.2  # no 90 px rows
+
+
+def test_checks_not_run_are_listed_once_on_multi_rank_traces(qtbot):
+    from gui.issues import IssuesPanel
+    ts = load(shared_trace("gpu_ddp2"))
+    panel = IssuesPanel()
+    qtbot.addWidget(panel)
+    panel.set_analysis(ts, analyze(ts))
+    text = panel.not_run.text()
+    assert text.count("no Python stacks") == 1 and "ranks 0, 1" in text
+    assert "Checks not run" not in panel.details.toHtml()  # not a second time in Details
+
+
+def test_breakdown_and_hta_follow_the_theme(qtbot):
+    from gui.hta import HtaTab
+    from gui.hta.frame_model import human_header
+    from gui.issues.breakdown_view import BreakdownView
+    from gui.theme import category_color, load_theme
+    for dark in (False, True):
+        theme = load_theme(dark=dark)
+        view, tab = BreakdownView(theme=theme), HtaTab(auto_run=False, theme=theme)
+        qtbot.addWidget(view)
+        qtbot.addWidget(tab)
+        for plot in (view.plot, tab.plot):
+            assert plot.backgroundBrush().color() == theme.background
+    light, dark = load_theme(dark=False), load_theme(dark=True)
+    # every category has its own colour, a new one (not in theme.toml) too
+    from core.analysis.breakdown import PARTS
+    colours = {category_color(light, p, i).name() for i, p in enumerate(PARTS)}
+    assert len(colours) == len(PARTS)
+    assert category_color(light, "some_new_category_ns", 3).isValid()
+    assert category_color(light, "compute_ns") != category_color(dark, "compute_ns")
+    assert human_header("idle_time(us)") == "Idle time (µs)"
+    assert human_header("compute_time_pctg") == "Compute time (%)"
+
+
+def test_breakdown_legend_is_text_beside_the_bars(qtbot):
+    from gui.issues.breakdown_view import BreakdownView
+    from core.analysis.breakdown import step_breakdown
+    ts = load(shared_trace("gpu_issues.pt.trace.json.gz"))
+    view = BreakdownView()
+    qtbot.addWidget(view)
+    view.set_breakdown(step_breakdown(ts.primary))
+    assert view.plot.getPlotItem().legend is None  # nothing drawn over the bars
+    assert "compute" in view.totals.text() and "■" in view.totals.text()
