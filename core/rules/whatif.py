@@ -7,8 +7,8 @@ Per rule (`EDITS`), from the finding's evidence rows:
   sync_memcpy       the blocking cudaMemcpy calls no longer block (async from pinned memory)
   pageable_memcpy   each copy priced at pinned bandwidth (the trace's own pinned copies of that direction,
                     else resources/interconnect.toml by GPU) and its call made async
-  launch_bound      the kernels of each run back to back (ready with the run's first); the CPU launch
-                    calls stay on the CPU path
+  launch_bound      each run fused / captured in one CUDA graph: one launch (the CPU time between the end
+                    of the run's first and last launch calls leaves the CPU path), kernels back to back
   dataloader_bound  DataLoader __next__ overlapped with the previous step (its CPU time leaves the step,
                     [dataloader] handoff_ns stays per call)
   graph_break       the eager CPU time inside the broken steps' compiled frames (outside the compiled
@@ -119,19 +119,34 @@ def _pageable(model, finding, rp, cfg, ctx) -> Edit:
 
 
 def _launch_bound(model, finding, rp, cfg, ctx) -> Edit:
+    """The run fused or captured in a CUDA graph (the fix the finding suggests): one launch instead of one
+    per kernel - the CPU time from the end of the run's first launch call to the end of its last leaves
+    the CPU path - and the kernels back to back. Keeping every launch on the CPU path (kernels merely
+    'back to back') cannot save anything in a launch-bound run: no kernel can start before its launch."""
     rows = set(_rows(finding).tolist())
-    chain, group = [], []
     runs = []
     if ctx is not None:
         from core.rules.gpu_time import launch_runs
         runs = [r for r in launch_runs(ctx, finding.model_index) if int(r.kernels[0]) in rows]
+    if not runs:
+        return Edit()
+    s, f = model.slices, model.flows
+    launch = f.kind == FlowKind.LAUNCH
+    call_of = np.full(len(s), -1, np.int64)
+    call_of[f.dst[launch]] = f.src[launch]
+    chain, group, cut_s, cut_e = [], [], [], []
     for gid, run in enumerate(runs):
         chain.append(run.kernels)
         group.append(np.full(len(run.kernels), gid, np.int64))
-    if not chain:
-        return Edit()
-    return Edit(label="kernels of each run back to back", chain_rows=np.concatenate(chain),
-                chain_group=np.concatenate(group))
+        calls = call_of[run.kernels]
+        calls = calls[calls >= 0]
+        if len(calls) > 1:
+            ends = s.ts_ns[calls] + s.dur_ns[calls]
+            cut_s.append(int(ends.min()))
+            cut_e.append(int(ends.max()))
+    return Edit(label="run fused / one CUDA graph launch, kernels back to back", chain_rows=np.concatenate(chain),
+                chain_group=np.concatenate(group), cut_start_ns=np.asarray(cut_s, np.int64),
+                cut_end_ns=np.asarray(cut_e, np.int64))
 
 
 def _dataloader(model, finding, rp, cfg, ctx) -> Edit:

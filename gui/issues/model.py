@@ -35,6 +35,8 @@ def saving_label(f: Finding, short: bool = False) -> str:
     or "—" without a what-if."""
     if f.saving_ns is None:
         return "—"
+    if f.saving_ns < 1_000:  # under a microsecond per step: the fix would not change the step
+        return "≈ 0" if short else "est. ≈ 0 per step (the step would not get shorter)"
     pct = f" (−{f.saving_pct:.1f} %)" if f.saving_pct is not None else ""
     if short:  # a narrow dock: the per-step saving and its share, "−1.20 ms 3.2%"
         return f"−{units.fmt_ns(f.saving_ns)} {f.saving_pct:.1f}%" if f.saving_pct is not None else \

@@ -49,15 +49,17 @@ def test_sync_with_cpu_work_after_it_costs_its_wait(tmp_path):
 
 
 def test_launch_bound_loop_gaps_are_on_the_cpu_path(tmp_path):
-    # 200 x 2 µs kernels launched 20 µs apart: the GPU idles between them; back to back kernels save nothing
-    # because the launch calls stay on the CPU path (what the launch_bound what-if promises)
+    # 200 x 2 µs kernels launched 20 µs apart: the GPU idles between them and the launches are the critical
+    # path. The fix (fuse the run / one CUDA graph launch) removes the launches but one, and the kernels run
+    # back to back: the step shrinks from ~4 ms of launches to ~0.4 ms of kernels
     ev, _ = loop(steps=5, kernels=200, kernel_us=2.0, launch_us=18.0, latency_us=4.0)
     m = load(write(tmp_path, ev), use_cache=False).primary
     comp = composition(m)
-    assert set(comp.path.tolist()) == {"cpu"} and (comp.launch_ns > 0.8 * step_times(m).cpu_ns).all()
+    cpu_ns = step_times(m).cpu_ns
+    assert set(comp.path.tolist()) == {"cpu"} and (comp.launch_ns > 0.8 * cpu_ns).all()
     a = analyze(load(write(tmp_path, ev, "b.json"), use_cache=False))
     lb = [f for f in a.findings if f.rule == "launch_bound"]
-    assert lb and all(f.saving_ns == 0 for f in lb)
+    assert lb and all(0.6 * float(cpu_ns.mean()) < f.saving_ns < float(cpu_ns.mean()) for f in lb)
 
 
 def test_pageable_copy_priced_at_the_traces_pinned_bandwidth(tmp_path):
