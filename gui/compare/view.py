@@ -23,8 +23,9 @@ from gui.theme import Theme
 from gui.timeline.view import TimelineWidget
 
 PART_LABELS = {"compute_ns": "compute", "memcpy_ns": "memcpy", "dataloader_ns": "DataLoader",
-               "compile_ns": "compile", "comm_wait_ns": "collectives", "sync_wait_ns": "sync wait",
-               "host_wait_ns": "host wait", "kernel_wait_ns": "kernel wait"}
+               "compile_ns": "compile", "comm_wait_ns": "collective wait", "sync_wait_ns": "sync wait",
+               "host_wait_ns": "host wait", "kernel_wait_ns": "kernel wait", "comm_ns": "communication",
+               "other_idle_ns": "other idle"}
 
 
 def headline_html(d: Diff) -> str:
