@@ -3,7 +3,8 @@
     python bench/bench_diff.py [--runs 3] [--a PATH] [--b PATH]
 
 cold = both traces loaded without the columnar cache, rules run on both, diff computed (what the first
-`ptprof diff A B` costs); warm = both loaded from the cache (a second `ptprof diff` of the same runs). Each
+`ptprof diff A B` costs); warm = both loaded from the cache and their findings read from beside it
+(core/analysis/findings_cache.py: a second `ptprof diff` of the same runs). Each
 phase is reported separately (load, rules, compare), medians of --runs, in one run side by side with a
 plain `orjson.loads` of both files as the baseline.
 """
@@ -22,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.analysis import diff  # noqa: E402
-from core.rules import analyze  # noqa: E402
+from core.analysis.findings_cache import findings_of  # noqa: E402
 from core.trace.loader import load  # noqa: E402
 
 SHARED = Path(os.environ.get("PTPROF_SHARED_TRACES", Path(__file__).resolve().parents[2] / "shared" / "traces"))
@@ -32,7 +33,7 @@ def one(a: Path, b: Path, use_cache: bool) -> dict:
     t0 = time.perf_counter()
     ts_a, ts_b = load(a, use_cache=use_cache), load(b, use_cache=use_cache)
     t1 = time.perf_counter()
-    fa, fb = analyze(ts_a).to_json()["findings"], analyze(ts_b).to_json()["findings"]
+    fa, fb = findings_of(ts_a, use_cache), findings_of(ts_b, use_cache)
     t2 = time.perf_counter()
     diff.compare(ts_a, ts_b, findings_a=fa, findings_b=fb)
     t3 = time.perf_counter()

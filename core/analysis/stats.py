@@ -56,6 +56,12 @@ class OpTable:
 
 
 def _group(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(unique keys, inverse). Pairs of non-negative 32-bit ids are packed into one int64 first: the same
+    lexicographic order as np.unique(axis=0), without its structured-row sort (~5x slower on gpt_big)."""
+    if keys.ndim == 2 and keys.shape[1] == 2 and len(keys) and int(keys.min()) >= 0 and int(keys.max()) < 2**31:
+        packed = (keys[:, 0].astype(np.int64) << 32) | keys[:, 1].astype(np.int64)
+        uniq, inv = np.unique(packed, return_inverse=True)
+        return np.stack([uniq >> 32, uniq & 0xFFFFFFFF], axis=1).astype(keys.dtype), inv.reshape(-1)
     uniq, inv = np.unique(keys, return_inverse=True, axis=0 if keys.ndim > 1 else None)
     return uniq, inv.reshape(-1)
 

@@ -30,18 +30,18 @@ def load_pair(path_a: str, path_b: str, use_cache: bool):
     return load(path_a, use_cache=use_cache), load(path_b, use_cache=use_cache)
 
 
-def compute(ts_a, ts_b, by_shape: bool = False, normalize_templates: bool = False):
-    """The Diff of two loaded runs, with both runs' findings (rules engine)."""
+def compute(ts_a, ts_b, by_shape: bool = False, normalize_templates: bool = False, use_cache: bool = True):
+    """The Diff of two loaded runs, with both runs' findings (rules engine; kept beside the column cache, so
+    comparing the same runs again does not re-run the rules: core.analysis.findings_cache)."""
     from core.analysis import diff
-    from core.rules import analyze
-    return diff.compare(ts_a, ts_b, findings_a=analyze(ts_a).to_json()["findings"],
-                        findings_b=analyze(ts_b).to_json()["findings"], by_shape=by_shape,
-                        normalize_templates=normalize_templates)
+    from core.analysis.findings_cache import findings_of
+    return diff.compare(ts_a, ts_b, findings_a=findings_of(ts_a, use_cache), findings_b=findings_of(ts_b, use_cache),
+                        by_shape=by_shape, normalize_templates=normalize_templates)
 
 
 def run(args) -> int:
     ts_a, ts_b = load_pair(args.a, args.b, not args.no_cache)
-    result = compute(ts_a, ts_b, args.by_shape, args.normalize_templates)
+    result = compute(ts_a, ts_b, args.by_shape, args.normalize_templates, use_cache=not args.no_cache)
     if args.csv:
         try:
             write_csvs(result, args.csv)

@@ -137,3 +137,25 @@ def test_ops_by_shape_split_rows():
 def test_pairs_folder_is_what_the_readme_says():
     names = {p.name for p in Path(PAIRS).iterdir() if p.is_dir()}
     assert {"copy_pageable", "copy_pinned", "gemm_bf16", "mlp_fp32", "mlp_bf16", "loader_nw0", "loader_nw4"} <= names
+
+
+def test_findings_are_cached_beside_the_columns_and_never_stale(tmp_path, monkeypatch):
+    import shutil
+
+    from core.analysis import findings_cache
+    run = tmp_path / "copy_pageable"
+    shutil.copytree(PAIRS / "copy_pageable", run)
+    ts = load(run)  # fills the column cache
+    first = findings_cache.findings_of(ts)
+    assert findings_cache.load(ts) == first and first  # stored beside the trace's cache entry
+    calls = []
+    import core.rules
+    monkeypatch.setattr(core.rules, "analyze", lambda *a, **k: calls.append(1) or None)
+    assert findings_cache.findings_of(load(run)) == first and not calls  # served from the cache
+    monkeypatch.undo()
+    # a changed side file (compile.json / run.json / events.jsonl) is a different input: a miss
+    events = run / "events.jsonl"
+    events.write_text(events.read_text() + "\n")
+    assert findings_cache.load(load(run)) is None
+    # --no-cache neither reads nor writes it
+    assert findings_cache.findings_of(load(run, use_cache=False), use_cache=False) == first

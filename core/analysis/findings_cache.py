@@ -1,0 +1,119 @@
+"""Findings of a run kept beside its column cache, so a second `ptprof diff` of the same runs does not
+re-run every rule and what-if replay.
+
+The findings JSON (`Analysis.to_json()["findings"]`) is stored in the cache entry of the run's first trace
+file as `findings-<digest>.json`. The digest covers everything the findings depend on: every trace file's
+cache key (path, size, mtime, format), the run bundle's side files (run.json, compile.json, events.jsonl,
+nvml.csv: size and mtime), the rule thresholds and what-if tables, and the source of core/rules and
+core/analysis (a changed rule never serves stale findings). The file lives and dies with its entry (LRU
+eviction removes the whole entry); it is written to a temp file in the entry and renamed. Any problem
+reading it is a miss.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+from core.trace import cache
+
+log = logging.getLogger(__name__)
+
+PACKAGE = Path(__file__).resolve().parents[1]
+RESOURCES = PACKAGE.parent / "resources"
+SIDE_FILES = ("run.json", "compile.json", "events.jsonl", "nvml.csv")
+_code_digest: str | None = None
+
+
+def _code() -> str:
+    global _code_digest
+    if _code_digest is None:
+        h = hashlib.sha1()
+        files = sorted([*PACKAGE.joinpath("rules").glob("*.py"), *PACKAGE.joinpath("analysis").glob("*.py"),
+                        *RESOURCES.glob("*.toml")])
+        for path in files:
+            try:
+                h.update(path.name.encode() + path.read_bytes())
+            except OSError:
+                h.update(path.name.encode())
+        _code_digest = h.hexdigest()
+    return _code_digest
+
+
+def _digest(trace_set) -> tuple[Path, str] | None:
+    keys = []
+    for model in trace_set.models:
+        key = cache.source_key(Path(model.path)) if model.path else None
+        if key is None:
+            return None
+        keys.append(key)
+    root = Path(trace_set.path)
+    side = []
+    if root.is_dir():
+        for name in SIDE_FILES:
+            try:
+                st = os.stat(root / name)
+                side.append([name, st.st_size, st.st_mtime_ns])
+            except OSError:
+                side.append([name, None, None])
+    entry = cache.entry_dir(keys[0]) if keys else None
+    if entry is None or not entry.is_dir():
+        return None
+    blob = json.dumps({"traces": keys, "side": side, "code": _code()}, sort_keys=True).encode()
+    return entry, hashlib.sha1(blob).hexdigest()[:24]
+
+
+def load(trace_set) -> list[dict] | None:
+    where = _digest(trace_set)
+    if where is None:
+        return None
+    entry, digest = where
+    path = entry / f"findings-{digest}.json"
+    try:
+        if not path.is_file() or path.is_symlink():
+            return None
+        with open(path, "rb") as fh:
+            data = json.loads(fh.read(64 << 20))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, list) and all(isinstance(f, dict) for f in data) else None
+
+
+def store(trace_set, findings: list[dict]) -> bool:
+    where = _digest(trace_set)
+    if where is None:
+        return False
+    entry, digest = where
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".findings-", dir=entry)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(findings, fh)
+        os.replace(tmp, entry / f"findings-{digest}.json")
+        tmp = None
+        return True
+    except (OSError, TypeError, ValueError) as exc:
+        log.info("findings not cached in %s: %s", entry, exc)
+        return False
+    finally:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def findings_of(trace_set, use_cache: bool = True) -> list[dict]:
+    """The run's findings as JSON dicts: from the cache when it holds them for exactly this input and code."""
+    if use_cache:
+        hit = load(trace_set)
+        if hit is not None:
+            return hit
+    from core.rules import analyze
+    found = analyze(trace_set).to_json()["findings"]
+    if use_cache:
+        store(trace_set, found)
+    return found
