@@ -7,8 +7,12 @@ from __future__ import annotations
 import os
 import runpy
 import signal
+import threading
 import time
 from pathlib import Path
+
+
+TORCHRUN = "TORCHELASTIC_RUN_ID" in os.environ  # a rank started by torchrun's agent
 
 
 class Terminated(SystemExit):
@@ -30,18 +34,63 @@ class Signals:
     acknowledge = None  # callable(signum): tells the launcher at once that the stop is being handled
     owner = 0  # the process that set it (a forked child of the script inherits the class, not the role)
 
+    _ack_lock = threading.Lock()
+
     @classmethod
     def on_first_stop(cls, callback) -> None:
         cls.acknowledge, cls.owner = callback, os.getpid()
 
     @classmethod
-    def handle(cls, signum, frame):
-        ack, cls.acknowledge = cls.acknowledge, None  # once: the first stop signal
+    def answer(cls, signum) -> None:
+        """Tell the launcher once that the stop is being handled (from the handler or the wake-up thread)."""
+        with cls._ack_lock:
+            ack, cls.acknowledge = cls.acknowledge, None
         if ack is not None and os.getpid() == cls.owner:
             try:
                 ack(signum)
             except Exception:
                 pass
+
+    @classmethod
+    def watch_wakeups(cls) -> bool:
+        """Answer a stop as soon as the signal arrives, not when the main thread next runs Python code
+        (it can sit for seconds in one C call - a trace export, an import - on a loaded machine, and an
+        unanswered stop is escalated to SIGTERM): the C-level handler writes the signal number into a
+        wake-up pipe that a thread reads. False when not possible (no pipe, not the main thread)."""
+        try:
+            read_fd, write_fd = os.pipe()
+            os.set_blocking(write_fd, False)
+            signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+        except (OSError, ValueError, AttributeError):
+            return False
+
+        def reader():
+            while True:
+                try:
+                    data = os.read(read_fd, 64)
+                except OSError:
+                    return
+                if not data:
+                    return
+                for signum in data:
+                    if signum in (signal.SIGINT, signal.SIGTERM) and \
+                            signal.getsignal(signum) in (cls.handle, on_sigterm):
+                        cls.answer(signum)
+
+        def forked():  # a fork (multiprocessing, DataLoader workers) must not write into our pipe
+            try:
+                signal.set_wakeup_fd(-1)
+            except (ValueError, OSError):
+                pass
+        os.register_at_fork(after_in_child=forked)
+        threading.Thread(target=reader, name="ptprof-stop-answer", daemon=True).start()
+        return True
+
+    @classmethod
+    def handle(cls, signum, frame):
+        cls.answer(signum)  # once: the first stop signal
+        if signum == signal.SIGTERM and signal.SIGINT in (cls.raised, cls.pending) and TORCHRUN:
+            return  # torchrun's agent relays our SIGINT as SIGTERM: the SIGINT stop is already under way
         if cls.depth:
             cls.pending = signum
             return
