@@ -412,6 +412,7 @@ class ChildRunner:
         # (the launcher escalates to SIGKILL if the flush hangs)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        _Signals.flushing = True  # an orphaned child's own escalation waits for the flush (guards.stop_self)
         if prof is not None:
             try:
                 if prof.current_action.name in ("RECORD", "RECORD_AND_SAVE"):
@@ -428,6 +429,7 @@ class ChildRunner:
         self.ev.emit("end", exit_code=exit_code, steps=self.step, cycles=self._cycle,
                      step_source=self.sources.source)
         self.ev.close()
+        _Signals.flushing = False
 
 
 def _exit_code(code) -> int:

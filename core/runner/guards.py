@@ -33,6 +33,7 @@ class Signals:
     raised: int | None = None  # the stop signal already raised once
     acknowledge = None  # callable(signum): tells the launcher at once that the stop is being handled
     owner = 0  # the process that set it (a forked child of the script inherits the class, not the role)
+    flushing = False  # child.py is writing the window in progress (stop signals are ignored meanwhile)
 
     _ack_lock = threading.Lock()
 
@@ -161,7 +162,45 @@ class Orphan:
         # nobody else will stop the script's own children now (subprocess / multiprocessing / setsid):
         # the launcher's escalation, for them; a non-daemon multiprocessing child would otherwise
         # keep us joining it at exit forever
-        stop_descendants()
+        threading.Thread(target=stop_descendants, name="ptprof-orphan-children", daemon=True).start()
+        stop_self()
+
+
+def _answer_s_clock():
+    """Seconds this process's main thread could run since the first call: wall time minus its run-queue
+    wait (/proc/self/schedstat; a loaded machine delays, it does not stall, a stop)."""
+    def delay_s() -> float:
+        try:
+            with open(f"/proc/{os.getpid()}/schedstat", "rb") as fh:
+                return int(fh.read().split()[1]) / 1e9
+        except (OSError, IndexError, ValueError):
+            return 0.0
+    t0, d0 = time.monotonic(), delay_s()
+    return lambda: max(0.0, time.monotonic() - t0 - (delay_s() - d0))
+
+
+def stop_self(escalation=None, flush_grace_s: float = 60.0) -> None:
+    """The launcher died and its SIGINT reached a script that ignores it (SIG_IGN, a bare `except`
+    around a sleep): nobody would ever escalate, so we do it ourselves - SIGTERM, then SIGKILL (run.json
+    marked first), on the clock of our chances to answer; a flush in progress (Signals.flushing) gets
+    `flush_grace_s` more before anything is sent."""
+    clock = _answer_s_clock()
+    for at_s, sig in (escalation or ORPHAN_ESCALATION_S)[1:]:
+        while True:
+            waited_s = clock()
+            if waited_s >= at_s + (flush_grace_s if Signals.flushing else 0.0):
+                break
+            time.sleep(0.2)
+        if sig == signal.SIGKILL and _is_rank0():
+            mark_orphaned(Path(os.environ["PTPROF_BUNDLE"]), 128 + sig)  # nobody else will say it
+        try:
+            os.kill(os.getpid(), sig)
+        except OSError:
+            pass
+
+
+def _is_rank0() -> bool:
+    return os.environ.get("RANK", "0") == "0" and bool(os.environ.get("PTPROF_BUNDLE"))
 
 
 # SIGINT, then SIGTERM, then SIGKILL to the run's other processes after the launcher died (seconds)
