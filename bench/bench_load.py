@@ -77,10 +77,10 @@ def _rss_kb(pid: int) -> int:
     return 0
 
 
-def measure(argv: list[str], env: dict | None = None, timeout: float = 600) -> dict:
+def measure(argv: list[str], env: dict | None = None, timeout: float = 600, cwd: Path = REPO) -> dict:
     """Run argv; wall seconds, ru_maxrss of that process, sampled peak RSS of its tree, rc."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd)
     peak = [0]
     done = threading.Event()
 
@@ -122,7 +122,7 @@ def median_of(runs: list[dict]) -> dict:
             "all_wall_s": [round(r["wall_s"], 3) for r in ok]}
 
 
-def bench_trace(path: Path, runs: int, hta_max_mb: float, hta_timeout: float) -> dict:
+def bench_trace(path: Path, runs: int, hta_max_mb: float, hta_timeout: float, baseline: Path | None = None) -> dict:
     py = sys.executable
     size_mb = path.stat().st_size / 1e6
     raw_mb = size_mb
@@ -132,7 +132,7 @@ def bench_trace(path: Path, runs: int, hta_max_mb: float, hta_timeout: float) ->
             fh.seek(-4, os.SEEK_END)
             raw_mb = struct.unpack("<I", fh.read(4))[0] / 1e6
     res: dict = {"trace": str(path), "file_mb": round(size_mb, 1), "json_mb": round(raw_mb, 1)}
-    cold, warm, orj, hta = [], [], [], []
+    cold, warm, orj, hta, nocache, base = [], [], [], [], [], []
     info = [py, "-m", "core.cli", "info", str(path), "--json"]
     load_s = {"cold": [], "warm": []}
     for i in range(runs):
@@ -146,12 +146,17 @@ def bench_trace(path: Path, runs: int, hta_max_mb: float, hta_timeout: float) ->
             warm.append(r)
             if r["rc"] == 0 and r["out"].startswith("{"):
                 load_s["warm"].append(json.loads(r["out"])["load_s"])
+        nocache.append(measure(info + ["--no-cache"]))
+        if baseline is not None:  # the same command in another checkout (e.g. main before a change)
+            base.append(measure(info + ["--no-cache"], cwd=baseline))
         orj.append(measure([py, "-c", ORJSON, str(path)]))
         print(f"  run {i + 1}: cold {cold[-1]['wall_s']:.2f}s warm {warm[-1]['wall_s']:.2f}s "
-              f"orjson {orj[-1]['wall_s']:.2f}s", file=sys.stderr)
+              f"no-cache {nocache[-1]['wall_s']:.2f}s orjson {orj[-1]['wall_s']:.2f}s", file=sys.stderr)
     res["ptprof_cold"] = median_of(cold)
     res["ptprof_warm"] = median_of(warm)
     res["orjson"] = median_of(orj)
+    res["ptprof_nocache"] = median_of(nocache)
+    res["baseline_nocache"] = median_of(base) if baseline is not None else {"ok": False, "err": ["no --baseline"]}
     for k in ("cold", "warm"):
         if load_s[k]:
             res[f"ptprof_{k}"]["load_s"] = statistics.median(load_s[k])
@@ -181,8 +186,11 @@ def table(results: list[dict], load: str) -> str:
         name = Path(r["trace"]).name
         base = r["orjson"].get("wall_s")
         hta = r["hta"].get("wall_s")
-        for key, label in (("ptprof_cold", "ptprof cold"), ("ptprof_warm", "ptprof warm"), ("orjson", "orjson.loads"),
-                           ("hta", "HTA TraceAnalysis")):
+        for key, label in (("ptprof_cold", "ptprof cold"), ("ptprof_nocache", "ptprof cold --no-cache"),
+                           ("baseline_nocache", "baseline cold --no-cache"), ("ptprof_warm", "ptprof warm"),
+                           ("orjson", "orjson.loads"), ("hta", "HTA TraceAnalysis")):
+            if key == "baseline_nocache" and not r[key].get("ok") and r[key].get("err") == ["no --baseline"]:
+                continue
             m = r[key]
             if not m.get("ok"):
                 lines.append(f"| {name} | {r['json_mb']} | {label} | - | - | - | - | - | {' '.join(m.get('err', []))[:90]} |")
@@ -201,13 +209,14 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--hta-max-mb", type=float, default=200.0, help="skip HTA for bigger JSON (raw MB)")
     ap.add_argument("--hta-timeout", type=float, default=180.0)
+    ap.add_argument("--baseline", type=Path, help="a checkout (its C scanner built) to time side by side")
     args = ap.parse_args(argv)
     traces = args.traces or [p for p in DEFAULT_TRACES if p.exists()]
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     results = []
     for p in traces:
         print(f"{p} ...", file=sys.stderr)
-        r = bench_trace(p, args.runs, args.hta_max_mb, args.hta_timeout)
+        r = bench_trace(p, args.runs, args.hta_max_mb, args.hta_timeout, args.baseline)
         r["runs"] = args.runs
         results.append(r)
     text = table(results, load)

@@ -7,6 +7,7 @@ from PySide6 import QtCore, QtWidgets
 
 from core.trace import query
 from core.trace.model import TraceSet, TrackKind
+from gui.health_banner import HealthBanner
 from gui.memory.box import PlotsBox
 from gui.memory.panel import MemoryPanel
 from gui.stats.panels import KernelsPanel, OpsPanel, StatsPanel, StepsPanel
@@ -120,6 +121,8 @@ class TraceView(QtWidgets.QWidget):
         lay.setSpacing(0)
         lay.addLayout(top)
         lay.addLayout(legend_row)
+        self.health = HealthBanner()  # "can I trust this trace?" (core.analysis.health), filled by a worker
+        lay.addWidget(self.health)
         lay.addWidget(self.split, 1)
 
     def _wire(self) -> None:
@@ -137,6 +140,7 @@ class TraceView(QtWidgets.QWidget):
             panel.sig_range_requested.connect(self.show_range)
 
     def _load(self, indexes) -> None:
+        self.health.check(self.trace_set)
         self.timeline.set_models(self.models, indexes)
         self.timeline.set_counters(counter_rows(self.trace_set))
         self.memory.set_trace(self.trace_set, None)

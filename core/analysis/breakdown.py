@@ -25,8 +25,9 @@ CPU-only traces get has_gpu=False and all GPU parts zero; dataloader_cpu_ns (CPU
 `__next__`) is filled for every trace.
 
 The step windows come in as an argument (`windows`: (number, t0_ns, t1_ns)); by default they are
-`core.analysis.steps.step_windows` (ProfilerStep spans), so another step definition plugs in without
-touching this module.
+`core.analysis.steps.breakdown_windows` (each step's GPU span, tiling the GPU timeline, where it has GPU work;
+its ProfilerStep span otherwise), so another step definition plugs in without touching this module.
+`default_windows` stays the ProfilerStep spans (CPU-side per-step counts use it).
 """
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ import numpy as np
 
 from core.analysis import intervals
 from core.analysis.derived import cached
-from core.analysis.steps import gpu_busy_union, step_windows
+from core.analysis.steps import breakdown_windows, gpu_busy_union, step_windows
 from core.trace.model import GPU_KINDS, FlowKind, Kind, TraceModel
 
 SYNC_NAMES = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
@@ -65,6 +66,12 @@ def default_windows(model: TraceModel) -> Windows:
     return np.asarray(number, np.int64), np.asarray(w0, np.int64), np.asarray(w1, np.int64)
 
 
+def gpu_default_windows(model: TraceModel) -> Windows:
+    """The breakdown's default: windows on the GPU timeline (core.analysis.step_times)."""
+    number, w0, w1, _ = breakdown_windows(model)
+    return np.asarray(number, np.int64), np.asarray(w0, np.int64), np.asarray(w1, np.int64)
+
+
 def _windows_key(windows: Windows | None) -> str:
     if windows is None:
         return "steps"
@@ -86,7 +93,7 @@ class StepBreakdown:
     host_wait_ns: np.ndarray
     kernel_wait_ns: np.ndarray
     other_idle_ns: np.ndarray
-    dataloader_cpu_ns: np.ndarray  # CPU time inside DataLoader __next__ (overlapping the window)
+    dataloader_cpu_ns: np.ndarray  # CPU time inside DataLoader __next__ (inside the ProfilerStep window)
     has_gpu: bool
 
     def __len__(self) -> int:
@@ -153,7 +160,7 @@ def step_breakdown(model: TraceModel, kernel_wait_max_ns: int = DEFAULT_KERNEL_W
     """Per-step breakdown; `windows` (number, t0_ns, t1_ns) defaults to the ProfilerStep windows."""
     key = f"breakdown:{kernel_wait_max_ns}:{_windows_key(windows)}"
     return cached(model, key, lambda: _breakdown(model, kernel_wait_max_ns,
-                                                 default_windows(model) if windows is None else windows))
+                                                 gpu_default_windows(model) if windows is None else windows))
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,7 +192,7 @@ def idle_pieces(model: TraceModel, kernel_wait_max_ns: int = DEFAULT_KERNEL_WAIT
     """The GPU idle of the trace split by cause (None without GPU activity); cached per model."""
     key = f"idle_pieces:{kernel_wait_max_ns}:{_windows_key(windows)}"
     return cached(model, key, lambda: _idle_pieces(model, kernel_wait_max_ns,
-                                                   default_windows(model) if windows is None else windows))
+                                                   gpu_default_windows(model) if windows is None else windows))
 
 
 def _idle_pieces(model: TraceModel, kw_max: int, windows: Windows) -> IdlePieces | None:
@@ -237,7 +244,8 @@ def _breakdown(model: TraceModel, kw_max: int, windows: Windows) -> StepBreakdow
     n = len(w0)
     s = model.slices
     dl_s, dl_e = dataloader_intervals(model)
-    dl_cpu = intervals.covered(dl_s, dl_e, w0, w1)
+    _, c0, c1 = default_windows(model)  # a CPU-side share: inside the ProfilerStep windows
+    dl_cpu = intervals.covered(dl_s, dl_e, c0, c1) if len(c0) == n else intervals.covered(dl_s, dl_e, w0, w1)
     z = np.zeros(n, np.int64)
     p = idle_pieces(model, kw_max, windows)
     if p is None:

@@ -7,36 +7,46 @@ import numpy as np
 
 from core.analysis import intervals
 from core.analysis.derived import cached
+from core.analysis.step_times import cpu_windows, step_times
 from core.trace.model import GPU_KINDS, Kind, TraceModel
 
 
 @dataclass(frozen=True, slots=True)
 class StepStats:
-    """One row per step window (ProfilerStep#N; or the whole trace as step -1 when there are none)."""
+    """One row per step window (ProfilerStep#N; or the whole trace as step -1 when there are none).
+
+    GPU columns count the step's own GPU work (core.analysis.step_times: what its CPU ops launched,
+    wherever it ran); busy % is of the effective step."""
 
     number: np.ndarray  # int64
-    ts_ns: np.ndarray  # int64
-    dur_ns: np.ndarray  # int64
-    gpu_busy_ns: np.ndarray  # int64: union of kernels/memcpy/memset on all streams inside the window
-    gpu_busy_pct: np.ndarray  # float64
-    kernel_count: np.ndarray  # int64 kernels starting in the window
-    kernel_ns: np.ndarray  # int64 sum of kernel durations starting in the window
+    ts_ns: np.ndarray  # int64 CPU start
+    dur_ns: np.ndarray  # int64 CPU span (ProfilerStep duration)
+    gpu_busy_ns: np.ndarray  # int64: union of the step's own kernels/memcpy/memset on all streams
+    gpu_busy_pct: np.ndarray  # float64 gpu_busy_ns / effective_ns
+    kernel_count: np.ndarray  # int64 kernels of the step's own GPU work
+    kernel_ns: np.ndarray  # int64 sum of their durations
     memcpy_ns: np.ndarray  # int64
     memset_ns: np.ndarray  # int64
     mem_peak_bytes: np.ndarray  # int64 peak total allocated (any device) in the window; -1 without memory events
     synthetic: bool = False  # True when the trace has no ProfilerStep and the window is the whole trace
+    gpu_ts_ns: np.ndarray | None = None  # int64 first GPU activity of the step's work
+    gpu_span_ns: np.ndarray | None = None  # int64 GPU span (0 without GPU work)
+    effective_ns: np.ndarray | None = None  # int64 max(CPU span, GPU span)
+    bound: np.ndarray | None = None  # gpu | cpu | sync | data
 
     def __len__(self) -> int:
         return len(self.number)
 
 
 def step_windows(model: TraceModel) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
-    """(number, t0_ns, t1_ns, synthetic)."""
-    st = model.steps
-    if len(st):
-        return st.number, st.ts_ns, st.ts_ns + st.dur_ns, False
-    t0, t1 = model.span_ns
-    return np.array([-1]), np.array([t0], np.int64), np.array([t1], np.int64), True
+    """(number, t0_ns, t1_ns, synthetic) of the CPU step windows."""
+    return cpu_windows(model)
+
+
+def breakdown_windows(model: TraceModel) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """(number, t0_ns, t1_ns, synthetic) a GPU-side per-step split divides: each step's GPU span where it has
+    GPU work, else its CPU window (core.analysis.step_times.StepTimes.windows)."""
+    return step_times(model).windows()
 
 
 def gpu_busy_union(model: TraceModel, device: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -50,35 +60,30 @@ def gpu_busy_union(model: TraceModel, device: int | None = None) -> tuple[np.nda
     return cached(model, f"gpu_busy:{device}", compute)
 
 
-def _sum_in_windows(ts: np.ndarray, values: np.ndarray, w0: np.ndarray, w1: np.ndarray) -> np.ndarray:
-    order = np.argsort(ts, kind="stable")
-    ts, values = ts[order], values[order]
-    cum = np.concatenate([[0], np.cumsum(values)])
-    return cum[np.searchsorted(ts, w1, side="left")] - cum[np.searchsorted(ts, w0, side="left")]
-
-
 def step_stats(model: TraceModel) -> StepStats:
     return cached(model, "step_stats", lambda: _step_stats(model))
 
 
 def _step_stats(model: TraceModel) -> StepStats:
-    number, w0, w1, synthetic = step_windows(model)
+    times = step_times(model)
+    number, w0, w1 = times.number, times.cpu_t0_ns, times.cpu_t1_ns
     s = model.slices
-    dur = w1 - w0
-    us, ue = gpu_busy_union(model)
-    busy = intervals.covered(us, ue, w0, w1)
-    pct = np.where(dur > 0, 100.0 * busy / np.maximum(dur, 1), 0.0)
+    n = len(number)
+    rows, step = times.work_rows, times.work_step()
+    kind = s.kind[rows]
+    dur = s.dur_ns[rows]
 
-    def per_kind(kind: Kind) -> tuple[np.ndarray, np.ndarray]:
-        m = s.kind == kind
-        ts = s.ts_ns[m]
-        return (_sum_in_windows(ts, np.ones(len(ts), np.int64), w0, w1),
-                _sum_in_windows(ts, s.dur_ns[m], w0, w1))
+    def per_kind(k: Kind, weights) -> np.ndarray:
+        sel = kind == k
+        return np.bincount(step[sel], weights=weights[sel] if weights is not None else None,
+                           minlength=n).astype(np.int64)
 
-    kcount, kns = per_kind(Kind.KERNEL)
-    _, cpy = per_kind(Kind.MEMCPY)
-    _, mset = per_kind(Kind.MEMSET)
-    peak = np.full(len(number), -1, dtype=np.int64)
+    kcount = per_kind(Kind.KERNEL, None)
+    kns, cpy, mset = per_kind(Kind.KERNEL, dur), per_kind(Kind.MEMCPY, dur), per_kind(Kind.MEMSET, dur)
+    eff = times.effective_ns
+    pct = np.where(eff > 0, 100.0 * times.gpu_busy_ns / np.maximum(eff, 1), 0.0)
+    # allocator events are host-side (the caching allocator runs on the CPU), so the CPU window holds them
+    peak = np.full(n, -1, dtype=np.int64)
     mem = model.memory
     cuda = mem.device_type != 0 if len(mem) else np.zeros(0, bool)
     if cuda.any():
@@ -89,7 +94,7 @@ def _step_stats(model: TraceModel) -> StepStats:
         for i, (a, b) in enumerate(zip(lo.tolist(), hi.tolist())):
             if b > a:
                 peak[i] = int(alloc[a:b].max())
-    return StepStats(number=np.asarray(number, np.int64), ts_ns=w0.astype(np.int64), dur_ns=dur.astype(np.int64),
-                     gpu_busy_ns=busy.astype(np.int64), gpu_busy_pct=pct, kernel_count=kcount.astype(np.int64),
-                     kernel_ns=kns.astype(np.int64), memcpy_ns=cpy.astype(np.int64), memset_ns=mset.astype(np.int64),
-                     mem_peak_bytes=peak, synthetic=synthetic)
+    return StepStats(number=np.asarray(number, np.int64), ts_ns=w0.astype(np.int64), dur_ns=times.cpu_ns,
+                     gpu_busy_ns=times.gpu_busy_ns, gpu_busy_pct=pct, kernel_count=kcount, kernel_ns=kns,
+                     memcpy_ns=cpy, memset_ns=mset, mem_peak_bytes=peak, synthetic=times.synthetic,
+                     gpu_ts_ns=times.gpu_t0_ns, gpu_span_ns=times.gpu_ns, effective_ns=eff, bound=times.bound)

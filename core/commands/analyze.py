@@ -60,17 +60,19 @@ def run(args) -> int:
         except OSError as exc:
             print(f"ptprof: cannot write {args.csv}: {exc.strerror or exc}", file=sys.stderr)
             return 2
+    from core.analysis import health
     from core.analysis.metrics import trace_metrics
+    checks = [h.to_json() for h in health.check(ts)]
     metrics = trace_metrics(ts)
     if args.json:
-        doc = result.to_json()
+        doc = {"health": checks} | result.to_json()
         doc["summary"] = dict(doc["summary"], tflops=metrics[0].tflops if metrics else None,
                               mfu_pct=metrics[0].mfu_pct if metrics else None)
         doc["metrics"] = [rm.to_json() for rm in metrics]
         json.dump(doc, sys.stdout)
         sys.stdout.write("\n")
     else:
-        sys.stdout.write(printable(format_table(result, metrics)))
+        sys.stdout.write(printable(format_table(result, metrics, checks)))
     if args.fail_on and result.at_or_above(Severity.parse(args.fail_on)):
         return 1
     return 0
@@ -83,25 +85,35 @@ def write_csv(result, path: str, trace_set) -> None:
     write_findings(wrap(result).findings, path, trace_set)
 
 
-def format_table(result, metrics=()) -> str:
+def format_table(result, metrics=(), checks=()) -> str:
     s = result.summary
     traces = s.get("traces", s["ranks"])
     files = f" in {traces} trace files" if traces != s["ranks"] else ""
+    split = (f" (CPU {units.fmt_ns(s['cpu_step_ns'])} · GPU {units.fmt_ns(s.get('gpu_step_ns', 0))} · {s['bound']}-bound)"
+             if s.get("bound") else "")
     lines = [f"{s['trace']}",
-             f"  {s['steps']} step(s), mean {units.fmt_ns(s['mean_step_ns'])}, {s['ranks']} rank(s){files}; "
+             f"  {s['steps']} step(s), mean {units.fmt_ns(s['mean_step_ns'])}{split}, {s['ranks']} rank(s){files}; "
              f"{len(result.findings)} finding(s) in {s['analysis_s']:.2f} s"]
+    together = s.get("all_fixes")
+    if together and together.get("saving_ns"):
+        lines.append(f"  all fixes together: est. -{units.fmt_ns(together['saving_ns'])}/step "
+                     f"(-{together['saving_pct']:.1f} %)")
     lines.extend(f"  warning: {w}" for w in s.get("warnings", ()))
+    lines.extend(f"  {h['severity']}: {h['message']}" for h in checks if h["severity"] != "info")
     from core.analysis.metrics import format_metrics
     lines.extend(format_metrics(metrics))
     lines.append("")
     if result.findings:
-        lines.append(f"  {'SEVERITY':8} {'RULE':22} {'IMPACT':>10} {'%STEP':>6} {'COUNT':>6}  TITLE")
+        lines.append(f"  {'SEVERITY':8} {'RULE':22} {'IMPACT':>10} {'%STEP':>6} {'SAVES/STEP':>11} {'COUNT':>6}  TITLE")
         for f in result.findings:
+            saves = "" if f.saving_ns is None else f"-{units.fmt_ns(f.saving_ns)}"
             lines.append(f"  {f.severity.label:8} {f.rule:22} {units.fmt_ns(f.impact_ns):>10} "
-                         f"{f.impact_pct:6.1f} {f.count:6d}  {f.title}")
+                         f"{f.impact_pct:6.1f} {saves:>11} {f.count:6d}  {f.title}")
             if f.source:
-                lines.append(f"  {'':8} {'':22} {'':>10} {'':>6} {'':>6}  at {f.source}")
-            lines.append(f"  {'':8} {'':22} {'':>10} {'':>6} {'':>6}  fix: {f.fix}")
+                lines.append(f"  {'':8} {'':22} {'':>10} {'':>6} {'':>11} {'':>6}  at {f.source}")
+            lines.append(f"  {'':8} {'':22} {'':>10} {'':>6} {'':>11} {'':>6}  fix: {f.fix}")
+            if f.estimate:
+                lines.append(f"  {'':8} {'':22} {'':>10} {'':>6} {'':>11} {'':>6}  saving: {f.estimate}")
     else:
         lines.append("  no findings")
     if result.not_run:

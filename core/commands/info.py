@@ -6,6 +6,7 @@ import sys
 
 from core import units
 from core.commands.terminal import printable
+from core.analysis import health
 from core.trace.loader import load
 
 
@@ -40,6 +41,7 @@ def summarize(ts) -> dict:
         "cache_hit": ts.cache_hit,
         "nvml_samples": int(len(ts.nvml)) if ts.nvml is not None else 0,
         "warnings": ts.all_warnings,
+        "health": [h.to_json() for h in health.check(ts)],  # can I trust this trace? (core/analysis/health.py)
     }
 
 
@@ -68,4 +70,6 @@ def run(args) -> int:
     w(f"  loaded in  {info['load_s']:.2f} s ({'cache hit' if info['cache_hit'] else 'parsed'})\n")
     for warning in info["warnings"]:
         w(f"  warning    {warning}\n")
+    for h in info["health"]:
+        w(f"  {h['severity']:<10} {h['code']}: {h['message']}\n")
     return 0

@@ -54,7 +54,9 @@ def wrap(result) -> FindingsResult:
 
 def _sort_key(f) -> tuple:
     d = as_dict(f)
-    return (SEVERITY_ORDER.get(str(d.get("severity", "")).lower(), 3), -float(d.get("impact_ns") or 0))
+    saving = d.get("saving_ns")
+    return (SEVERITY_ORDER.get(str(d.get("severity", "")).lower(), 3), -float(saving if saving is not None else -1),
+            -float(d.get("impact_ns") or 0))
 
 
 def as_dict(f) -> dict:
@@ -67,7 +69,8 @@ def as_dict(f) -> dict:
         d = {fl.name: getattr(f, fl.name) for fl in dataclasses.fields(f)}
     else:
         d = {k: getattr(f, k) for k in ("rule", "severity", "title", "count", "impact_ns", "impact_pct",
-                                         "time_ranges", "evidence", "source", "fix") if hasattr(f, k)}
+                                         "time_ranges", "evidence", "source", "fix", "saving_ns", "saving_pct",
+                                         "estimate") if hasattr(f, k)}
     if not isinstance(f, dict) and hasattr(f, "model_index"):
         d.setdefault("model_index", int(f.model_index))  # to_json leaves the rank out
     sev = d.get("severity", "")

@@ -83,6 +83,24 @@ def _not_run(fr: FindingsResult) -> str:
     return f"<h3>Checks not run</h3><ul class='muted notrun'>{li}</ul>"
 
 
+def saving_text(saving_ns, saving_pct) -> str:
+    """"−1.20 ms/step (−3.2 %)": what a finding's fix would save (the GUI shows the same text)."""
+    pct = f" (−{float(saving_pct):.1f} %)" if saving_pct is not None else ""
+    return f"−{units.fmt_ns(int(saving_ns))}/step{pct}"
+
+
+def _health(ctx: ReportContext) -> str:
+    items = getattr(ctx, "health", None)
+    if items is None:
+        from core.analysis.health import check
+        items = [h.to_json() for h in check(ctx.trace_set)]
+    if not items:
+        return "<p class=muted>no problems found in the trace itself</p>"
+    rows = "".join(f"<li class='{esc(h['severity'])}'><b>{esc(h['severity'])}</b> <code>{esc(h['code'])}</code> "
+                   f"{esc(h['message'])}</li>" for h in items)
+    return f"<ul class=warnings>{rows}</ul>"
+
+
 def _findings(ctx: ReportContext) -> str:
     fr = ctx.findings
     if not fr.findings:
@@ -107,10 +125,14 @@ def _findings(ctx: ReportContext) -> str:
         cost = f"{units.fmt_ns(d.get('impact_ns') or 0)}"
         if d.get("impact_pct") is not None:
             cost += f" ({float(d['impact_pct']):.1f} % of profiled time)"
+        saving = ""
+        if d.get("saving_ns") is not None:
+            saving = (f"<div class=fmeta><b>est. {esc(saving_text(d['saving_ns'], d.get('saving_pct')))}</b> · "
+                      f"{esc(d.get('estimate') or '')}</div>")
         cards.append(
             f"<div class='finding {sev}'><div class=fhead><span class='badge {sev}'>{sev}</span> "
             f"<b>{esc(d.get('title'))}</b> <code class=rule>{esc(d.get('rule'))}</code></div>"
-            f"<div class=fmeta>cost {esc(cost)} · {esc(d.get('count'))}× · {where} · {esc(first)}</div>"
+            f"<div class=fmeta>cost {esc(cost)} · {esc(d.get('count'))}× · {where} · {esc(first)}</div>" + saving
             + (f"<ul class=evidence>{ev}</ul>" if ev else "")
             + (f"<div class=fix><b>Fix:</b> {esc(d.get('fix'))}</div>" if d.get("fix") else "") + "</div>")
     return "".join(cards) + _not_run(fr)
@@ -126,13 +148,15 @@ def _steps(ctx: ReportContext) -> str:
     gpu = any(m.devices for m in ctx.trace_set.models)
     flops = "tflops" in col and any(np.isfinite(np.asarray(st.data[col["tflops"]], dtype=float)))
     mfu = flops and any(np.isfinite(np.asarray(st.data[col["mfu_pct"]], dtype=float)))
-    head = (["rank", "step", "duration ms"] + (["GPU busy %", "kernels"] if gpu else []) + [f"{cats[j][0]} ms" for j in used]
-            + (["TFLOP/s"] if flops else []) + (["MFU %"] if mfu else []))
+    head = (["rank", "step", "CPU ms"] + (["GPU ms", "step ms", "bound", "GPU busy %", "kernels"] if gpu else [])
+            + [f"{cats[j][0]} ms" for j in used] + (["TFLOP/s"] if flops else []) + (["MFU %"] if mfu else []))
     rows = []
     for i in range(len(st)):
         rank, step = int(st.data[col["rank"]][i]), int(st.data[col["step"]][i])
         vals = bd.get((rank, step), (cats, np.zeros(len(cats))))[1]
-        gpu_cells = [f"{float(st.data[col['gpu_busy_pct']][i]):.1f}", esc(st.data[col["kernel_count"]][i])] if gpu else []
+        gpu_cells = [_ms(st.data[col["gpu_span_us"]][i]), _ms(st.data[col["effective_us"]][i]),
+                     esc(st.data[col["bound"]][i]), f"{float(st.data[col['gpu_busy_pct']][i]):.1f}",
+                     esc(st.data[col["kernel_count"]][i])] if gpu else []
         rows.append([esc(rank), esc(step if step >= 0 else "whole trace"), _ms(st.data[col["dur_us"]][i])] + gpu_cells
                     + [f"{vals[j] / 1e6:.3f}" for j in used]
                     + ([_num(st.data[col["tflops"]][i], 2)] if flops else [])
@@ -240,6 +264,7 @@ def build_html(ctx: ReportContext) -> str:
 <header><h1>{esc(name)}</h1><p class=muted>ptprof report · generated {esc(ctx.generated)}</p></header>
 <div class=cards>{cards}</div>
 <section><h2>Trace</h2>{meta}{f'<ul class=warnings>{warnings}</ul>' if warnings else ''}</section>
+<section><h2>Can I trust this trace?</h2>{_health(ctx)}</section>
 <section><h2>Findings</h2>{_findings(ctx)}</section>
 <section><h2>Step breakdown</h2>{_img(ctx, 'breakdown')}{_steps(ctx)}</section>
 <section><h2>Metrics</h2><div class=scroll>{_metrics(ctx)}</div></section>

@@ -61,15 +61,18 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
     "steps": (
         ("rank", "rank of the trace file"),
         ("step", "ProfilerStep number (-1: the trace has no steps, the row is the whole trace)"),
-        ("start_us", "step start, relative to the trace start"),
-        ("dur_us", "step duration"),
-        ("gpu_busy_us", "time any kernel/memcpy/memset runs (union over streams)"),
-        ("gpu_busy_pct", "gpu_busy_us / dur_us"),
-        ("kernel_count", "kernels starting in the step"),
-        ("kernel_us", "sum of kernel durations starting in the step"),
-        ("memcpy_us", "sum of memcpy durations"),
-        ("memset_us", "sum of memset durations"),
+        ("start_us", "step start (CPU), relative to the trace start"),
+        ("dur_us", "CPU span: the ProfilerStep duration"),
+        ("gpu_busy_us", "time the step's own GPU work runs (kernels/memcpy/memset its CPU ops launched; union over streams)"),
+        ("gpu_busy_pct", "gpu_busy_us / effective_us"),
+        ("kernel_count", "kernels the step launched (wherever they ran)"),
+        ("kernel_us", "sum of those kernels' durations"),
+        ("memcpy_us", "sum of the step's memcpy durations"),
+        ("memset_us", "sum of the step's memset durations"),
         ("mem_peak_mb", "peak allocated GPU memory in the step (empty without memory events)"),
+        ("gpu_span_us", "GPU span: the step's first GPU activity to the next step's (0 without GPU work)"),
+        ("effective_us", "effective step: max(dur_us, gpu_span_us), what sets the loop's throughput"),
+        ("bound", "what sets the step: gpu, cpu, sync (host syncs) or data (DataLoader)"),
         ("comm_us", "time only communication kernels (NCCL / RCCL / HCCL) run: not overlapped by compute kernels"),
         ("tflops", "achieved TFLOP/s: FLOPs from recorded shapes / dur_us (empty without record_shapes)"),
         ("mfu_pct", "model FLOPs utilisation: achieved / the device's dense peak for the dtype (empty: unknown "
@@ -91,6 +94,9 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         ("count", "occurrences"),
         ("impact_us", "estimated time lost"),
         ("impact_pct", "impact_us as a share of the profiled time"),
+        ("saving_us", "what the fix would save per step (median over steps) in a replay of the critical path; empty without a what-if"),
+        ("saving_pct", "saving_us as a share of the effective step"),
+        ("estimate", "how saving_us was computed (the replay edit)"),
         ("first_start_us", "start of the first occurrence, relative to the trace start"),
         ("first_end_us", "end of the first occurrence"),
         ("ranges", "number of time ranges"),
@@ -206,7 +212,8 @@ def steps_table(ts: TraceSet) -> ExportTable:
         comm_ns, tflops, mfu = step_extras(m)
         parts.append((np.full(len(st), m.rank, np.int64), st.number, _us(st.ts_ns), _us(st.dur_ns),
                       _us(st.gpu_busy_ns), np.round(st.gpu_busy_pct, 3), st.kernel_count, _us(st.kernel_ns),
-                      _us(st.memcpy_ns), _us(st.memset_ns), np.round(peak, 3), _us(comm_ns), np.round(tflops, 4),
+                      _us(st.memcpy_ns), _us(st.memset_ns), np.round(peak, 3), _us(st.gpu_span_ns),
+                      _us(st.effective_ns), st.bound.tolist(), _us(comm_ns), np.round(tflops, 4),
                       np.round(mfu, 3)))
     return _table("steps", parts)
 
@@ -258,6 +265,7 @@ def findings_table(findings, ts: TraceSet | None = None) -> ExportTable:
         rank = d.get("rank", ranks[mi] if mi < len(ranks) else mi)
         values = (d.get("rule", ""), d.get("severity", ""), rank, d.get("title", ""), d.get("count"),
                   _round(d.get("impact_ns"), 1e-3), _round(d.get("impact_pct"), 1.0),
+                  _round(d.get("saving_ns"), 1e-3), _round(d.get("saving_pct"), 1.0), d.get("estimate") or "",
                   _round(first[0], 1e-3), _round(first[1], 1e-3), len(ranges), src.get("file") or "",
                   src.get("line"), src.get("function") or "", " | ".join(str(e) for e in d.get("evidence") or ()),
                   d.get("fix") or "")

@@ -95,10 +95,14 @@ def iter_analyze(trace_set, config: dict | None = None, rules: Iterable[Rule] | 
                 log.info("rule %s %s (PTPROF_DEBUG=1 shows the traceback)", r.id, reason)
             total.not_run.append(CheckNotRun(r.id, reason))
     total.not_run[:0] = _capability_notes(ctx)
-    findings = sorted(total.findings, key=lambda f: (-f.impact_ns, -int(f.severity), f.rule))
+    yield 1.0, "what-if savings"
+    from core.rules import savings
+    priced, together = savings.price(ctx, total.findings)
+    findings = sorted(priced, key=sort_key)
     not_run = _dedupe(total.not_run)
     elapsed = time.perf_counter() - t0
     summary = _summary(ctx, findings, not_run, elapsed)
+    summary.update(together)
     yield 1.0, "done"
     return Analysis(tuple(findings), tuple(not_run), summary, elapsed)
 
@@ -110,6 +114,11 @@ def _debug() -> bool:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return (text.splitlines()[0][:300] if text else "") or "(no message)"
+
+
+def sort_key(f: Finding):
+    """Largest saving first (severity follows the saving), then findings without a what-if by impact."""
+    return (-int(f.severity), -(f.saving_ns if f.saving_ns is not None else -1), -f.impact_ns, f.rule)
 
 
 def _capability_notes(ctx: RuleContext) -> list[CheckNotRun]:
@@ -156,9 +165,14 @@ def _dedupe(items: list[CheckNotRun]) -> list[CheckNotRun]:
 
 
 def _summary(ctx: RuleContext, findings: list[Finding], not_run: list[CheckNotRun], elapsed: float) -> dict:
+    from core.analysis.step_times import step_times
     steps = [ctx.steps(i) for i in range(len(ctx.models))]
     n_steps = sum(0 if s.synthetic else len(s.number) for s in steps)
-    durs = np.concatenate([s.t1_ns - s.t0_ns for s in steps if not s.synthetic] or [np.zeros(0, np.int64)])
+    times = [step_times(m, ctx.config) for m in ctx.models]
+    durs = np.concatenate([t.effective_ns for t in times if not t.synthetic] or [np.zeros(0, np.int64)])
+    cpu_durs = np.concatenate([t.cpu_ns for t in times if not t.synthetic] or [np.zeros(0, np.int64)])
+    gpu_durs = np.concatenate([t.gpu_ns for t in times if not t.synthetic] or [np.zeros(0, np.int64)])
+    bounds = np.concatenate([t.bound for t in times if not t.synthetic] or [np.zeros(0, "<U4")])
     per_rule: dict[str, int] = {}
     per_sev = {s.label: 0 for s in Severity}
     for f in findings:
@@ -169,7 +183,10 @@ def _summary(ctx: RuleContext, findings: list[Finding], not_run: list[CheckNotRu
         "ranks": len({m.rank for m in ctx.models}),
         "traces": len(ctx.models),  # one per rank and profiler cycle
         "steps": n_steps,
-        "mean_step_ns": int(durs.mean()) if len(durs) else 0,
+        "mean_step_ns": int(durs.mean()) if len(durs) else 0,  # effective: max(CPU span, GPU span) per step
+        "cpu_step_ns": int(cpu_durs.mean()) if len(cpu_durs) else 0,
+        "gpu_step_ns": int(gpu_durs.mean()) if len(gpu_durs) else 0,
+        "bound": _majority(bounds),
         "total_step_ns": int(sum(s.total_ns for s in steps)),
         "findings": len(findings),
         "per_rule": per_rule,
@@ -178,3 +195,11 @@ def _summary(ctx: RuleContext, findings: list[Finding], not_run: list[CheckNotRu
         "warnings": list(ctx.trace_set.all_warnings),  # loader warnings (same field as `ptprof info --json`)
         "analysis_s": round(elapsed, 4),
     }
+
+
+def _majority(bounds: np.ndarray) -> str:
+    """What bounds most steps ('' without steps)."""
+    if not len(bounds):
+        return ""
+    names, counts = np.unique(bounds, return_counts=True)
+    return str(names[np.argmax(counts)])

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
+from core.analysis.step_times import step_times
 from core.analysis.steps import step_windows
-from core.trace.model import TraceModel, TraceSet
+from core.trace.model import GPU_KINDS, TraceModel, TraceSet
 
 
 _CYCLE = re.compile(r"\.cycle(\d+)\.")
@@ -76,6 +77,11 @@ class Finding:
     model_index: int = 0  # which TraceModel of the set (rank) the ranges and rows refer to
     evidence_rows: tuple[int, ...] = ()  # SliceTable rows of that model to highlight
     hint: bool = False  # advisory (no measured cost), always info
+    # what the fix would save (core/rules/whatif.py): per step, median over steps, from the replay of the
+    # critical path; None when the rule has no what-if (hints, memory, multi-rank findings)
+    saving_ns: int | None = None
+    saving_pct: float | None = None  # of the median effective step
+    estimate: str = ""  # one line: how saving_ns was computed
 
     def to_json(self) -> dict:
         return {
@@ -89,6 +95,9 @@ class Finding:
             "source": self.source.to_json() if self.source else None,
             "evidence": [_jsonable(e) for e in self.evidence],
             "fix": self.fix,
+            "saving_ns": None if self.saving_ns is None else int(self.saving_ns),
+            "saving_pct": None if self.saving_pct is None else round(float(self.saving_pct), 3),
+            "estimate": self.estimate,
         }
 
 
@@ -174,10 +183,15 @@ class RuleContext:
         return self.config.get(rule, {})
 
     def in_steps(self, index: int, rows: np.ndarray) -> np.ndarray:
-        """The rows of model `index` that start inside a profiled step (all rows when steps are synthetic)."""
+        """The rows of model `index` inside a profiled step (all rows when steps are synthetic): CPU rows that
+        start inside one; GPU rows (kernels, copies, memsets) that are some step's own work (launched from
+        inside it, wherever they ran: core.analysis.step_times)."""
         steps = self.steps(index)
         if len(rows) and not steps.synthetic:
-            rows = rows[steps.index_of(self.models[index].slices.ts_ns[rows]) >= 0]
+            m = self.models[index]
+            gpu = np.isin(m.slices.kind[rows], np.asarray(GPU_KINDS, np.int8))
+            own = np.isin(rows, step_times(m, self.config).work_rows) if gpu.any() else gpu
+            rows = rows[np.where(gpu, own, steps.index_of(m.slices.ts_ns[rows]) >= 0)]
         return rows
 
     def steps(self, index: int) -> Steps:
@@ -188,7 +202,9 @@ class RuleContext:
         return self._steps[index]
 
     def pct(self, index: int, impact_ns: float) -> float:
-        total = self.steps(index).total_ns
+        """impact as a share of the summed effective step time (max of CPU and GPU span per step)."""
+        steps = self.steps(index)
+        total = steps.total_ns if steps.synthetic else int(step_times(self.models[index], self.config).effective_ns.sum())
         return 100.0 * float(impact_ns) / total if total > 0 else 0.0
 
     def severity(self, impact_pct: float, impact_ns: float, hint: bool = False) -> Severity:

@@ -20,7 +20,9 @@ def dataloader_bound(ctx: RuleContext) -> RuleOutput:
     kw = int(ctx.cfg("gpu_idle").get("kernel_wait_max_ns", 30_000))
     for i, m in enumerate(ctx.models):
         b = step_breakdown(m, kw)
-        total = max(int(b.dur_ns.sum()), 1)
+        steps = ctx.steps(i)
+        cpu_dur = steps.t1_ns - steps.t0_ns
+        total = max(int(cpu_dur.sum()), 1)
         cpu_ns = int(b.dataloader_cpu_ns.sum())
         if 100.0 * cpu_ns / total < min_pct:
             continue
@@ -35,7 +37,7 @@ def dataloader_bound(ctx: RuleContext) -> RuleOutput:
                "or onto the GPU; cache preprocessed data.") if single else (
                "The workers cannot keep up: raise num_workers / prefetch_factor, make __getitem__ cheaper "
                "(pre-decode, cache), and use pin_memory=True.")
-        per_step = [round(100.0 * float(x) / max(float(d), 1), 1) for x, d in zip(b.dataloader_cpu_ns, b.dur_ns)]
+        per_step = [round(100.0 * float(x) / max(float(d), 1), 1) for x, d in zip(b.dataloader_cpu_ns, cpu_dur)]
         ev = c.evidence(m, rows)
         ev.insert(0, {"name": "share of each step", "pct_per_step": per_step, "rank": m.rank})
         out.findings.append(ctx.finding(

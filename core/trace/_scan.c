@@ -21,6 +21,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 enum { PH_X, PH_B, PH_E, PH_INSTANT, PH_FLOW_S, PH_FLOW_F, PH_FLOW_T, PH_META, PH_COUNTER, PH_OTHER };
 
@@ -279,6 +282,27 @@ static int parse_string(P *x, const char **out, Py_ssize_t *len) {
     const char *p = x->p + 1, *e = x->end, *s = p;
     int escaped = 0;
     uint64_t high = 0;  /* any byte >= 0x80: the string must then be valid UTF-8 */
+#if defined(__SSE2__)
+    /* 16 bytes at a time (SSE2 is part of x86-64): stop at the first quote, backslash or control
+       character; the bytes before it only add their high bits (for the UTF-8 check below) */
+    {
+        const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'), ctl = _mm_set1_epi8(0x1F);
+        while (e - p >= 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)p);
+            __m128i stop = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
+                                        _mm_cmpeq_epi8(_mm_max_epu8(v, ctl), ctl));
+            unsigned m = (unsigned)_mm_movemask_epi8(stop), hi = (unsigned)_mm_movemask_epi8(v);
+            if (m) {
+                unsigned k = (unsigned)__builtin_ctz(m);
+                high |= hi & ((1u << k) - 1u);
+                p += k;
+                goto tail;
+            }
+            high |= hi;
+            p += 16;
+        }
+    }
+#endif
     /* 8 bytes at a time until a quote, a backslash or a control character shows up */
     while (e - p >= 8) {
         uint64_t v;
@@ -290,6 +314,9 @@ static int parse_string(P *x, const char **out, Py_ssize_t *len) {
         high |= v & highs;
         p += 8;
     }
+#if defined(__SSE2__)
+tail:
+#endif
     while (p < e) {
         unsigned char c = (unsigned char)*p;
         if (c == '"') break;

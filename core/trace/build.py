@@ -5,9 +5,13 @@ the rows of GPU streams whose kernels overlap (GPU lane assignment).
 """
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
-from core.trace import tables
+from core.trace import sanitize, tables
+from core.trace.kineto import CORRUPT_MARK
+from core.trace.limits import limits
 from core.trace.merge import Merged, dense
 from core.trace.model import (
     NONE, EventCounts, Kind, SliceTable, StepTable, TraceModel, TrackKind, unknown_categories,
@@ -23,15 +27,16 @@ SLICE_COLUMNS = ("ts_ns", "dur_ns", "track", "name", "cat", "kind", "correlation
                  "input_types", "call_stack", "python_id", "python_parent_id", "seq", "src_offset")
 
 
-def time_base(m: Merged, meta_doc: dict) -> tuple[float, int]:
+def time_base(m: Merged, meta_doc: dict, warnings: list[str] | None = None) -> tuple[float, int]:
     """(origin in file µs, wall-clock ns of that origin). Absolute-µs traces are rebased."""
     candidates = [float(a.min()) for a in (m.rows["ts"], m.memory.get("ts", np.zeros(0))) if len(a)]
     origin_us = min(candidates) if candidates else 0.0
-    base_doc = meta_doc.get("baseTimeNanoseconds")
-    if isinstance(base_doc, (int, float)) and not isinstance(base_doc, bool) and base_doc > 0:
-        return origin_us, int(base_doc) + int(round(origin_us * 1000.0))
+    warnings = [] if warnings is None else warnings
+    base_doc = sanitize.base_time_ns(meta_doc.get("baseTimeNanoseconds"), warnings)
+    if base_doc is not None:
+        return origin_us, sanitize.wall_clock_ns(base_doc + int(round(origin_us * 1000.0)), warnings)
     if origin_us > 1e14:  # absolute µs since the epoch (older traces)
-        return origin_us, int(round(origin_us * 1000.0))
+        return origin_us, sanitize.wall_clock_ns(int(round(origin_us * 1000.0)), warnings)
     return origin_us, 0
 
 
@@ -39,8 +44,9 @@ def build_model(m: Merged, meta_doc: dict, path: str, warnings: list[str]) -> Tr
     strings = m.strings
     warnings = _one_truncation_warning(list(warnings) + m.warnings, m.n_events)
     r, a = m.rows, m.args  # consumed (popped) as they are converted: freed memory is reused
+    sanitize.drop_bad_times(m, warnings)
     n = len(r["ts"])
-    origin_us, base_unix_ns = time_base(m, meta_doc)
+    origin_us, base_unix_ns = time_base(m, meta_doc, warnings)
 
     def to_ns(t_us: np.ndarray) -> np.ndarray:
         return np.rint((t_us - origin_us) * 1000.0).astype(np.int64)
@@ -108,7 +114,10 @@ def build_model(m: Merged, meta_doc: dict, path: str, warnings: list[str]) -> Tr
     track_kind = uniq[:, 4].astype(np.int8)
     depth = compute_depth(cols["ts_ns"], cols["dur_ns"], track_offsets)
     gpu_track = np.isin(track_kind, [TrackKind.GPU_STREAM, TrackKind.GPU_ANNOTATION])
-    assign_lanes(cols["ts_ns"], cols["dur_ns"], track_offsets, gpu_track, depth)
+    capped = assign_lanes(cols["ts_ns"], cols["dur_ns"], track_offsets, gpu_track, depth)
+    if capped:
+        warnings.append(f"{capped:,} kernels overlap more than {limits()['lanes']['max_lanes']:,} others on "
+                        "their stream: they share its last sub-row")
     nonempty = track_offsets[:-1] < track_offsets[1:]
     max_dur = np.zeros(n_tracks, dtype=np.int64)
     max_depth = np.zeros(n_tracks, dtype=np.int16)
@@ -219,7 +228,15 @@ def _unknown_category_warnings(strings, cat: np.ndarray, kind: np.ndarray) -> li
 
 def _one_truncation_warning(warnings: list[str], n_events: int) -> list[str]:
     """The loader (file cut) and the salvage of the last chunk both notice a truncation: say it once,
-    with the whole file's count."""
+    with the whole file's count. Skipped corrupt events (one mark each) become one warning."""
+    offsets = [int(w[len(CORRUPT_MARK):]) for w in warnings if w.startswith(CORRUPT_MARK)]
+    if offsets:
+        warnings = [w for w in warnings if not w.startswith(CORRUPT_MARK)]
+        offsets.sort()
+        where = ", ".join(f"{o:,}" for o in offsets[:5]) + (", ..." if len(offsets) > 5 else "")
+        warnings.append(f"{len(offsets):,} corrupt event{'s' if len(offsets) > 1 else ''} skipped "
+                        f"(at byte offset{'s' if len(offsets) > 1 else ''} {where} of the JSON); "
+                        "the rest was read")
     if not any(w.startswith("file is truncated") for w in warnings):
         return warnings
     rest = [w for w in warnings if not w.startswith("file is truncated")]
@@ -232,7 +249,7 @@ def step_table(slices: SliceTable, strings, step_name_ids: np.ndarray) -> StepTa
     numbers = []
     for sid in slices.name[srows].tolist():
         tail = strings[sid][len("ProfilerStep#"):]
-        numbers.append(int(tail) if tail.isdigit() else -1)
+        numbers.append(int(tail) if tail.isascii() and tail.isdigit() and len(tail) <= 18 else -1)
     return StepTable(number=np.array(numbers, dtype=np.int64), ts_ns=slices.ts_ns[srows],
                      dur_ns=slices.dur_ns[srows], slice=srows.astype(np.int64))
 
@@ -281,8 +298,16 @@ def compute_depth(ts: np.ndarray, dur: np.ndarray, offsets: np.ndarray) -> np.nd
     return np.clip(depth, 0, 32767).astype(np.int16)
 
 
-def assign_lanes(ts, dur, offsets, gpu_track, depth) -> None:
-    """GPU tracks: depth := sub-row so that overlapping events on one stream are all kept."""
+def assign_lanes(ts, dur, offsets, gpu_track, depth) -> int:
+    """GPU tracks: depth := sub-row so that overlapping events on one stream are all kept.
+
+    Each event takes the lowest-numbered lane free at its start (rows are sorted by start). An event
+    that starts after everything before it has ended opens a cluster with every lane free (lane 0);
+    only clusters of overlapping events are walked, with a heap of busy lanes by end time and a heap
+    of free lane numbers: O(n log lanes). Lanes stop at max_lanes (int16 depth); returns how many
+    events had to share the last lane."""
+    max_lane = int(limits()["lanes"]["max_lanes"])
+    capped = 0
     for t in np.flatnonzero(gpu_track).tolist():
         a, b = int(offsets[t]), int(offsets[t + 1])
         if b - a == 0:
@@ -290,19 +315,37 @@ def assign_lanes(ts, dur, offsets, gpu_track, depth) -> None:
         s = ts[a:b]
         e = s + dur[a:b]
         prev_end = np.maximum.accumulate(e)
-        overlap = np.flatnonzero(s[1:] < prev_end[:-1])
-        if not len(overlap):
-            depth[a:b] = 0
+        opens = np.ones(b - a, dtype=bool)
+        opens[1:] = s[1:] >= prev_end[:-1]
+        depth[a:b] = 0
+        if opens.all():
             continue
-        lanes_end: list[int] = []
-        out = np.zeros(b - a, dtype=np.int16)
-        for i, (si, ei) in enumerate(zip(s.tolist(), e.tolist())):
-            for lane, le in enumerate(lanes_end):
-                if le <= si:
-                    lanes_end[lane] = ei
-                    out[i] = lane
-                    break
-            else:
-                out[i] = len(lanes_end)
-                lanes_end.append(ei)
-        depth[a:b] = out
+        starts = np.flatnonzero(opens)
+        sizes = np.diff(np.append(starts, b - a))
+        for c0, size in zip(starts[sizes > 1].tolist(), sizes[sizes > 1].tolist()):
+            lanes, n_capped = _cluster_lanes(s[c0:c0 + size].tolist(), e[c0:c0 + size].tolist(), max_lane)
+            depth[a + c0:a + c0 + size] = lanes
+            capped += n_capped
+    return capped
+
+
+def _cluster_lanes(starts: list, ends: list, max_lane: int) -> tuple[list[int], int]:
+    busy: list[tuple[int, int]] = []  # (end, lane)
+    free: list[int] = []
+    n_lanes = capped = 0
+    out = [0] * len(starts)
+    for i, (si, ei) in enumerate(zip(starts, ends)):
+        while busy and busy[0][0] <= si:
+            heapq.heappush(free, heapq.heappop(busy)[1])
+        if free:
+            lane = heapq.heappop(free)
+        elif n_lanes < max_lane:
+            lane = n_lanes
+            n_lanes += 1
+        else:  # every lane busy: share the last one
+            capped += 1
+            out[i] = max_lane
+            continue
+        out[i] = lane
+        heapq.heappush(busy, (ei, lane))
+    return out, capped

@@ -54,6 +54,10 @@ INT_ARGS: dict[str, tuple[type, tuple]] = {
 FLOAT_ARGS = {"occupancy": (np.float32, (Kind.KERNEL,))}
 STR_ARGS = {"grid": (Kind.KERNEL,), "block": (Kind.KERNEL,), "input_dims": _OPS, "input_strides": _OPS,
             "input_types": _OPS, "call_stack": _OPS}
+# a missing arg reads as this; an arg column may come dense: (None, values over every row, this fill
+# on rows without it) - the scanner's form when most rows carry it (python ids, offsets)
+ARG_FILL = {**{k: NONE for k in INT_ARGS}, **{k: np.nan for k in FLOAT_ARGS}, **{k: 0 for k in STR_ARGS},
+            "src_offset": NONE}
 MEMORY_ARGS = {"device_id": np.int16, "device_type": np.int8, "mem_bytes": np.int64,
                "total_allocated": np.int64, "total_reserved": np.int64, "addr": np.int64}
 
@@ -142,6 +146,15 @@ class _Strings:
 _KIND_MASKS: dict[tuple, np.ndarray] = {}
 
 
+def as_sparse(name: str, arg: tuple) -> tuple[np.ndarray, np.ndarray]:
+    """(row index, value) pairs of an arg column that may be dense (see ARG_FILL)."""
+    idx, vals = arg
+    if idx is not None:
+        return idx, vals
+    keep = ~np.isnan(vals) if name in FLOAT_ARGS else vals != ARG_FILL[name]
+    return np.flatnonzero(keep).astype(np.int32), vals[keep]
+
+
 def _kind_mask(kinds: tuple) -> np.ndarray:
     """bool lookup table over kind codes: True for `kinds` (cheaper than np.isin per piece)."""
     mask = _KIND_MASKS.get(kinds)
@@ -197,11 +210,13 @@ def float_col(values, dtype=np.float64, attr: str | None = None) -> np.ndarray:
     """float column of `values` (or of attribute `attr` of each item); None -> NaN."""
     try:
         it = values if attr is None else map(attrgetter(attr), values)
-        return np.fromiter(it, dtype=np.float64, count=len(values)).astype(dtype, copy=False)
+        col = np.fromiter(it, dtype=np.float64, count=len(values))
     except (TypeError, ValueError):
         if attr is not None:
             values = list(map(attrgetter(attr), values))
-        return np.array([np.nan if v is None else v for v in values], dtype=np.float64).astype(dtype, copy=False)
+        col = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    with np.errstate(over="ignore"):  # 1e300 in a float32 column is inf, silently (as on the scanner path)
+        return col.astype(dtype, copy=False)
 
 
 def _kinds(cat: np.ndarray, strings: list[str]) -> np.ndarray:
@@ -361,33 +376,37 @@ def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns
     kind = _kinds(cat, strings)
     rows = {"ph": ph[ridx], "ts": ts[ridx], "dur": col("dur", np.float64)[ridx], "name": name[ridx],
             "cat": cat, "kind": kind, "pid": pid[ridx], "tid": tid[ridx]}
-    sparse: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    picked: dict[tuple, np.ndarray] = {}
+    sparse: dict[str, tuple] = {}
+    picked: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
 
-    def rows_of(kinds: tuple) -> np.ndarray:
+    def arg(key: str, kinds: tuple, dtype, src_dtype) -> tuple:
+        """(row index, value) pairs; dense (None, values) when most rows are of `kinds`: no index
+        column and one take (with_stack traces: ~97 % of the rows carry the python ids)."""
         if kinds not in picked:
-            picked[kinds] = np.flatnonzero(_kind_mask(kinds)[kind]).astype(np.int32)
-        return picked[kinds]
+            mask = _kind_mask(kinds)[kind]
+            picked[kinds] = (mask, np.flatnonzero(mask).astype(np.int32))
+        mask, idx = picked[kinds]
+        fill = ARG_FILL[key]
+        dense = 2 * len(idx) > len(ridx)
+        vals = col(key, src_dtype)[ridx if dense else ridx[idx]]
+        with np.errstate(over="ignore"):  # float32 args beyond range become inf silently, as float_col
+            vals = _narrow(vals, dtype) if src_dtype is np.int64 else vals.astype(dtype, copy=False)
+        if dense:
+            vals[~mask] = fill
+            return None, vals
+        keep = ~np.isnan(vals) if src_dtype is np.float64 else vals != fill
+        return idx[keep], vals[keep]
 
     for key, (dtype, kinds) in INT_ARGS.items():
-        idx = rows_of(kinds)
-        vals = _narrow(col(key, np.int64)[ridx[idx]], dtype)
-        keep = vals != NONE
-        sparse[key] = (idx[keep], vals[keep])
+        sparse[key] = arg(key, kinds, dtype, np.int64)
     for key, (dtype, kinds) in FLOAT_ARGS.items():
-        idx = rows_of(kinds)
-        vals = col(key, np.float64)[ridx[idx]].astype(dtype)
-        keep = ~np.isnan(vals)
-        sparse[key] = (idx[keep], vals[keep])
+        sparse[key] = arg(key, kinds, dtype, np.float64)
     for key, kinds in STR_ARGS.items():
-        idx = rows_of(kinds)
-        vals = col(key, np.int32)[ridx[idx]]
-        keep = vals != 0
-        sparse[key] = (idx[keep], vals[keep])
+        sparse[key] = arg(key, kinds, np.int32, np.int32)
     # where each event starts in the buffer: the Details panel re-reads the one selected event
     # with every arg (the model keeps only the args rules and panels use)
     if file_offsets:
-        sparse["src_offset"] = (np.arange(len(ridx), dtype=np.int32), col("offset", np.int64)[ridx])
+        sparse["src_offset"] = (None, col("offset", np.int64)[ridx])
 
     # --- instants, [memory] ---
     iidx = np.flatnonzero((ph == PH_INSTANT) & has_ts)
@@ -421,7 +440,7 @@ def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns
             try:
                 raw_args = msgspec.json.decode(mv[s:e], type=CounterEvent).args
                 args = msgspec.json.decode(raw_args) if raw_args else None
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 continue
             if not isinstance(args, dict):
                 continue
@@ -429,7 +448,7 @@ def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns
         else:
             try:
                 ev = msgspec.json.decode(mv[s:e], type=Event)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 return None  # let the Python path read this chunk (it has a tolerant decoder)
             meta.append((ev.name, int(pid[i]), int(tid[i]), ev.args.name or "", ev.args.sort_index,
                          ev.args.labels or ""))

@@ -19,6 +19,7 @@ from collections.abc import Generator
 from pathlib import Path
 
 from core.trace import io, kineto, parallel
+from core.trace.limits import max_inflate_bytes
 from core.trace.merge import Merged
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,8 @@ def decode_streamed(path: Path) -> Generator[float, None, Streamed | None]:
     if parallel.scan_available():  # the C scanner: inflating first, then threads, is quicker
         return None
     if size is None or parallel.start_method() != "fork" or os.environ.get("PTPROF_GZ_STREAM", "1") == "0":
+        return None
+    if size > max_inflate_bytes():  # the ordinary path refuses it with the reason
         return None
     workers = parallel.worker_count(size, "fork")
     if not workers:

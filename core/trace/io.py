@@ -6,21 +6,23 @@ import lzma
 import mmap
 import os
 import re
+import stat
 import struct
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.trace.limits import limits, max_inflate_bytes, ratio_check_on
 from core.trace.model import TraceParseError
 
 TRACE_SUFFIXES = (".json", ".json.gz", ".json.xz", ".json.gzip")
 _GZIP_MAGIC = b"\x1f\x8b"
 _XZ_MAGIC = b"\xfd7zXZ\x00"
-# refuse to inflate absurd amounts (zip bombs / junk): 64 GiB decompressed, or a compression ratio
-# no trace reaches (Kineto JSON compresses 10-25x; zeros compress 1000x) beyond 256 MiB
-MAX_DECOMPRESSED = 64 << 30
-MAX_RATIO = 200
-RATIO_CHECK_FROM = 256 << 20
+# refuse to inflate absurd amounts (zip bombs / junk): more than the memory available allows
+# (limits.max_inflate_bytes), or a compression ratio no trace reaches (Kineto JSON compresses
+# 10-25x; zeros compress 1000x) beyond 64 MiB; resources/limits.toml [inflate]
+MAX_RATIO = int(limits()["inflate"]["max_ratio"])
+RATIO_CHECK_FROM = int(limits()["inflate"]["ratio_check_from_bytes"])
 
 try:  # ISA-L's gzip is ~1.4x faster than zlib here (docs/architecture.md)
     from isal import igzip as _igzip
@@ -56,18 +58,29 @@ def is_trace_name(name: str) -> bool:
 _RANK_RE = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
 
 
+def _stat(p: Path) -> os.stat_result:
+    try:
+        return os.stat(p)
+    except FileNotFoundError:
+        raise TraceParseError(p, "no such file or directory") from None
+    except OSError as exc:  # EACCES through an unsearchable folder, ELOOP, ENAMETOOLONG...
+        raise TraceParseError(p, f"cannot open ({exc.strerror or exc})") from None
+
+
 def discover(path: str | Path) -> Discovered:
-    """What `path` holds: a single trace, a TensorBoard/multi-rank log dir, or a run bundle."""
+    """What `path` holds: a single trace, a TensorBoard/multi-rank log dir, or a run bundle.
+
+    Only regular files are traces (a FIFO or device would block a reader); folders are searched
+    without following symlinked folders, at most [discover] max_depth deep and max_entries wide."""
     p = Path(path).expanduser()
-    if not p.exists():
-        raise TraceParseError(p, "no such file or directory")
-    if p.is_file():
+    st = _stat(p)
+    if stat.S_ISREG(st.st_mode):
         return Discovered("file", p, (TraceSource(p),))
-    if not p.is_dir():
-        raise TraceParseError(p, "not a regular file or directory")
-    bundle = (p / "run.json").is_file() or ((p / "traces").is_dir() and (p / "events.jsonl").is_file())
-    search_root = p / "traces" if (p / "traces").is_dir() else p
-    files = sorted(f for f in search_root.rglob("*") if f.is_file() and is_trace_name(f.name))
+    if not stat.S_ISDIR(st.st_mode):
+        raise TraceParseError(p, "not a regular file or directory (a FIFO, socket or device is not a trace)")
+    bundle = _is_regular(p / "run.json") or (_is_dir(p / "traces") and _is_regular(p / "events.jsonl"))
+    search_root = p / "traces" if _is_dir(p / "traces") else p
+    files = sorted(_trace_files(search_root))
     # prefer *.pt.trace.json* (TensorBoard handler names) when both kinds exist
     pt = [f for f in files if ".pt.trace." in f.name]
     if pt:
@@ -80,57 +93,148 @@ def discover(path: str | Path) -> Discovered:
     for f in files:
         rel = str(f.relative_to(p))
         m = _RANK_RE.search(rel)
-        sources.append(TraceSource(f, int(m.group(1)) if m else None))
+        sources.append(TraceSource(f, int(m.group(1)) if m and len(m.group(1)) <= 9 else None))
     return Discovered("bundle" if bundle else "dir", p, tuple(sources), p if bundle else None)
+
+
+def _is_regular(p: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(p).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def _is_dir(p: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(p).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def _entries(it):
+    """scandir entries; a folder that fails mid-listing (/proc, a vanished mount) ends its listing."""
+    while True:
+        try:
+            yield next(it)
+        except StopIteration:
+            return
+        except OSError:
+            return
+
+
+def _trace_files(root: Path) -> list[Path]:
+    """Regular trace-named files under root (symlinks to regular files count; symlinked folders are
+    not entered). Unreadable folders are passed over; past the limits the search refuses."""
+    cfg = limits()["discover"]
+    max_depth, max_entries = int(cfg["max_depth"]), int(cfg["max_entries"])
+    found: list[Path] = []
+    seen = 0
+    stack = [(root, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            it = os.scandir(folder)
+        except OSError:
+            continue
+        with it:
+            for entry in _entries(it):
+                seen += 1
+                if seen > max_entries:
+                    raise TraceParseError(root, f"folder too large to search for traces (more than "
+                                                f"{max_entries:,} entries): open a trace file or a smaller folder")
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        if depth + 1 < max_depth:
+                            stack.append((Path(entry.path), depth + 1))
+                    elif is_trace_name(entry.name) and _is_regular(Path(entry.path)):
+                        found.append(Path(entry.path))
+                except OSError:
+                    continue
+    return found
+
+
+def open_regular(path: Path):
+    """A binary file object of a regular file; anything else (FIFO, device, socket) is refused
+    without blocking: opened non-blocking, checked with fstat on the opened descriptor."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise TraceParseError(path, "no such file or directory") from None
+    except OSError as exc:
+        raise TraceParseError(path, f"cannot read file ({exc.strerror or exc})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise TraceParseError(path, "not a regular file (a FIFO, socket or device is not a trace)")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def read_bytes(path: Path):
     """The file's JSON bytes: an mmap for plain files, decompressed bytes for gzip/xz.
 
-    Raises TraceParseError with a one-line reason for unreadable, empty or corrupt files.
+    Raises TraceParseError with a one-line reason for unreadable, empty, non-regular or corrupt files.
     """
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise TraceParseError(path, f"cannot read file ({exc.strerror or exc})") from None
-    if size == 0:
-        raise TraceParseError(path, "file is empty")
-    try:
-        with open(path, "rb") as fh:
+    with open_regular(path) as fh:
+        try:
+            size = os.fstat(fh.fileno()).st_size
+            if size == 0:
+                raise TraceParseError(path, "file is empty")
             magic = fh.read(6)
             if magic.startswith(_GZIP_MAGIC):
-                return _gunzip(path)
+                return _gunzip(path, fh)
             if magic.startswith(_XZ_MAGIC):
-                return _unxz(path)
+                return _unxz(path, fh)
             fh.seek(0)
             return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    except OSError as exc:
-        raise TraceParseError(path, f"cannot read file ({exc.strerror or exc})") from None
+        except OSError as exc:
+            raise TraceParseError(path, f"cannot read file ({exc.strerror or exc})") from None
+
+
+def _too_big(path: Path, total: int, compressed: int) -> TraceParseError:
+    bound = max_inflate_bytes()
+    if total > bound:
+        return TraceParseError(path, f"decompresses to more than {bound >> 20:,} MiB, the limit for the memory "
+                                     "available now (set PTPROF_MAX_INFLATE_BYTES to change it)")
+    return TraceParseError(path, f"implausible decompressed size (> {total >> 20} MiB from {compressed >> 10} KiB, "
+                                 f"over {MAX_RATIO}x): not a trace (PTPROF_MAX_INFLATE_BYTES=N loads it anyway)")
+
+
+def _over(total: int, compressed: int, bound: int) -> bool:
+    return total > bound or (total > RATIO_CHECK_FROM and total > MAX_RATIO * compressed and ratio_check_on())
 
 
 def isize(path: Path) -> int | None:
     """Uncompressed size from the gzip trailer (mod 2**32), None if unusable."""
     try:
-        size = path.stat().st_size
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
+            size = os.fstat(fh.fileno()).st_size
             if fh.read(2) != b"\x1f\x8b" or size < 20:
                 return None
             fh.seek(-4, os.SEEK_END)
             n = struct.unpack("<I", fh.read(4))[0]
-    except OSError:
+    except (OSError, TraceParseError):
         return None
     return n if size < n < MAX_RATIO * size else None
 
 
-def _gunzip_sized(path: Path) -> bytes | None:
+def _gunzip_sized(path: Path, fh) -> bytes | None:
     """One-shot inflate into a buffer of the size the trailer announces (no blocks to join: 0.11 s
     instead of 0.19 s for gpu_gpt_big). None when the file does not fit that plan (several gzip
-    members, > 4 GiB, truncated or corrupt): the block-wise reader handles those and their errors."""
+    members, > 4 GiB, truncated or corrupt): the block-wise reader handles those and their errors.
+    A size over the memory bound is refused before anything is inflated."""
     n = isize(path)
     if n is None:
         return None
+    if n > max_inflate_bytes():
+        raise _too_big(path, n, os.fstat(fh.fileno()).st_size)
     try:
-        raw = path.read_bytes()
+        fh.seek(0)
+        raw = fh.read()
         head = _zlib.decompressobj(wbits=31).decompress(raw[: 1 << 16], 4096)
         if head.lstrip()[:1] not in (b"{", b"[") and not head.startswith(b"\xef\xbb\xbf"):
             return None
@@ -143,69 +247,73 @@ def _gunzip_sized(path: Path) -> bytes | None:
     return out
 
 
-def _gunzip(path: Path) -> bytes:
-    fast = _gunzip_sized(path)
+def _gunzip(path: Path, fh) -> bytes:
+    fast = _gunzip_sized(path, fh)
     if fast is not None:
         return fast
+    fh.seek(0)
     opener = _igzip.open if _igzip is not None else gzip.open
     try:
-        with opener(path, "rb") as fh:
-            return _read_bounded(fh, path)
+        with opener(fh, "rb") as gz:
+            return _read_bounded(gz, path, fh)
     except EOFError:
-        return _gunzip_partial(path)
+        return _gunzip_partial(path, fh)
     except (OSError, zlib.error, _IsalError, ValueError) as exc:
         if "truncated" in str(exc).lower() or "end-of-stream" in str(exc).lower() or "compressed file ended" in str(exc).lower():
-            return _gunzip_partial(path)
+            return _gunzip_partial(path, fh)
         raise TraceParseError(path, "corrupt gzip file") from None
 
 
-def _gunzip_partial(path: Path) -> bytes:
+def _gunzip_partial(path: Path, fh) -> bytes:
     """A gzip stream cut off mid-way (crashed run, partial copy): inflate what is there."""
     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    out = []
-    total = 0
+    out = bytearray()
+    bound = max_inflate_bytes()
+    fh.seek(0)
     try:
-        with open(path, "rb") as fh:
+        while True:
+            block = fh.read(1 << 20)
+            if not block:
+                break
+            piece = d.decompress(block, 64 << 20)
             while True:
-                block = fh.read(1 << 20)
-                if not block:
+                if _over(len(out) + len(piece), fh.tell(), bound):
+                    raise _too_big(path, len(out) + len(piece), fh.tell())
+                out += piece
+                if not d.unconsumed_tail:
                     break
-                piece = d.decompress(block)
-                total += len(piece)
-                if total > MAX_DECOMPRESSED or (total > RATIO_CHECK_FROM and total > MAX_RATIO * fh.tell()):
-                    raise TraceParseError(path, "implausible decompressed size: not a trace")
-                out.append(piece)
+                piece = d.decompress(d.unconsumed_tail, 64 << 20)
     except zlib.error:
         if not out:
             raise TraceParseError(path, "corrupt gzip file") from None
-    data = b"".join(out)
-    if not data:
+    if not out:
         raise TraceParseError(path, "corrupt gzip file (nothing could be decompressed)")
-    return data
+    return out
 
 
-def _unxz(path: Path) -> bytes:
+def _unxz(path: Path, fh) -> bytes:
+    fh.seek(0)
     try:
-        with lzma.open(path, "rb") as fh:
-            return _read_bounded(fh, path)
+        with lzma.open(fh, "rb") as xz:
+            return _read_bounded(xz, path, fh)
     except (lzma.LZMAError, EOFError):
         raise TraceParseError(path, "corrupt or truncated xz file") from None
 
 
-def _read_bounded(fh, path: Path) -> bytes:
-    """Inflate, but stop early on content that is not JSON or inflates implausibly."""
-    parts = []
-    total = 0
-    compressed = max(1, path.stat().st_size)
+def _read_bounded(stream, path: Path, raw_fh) -> bytes:
+    """Inflate block by block into one growing buffer (no join: the peak is the output plus a
+    block), stopping early on content that is not JSON or inflates past the bounds."""
+    out = bytearray()
+    compressed = max(1, os.fstat(raw_fh.fileno()).st_size)
+    bound = max_inflate_bytes()
     while True:
-        block = fh.read(16 << 20 if not parts else 64 << 20)
+        block = stream.read(16 << 20 if not out else 64 << 20)
         if not block:
             break
-        if not parts and block.lstrip()[:1] not in (b"{", b"[", b"") and not block.startswith(b"\xef\xbb\xbf"):
+        if not out and block.lstrip()[:1] not in (b"{", b"[", b"") and not block.startswith(b"\xef\xbb\xbf"):
             raise TraceParseError(path, "compressed file does not hold JSON (expected a PyTorch profiler trace)")
-        total += len(block)
-        if total > MAX_DECOMPRESSED or (total > RATIO_CHECK_FROM and total > MAX_RATIO * compressed):
-            raise TraceParseError(path, f"implausible decompressed size (> {total >> 20} MiB from "
-                                  f"{compressed >> 10} KiB): not a trace")
-        parts.append(block)
-    return b"".join(parts) if len(parts) != 1 else parts[0]
+        if _over(len(out) + len(block), compressed, bound):
+            raise _too_big(path, len(out) + len(block), compressed)
+        out += block
+        del block
+    return out

@@ -25,6 +25,10 @@ _EVENT_SEP = re.compile(rb"\}\s*,\s*\{")
 _UNQUOTED_NA = re.compile(rb'(:\s*|\[\s*|,\s*)(N/A|NaN|-?Infinity)(?=\s*[,}\]])')
 
 
+# a skipped corrupt event, + its offset (in the chunk; parallel.collect makes it a file offset):
+# build_model folds every mark into one warning (how many, where)
+CORRUPT_MARK = "\x00corrupt-event-at:"
+
 _EMPTY_RAW = msgspec.Raw(b"")
 _NAN = float("nan")
 
@@ -105,37 +109,40 @@ def _fast_counter_args(chunk, events: list[Event] | None = None) -> dict[int, di
         if c.ph == "C" and c.args:
             try:
                 a = msgspec.json.decode(c.args)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 continue
             if isinstance(a, dict):
                 out[i] = a
     return out
 
 
-def decode_events(chunk, last: bool) -> tuple[list[Event], dict[int, dict] | None, list[str]]:
+def decode_events(chunk, last: bool, salvage: bool | None = None) -> tuple[list[Event], dict[int, dict] | None, list[str]]:
     """Decode one `[...]` chunk of events. Never raises on bad content: returns warnings instead.
 
     Returns (events, {index: args} of counter events or None = not decoded yet, warnings). Raises ValueError only when
-    nothing at all could be read from a non-final chunk (the caller merges it with the next one).
+    nothing at all could be read from a chunk that is not to be salvaged (`salvage`, default: the
+    last chunk): the caller merges it with the next one (a bad cut). Salvaging keeps every event
+    that decodes (tolerant.resync); a failed final event of the `last` chunk is a cut-off tail.
     """
+    salvage = last if salvage is None else salvage
     warnings: list[str] = []
     try:
         events = _decode_events(chunk)
         return events, None, warnings  # counter args: decoded on demand (events_to_columns)
-    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
         first_error = exc
     from core.trace import tolerant  # the slow paths, loaded only when needed
     if last and "truncated" in str(first_error):
-        return tolerant.salvage_fast(bytes(chunk), warnings)
+        return tolerant.salvage_fast(bytes(chunk), warnings, cut_tail=True)
     try:
         events, cargs = tolerant.tolerant_decode(bytes(chunk))
         warnings.append("non-standard JSON values (e.g. unquoted N/A) were read as strings")
         return events, cargs, warnings
     except (ValueError, UnicodeDecodeError, RecursionError):
         pass
-    if not last:
+    if not salvage:
         raise ValueError(str(first_error))
-    return tolerant.salvage_fast(bytes(chunk), warnings)
+    return tolerant.salvage_fast(bytes(chunk), warnings, cut_tail=last)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,6 +162,7 @@ class Document:
 
 
 _TE_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+_EVENTS_CLOSE = re.compile(rb'\}\s*\](?=\s*,\s*")')
 
 
 def locate(buf) -> Document | None:
@@ -183,7 +191,7 @@ def locate(buf) -> Document | None:
         for k, v in top.items():
             try:
                 meta[k] = msgspec.json.decode(v)
-            except msgspec.DecodeError:
+            except (msgspec.DecodeError, RecursionError):
                 meta[k] = None
         # locate the Raw inside buf: msgspec.Raw keeps a view; find it by searching the key
         m = _TE_KEY.search(mv)
@@ -257,25 +265,81 @@ def _find_tail(mv, start: int) -> int | None:
         pos = window.rfind(b"]", 0, pos)
         if pos < 0:
             return None
+        if not window[max(0, pos - 256):pos].rstrip().endswith((b"}", b"[")):  # the array ends after an event
+            continue
         tail = b'{"_": 0' + window[pos + 1:]
         try:
             json.loads(tail)
             return base + pos + 1
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
-    return None
+    # a tail that does not parse (nested too deep, corrupt): the last `}` `]` `,` `"key"` closes the events
+    last = None
+    for m in _EVENTS_CLOSE.finditer(window):
+        last = m
+    return None if last is None else base + last.end()
 
 
 def _loose_keys(text: bytes) -> dict:
     text = text.strip()
     if not text.startswith(b"{"):
         return {}
+    text = _UNQUOTED_NA.sub(rb'\1"\2"', text)
     try:
-        d = json.loads(_UNQUOTED_NA.sub(rb'\1"\2"', text), strict=False)
+        d = json.loads(text, strict=False)
+    except RecursionError:
+        d = _shallow_keys(text.decode("utf-8", errors="replace"))
     except ValueError:
         return {}
+    if not isinstance(d, dict):
+        return {}
     d.pop("_", None)
-    return d if isinstance(d, dict) else {}
+    return d
+
+
+def _shallow_keys(text: str) -> dict:
+    """The top-level keys of an object one by one; a value nested too deep to decode is left out
+    (skipped by bracket counting), so one hostile key does not cost the whole header."""
+    dec = json.JSONDecoder(strict=False)
+    out: dict = {}
+    pos, n = 1, len(text)
+    while pos < n:
+        while pos < n and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= n or text[pos] == "}":
+            break
+        try:
+            key, pos = dec.raw_decode(text, pos)
+            while pos < n and text[pos] in " \t\r\n:":
+                pos += 1
+            value, pos = dec.raw_decode(text, pos)
+            out[key] = value
+        except RecursionError:
+            pos = _skip_nested(text, pos)
+        except ValueError:
+            break
+    return out
+
+
+def _skip_nested(text: str, pos: int) -> int:
+    depth, in_str, k, n = 0, False, pos, len(text)
+    while k < n:
+        c = text[k]
+        if in_str:
+            if c == "\\":
+                k += 1
+            elif c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+        elif c in "[{":
+            depth += 1
+        elif c in "]}":
+            depth -= 1
+            if depth == 0:
+                return k + 1
+        k += 1
+    return n
 
 
 def chunk_bounds(buf, doc: Document, chunk_bytes: int = CHUNK_BYTES) -> list[tuple[int, int]]:

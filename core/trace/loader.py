@@ -49,27 +49,57 @@ def iter_load(path: str | Path, use_cache: bool = True) -> Generator[Progress, N
     found = io.discover(path)
     n_files = len(found.sources)
     models: list[TraceModel] = []
+    failed: list[TraceParseError] = []
     hits = 0
     for i, src in enumerate(found.sources):
         lo, hi = i / n_files, (i + 1) / n_files
-        model = None
+        try:
+            model, hit = yield from _load_source(src, lo, hi, use_cache)
+        except TraceParseError as exc:
+            if n_files == 1:
+                raise
+            failed.append(exc)  # one bad rank / cycle: load the others, say which failed
+            yield Progress("reading", hi, src.path.name)
+            continue
+        hits += hit
+        models.append(model)
+    if not models:
+        first = failed[0]
+        raise TraceParseError(found.root, f"none of the {n_files} trace files could be read "
+                                          f"({Path(first.path).name}: {first.reason})")
+    skipped = [f"{_rel(found.root, exc.path)}: not loaded ({exc.reason})" for exc in failed]
+    trace_set = assemble(str(found.root), models, found, skipped)
+    return _replace_timing(trace_set, time.perf_counter() - t0, hits == n_files)
+
+
+def _rel(root: Path, path) -> str:
+    try:
+        return str(Path(path).relative_to(root))
+    except ValueError:
+        return Path(path).name
+
+
+def _load_source(src: io.TraceSource, lo: float, hi: float, use_cache: bool) -> Generator[Progress, None, tuple[TraceModel, bool]]:
+    """One file's model (from the cache or parsed) and whether it was a cache hit."""
+    model = None
+    if use_cache:
+        from core.trace import cache
+        model = cache.load(src.path)
+        if model is not None:
+            yield Progress("cache", hi, src.path.name)
+    hit = model is not None
+    if model is None:
+        try:
+            model = yield from _load_file(src, lo, hi)
+        except MemoryError:
+            raise TraceParseError(src.path, "out of memory while loading this trace") from None
         if use_cache:
             from core.trace import cache
-            model = cache.load(src.path)
-            if model is not None:
-                hits += 1
-                yield Progress("cache", hi, src.path.name)
-        if model is None:
-            model = yield from _load_file(src, lo, hi)
-            if use_cache:
-                from core.trace import cache
-                yield Progress("cache", hi, src.path.name)
-                cache.store(src.path, model)
-        if src.rank_hint is not None and model.meta.distributed_info is None:
-            model = replace(model, rank=src.rank_hint)
-        models.append(model)
-    trace_set = assemble(str(found.root), models, found)
-    return _replace_timing(trace_set, time.perf_counter() - t0, hits == n_files)
+            yield Progress("cache", hi, src.path.name)
+            cache.store(src.path, model)
+    if src.rank_hint is not None and model.meta.distributed_info is None:
+        model = replace(model, rank=src.rank_hint)
+    return model, hit
 
 
 def _replace_timing(ts: TraceSet, load_s: float, cache_hit: bool) -> TraceSet:
@@ -102,6 +132,9 @@ def _load_file(src: io.TraceSource, lo: float, hi: float) -> Generator[Progress,
             merged = yield from _scaled(parallel.decode_chunks(buf, doc, path, isinstance(buf, mmap.mmap)),
                                         "decoding", lo + span * 0.05, span * 0.75, path.name)
         warnings: list[str] = [] if doc.complete else ["file is truncated (crashed run?): loaded every complete event"]
+        if doc.complete:  # the events array is closed: a last event that did not decode is corrupt, not cut off
+            merged.warnings[:] = ["the last event is corrupt: skipped" if w.startswith("file is truncated") else w
+                                  for w in merged.warnings]
         yield Progress("building", lo + span * 0.8, path.name)
         if isinstance(buf, mmap.mmap):  # the bytes are no longer needed: unmap them while building
             closer = _close_in_background(buf)
@@ -161,8 +194,10 @@ def _not_a_trace_reason(buf) -> str:
     return "JSON without traceEvents: not a PyTorch profiler / Chrome trace"
 
 
-def assemble(root: str, models: list[TraceModel], found: io.Discovered | None = None) -> TraceSet:
-    """Put models on one time base (earliest model start = 0) and attach bundle extras."""
+def assemble(root: str, models: list[TraceModel], found: io.Discovered | None = None,
+             skipped: list[str] | None = None) -> TraceSet:
+    """Put models on one time base (earliest model start = 0) and attach bundle extras.
+    `skipped`: one warning per file of the folder that could not be read."""
     bases = [m.meta.base_unix_ns for m in models]
     base = min(bases) if bases else 0
     shifted = []
@@ -170,7 +205,7 @@ def assemble(root: str, models: list[TraceModel], found: io.Discovered | None = 
         delta = m.meta.base_unix_ns - base if m.meta.base_unix_ns and base else 0
         shifted.append(shift_model(m, delta) if delta else m)
     shifted.sort(key=lambda m: (m.rank, m.path))
-    warnings: list[str] = []
+    warnings: list[str] = list(skipped or ())
     ranks = [m.rank for m in shifted]
     if len(shifted) > 1 and len(set(ranks)) != len(ranks) and found is not None and found.kind != "bundle":
         warnings.append("several traces share one rank (TensorBoard workers/spans): shown side by side")

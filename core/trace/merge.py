@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core.trace.columns import (
-    FLOAT_ARGS, INT_ARGS, PH_B, PH_X, STR_ARGS, STR_CODE_BASE, ChunkColumns,
+    FLOAT_ARGS, INT_ARGS, PH_B, PH_X, STR_ARGS, STR_CODE_BASE, ChunkColumns, as_sparse,
 )
 from core.trace.strings import StringTable
 
@@ -20,7 +20,8 @@ from core.trace.strings import StringTable
 class Merged:
     strings: StringTable
     rows: dict[str, np.ndarray]  # ts (f64 µs), dur (f64 µs, NaN = missing), name, cat, kind, pid, tid
-    args: dict[str, tuple[np.ndarray, np.ndarray]]  # sparse arg columns: (row index, value), rows ascending
+    # arg columns: sparse (row index, value), rows ascending, or dense (None, value per row; see ARG_FILL)
+    args: dict[str, tuple[np.ndarray | None, np.ndarray]]
     instants: dict[str, np.ndarray]
     memory: dict[str, np.ndarray]
     flows: dict[str, np.ndarray]
@@ -85,7 +86,7 @@ class Merger:
         for name, (idx, vals) in ch.args.items():
             if name in STR_ARGS:
                 vals = remap[vals]
-            self.arg_parts.setdefault(name, []).append((idx.astype(np.int64) + self.n_rows, vals))
+            self.arg_parts.setdefault(name, []).append((self.n_rows, idx, vals))
         for name, pid, tid, arg_name, sort_index, labels in ch.metadata:
             pt = self.codes(np.array([pid, tid], dtype=np.int64), remap)
             self.metadata.append((name, int(pt[0]), int(pt[1]), arg_name, sort_index, labels))
@@ -102,10 +103,11 @@ class Merger:
         self.parts = {}
         args = {}
         for name, (dtype, _) in {**INT_ARGS, **FLOAT_ARGS}.items():
-            args[name] = _sparse_concat(self.arg_parts.get(name, []), dtype)
+            args[name] = _arg_concat(name, self.arg_parts.pop(name, []), dtype, self.n_rows)
         for name in STR_ARGS:
-            args[name] = _sparse_concat(self.arg_parts.get(name, []), np.int32)
-        args["src_offset"] = _sparse_concat(self.arg_parts.get("src_offset", []), np.int64)  # scanner only
+            args[name] = _arg_concat(name, self.arg_parts.pop(name, []), np.int32, self.n_rows)
+        args["src_offset"] = _arg_concat("src_offset", self.arg_parts.pop("src_offset", []), np.int64,
+                                         self.n_rows)  # scanner only
         self.arg_parts = {}
         m = Merged(strings=self.strings, rows=tables["rows"], args=args, instants=tables["instants"],
                    memory=tables["memory"], flows=tables["flows"], counters=tables["counters"],
@@ -124,16 +126,32 @@ def merge_chunks(chunks: list[ChunkColumns]) -> Merged:
     return merger.finish()
 
 
-def _sparse_concat(parts: list, dtype) -> tuple[np.ndarray, np.ndarray]:
-    if not parts:
+def _arg_concat(name: str, parts: list, dtype, n_rows: int) -> tuple[np.ndarray | None, np.ndarray]:
+    """One arg column from the chunks' (first row, index, values) parts: dense when every chunk
+    covered all its rows densely (one concatenation, no index column), else sparse."""
+    covered = sum(len(vals) for _, idx, vals in parts if idx is None)
+    if parts and covered == n_rows:
+        return None, _concat([vals for _, _, vals in parts], dtype).astype(dtype, copy=False)
+    pairs = [(first, *as_sparse(name, (idx, vals))) for first, idx, vals in parts]
+    parts.clear()
+    if not pairs:
         return np.zeros(0, np.int64), np.zeros(0, dtype)
-    return _concat([p[0] for p in parts], np.int64), _concat([p[1] for p in parts], dtype).astype(dtype, copy=False)
+    return (_concat([idx.astype(np.int64) + first for first, idx, _ in pairs], np.int64),
+            _concat([vals for _, _, vals in pairs], dtype).astype(dtype, copy=False))
 
 
-def dense(sparse: tuple[np.ndarray, np.ndarray], n: int, fill, positions: np.ndarray | None = None) -> np.ndarray:
-    """Dense column of n rows from (row index, value) pairs; `positions` maps row -> output row."""
-    idx, vals = sparse
-    out = np.full(n, fill, dtype=vals.dtype)
+def dense(arg: tuple, n: int, fill, positions: np.ndarray | None = None) -> np.ndarray:
+    """Dense column of n rows from (row index, value) pairs or a dense (None, values) column;
+    `positions` maps row -> output row."""
+    idx, vals = arg
+    if idx is None:
+        if positions is None:
+            return vals
+        out = np.empty(n, dtype=vals.dtype)
+        out[positions] = vals
+        return out
+    # zeros come from calloc: pages a sparse column never writes are not touched (string-id args)
+    out = np.zeros(n, dtype=vals.dtype) if fill == 0 else np.full(n, fill, dtype=vals.dtype)
     out[idx if positions is None else positions[idx]] = vals
     return out
 
@@ -179,5 +197,8 @@ def _pair_begin_end(m: Merged) -> None:
     m.rows = {k: v[idx] for k, v in r.items()}
     m.rows["ph"][:] = PH_X
     for k, (i, v) in m.args.items():
+        if i is None:
+            m.args[k] = (None, v[idx])
+            continue
         j = new_row[i]
         m.args[k] = (j[j >= 0], v[j >= 0])

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from core.env import env_int
 from core.trace import kineto
+from core.trace.kineto import CORRUPT_MARK
 from core.trace.alloc import tune_malloc
 from core.trace.columns import ChunkColumns, scan_available, scan_columns
 from core.trace.merge import Merged, Merger
@@ -48,7 +49,7 @@ _DROP = [False]  # _BUF is a file mmap: drop its pages from the worker's RSS aft
 def worker_count(n_bytes: int, method: str) -> int:
     env = os.environ.get("PTPROF_WORKERS", "")
     if env.strip().isdigit():  # 0 or 1: decode in this process
-        return int(env) if int(env) > 1 else 0
+        return min(int(env), 256) if int(env) > 1 else 0
     cores = _cores()
     threshold = MIN_PARALLEL_BYTES if method == "fork" else MIN_PARALLEL_BYTES_SPAWN
     if cores < 2 or n_bytes < threshold:
@@ -102,7 +103,7 @@ def thread_count(n_bytes: int) -> int:
     """Scanner threads for n_bytes of events (0: one chunk in the calling thread)."""
     env = os.environ.get("PTPROF_WORKERS", "")
     if env.strip().isdigit():
-        return int(env) if int(env) > 1 else 0
+        return min(int(env), 256) if int(env) > 1 else 0
     if n_bytes < MIN_THREADED_BYTES:
         return 0
     # chunks are >= 4 MB (each costs ~3 ms of GIL-held Python: row selection, merge); on the 16-core
@@ -209,16 +210,38 @@ def collect(results: Iterator, bounds: list[tuple[int, int]], buf, start: int, t
         a, b = bounds[k]
         if res is None or pending is not None:
             a = a if pending is None else pending
+            text = kineto.chunk_text(buf, a, b)
             try:
-                res = decode_chunk_columns(kineto.chunk_text(buf, a, b), last=k == n - 1)
+                # a first failure may be a bad cut (a separator inside a string): merged with the
+                # next chunk it decodes; a second one is corrupt data: salvage what decodes
+                res = decode_chunk_columns(text, last=k == n - 1, salvage=pending is not None or k == n - 1)
                 pending = None
             except ValueError:
                 pending = a
                 continue
+            finally:
+                del text
+            a += _leading_blank(buf, a, b)  # chunk_text strips it: offsets count from the first event
+        _file_offsets(res, a)
         out.add(res)
         del res
         yield (b - start) / total
     return out.finish()
+
+
+def _leading_blank(buf, a: int, b: int) -> int:
+    mv = memoryview(buf)
+    k = a
+    while k < b and mv[k] in b" \t\r\n,":
+        k += 1
+    return k - a
+
+
+def _file_offsets(res: ChunkColumns, a: int) -> None:
+    """Skipped-event marks carry offsets in the `[`-prefixed chunk text: make them file offsets."""
+    if any(w.startswith(CORRUPT_MARK) for w in res.warnings):
+        res.warnings[:] = [f"{CORRUPT_MARK}{int(w[len(CORRUPT_MARK):]) + a - 1}" if w.startswith(CORRUPT_MARK) else w
+                           for w in res.warnings]
 
 
 def _work_local(buf, task) -> ChunkColumns | None:

@@ -24,7 +24,7 @@ PIECE_BYTES = 1 << 20  # ~3k events: a piece's objects stay in L2/L3 (1 MB L2 pe
 _scratch: list[bytearray] = []  # `[` + piece + `]` (the chunk itself may sit in kineto's scratch)
 
 
-def decode_chunk_columns(chunk, last: bool, pin: list | None = None) -> ChunkColumns:
+def decode_chunk_columns(chunk, last: bool, pin: list | None = None, salvage: bool | None = None) -> ChunkColumns:
     """Decode a `[...]` chunk and return its columns. ValueError: bad cut (the caller merges on).
 
     `pin` (a list) keeps every 256th event alive afterwards: that keeps Python's allocator arenas
@@ -38,7 +38,7 @@ def decode_chunk_columns(chunk, last: bool, pin: list | None = None) -> ChunkCol
         out = _in_pieces(chunk, piece_bounds(chunk, 1, len(chunk) - 1), pin)
         if out is not None:
             return out
-    return _whole(chunk, last, pin)
+    return _whole(chunk, last, pin, salvage)
 
 
 def decode_range(buf, a: int, b: int, last: bool, pin: list | None = None) -> ChunkColumns:
@@ -54,8 +54,8 @@ def decode_range(buf, a: int, b: int, last: bool, pin: list | None = None) -> Ch
     return _whole(kineto.chunk_view(buf, a, b), last, pin)
 
 
-def _whole(chunk, last: bool, pin: list | None) -> ChunkColumns:
-    events, counter_args, warnings = decode_events(chunk, last)
+def _whole(chunk, last: bool, pin: list | None, salvage: bool | None = None) -> ChunkColumns:
+    events, counter_args, warnings = decode_events(chunk, last, salvage)
     out = events_to_columns(events, counter_args, warnings, chunk)
     if pin is not None:
         pin[:] = events[::256]
@@ -95,7 +95,7 @@ def _in_pieces(buf, bounds: list[tuple[int, int]], pin: list | None) -> ChunkCol
         text = _piece_view(buf, a, b)
         try:
             events = _decode_events(text)
-        except (msgspec.ValidationError, msgspec.DecodeError):
+        except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
             return None
         parts.append(events_to_columns(events, None, [], text, st))
         if pin is not None:

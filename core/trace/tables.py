@@ -29,7 +29,7 @@ def track_table(uniq: np.ndarray, metadata: list[tuple], strings: StringTable, m
     for name, p, t, arg_name, sort_index, _labels in metadata:
         if name == "thread_name" and arg_name:
             thread_names[(p, t)] = arg_name
-        elif name == "thread_sort_index" and isinstance(sort_index, int):
+        elif name == "thread_sort_index" and isinstance(sort_index, int) and -2**62 < sort_index < 2**62:
             thread_sort[(p, t)] = sort_index
     n = len(uniq)
     labels = []
@@ -175,7 +175,7 @@ def trace_meta(doc: dict, path: str, base_unix_ns: int) -> TraceMeta:
         trace_name=str(doc.get("traceName") or Path(path).name),
         schema_version=sv if isinstance(sv, int) else None,
         base_unix_ns=base_unix_ns,
-        device_properties=tuple(p for p in dp if isinstance(p, dict)) if isinstance(dp, list) else (),
+        device_properties=tuple(_device_props(p) for p in dp if isinstance(p, dict)) if isinstance(dp, list) else (),
         distributed_info=di if isinstance(di, dict) else None,
         profiler_options={k: doc[k] for k in _OPTION_KEYS if k in doc},
         versions={k: doc[k] for k in _VERSION_KEYS if k in doc},
@@ -183,9 +183,16 @@ def trace_meta(doc: dict, path: str, base_unix_ns: int) -> TraceMeta:
     )
 
 
+def _device_props(p: dict) -> dict:
+    """A deviceProperties entry; a name that is not a string (hostile or broken file) becomes one."""
+    if "name" in p and not isinstance(p["name"], str):
+        return {**p, "name": str(p["name"])[:256]}
+    return p
+
+
 def rank_of(meta: TraceMeta, path: str) -> int:
     di = meta.distributed_info
-    if di and isinstance(di.get("rank"), int):
+    if di and isinstance(di.get("rank"), int) and not isinstance(di["rank"], bool) and 0 <= di["rank"] < 2**31:
         return di["rank"]
     m = _RANK_RE.search(Path(path).name)
-    return int(m.group(1)) if m else 0
+    return int(m.group(1)) if m and len(m.group(1)) <= 9 else 0

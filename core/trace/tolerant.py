@@ -1,8 +1,9 @@
-"""The slow, tolerant decoding paths: non-standard JSON (unquoted N/A, NaN) and truncated chunks.
+"""The slow, tolerant decoding paths: non-standard JSON (unquoted N/A, NaN), corrupt and truncated chunks.
 
 Used only for chunks the typed decoder refused. Events are rebuilt from stdlib-parsed dicts with
-coercion; a truncated last chunk is decoded typed up to its last event separator and walked event by
-event (json.raw_decode) after it, so a crashed run's file keeps every complete event.
+coercion. A chunk that still does not decode (a flipped byte, a crashed run's cut-off tail) is
+resynchronised at event boundaries (`resync`): only the events that do not decode are skipped,
+counted with their byte offsets, so one bad byte costs one event, not the rest of the file.
 """
 from __future__ import annotations
 
@@ -11,20 +12,24 @@ import json
 import msgspec
 
 from core.trace.kineto import (
-    _EVENT_SEP, _NAN, _UNQUOTED_NA, EMPTY_ARGS, Args, Event, _decode_events, _fast_counter_args,
+    CORRUPT_MARK, _EVENT_SEP, _NAN, _UNQUOTED_NA, EMPTY_ARGS, Args, Event, _decode_events, _fast_counter_args,
 )
 
 
 
+_INT64 = 2**63
+
+
 def _to_int(v):
+    """An int64 or None (missing): strings of numbers are read, out-of-range values are missing."""
     if v is None or isinstance(v, bool):
         return None
-    if isinstance(v, int):
-        return v
-    try:
-        return int(float(v))
-    except (TypeError, ValueError, OverflowError):
-        return None
+    if not isinstance(v, int):
+        try:
+            v = int(float(v))
+        except (TypeError, ValueError, OverflowError):
+            return None
+    return v if -_INT64 <= v < _INT64 else None
 
 
 def _to_float(v):
@@ -32,7 +37,7 @@ def _to_float(v):
         return None
     try:
         f = float(v)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
     return f if f == f else None
 
@@ -97,53 +102,93 @@ def tolerant_decode(chunk: bytes) -> tuple[list[Event], dict[int, dict]]:
     return [event_from_dict(d) for d in items], _counter_args(items)
 
 
-def _salvage(chunk: bytes) -> tuple[list[Event], dict[int, dict], bool]:
-    """Recover every complete event from a chunk whose end is cut off (a crashed run's file).
-
-    Returns (events, counter args, truncated). Walks the chunk event by event with raw_decode.
-    """
-    text = _UNQUOTED_NA.sub(rb'\1"\2"', chunk).decode("utf-8", errors="replace")
-    dec = json.JSONDecoder(strict=False)
-    pos = text.find("[") + 1
-    items: list[dict] = []
-    n = len(text)
-    truncated = True
-    while True:
-        while pos < n and text[pos] in " \t\r\n,":
-            pos += 1
-        if pos >= n or text[pos] == "]":
-            truncated = pos >= n
-            break
-        try:
-            obj, pos = dec.raw_decode(text, pos)
-        except (json.JSONDecodeError, RecursionError):
-            break
-        if isinstance(obj, dict):
-            items.append(obj)
-    return [event_from_dict(d) for d in items], _counter_args(items), truncated
+def _decode_range(chunk: bytes, a: int, b: int, tolerant: bool) -> tuple[list[Event], dict[int, dict]] | None:
+    """Events of chunk[a:b) (whole events and their separators), typed or (`tolerant`, for a few
+    events: the stdlib is slow) tolerant; None if neither reads it."""
+    text = b"[" + chunk[a:b] + b"]"
+    try:
+        events = _decode_events(text)
+        return events, _fast_counter_args(text, events)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        if not tolerant:
+            return None
+    try:
+        return tolerant_decode(text)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
 
 
-def salvage_fast(chunk: bytes, warnings: list[str]) -> tuple[list[Event], dict[int, dict], list[str]]:
-    """A truncated last chunk: typed decode up to the last event separator, salvage the rest."""
-    cut = None
-    for m in _EVENT_SEP.finditer(chunk, max(0, len(chunk) - (4 << 20))):
-        cut = m
-    head: list[Event] = []
-    head_cargs: dict[int, dict] = {}
-    rest = chunk
-    if cut is not None:
-        try:
-            head = _decode_events(chunk[:cut.start() + 1] + b"]")
-            head_cargs = _fast_counter_args(chunk[:cut.start() + 1] + b"]", head)
-            rest = b"[" + chunk[cut.end() - 1:]
-        except (msgspec.ValidationError, msgspec.DecodeError):
-            head = []
-    events, cargs, truncated = _salvage(rest)
-    if head:
-        cargs = {**head_cargs, **{i + len(head): v for i, v in cargs.items()}}
-        events = head + events
-    if truncated:
+def resync(chunk: bytes, cut_tail: bool) -> tuple[list[Event], dict[int, dict], list[int], int | None]:
+    """Every event of a `[...]` chunk that decodes, resynchronising at the next event boundary
+    (Kineto's `},\n  {`) after a corrupt one.
+
+    The chunk is split at separators; ranges that fail are halved until single events remain, so
+    the good parts decode typed and fast. A failed event is retried joined with the following ones
+    (a separator inside a string split it). Returns (events, counter args, chunk offsets of skipped
+    events, offset of the cut-off tail or None): with `cut_tail` (the last chunk of a file) a failed
+    final event is the tail a crashed run left unfinished, not a corrupt one."""
+    body_start = chunk.find(b"{")
+    body_end = chunk.rfind(b"]")
+    if body_start < 0:
+        return [], {}, [], None
+    if body_end < body_start:
+        body_end = len(chunk)
+    starts, ends = [body_start], []
+    for m in _EVENT_SEP.finditer(chunk, body_start, body_end):
+        ends.append(m.start() + 1)
+        starts.append(m.end() - 1)
+    ends.append(body_end)
+    n = len(starts)
+    done: dict[int, tuple[list[Event], dict[int, dict]]] = {}
+    failed: list[int] = []
+
+    todo = [(0, n)]
+    while todo:  # halve failing ranges (iteratively: no recursion limit on huge chunks)
+        lo, hi = todo.pop()
+        got = _decode_range(chunk, starts[lo], ends[hi - 1], hi - lo <= 64)
+        if got is not None:
+            done[lo] = got
+        elif hi - lo == 1:
+            failed.append(lo)
+        else:
+            mid = (lo + hi) // 2
+            todo += [(mid, hi), (lo, mid)]
+    skipped: list[int] = []
+    tail_at = None
+    failed.sort()
+    k = 0
+    while k < len(failed):
+        i = failed[k]
+        joined = 0
+        for extra in (1, 2, 3):  # a separator inside a string split one event in pieces
+            if k + extra < len(failed) and failed[k + extra] == i + extra:
+                got = _decode_range(chunk, starts[i], ends[i + extra], True)
+                if got is not None:
+                    done[i] = got
+                    joined = extra
+                    break
+        if joined:
+            k += joined + 1
+            continue
+        if cut_tail and i == n - 1:
+            tail_at = starts[i]
+        else:
+            skipped.append(starts[i])
+        k += 1
+    events: list[Event] = []
+    cargs: dict[int, dict] = {}
+    for i in sorted(done):
+        evs, ca = done[i]
+        base = len(events)
+        cargs.update({j + base: v for j, v in ca.items()})
+        events += evs
+    return events, cargs, skipped, tail_at
+
+
+def salvage_fast(chunk: bytes, warnings: list[str], cut_tail: bool = True) -> tuple[list[Event], dict[int, dict], list[str]]:
+    """A chunk neither decoder read whole: every good event, resynchronised after corrupt ones."""
+    events, cargs, skipped, tail_at = resync(chunk, cut_tail)
+    warnings += [f"{CORRUPT_MARK}{at}" for at in skipped]
+    if tail_at is not None:
         warnings.append(f"file is truncated (crashed run?): recovered {len(events):,} complete events of the last part")
     return events, cargs, warnings
-
-

@@ -19,6 +19,9 @@ def finding_html(f: Finding) -> str:
     parts = [f"<h3>{e(f.title)}</h3>",
              f"<p><b>{e(f.severity.label)}</b>{' (hint)' if f.hint else ''} · rule <code>{e(f.rule)}</code> · "
              f"cost {e(units.fmt_ns(f.impact_ns))} ({f.impact_pct:.1f} % of step time) · {f.count}×</p>"]
+    if f.saving_ns is not None:
+        from gui.issues.model import saving_label
+        parts.append(f"<p><b>If fixed:</b> {e(saving_label(f))} · <i>{e(f.estimate)}</i></p>")
     if f.source:
         lib = f"<code>{e(f.source.library)}</code> &larr; " if getattr(f.source, "library", "") else ""
         parts.append(f"<p><b>Source:</b> {lib}<code>{e(f.source.file)}:{f.source.line}</code> in "

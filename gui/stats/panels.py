@@ -14,6 +14,7 @@ import shiboken6
 from superqt.utils import create_worker
 
 from core.analysis.stats import kernel_table, op_table
+from core.analysis.step_times import BOUNDS
 from core.export.tables import kind_labels, step_extras
 from core.analysis.metrics import format_metrics, rank_metrics
 from core.analysis.steps import step_stats
@@ -301,6 +302,11 @@ class OpsPanel(StatsPanel):
         return rows[np.argsort(s.ts_ns[rows], kind="stable")]
 
 
+def _bound_codes(bound: np.ndarray) -> np.ndarray:
+    """Bound names -> their index in BOUNDS (a numeric sort key; steps are few)."""
+    return np.array([BOUNDS.index(b) for b in bound.tolist()], np.int64)
+
+
 class StepsPanel(StatsPanel):
     """Per-step table plus a Metrics line per rank (core.analysis.metrics: MFU, overlap, launch delay, queues)."""
 
@@ -326,7 +332,10 @@ class StepsPanel(StatsPanel):
         cols = [
             Column("Step", st.number, lambda v: "all" if v < 0 else f"#{int(v)}", align_right=False),
             Column("Start", st.ts_ns, _ns),
-            Column("Duration", st.dur_ns, _ns),
+            Column("CPU", st.dur_ns, _ns),
+            Column("GPU", st.gpu_span_ns, _ns),
+            Column("Effective", st.effective_ns, _ns),
+            Column("Bound", _bound_codes(st.bound), lambda v: BOUNDS[int(v)], align_right=False),
             Column("GPU busy", st.gpu_busy_pct, _pct),
             Column("Kernels", st.kernel_count, _int),
             Column("Kernel time", st.kernel_ns, _ns),

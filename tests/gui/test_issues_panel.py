@@ -32,9 +32,12 @@ def test_worker_fills_panel_and_selection_emits_range(qtbot, issues_ts):
              for r in range(panel.proxy.rowCount())]
     keys = [(int(f.severity), rank_ns(f)) for f in shown]
     assert keys == sorted(keys, reverse=True)
+    texts = [panel.proxy.index(r, 4).data() for r in range(panel.proxy.rowCount())]
+    assert all((t.startswith("−") and "%" in t) if f.saving_ns >= 1_000 else t == "≈ 0"
+               for t, f in zip(texts, shown) if f.saving_ns is not None)
     # pick the host_sync finding and check what the timeline would get
     row = next(r for r in range(panel.proxy.rowCount())
-               if panel.proxy.index(r, 5).data() == "host_sync")
+               if panel.proxy.index(r, 6).data() == "host_sync")
     with qtbot.waitSignal(panel.sig_finding_selected, timeout=2_000) as sel:
         panel.select_row(row)
     mi, t0, t1, rows = sel.args

@@ -17,7 +17,11 @@ def test_json_shape_and_csv(tmp_path, capsys):
     rc = main(["analyze", str(shared_trace("gpu_issues.pt.trace.json.gz")), "--json", "--csv", str(out_csv)])
     assert rc == 0
     doc = json.loads(capsys.readouterr().out)
-    assert set(doc) == {"findings", "summary", "metrics"}
+    assert set(doc) == {"health", "findings", "summary", "metrics"}
+    assert all(set(h) == {"code", "severity", "message", "count"} for h in doc["health"])
+    assert doc["summary"]["mean_step_ns"] >= doc["summary"]["cpu_step_ns"] > 0
+    priced = [f for f in doc["findings"] if f["saving_ns"] is not None]
+    assert priced and all(0 <= f["saving_ns"] <= doc["summary"]["mean_step_ns"] * 2 and f["estimate"] for f in priced)
     assert doc["summary"]["steps"] == 5 and doc["summary"]["mean_step_ns"] > 0
     # one metrics object per rank (core.analysis.metrics), the summary carries the first rank's MFU
     (m,) = doc["metrics"]
@@ -38,6 +42,8 @@ def test_json_shape_and_csv(tmp_path, capsys):
         f = by_title[row["title"]]
         assert row["rule"] == f["rule"] and float(row["impact_us"]) == pytest.approx(f["impact_ns"] / 1000, abs=1e-3)
         assert row["evidence"] or not f["evidence"]
+        if f["saving_ns"] is not None:
+            assert float(row["saving_us"]) == pytest.approx(f["saving_ns"] / 1000, abs=1e-3)
     order = [{"error": 0, "warning": 1, "info": 2}[r["severity"]] for r in rows]
     assert order == sorted(order)
 

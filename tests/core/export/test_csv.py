@@ -15,7 +15,8 @@ from core.export import tables
 from core.trace.model import Kind
 
 README = Path(__file__).resolve().parents[3] / "README.md"
-TEXT_COLUMNS = {"name", "kind", "direction", "memory", "grid", "block", "rule", "severity", "title", "source_file", "source_function", "evidence", "fix"}
+TEXT_COLUMNS = {"name", "kind", "direction", "memory", "grid", "block", "rule", "severity", "title", "source_file",
+                "source_function", "evidence", "fix", "bound"}
 
 
 def _read(path: Path) -> tuple[list[str], list[dict]]:

@@ -53,11 +53,15 @@ def test_findings_are_well_formed(case):
     name, ts, result = case
     doc = json.loads(json.dumps(result.to_json()))
     assert set(doc) == {"findings", "summary"}
-    impacts = [f["impact_ns"] for f in doc["findings"]]
-    assert impacts == sorted(impacts, reverse=True)
+    # severity first (it follows the saving), then the saving, then impact for findings without a what-if
+    from core.rules import sort_key
+    assert list(result.findings) == sorted(result.findings, key=sort_key)
+    for f in result.findings:
+        if f.saving_ns is not None:  # never negative, never more than a step
+            assert 0 <= f.saving_ns and 0 <= f.saving_pct <= 100.0 and f.estimate
     for f, obj in zip(doc["findings"], result.findings):
         assert set(f) == {"rule", "severity", "title", "count", "impact_ns", "impact_pct", "time_ranges", "source",
-                          "evidence", "fix"}
+                          "evidence", "fix", "saving_ns", "saving_pct", "estimate"}
         assert f["rule"] in RULE_IDS and f["severity"] in ("info", "warning", "error")
         assert f["count"] >= 1 and f["impact_ns"] >= 0 and f["fix"] and f["title"]
         assert f["time_ranges"], f"{name}/{f['rule']}: no time range to jump to"

@@ -80,7 +80,8 @@ def _canon(cc):
             else:
                 out[f"{table}.{k}"] = (str(v.dtype), [("nan",) if isinstance(x, float) and math.isnan(x) else x
                                                       for x in v.tolist()])
-    for k, (idx, vals) in cc.args.items():
+    for k, arg in cc.args.items():
+        idx, vals = columns.as_sparse(k, arg)  # the scanner ships mostly-present args dense
         if k == "src_offset":  # the scanner's only (checked in test_edge_cases_match_the_python_path)
             continue
         out[f"args.{k}"] = (idx.tolist(), strs(vals) if k in columns.STR_ARGS else
@@ -142,7 +143,7 @@ def test_edge_cases_match_the_python_path():
     assert fast is not None
     assert _canon(fast) == _canon(slow)
     chunk = b"[" + EDGE + b"]"
-    idx, offsets = fast.args["src_offset"]
+    idx, offsets = columns.as_sparse("src_offset", fast.args["src_offset"])
     assert len(idx) == len(fast.rows["ts"]) and all(chunk[o:o + 1] == b"{" for o in offsets.tolist())
     assert fast.n_events == EDGE.count(b'"ph"') + 1  # and the empty {}
     assert fast.skipped == slow.skipped > 0
@@ -299,3 +300,61 @@ def test_every_kineto_category_gets_the_same_kind_on_both_paths():
     assert all(kinds[c] == int(k) for c, k in CATEGORY_KIND.items())
     assert kinds["mtia_ccp_events"] == columns.Kind.KERNEL and kinds["mtia_runtime"] == columns.Kind.RUNTIME
     assert kinds["some_new_accelerator_kernel"] == columns.Kind.OTHER
+
+
+@needs_scanner
+@pytest.mark.parametrize("special", ['"', "\\", "\x01", "\x1f", "\x7f", "é", "\u20ac", "\U0001f600", "/"])
+def test_long_names_with_a_special_character_at_every_position(special):
+    """The scanner reads strings 16 bytes at a time (SSE2): a quote, backslash, control or non-ASCII
+    character at any offset of a block, in long Python-frame-like names, gives msgspec's columns
+    (or both refuse: raw control characters are invalid JSON)."""
+    import msgspec
+    from core.trace.kineto import _decode_events
+    for pos in range(0, 40):
+        name = "m" * pos + special + "x" * (45 - pos) + "(12): forward"
+        text = json.dumps(name, ensure_ascii=False)
+        if special in "\x01\x1f":
+            text = '"' + name + '"'  # raw control character: both must refuse
+        buf = ('[{"ph": "X", "cat": "python_function", "name": ' + text + ', "pid": 1, "tid": 1, "ts": 1.5, '
+               '"dur": 2, "args": {"Python id": 3, "Python parent id": 2}}]').encode()
+        fast = scan_columns(buf, 0, len(buf), file_offsets=False)
+        try:
+            slow = events_to_columns(_decode_events(buf), None, [], buf)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            slow = None
+        assert (fast is None) == (slow is None), (special, pos)
+        if fast is not None:
+            assert _canon(fast) == _canon(slow)
+            assert fast.strings[int(fast.rows["name"][0])] == name
+
+
+@needs_scanner
+def test_dense_and_sparse_arg_chunks_merge_like_the_python_path():
+    """Chunks where most rows are Python frames ship python ids dense, others sparse; one chunk on
+    the Python path has no src_offset: merged, every arg column equals the msgspec path's."""
+    from core.trace.merge import merge_chunks
+    py = [{"ph": "X", "cat": "python_function", "name": f"f{i}", "pid": 1, "tid": 1, "ts": i, "dur": 1,
+           "args": {"Python id": i, "Python parent id": i - 1}} for i in range(20)]
+    ops = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 100 + i, "dur": 1,
+            "args": {"External id": i}} for i in range(20)]
+    texts = [json.dumps(py[:15] + ops[:2]), json.dumps(ops[2:] + py[15:]), json.dumps(py[:3])]
+    fast_chunks, slow_chunks = [], []
+    for k, t in enumerate(texts):
+        buf = t.encode()
+        slow = events_to_columns(_decode_events_ok(buf), None, [], buf)
+        fast = scan_columns(buf, 0, len(buf)) if k < 2 else slow  # the last: Python path
+        fast_chunks.append(fast)
+        slow_chunks.append(slow)
+    assert fast_chunks[0].args["python_id"][0] is None and fast_chunks[1].args["python_id"][0] is not None
+    fast_m, slow_m = merge_chunks(fast_chunks), merge_chunks(slow_chunks)
+    for key in {**columns.INT_ARGS, **columns.FLOAT_ARGS, **columns.STR_ARGS}:
+        fi, fv = columns.as_sparse(key, fast_m.args[key])
+        si, sv = columns.as_sparse(key, slow_m.args[key])
+        assert fi.tolist() == si.tolist() and np.array_equal(fv, sv, equal_nan=True), key
+    idx, offsets = fast_m.args["src_offset"]  # mixed: sparse, only the scanned chunks' rows
+    assert idx is not None and len(idx) == len(fast_chunks[0].rows["ts"]) + len(fast_chunks[1].rows["ts"])
+
+
+def _decode_events_ok(buf):
+    from core.trace.kineto import _decode_events
+    return _decode_events(buf)

@@ -1,0 +1,76 @@
+"""What-if savings against measured before/after pairs (H200, tests/data/device/pairs or /work/device_pairs).
+
+For each pair: the before bundle's finding of the fixed rule -> saving_pct (share of its effective step)
+and saving_ns (recorded time; / the bundle's recording inflation when events.jsonl knows it), against
+the measured unprofiled saving (saving_ns is in unprofiled time when the bundle knows its inflation;
+timings.json: mean step of steps 20..200, synced at both ends).
+Run: python bench/whatif_pairs.py [PAIRS_DIR]
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from core.rules import analyze  # noqa: E402
+from core.trace.loader import load  # noqa: E402
+
+# pair -> (before, after, rule whose fix the pair makes)
+PAIRS = {
+    "copy": ("copy_pageable", "copy_pinned", "pageable_memcpy"),
+    "item_gpu": ("item_gpubound", "gemm_bf16", "host_sync"),
+    "item_launch": ("item_launchbound", "launchbound", "host_sync"),
+    "precision": ("mlp_fp32", "mlp_bf16", "fp32_gemm"),
+    "loader": ("loader_nw0", "loader_nw4", "dataloader_bound"),
+    "compile": ("compile_break", "compile_full", "graph_break"),
+    "sync": ("sync_timing", "gemm_bf16", "host_sync"),
+}
+
+
+def default_dir() -> Path:
+    for p in (REPO / "tests" / "data" / "device" / "pairs", Path("/work/device_pairs")):
+        if (p / "timings.json").is_file():
+            return p
+    raise SystemExit("no pairs folder (tests/data/device/pairs or /work/device_pairs)")
+
+
+def bundle(root: Path, name: str) -> Path:
+    for cand in (root / name, root / "b" / name):
+        if cand.is_dir():
+            return cand
+    raise FileNotFoundError(name)
+
+
+def rows(root: Path) -> list[dict]:
+    timings = {r["variant"]: r["step_ms"] for r in json.loads((root / "timings.json").read_text())["results"]}
+    out = []
+    for pair, (before, after, rule) in PAIRS.items():
+        a = analyze(load(bundle(root, before), use_cache=False))
+        hits = [f for f in a.findings if f.rule == rule and f.saving_ns is not None]
+        saving_ns = sum(f.saving_ns for f in hits)
+        saving_pct = sum(f.saving_pct for f in hits)
+        infl = a.summary.get("recording_inflation")
+        measured_ms = timings[before] - timings[after]
+        measured_pct = 100.0 * measured_ms / timings[before]
+        out.append({"pair": pair, "rule": rule, "found": bool(hits), "step_ms": a.summary["mean_step_ns"] / 1e6,
+                    "unprofiled_ms": timings[before], "saving_ms": saving_ns / 1e6,
+                    "saving_pct": saving_pct, "measured_ms": measured_ms, "measured_pct": measured_pct,
+                    "severity": hits[0].severity.label if hits else "-", "inflation": infl})
+    return out
+
+
+def main() -> None:
+    root = Path(sys.argv[1]) if len(sys.argv) > 1 else default_dir()
+    print(f"{'pair':12} {'rule':17} {'sev':7} {'infl':>5} {'pred %':>7} {'meas %':>7} {'pred ms':>8} {'meas ms':>8}"
+          f" {'err %':>7}")
+    for r in rows(root):
+        err = 100.0 * (r["saving_ms"] - r["measured_ms"]) / r["measured_ms"]
+        print(f"{r['pair']:12} {r['rule']:17} {r['severity']:7} {r['inflation'] or 1:5.2f} {r['saving_pct']:7.1f} "
+              f"{r['measured_pct']:7.1f} {r['saving_ms']:8.2f} {r['measured_ms']:8.2f} {err:+7.0f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,240 @@
+"""Can I trust this trace? Checks of the trace itself, before any finding is read.
+
+`check(trace_set)` -> [Health(code, severity, message, count)], the same list in `info --json`,
+`analyze --json` (top level `health`), report.html and the trace tab's banner:
+  launch_without_gpu   launch calls (cudaLaunchKernel / cuLaunchKernel / cudaMemcpyAsync / cudaMemsetAsync)
+                       with no GPU event (correlation): the worst step's share
+  gpu_lag_at_end       those missing GPU events are in the last steps: the window closed before the GPU
+                       caught up (the runner syncs the device before it closes a window)
+  stream_overlap       kernels overlapping on one stream by more than clock noise (1 µs); info up to 20 µs
+                       (Hopper's programmatic dependent launch overlaps that much), else a warning
+  zero_duration        GPU events of zero duration; negative durations / unmatched B/E (loader warnings)
+  outside_span         GPU events starting before the first or after the last CPU event (clock skew)
+  no_steps             no ProfilerStep#N markers: per-step numbers use the whole trace
+  step_without_gpu     steps that launched no GPU work on a GPU trace
+  dropped_records      Kineto / CUPTI dropped-records or buffer-overflow markers
+  profiler_overhead    the share of step time in profiler overhead events (cat "overhead", "Trace" spans)
+  recording_inflation  a run bundle's recorded steps against its unprofiled `wait` steps (events.jsonl)
+Thresholds: resources/rules.toml [health].
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from core.analysis import intervals
+from core.analysis.step_times import step_times
+from core.trace.model import GPU_KINDS, FlowKind, Kind, TraceModel, TraceSet
+
+OVERLAP_NOISE_NS = 1_000  # resources/rules.toml [health] overlap_noise_ns
+LAUNCH_NAMES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
+                "cudaLaunchCooperativeKernel", "cudaMemcpyAsync", "cudaMemsetAsync")
+_DROPPED = re.compile(r"drop|overflow|buffer full|lost", re.IGNORECASE)
+
+
+@dataclass(frozen=True, slots=True)
+class Health:
+    code: str
+    severity: str  # info | warning | error
+    message: str
+    count: int
+
+    def to_json(self) -> dict:
+        return {"code": self.code, "severity": self.severity, "message": self.message, "count": int(self.count)}
+
+
+def check(ts: TraceSet, config: dict | None = None) -> list[Health]:
+    cfg = (config or {}).get("health", {})
+    out: list[Health] = []
+    multi = len(ts.models) > 1
+    for m in ts.models:
+        who = f"{Path(m.path).name}: " if multi else ""
+        out.extend(Health(h.code, h.severity, who + h.message, h.count) for h in _model_checks(m, cfg))
+    infl = recording_inflation(ts)
+    if infl is not None and infl >= float(cfg.get("inflation_warn", 1.2)):
+        out.append(Health("recording_inflation", "warning",
+                          f"recording slowed the CPU side of the loop {infl:.2f}x (recorded vs unprofiled steps of this "
+                          "run): CPU times are high, GPU times and shares hold; savings are given in unprofiled time", 1))
+    elif infl is not None:
+        out.append(Health("recording_inflation", "info",
+                          f"recording changed the step {infl:.2f}x against unprofiled steps of this run", 1))
+    order = {"error": 0, "warning": 1, "info": 2}
+    return sorted(out, key=lambda h: order.get(h.severity, 3))
+
+
+def _model_checks(m: TraceModel, cfg: dict) -> list[Health]:
+    out: list[Health] = []
+    s = m.slices
+    gpu = np.isin(s.kind, np.asarray(GPU_KINDS, np.int8))
+    has_gpu = bool(gpu.any())
+    if not len(m.steps):
+        out.append(Health("no_steps", "warning", "no ProfilerStep#N markers: per-step numbers use the whole trace "
+                          "(step the profiler with prof.step() or record with ptprof record)", 1))
+    out.extend(_launches(m, cfg))
+    if has_gpu:
+        t = step_times(m)
+        empty = int((np.diff(t.work_offsets) == 0).sum()) if not t.synthetic else 0
+        if empty:
+            out.append(Health("step_without_gpu", "warning", f"{empty} of {len(t)} steps launched no GPU work on a "
+                              "GPU trace (CUPTI did not record them, or the step does no GPU work)", empty))
+        out.extend(_overlaps(m, cfg))
+        zero = int((gpu & (s.dur_ns == 0)).sum())
+        if zero:
+            out.append(Health("zero_duration", "info", f"{zero} GPU events have zero duration", zero))
+        cpu = ~gpu & np.isin(s.kind, np.asarray([Kind.CPU_OP, Kind.RUNTIME, Kind.ANNOTATION], np.int8))
+        if cpu.any():
+            c0, c1 = int(s.ts_ns[cpu].min()), int((s.ts_ns[cpu] + s.dur_ns[cpu]).max())
+            outside = int((gpu & ((s.ts_ns < c0) | (s.ts_ns > c1))).sum())
+            if outside:
+                out.append(Health("outside_span", "warning", f"{outside} GPU events start outside the CPU events' "
+                                  "span (GPU and CPU clocks disagree, or events of another window)", outside))
+    for w in m.warnings:
+        for pat, code, text in ((r"(\d+) events had a negative duration", "negative_duration", "events had a negative "
+                                 "duration (clamped to 0)"),
+                                (r"(\d+) begin/end events without a partner", "unmatched_begin_end",
+                                 "begin/end (B/E) events had no partner (dropped)")):
+            hit = re.search(pat, w)
+            if hit:
+                n = int(hit.group(1))
+                out.append(Health(code, "warning", f"{n} {text}", n))
+    dropped = _dropped_markers(m)
+    if dropped:
+        out.append(Health("dropped_records", "error", "the profiler reports lost records: " + "; ".join(dropped[:3]),
+                          len(dropped)))
+    out.extend(_overhead(m, cfg))
+    return out
+
+
+def _launches(m: TraceModel, cfg: dict) -> list[Health]:
+    s, f = m.slices, m.flows
+    ids = np.array([m.strings.find(n) for n in LAUNCH_NAMES])
+    calls = np.flatnonzero(np.isin(s.name, ids[ids >= 0]) & (s.kind == Kind.RUNTIME))
+    if not len(calls) or not len(m.steps):
+        return []
+    linked = np.zeros(len(s), bool)
+    linked[f.src[f.kind == FlowKind.LAUNCH]] = True
+    st = m.steps
+    i = np.searchsorted(st.ts_ns, s.ts_ns[calls], side="right") - 1
+    inside = (i >= 0) & (s.ts_ns[calls] < (st.ts_ns + st.dur_ns)[np.maximum(i, 0)])
+    calls, i = calls[inside], i[inside]
+    if not len(calls):
+        return []
+    n = len(st)
+    total = np.bincount(i, minlength=n)
+    missing = np.bincount(i, weights=~linked[calls], minlength=n).astype(np.int64)
+    share = np.where(total > 0, missing / np.maximum(total, 1), 0.0)
+    out = []
+    warn = float(cfg.get("missing_launch_pct", 1.0)) / 100.0
+    if missing.sum() == 0:
+        return out
+    tail = max(1, n // 4)
+    late = share[-tail:].mean() if n > 1 else 0.0
+    early = share[:-tail].mean() if n > tail else 0.0
+    worst = int(np.argmax(share))
+    out.append(Health("launch_without_gpu", "warning" if share.max() >= warn else "info",
+                      f"{int(missing.sum())} of {int(total.sum())} launches have no GPU event (worst: step "
+                      f"{int(st.number[worst])}, {100 * share[worst]:.1f} %)", int(missing.sum())))
+    if n > 1 and late >= warn and late > 4 * early:
+        out.append(Health("gpu_lag_at_end", "warning",
+                          f"the last {tail} step(s) miss {100 * late:.0f} % of their GPU work: the window closed "
+                          "before the GPU caught up (their GPU spans are short; sync the device before the window "
+                          "ends, as ptprof record does)", int(missing[-tail:].sum())))
+    return out
+
+
+def _overlaps(m: TraceModel, cfg: dict) -> list[Health]:
+    s = m.slices
+    noise = int(cfg.get("overlap_noise_ns", OVERLAP_NOISE_NS))
+    gpu = np.flatnonzero(np.isin(s.kind, np.asarray(GPU_KINDS, np.int8)))
+    if len(gpu) < 2:
+        return []
+    order = np.lexsort((s.ts_ns[gpu], s.track[gpu]))
+    rows = gpu[order]
+    tr, ts, end = s.track[rows], s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows]
+    same = np.concatenate([[False], tr[1:] == tr[:-1]])
+    prev_end = np.full(len(rows), np.iinfo(np.int64).min)
+    for t in np.unique(tr).tolist():  # the running end restarts on each stream (streams are few)
+        sel = np.flatnonzero(tr == t)
+        prev_end[sel[1:]] = np.maximum.accumulate(end[sel])[:-1]
+    over = np.where(same, prev_end - ts, 0)
+    n = int((over > noise).sum())
+    if not n:
+        return []
+    worst = int(over.max())
+    pdl = worst <= int(cfg.get("overlap_warn_ns", 20_000))
+    why = ("up to {:.1f} µs: the size of Hopper's programmatic dependent launch (the next kernel's prologue "
+           "overlaps the previous one's tail)" if pdl else "up to {:.1f} µs: a stream runs in order, so clocks "
+           "or attribution are off").format(worst / 1000)
+    return [Health("stream_overlap", "info" if pdl else "warning", f"{n} GPU events start more than "
+                   f"{noise / 1000:g} µs before the previous one on their stream ends ({why})", n)]
+
+
+def _dropped_markers(m: TraceModel) -> list[str]:
+    texts = []
+    for k, v in m.meta.extra.items():
+        blob = f"{k} {v}" if isinstance(v, str) else k
+        if _DROPPED.search(blob) and ("record" in blob.lower() or "buffer" in blob.lower() or "cupti" in blob.lower()):
+            texts.append(f"{k}: {v}"[:160] if isinstance(v, str) else str(k))
+    names = np.unique(np.concatenate([m.slices.name[m.slices.kind == Kind.TRACE], m.instants.name]))
+    for nid in names.tolist():
+        name = m.strings[int(nid)]
+        if _DROPPED.search(name):
+            texts.append(name[:160])
+    return texts
+
+
+def _overhead(m: TraceModel, cfg: dict) -> list[Health]:
+    s = m.slices
+    if not len(m.steps):
+        return []
+    # Kineto's overhead activities (cat "overhead": CUPTI buffer requests / flushes); the "Trace" span of
+    # the whole session is not overhead
+    ids = m.strings.ids_matching(lambda c: c.lower() == "overhead")
+    names = m.strings.ids_matching(lambda n: "overhead" in n.lower() or n == "Activity Buffer Request")
+    sel = np.isin(s.cat, ids) | np.isin(s.name, names)
+    if not sel.any():
+        return []
+    us, ue = intervals.union(s.ts_ns[sel], s.ts_ns[sel] + s.dur_ns[sel])
+    st = m.steps
+    inside = int(intervals.covered(us, ue, st.ts_ns, st.ts_ns + st.dur_ns).sum())
+    share = 100.0 * inside / max(int(st.dur_ns.sum()), 1)
+    if share < float(cfg.get("overhead_info_pct", 0.5)):
+        return []
+    sev = "warning" if share >= float(cfg.get("overhead_warn_pct", 5.0)) else "info"
+    return [Health("profiler_overhead", sev, f"profiler overhead events cover {share:.1f} % of step time",
+                   int(sel.sum()))]
+
+
+def recording_inflation(ts: TraceSet) -> float | None:
+    """Median recorded step / median unprofiled step of a run bundle (events.jsonl: `step` events carry
+    dur_ns, `phase` events say when the profiler waited / warmed up / recorded). None when unknown."""
+    path = Path(ts.path) / "events.jsonl"
+    if not path.is_file():
+        return None
+    phase, fresh = "start", True
+    waits: list[int] = []
+    active: list[int] = []
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue
+                if ev.get("type") == "phase":
+                    phase, fresh = str(ev.get("phase", "")), True
+                elif ev.get("type") == "step" and isinstance(ev.get("dur_ns"), int):
+                    # the first step of a phase pays its switch (profiler start, the first one start-up)
+                    if fresh:
+                        fresh = False
+                        continue
+                    (waits if phase == "wait" else active if phase == "active" else []).append(int(ev["dur_ns"]))
+    except OSError:
+        return None
+    if len(waits) < 2 or len(active) < 2:
+        return None
+    return float(np.median(active) / max(np.median(waits), 1))

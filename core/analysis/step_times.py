@@ -1,0 +1,243 @@
+"""Steps on the GPU timeline: each step's own GPU work, its GPU span, the effective step and what bounds it.
+
+A step's GPU work = the kernels / memcpy / memset launched (LAUNCH flows, i.e. correlation ids) from CPU
+calls inside that `ProfilerStep#N`, wherever they run in time: a GPU that lags behind the CPU runs step
+N's kernels during the CPU's step N+3, and they are still step N's. GPU rows without a launch flow take
+the step of the previous launched row on their stream (else the CPU window they start in).
+GPU span of step N = first GPU activity of step N -> first of step N+1 when that work was already
+launched when step N's GPU work ended (the GPU went straight on: a GPU-bound pipeline), else -> step N's
+last activity (the GPU then waited for the CPU, which the CPU span holds); the last step: its last activity.
+Kineto's GPU-side `ProfilerStep#N` annotations are not used: on the H200 pairs (tests/data/device) the
+only one, ProfilerStep#7 of gemm_bf16, spans 72.6 ms for a 17.4 ms step (it covers the backlog the
+GPU ran first), and later steps have none. Kineto's GPU-side `ProfilerStep#N` annotations (GPU_ANNOTATION tracks) give the first start /
+last end where present. The effective step = max(CPU span, GPU span): in a pipelined loop the slower side
+sets the throughput. `bound` names that side: gpu (the GPU span is longer, or the GPU is busy through
+most of its span), else data (DataLoader `__next__` holds much of the CPU span), sync (the CPU is blocked
+in host syncs much of its span), cpu. Thresholds: resources/rules.toml [steps].
+Every per-step statistic (core.analysis.steps.step_stats, the breakdown's windows, the critical path)
+reads this one `StepTimes`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from core.analysis import intervals
+from core.analysis.derived import cached
+from core.trace.model import GPU_KINDS, FlowKind, Kind, TraceModel
+
+BOUNDS = ("gpu", "cpu", "sync", "data")
+SYNC_CALL_NAMES = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
+# resources/rules.toml [steps]: defaults used when no config is passed
+DEFAULT_GPU_BUSY_BOUND_PCT = 85.0
+DEFAULT_CPU_SHARE_BOUND_PCT = 30.0
+DEFAULT_GPU_LONGER_PCT = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class StepTimes:
+    """One row per step (ProfilerStep#N; step -1 = the whole trace when it has none)."""
+
+    number: np.ndarray  # int64
+    cpu_t0_ns: np.ndarray  # int64 ProfilerStep start
+    cpu_ns: np.ndarray  # int64 ProfilerStep duration (CPU span)
+    gpu_t0_ns: np.ndarray  # int64 first GPU activity of the step's own work (cpu_t0_ns when it has none)
+    gpu_ns: np.ndarray  # int64 GPU span (0 without GPU work)
+    effective_ns: np.ndarray  # int64 max(cpu_ns, gpu_ns)
+    bound: np.ndarray  # <U4: gpu | cpu | sync | data
+    gpu_busy_ns: np.ndarray  # int64 union of the step's own GPU work
+    sync_ns: np.ndarray  # int64 CPU time blocked in host syncs / blocking copies inside the CPU span
+    data_ns: np.ndarray  # int64 CPU time in DataLoader __next__ inside the CPU span
+    work_rows: np.ndarray  # int64 GPU slice rows, grouped by step (CSR with work_offsets), by start time
+    work_offsets: np.ndarray  # int64 len n+1
+    synthetic: bool
+    has_gpu: bool
+
+    def __len__(self) -> int:
+        return len(self.number)
+
+    @property
+    def cpu_t1_ns(self) -> np.ndarray:
+        return self.cpu_t0_ns + self.cpu_ns
+
+    @property
+    def gpu_t1_ns(self) -> np.ndarray:
+        return self.gpu_t0_ns + self.gpu_ns
+
+    def work(self, step_index: int) -> np.ndarray:
+        """GPU rows of one step."""
+        return self.work_rows[self.work_offsets[step_index]:self.work_offsets[step_index + 1]]
+
+    def work_step(self) -> np.ndarray:
+        """Step index of each row of work_rows."""
+        return np.repeat(np.arange(len(self.number)), np.diff(self.work_offsets))
+
+    def windows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+        """(number, t0, t1, synthetic) that tile the GPU timeline, what GPU-side per-step splits
+        (core.analysis.breakdown) divide: a step with GPU work from its first GPU activity to the next step's
+        (the last one: for its effective duration), including the idle while the GPU waited for the CPU;
+        a step without GPU work keeps its CPU window."""
+        has = self.gpu_ns > 0
+        t0 = np.where(has, self.gpu_t0_ns, self.cpu_t0_ns)
+        t1 = t0 + self.effective_ns
+        if len(t0) > 1:
+            nxt = t0[1:]
+            tile = has[:-1] & has[1:] & (nxt > t0[:-1])
+            t1[:-1] = np.where(tile, nxt, t1[:-1])
+        return self.number, t0, t1, self.synthetic
+
+
+def cpu_windows(model: TraceModel) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
+    """(number, t0_ns, t1_ns, synthetic): ProfilerStep windows, or the whole trace as step -1."""
+    st = model.steps
+    if len(st):
+        return st.number, st.ts_ns, st.ts_ns + st.dur_ns, False
+    t0, t1 = model.span_ns
+    return np.array([-1]), np.array([t0], np.int64), np.array([t1], np.int64), True
+
+
+def _toml_steps() -> dict:
+    import tomllib
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "resources" / "rules.toml"
+    try:
+        with open(path, "rb") as fh:
+            return dict(tomllib.load(fh).get("steps", {}))
+    except OSError:
+        return {}
+
+
+_TOML_STEPS: dict | None = None
+
+
+def step_times(model: TraceModel, config: dict | None = None) -> StepTimes:
+    """StepTimes of a model (cached); thresholds from `config["steps"]`, else resources/rules.toml [steps]."""
+    global _TOML_STEPS
+    if config is None:
+        if _TOML_STEPS is None:
+            _TOML_STEPS = _toml_steps()
+        cfg = _TOML_STEPS
+    else:
+        cfg = config.get("steps", {})
+    key = f"step_times:{sorted(cfg.items())}"
+    return cached(model, key, lambda: _step_times(model, cfg))
+
+
+def _index_in(t0: np.ndarray, t1: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    i = np.searchsorted(t0, ts, side="right") - 1
+    ok = (i >= 0) & (ts < t1[np.maximum(i, 0)])
+    return np.where(ok, i, -1)
+
+
+def gpu_step_of_rows(model: TraceModel, gpu_rows: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
+    """Step index (-1: none) of each GPU row: the CPU step its launch call is in; rows without a launch flow
+    take the previous launched row's step on their stream; before the first one they are backlog from before
+    the window (-1); on a stream without launch flows, the step their own start falls in."""
+    s, f = model.slices, model.flows
+    launch = f.kind == FlowKind.LAUNCH
+    launch_ts = np.full(len(s), -1, np.int64)
+    launch_ts[f.dst[launch]] = s.ts_ns[f.src[launch]]
+    lt = launch_ts[gpu_rows]
+    step = np.where(lt >= 0, _index_in(t0, t1, np.maximum(lt, 0)), -1)
+    linked = lt >= 0
+    # forward fill along each stream (gpu_rows are in (track, ts) order): unlinked rows inherit
+    order = np.lexsort((s.ts_ns[gpu_rows], s.track[gpu_rows]))
+    tr = s.track[gpu_rows][order]
+    pos = np.where(linked[order], np.arange(len(order)), -1)
+    pos = np.maximum.accumulate(pos) if len(pos) else pos
+    same_track = (pos >= 0) & (tr[np.maximum(pos, 0)] == tr)
+    # a stream with launch flows: its unlinked rows before the first linked one are backlog launched before
+    # the window (warm-up steps the GPU was still running): no step's work. A stream without any: own start
+    linked_tracks = np.unique(tr[linked[order]])
+    flows_on_track = np.isin(tr, linked_tracks)
+    fallback = np.where(flows_on_track, -1, _index_in(t0, t1, s.ts_ns[gpu_rows][order]))
+    filled = np.where(same_track, step[order][np.maximum(pos, 0)], fallback)
+    out = np.empty(len(gpu_rows), np.int64)
+    out[order] = np.where(linked[order], step[order], filled)
+    return out
+
+
+def _grouped_union_total(group: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) -> np.ndarray:
+    """Per group: length of the union of its intervals (groups kept apart by an offset per group)."""
+    if not len(group):
+        return np.zeros(n, np.int64)
+    lo = int(start.min())
+    width = int(end.max()) - lo + 1
+    off = group.astype(np.int64) * width - lo
+    us, ue = intervals.union(start + off, end + off)
+    return np.bincount(us // width, weights=(ue - us), minlength=n).astype(np.int64)
+
+
+def _cpu_named_time(model: TraceModel, predicate, kinds, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
+    s = model.slices
+    m = np.isin(s.name, model.strings.ids_matching(predicate)) & np.isin(s.kind, np.asarray(kinds, np.int8))
+    us, ue = intervals.union(s.ts_ns[m], s.ts_ns[m] + s.dur_ns[m])
+    return intervals.covered(us, ue, t0, t1)
+
+
+def is_blocking_call(name: str) -> bool:
+    return name in SYNC_CALL_NAMES or (name.startswith("cudaMemcpy") and "Async" not in name)
+
+
+def _step_times(model: TraceModel, cfg: dict) -> StepTimes:
+    number, t0, t1, synthetic = cpu_windows(model)
+    number = np.asarray(number, np.int64)
+    t0 = np.asarray(t0, np.int64)
+    t1 = np.asarray(t1, np.int64)
+    n = len(number)
+    s = model.slices
+    gpu = np.flatnonzero(np.isin(s.kind, np.asarray(GPU_KINDS, np.int8)))
+    step = gpu_step_of_rows(model, gpu, t0, t1) if len(gpu) else np.zeros(0, np.int64)
+    keep = step >= 0
+    gpu, step = gpu[keep], step[keep]
+    order = np.lexsort((s.ts_ns[gpu], step))
+    gpu, step = gpu[order], step[order]
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(step, minlength=n))]).astype(np.int64)
+    counts = np.diff(offsets)
+    has = counts > 0
+    g_start, g_end = s.ts_ns[gpu], s.ts_ns[gpu] + s.dur_ns[gpu]
+    first = np.where(has, g_start[np.minimum(offsets[:-1], max(len(gpu) - 1, 0))] if len(gpu) else 0, t0)
+    last_end = np.zeros(n, np.int64)
+    if len(gpu):
+        np.maximum.at(last_end, step, g_end)
+    gpu_t0 = np.where(has, first, t0).astype(np.int64)
+    # span: to the next step's first GPU activity when the GPU went on to it without waiting for the CPU (that
+    # work was launched before this step's GPU work ended), else to this step's last activity: GPU idle that
+    # waits for the CPU is the CPU span's, not the GPU's (a compile before the next step's first launch)
+    first_launch = np.full(n, np.iinfo(np.int64).max, np.int64)
+    if len(gpu):
+        f = model.flows
+        launch = f.kind == FlowKind.LAUNCH
+        lts = np.full(len(s), np.iinfo(np.int64).max, np.int64)
+        lts[f.dst[launch]] = s.ts_ns[f.src[launch]]
+        np.minimum.at(first_launch, step, lts[gpu])
+    nxt = np.full(n, -1, np.int64)
+    if n > 1:
+        queued = has[1:] & (first_launch[1:] <= last_end[:-1])
+        nxt[:-1] = np.where(queued, gpu_t0[1:], -1)
+    gpu_t1 = np.where(nxt >= gpu_t0, np.maximum(nxt, last_end), last_end)
+    gpu_ns = np.where(has, np.maximum(gpu_t1 - gpu_t0, 0), 0).astype(np.int64)
+    cpu_ns = (t1 - t0).astype(np.int64)
+    effective = np.maximum(cpu_ns, gpu_ns)
+    busy = _grouped_union_total(step, g_start, g_end, n)
+    sync_ns = _cpu_named_time(model, is_blocking_call, [Kind.RUNTIME], t0, t1)
+    data_ns = _cpu_named_time(model, lambda x: x.startswith("enumerate(DataLoader)") and "__next__" in x,
+                              [Kind.CPU_OP, Kind.ANNOTATION, Kind.OTHER, Kind.PYTHON], t0, t1)
+    bound = _bound(cfg, cpu_ns, gpu_ns, busy, sync_ns, data_ns, has)
+    return StepTimes(number=number, cpu_t0_ns=t0, cpu_ns=cpu_ns, gpu_t0_ns=gpu_t0, gpu_ns=gpu_ns,
+                     effective_ns=effective.astype(np.int64), bound=bound, gpu_busy_ns=busy,
+                     sync_ns=sync_ns.astype(np.int64), data_ns=data_ns.astype(np.int64), work_rows=gpu.astype(np.int64),
+                     work_offsets=offsets, synthetic=bool(synthetic), has_gpu=bool(len(gpu)))
+
+
+def _bound(cfg: dict, cpu_ns, gpu_ns, busy, sync_ns, data_ns, has) -> np.ndarray:
+    busy_pct = float(cfg.get("gpu_busy_bound_pct", DEFAULT_GPU_BUSY_BOUND_PCT))
+    share_pct = float(cfg.get("cpu_share_bound_pct", DEFAULT_CPU_SHARE_BOUND_PCT))
+    longer_pct = float(cfg.get("gpu_longer_pct", DEFAULT_GPU_LONGER_PCT))
+    cpu = np.maximum(cpu_ns, 1)
+    gpu_side = has & ((gpu_ns * 100 > cpu_ns * (100 + longer_pct)) |
+                      (busy * 100 >= np.maximum(np.maximum(cpu_ns, gpu_ns), 1) * busy_pct))
+    data = data_ns * 100 >= cpu * share_pct
+    sync = sync_ns * 100 >= cpu * share_pct
+    return np.where(gpu_side, "gpu", np.where(data & (data_ns >= sync_ns), "data", np.where(sync, "sync", "cpu")))

@@ -1,0 +1,277 @@
+"""What-ifs: the replay edit each finding's fix makes (core.analysis.critical_path), and its saving.
+
+Each rule's hook is its entry in `EDITS` (rule id -> edit from the finding); the rules stay unaware.
+
+Per rule (`EDITS`), from the finding's evidence rows:
+  host_sync         the syncs no longer block (the copy of the value still happens; data dependencies stay)
+  sync_memcpy       the blocking cudaMemcpy calls no longer block (async from pinned memory)
+  pageable_memcpy   each copy priced at pinned bandwidth (the trace's own pinned copies of that direction,
+                    else resources/interconnect.toml by GPU) and its call made async
+  launch_bound      each run fused / captured in one CUDA graph: one launch (the CPU time between the end
+                    of the run's first and last launch calls leaves the CPU path), kernels back to back
+  dataloader_bound  DataLoader __next__ overlapped with the previous step (its CPU time leaves the step,
+                    [dataloader] handoff_ns stays per call)
+  graph_break       the eager CPU time inside the broken steps' compiled frames (outside the compiled
+                    graphs and compilation) removed; their GPU work stays
+  recompile         the compile time inside the steps removed
+  fp32_gemm         the GEMM kernels divided by the tensor-core factor of the architecture
+  channels_last     the conversion kernels removed
+  non_contiguous_input  the copy ops (their CPU time and the GPU work they launch) removed
+  zero_grad_not_none    the aten::zero_ ops removed (set_to_none)
+  single_tensor_optimizer  fused estimate: the per-parameter launch calls' CPU time removed, the
+                    optimizer's kernels back to back
+Saving = replayed step - replayed step with the edit, per step; a finding carries the median over steps,
+clipped to [0, step]. Numbers: resources/whatif.toml (each with its origin).
+"""
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from core.analysis import intervals
+from core.analysis.critical_path import Edit, Replay, replay_input, simulate
+from core.trace.model import FlowKind, Kind, TraceModel
+
+TOML = Path(__file__).resolve().parents[2] / "resources" / "whatif.toml"
+
+
+def load_whatif_config() -> dict:
+    try:
+        with open(TOML, "rb") as fh:
+            return tomllib.load(fh)
+    except OSError:
+        return {}
+
+
+@dataclass(frozen=True, slots=True)
+class Saving:
+    saving_ns: int  # median over steps of the per-step saving
+    saving_pct: float  # of the median effective step
+    per_step_ns: np.ndarray
+    estimate: str
+
+
+def _rows(finding) -> np.ndarray:
+    return np.asarray(finding.evidence_rows, np.int64)
+
+
+def _of_kind(model: TraceModel, rows: np.ndarray, *kinds: Kind) -> np.ndarray:
+    return rows[np.isin(model.slices.kind[rows], np.asarray(kinds, np.int8))] if len(rows) else rows
+
+
+def _launched_inside(model: TraceModel, cut_s: np.ndarray, cut_e: np.ndarray, rp: Replay) -> np.ndarray:
+    """GPU rows of the replay whose launch call lies inside the cut CPU intervals."""
+    if not len(cut_s) or not len(rp.op_rows):
+        return np.zeros(0, np.int64)
+    us, ue = intervals.union(cut_s, cut_e)
+    j = np.searchsorted(us, rp.op_launch_ns, side="right") - 1
+    inside = (j >= 0) & (rp.op_launch_ns < ue[np.maximum(j, 0)])
+    return rp.op_rows[inside]
+
+
+def _remove_cpu(model: TraceModel, rows: np.ndarray, rp: Replay, label: str) -> Edit:
+    s = model.slices
+    cut_s, cut_e = intervals.union(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
+    gone = _launched_inside(model, cut_s, cut_e, rp)
+    return Edit(label=label, scale_rows=gone, scale=np.zeros(len(gone)), cut_start_ns=cut_s, cut_end_ns=cut_e)
+
+
+def _unblock(model, finding, rp, cfg, ctx) -> Edit:
+    rows = _of_kind(model, _rows(finding), Kind.RUNTIME)
+    return Edit(label="syncs no longer block", unblock_rows=rows[np.isin(rows, rp.sync_rows)])
+
+
+def _pinned_bandwidth(model: TraceModel, direction: str, cfg: dict) -> tuple[float, str]:
+    """Bytes per ns of pinned copies in that direction: the trace's own (median of copies >= 64 KiB),
+    else resources/whatif.toml by GPU name."""
+    s = model.slices
+    ids = model.strings.ids_matching(lambda n: direction in n and "Pinned" in n)
+    m = np.isin(s.name, ids) & (s.kind == Kind.MEMCPY) & (s.bytes >= 65536) & (s.dur_ns > 0)
+    if int(m.sum()) >= 3:
+        return float(np.median(s.bytes[m] / s.dur_ns[m])), "this trace's pinned copies"
+    names = [str(p.get("name", "")) for p in model.meta.device_properties]
+    table = cfg.get("pinned_gbps", {})
+    for key, gbps in table.items():
+        if key != "default" and any(key.lower() in n.lower() for n in names):
+            return float(gbps), f"{key} pinned bandwidth (resources/whatif.toml)"
+    return float(table.get("default", 20.0)), "default pinned bandwidth (resources/whatif.toml)"
+
+
+def _pageable(model, finding, rp, cfg, ctx) -> Edit:
+    s = model.slices
+    rows = _rows(finding)
+    copies = _of_kind(model, rows, Kind.MEMCPY)
+    scale = np.ones(len(copies))
+    how = ""
+    for direction in ("HtoD", "DtoH"):
+        sel = np.array(["" if direction not in model.name(int(r)) else direction for r in copies]) == direction
+        if not sel.any():
+            continue
+        bw, how = _pinned_bandwidth(model, direction, cfg)
+        pinned_ns = np.maximum(s.bytes[copies[sel]], 0) / max(bw, 1e-9)
+        scale[sel] = np.minimum(pinned_ns / np.maximum(s.dur_ns[copies[sel]], 1), 1.0)
+    calls = _of_kind(model, rows, Kind.RUNTIME)
+    return Edit(label=f"copies at pinned bandwidth ({how}), async", scale_rows=copies, scale=scale,
+                unblock_rows=calls[np.isin(calls, rp.sync_rows)])
+
+
+def _launch_bound(model, finding, rp, cfg, ctx) -> Edit:
+    """The run fused or captured in a CUDA graph (the fix the finding suggests): one launch instead of one
+    per kernel - the CPU time from the end of the run's first launch call to the end of its last leaves
+    the CPU path - and the kernels back to back. Keeping every launch on the CPU path (kernels merely
+    'back to back') cannot save anything in a launch-bound run: no kernel can start before its launch."""
+    rows = set(_rows(finding).tolist())
+    runs = []
+    if ctx is not None:
+        from core.rules.gpu_time import launch_runs
+        runs = [r for r in launch_runs(ctx, finding.model_index) if int(r.kernels[0]) in rows]
+    if not runs:
+        return Edit()
+    s, f = model.slices, model.flows
+    launch = f.kind == FlowKind.LAUNCH
+    call_of = np.full(len(s), -1, np.int64)
+    call_of[f.dst[launch]] = f.src[launch]
+    chain, group, cut_s, cut_e = [], [], [], []
+    for gid, run in enumerate(runs):
+        chain.append(run.kernels)
+        group.append(np.full(len(run.kernels), gid, np.int64))
+        calls = call_of[run.kernels]
+        calls = calls[calls >= 0]
+        if len(calls) > 1:
+            ends = s.ts_ns[calls] + s.dur_ns[calls]
+            cut_s.append(int(ends.min()))
+            cut_e.append(int(ends.max()))
+    return Edit(label="run fused / one CUDA graph launch, kernels back to back", chain_rows=np.concatenate(chain),
+                chain_group=np.concatenate(group), cut_start_ns=np.asarray(cut_s, np.int64),
+                cut_end_ns=np.asarray(cut_e, np.int64))
+
+
+def _dataloader(model, finding, rp, cfg, ctx) -> Edit:
+    s = model.slices
+    rows = _of_kind(model, _rows(finding), Kind.CPU_OP, Kind.ANNOTATION, Kind.OTHER, Kind.PYTHON)
+    handoff = int(cfg.get("dataloader", {}).get("handoff_ns", 100_000))
+    t0 = s.ts_ns[rows] + np.minimum(s.dur_ns[rows], handoff)
+    t1 = s.ts_ns[rows] + s.dur_ns[rows]
+    return Edit(label="loading overlapped with the previous step", cut_start_ns=t0, cut_end_ns=t1)
+
+
+def _graph_break(model, finding, rp, cfg, ctx) -> Edit:
+    """The eager time inside the compiled frames of the broken steps (what graph_break bills: the regions
+    minus the compiled graphs' calls and compile time) leaves the CPU path; their GPU work stays."""
+    from core.rules import common as c
+    s = model.slices
+    rows = _of_kind(model, _rows(finding), Kind.ANNOTATION, Kind.CPU_OP, Kind.OTHER)
+    if not len(rows):
+        return Edit()
+    us, ue = intervals.union(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
+    graphs = c.rows_with_names(model, "compiled-graph-calls", lambda n: n.startswith("## Call CompiledFxGraph")
+                               or n == "CompiledFunction")
+    cw0, cw1 = c.compile_windows(model)
+    gs, ge = intervals.union(np.concatenate([s.ts_ns[graphs], cw0]),
+                             np.concatenate([s.ts_ns[graphs] + s.dur_ns[graphs], cw1]))
+    es, ee = intervals.subtract(us, ue, gs, ge) if len(gs) else (us, ue)
+    # launch calls inside the eager code stay (the compiled graph launches that work too)
+    return Edit(label="eager code between compiled graphs removed", cut_start_ns=es, cut_end_ns=ee)
+
+
+def _recompile(model, finding, rp, cfg, ctx) -> Edit:
+    from core.rules.common import compile_windows
+    w0, w1 = compile_windows(model)
+    return Edit(label="compile time removed", cut_start_ns=np.asarray(w0, np.int64), cut_end_ns=np.asarray(w1, np.int64))
+
+
+def tensor_core_factor(model: TraceModel, cfg: dict) -> tuple[float, str]:
+    table = cfg.get("tensor_core_factor", {})
+    for p in model.meta.device_properties:
+        cc = f"sm_{p.get('computeMajor', '')}{p.get('computeMinor', '')}"
+        if cc in table:
+            return float(table[cc]), cc
+    return float(table.get("default", 4.0)), "default"
+
+
+def _fp32(model, finding, rp, cfg, ctx) -> Edit:
+    rows = _of_kind(model, _rows(finding), Kind.KERNEL)
+    factor, arch = tensor_core_factor(model, cfg)
+    return Edit(label=f"GEMMs / {factor:g} (tensor cores, {arch})", scale_rows=rows,
+                scale=np.full(len(rows), 1.0 / factor))
+
+
+def _remove_kernels(model, finding, rp, cfg, ctx) -> Edit:
+    rows = _of_kind(model, _rows(finding), Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
+    return Edit(label="conversion kernels removed", scale_rows=rows, scale=np.zeros(len(rows)))
+
+
+def _remove_ops(label: str):
+    def edit(model, finding, rp, cfg, ctx) -> Edit:
+        rows = _of_kind(model, _rows(finding), Kind.CPU_OP)
+        if finding.rule == "zero_grad_not_none":
+            rows = rows[np.array([model.name(int(r)) == "aten::zero_" for r in rows], bool)] if len(rows) else rows
+        else:  # the copies, not the ops that asked for them
+            rows = rows[np.array([model.name(int(r)) in ("aten::clone", "aten::contiguous", "aten::copy_")
+                                  for r in rows], bool)] if len(rows) else rows
+        return _remove_cpu(model, rows, rp, label)
+    return edit
+
+
+def _fused_optimizer(model, finding, rp, cfg, ctx) -> Edit:
+    s, f = model.slices, model.flows
+    rows = _rows(finding)
+    kern = _of_kind(model, rows, Kind.KERNEL)
+    launch = f.kind == FlowKind.LAUNCH
+    calls = f.src[launch][np.isin(f.dst[launch], kern)]
+    cut_s, cut_e = s.ts_ns[calls], s.ts_ns[calls] + s.dur_ns[calls]
+    ann = _of_kind(model, rows, Kind.ANNOTATION)
+    a_step = np.searchsorted(s.ts_ns[ann], s.ts_ns[kern], side="right") - 1 if len(ann) else np.zeros(len(kern), np.int64)
+    return Edit(label="multi-tensor optimizer: launch calls fused, kernels back to back", cut_start_ns=cut_s,
+                cut_end_ns=cut_e, chain_rows=kern, chain_group=np.maximum(a_step, 0).astype(np.int64))
+
+
+EDITS = {
+    "host_sync": _unblock,
+    "sync_memcpy": _unblock,
+    "pageable_memcpy": _pageable,
+    "launch_bound": _launch_bound,
+    "dataloader_bound": _dataloader,
+    "graph_break": _graph_break,
+    "recompile": _recompile,
+    "fp32_gemm": _fp32,
+    "channels_last": _remove_kernels,
+    "non_contiguous_input": _remove_ops("layout copies removed"),
+    "zero_grad_not_none": _remove_ops("zero-fills removed (set_to_none)"),
+    "single_tensor_optimizer": _fused_optimizer,
+}
+
+
+def edit_for(model: TraceModel, finding, cfg: dict, ctx=None) -> Edit | None:
+    """The replay edit of a finding's fix; None when its rule has no what-if (hints, memory, multi-rank)."""
+    fn = EDITS.get(finding.rule)
+    if fn is None or finding.hint or not model.devices:
+        return None
+    return fn(model, finding, replay_input(model), cfg, ctx)
+
+
+def saving_of(model: TraceModel, edit: Edit, inflation: float | None = None) -> Saving:
+    """Per-step saving of an edit: replayed step - edited replayed step. With the bundle's recording
+    inflation (> 1: recorded / unprofiled CPU steps), both replays run the CPU side that much faster (the
+    GPU side as recorded): the saving in unprofiled time. A per-event overhead model (the profiler's cost
+    per recorded op) was tried and matched the H200 pairs worse (README of tests/data/device)."""
+    rp = replay_input(model)
+    scale = 1.0 / inflation if inflation and inflation > 1.0 else 1.0
+    base = simulate(rp, cpu_scale=scale)
+    edited = simulate(rp, edit, cpu_scale=scale)
+    per_step = np.clip(base.effective_ns - edited.effective_ns, 0, base.effective_ns)
+    med = int(np.median(per_step)) if len(per_step) else 0
+    step = float(np.median(base.effective_ns)) if len(per_step) else 0.0
+    pct = 100.0 * med / step if step > 0 else 0.0
+    total = int(per_step.sum())
+    where = (f"unprofiled replay (CPU side / {inflation:.2f}: this run's recorded vs unprofiled steps)"
+             if scale != 1.0 else "replay")
+    return Saving(med, pct, per_step, f"{where} with {edit.label}: step {_ms(step)} -> {_ms(step - med)} "
+                                      f"(median of {len(per_step)} steps; {_ms(total)} over the window)")
+
+
+def _ms(ns: float) -> str:
+    return f"{ns / 1e6:.2f} ms"
