@@ -412,6 +412,7 @@ class ChildRunner:
         # (the launcher escalates to SIGKILL if the flush hangs)
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        _Signals.flushing = True  # an orphaned child's own escalation waits for the flush (guards.stop_self)
         if prof is not None:
             try:
                 if prof.current_action.name in ("RECORD", "RECORD_AND_SAVE"):
@@ -428,6 +429,7 @@ class ChildRunner:
         self.ev.emit("end", exit_code=exit_code, steps=self.step, cycles=self._cycle,
                      step_source=self.sources.source)
         self.ev.close()
+        _Signals.flushing = False
 
 
 def _exit_code(code) -> int:
@@ -443,12 +445,19 @@ def main(argv: list[str] | None = None) -> int:
     opts = parse_args(sys.argv[1:] if argv is None else argv)
     protocol = _load_sibling("protocol")
     capture_mod = _load_sibling("compile_capture")
-    launch = protocol.EventWriter(str(Path(opts.bundle) / protocol.EVENTS_FILE), int(os.environ.get("RANK", "0")))
-    launch.emit("launch", pid=os.getpid())  # before the (slow) torch import: the launcher's start timeout
-    launch.close()
+    rank = int(os.environ.get("RANK", "0"))
+    early = protocol.EventWriter(str(Path(opts.bundle) / protocol.EVENTS_FILE), rank)
+    # stop handlers first, then `launch`: the launcher counts its stop grace from that event (before it,
+    # a SIGINT ends the interpreter with Python's own 130). The answer goes out from a thread as soon as
+    # the signal arrives, even while the main thread is inside `import torch` (seconds under load).
     signal.signal(signal.SIGTERM, _on_sigterm)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, _Signals.handle)
+    _Signals.on_first_stop(lambda signum: early.emit("notice", code="stopping", message="stopping…"))
+    _Signals.watch_wakeups()
+    # the launcher's death is noticed from here on, during the torch import too
+    threading.Thread(target=_Orphan.watch, name="ptprof-parent-watch", daemon=True).start()
+    early.emit("launch", pid=os.getpid())  # before the (slow) torch import: the launcher's start timeout
     warnings.filterwarnings("ignore", message=".*Profiler clears events at the end of each cycle")
     warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype feature")
     # about our own global forward hooks (stepsource.py), which ignore the OptimizedModule's extra call
@@ -456,17 +465,21 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import torch
     except ImportError as exc:  # bad input (wrong interpreter): the launcher says it in one line
-        w = protocol.EventWriter(str(Path(opts.bundle) / protocol.EVENTS_FILE), int(os.environ.get("RANK", "0")))
-        w.emit("exception", message=f"torch not installed in {sys.executable} ({exc})", traceback="")
-        w.emit("end", exit_code=2)
+        early.emit("exception", message=f"torch not installed in {sys.executable} ({exc})", traceback="")
+        early.emit("end", exit_code=2)
         return 2
-    threading.Thread(target=_Orphan.watch, name="ptprof-parent-watch", daemon=True).start()
+    except (KeyboardInterrupt, _Terminated) as exc:  # stopped during the torch import: nothing to save
+        code = 130 if isinstance(exc, KeyboardInterrupt) else exc.code
+        early.emit("notice", code="interrupted" if code == 130 else "terminated",
+                   message=f"stopped by {'SIGINT' if code == 130 else 'SIGTERM'} before the script started")
+        early.emit("end", exit_code=code, steps=0, cycles=0, step_source=None)
+        if _Orphan.stopped and rank == 0:
+            _guards.mark_orphaned(Path(opts.bundle), code)
+        return code
     sys.stdout = _LogFallback(sys.stdout, Path(opts.bundle) / "stdout.log")
     sys.stderr = _LogFallback(sys.stderr, Path(opts.bundle) / "stderr.log")
     capture = capture_mod.CompileCapture.install(torch)
     runner = ChildRunner(opts, torch, protocol, capture)
-    # the launcher holds off SIGTERM once it knows the stop is being handled (core/runner/process.py)
-    _Signals.on_first_stop(lambda signum: runner.ev.emit("notice", code="stopping", message="stopping…"))
     target = _target.Target(opts.script if opts.module else str(Path(opts.script).resolve()), opts.module)
     code = runner.run(target, list(opts.args))
     if _Orphan.stopped and runner.rank == 0:

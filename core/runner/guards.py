@@ -7,8 +7,12 @@ from __future__ import annotations
 import os
 import runpy
 import signal
+import threading
 import time
 from pathlib import Path
+
+
+TORCHRUN = "TORCHELASTIC_RUN_ID" in os.environ  # a rank started by torchrun's agent
 
 
 class Terminated(SystemExit):
@@ -29,19 +33,65 @@ class Signals:
     raised: int | None = None  # the stop signal already raised once
     acknowledge = None  # callable(signum): tells the launcher at once that the stop is being handled
     owner = 0  # the process that set it (a forked child of the script inherits the class, not the role)
+    flushing = False  # child.py is writing the window in progress (stop signals are ignored meanwhile)
+
+    _ack_lock = threading.Lock()
 
     @classmethod
     def on_first_stop(cls, callback) -> None:
         cls.acknowledge, cls.owner = callback, os.getpid()
 
     @classmethod
-    def handle(cls, signum, frame):
-        ack, cls.acknowledge = cls.acknowledge, None  # once: the first stop signal
+    def answer(cls, signum) -> None:
+        """Tell the launcher once that the stop is being handled (from the handler or the wake-up thread)."""
+        with cls._ack_lock:
+            ack, cls.acknowledge = cls.acknowledge, None
         if ack is not None and os.getpid() == cls.owner:
             try:
                 ack(signum)
             except Exception:
                 pass
+
+    @classmethod
+    def watch_wakeups(cls) -> bool:
+        """Answer a stop as soon as the signal arrives, not when the main thread next runs Python code
+        (it can sit for seconds in one C call - a trace export, an import - on a loaded machine, and an
+        unanswered stop is escalated to SIGTERM): the C-level handler writes the signal number into a
+        wake-up pipe that a thread reads. False when not possible (no pipe, not the main thread)."""
+        try:
+            read_fd, write_fd = os.pipe()
+            os.set_blocking(write_fd, False)
+            signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+        except (OSError, ValueError, AttributeError):
+            return False
+
+        def reader():
+            while True:
+                try:
+                    data = os.read(read_fd, 64)
+                except OSError:
+                    return
+                if not data:
+                    return
+                for signum in data:
+                    if signum in (signal.SIGINT, signal.SIGTERM) and \
+                            signal.getsignal(signum) in (cls.handle, on_sigterm):
+                        cls.answer(signum)
+
+        def forked():  # a fork (multiprocessing, DataLoader workers) must not write into our pipe
+            try:
+                signal.set_wakeup_fd(-1)
+            except (ValueError, OSError):
+                pass
+        os.register_at_fork(after_in_child=forked)
+        threading.Thread(target=reader, name="ptprof-stop-answer", daemon=True).start()
+        return True
+
+    @classmethod
+    def handle(cls, signum, frame):
+        cls.answer(signum)  # once: the first stop signal
+        if signum == signal.SIGTERM and signal.SIGINT in (cls.raised, cls.pending) and TORCHRUN:
+            return  # torchrun's agent relays our SIGINT as SIGTERM: the SIGINT stop is already under way
         if cls.depth:
             cls.pending = signum
             return
@@ -112,7 +162,45 @@ class Orphan:
         # nobody else will stop the script's own children now (subprocess / multiprocessing / setsid):
         # the launcher's escalation, for them; a non-daemon multiprocessing child would otherwise
         # keep us joining it at exit forever
-        stop_descendants()
+        threading.Thread(target=stop_descendants, name="ptprof-orphan-children", daemon=True).start()
+        stop_self()
+
+
+def _answer_s_clock():
+    """Seconds this process's main thread could run since the first call: wall time minus its run-queue
+    wait (/proc/self/schedstat; a loaded machine delays, it does not stall, a stop)."""
+    def delay_s() -> float:
+        try:
+            with open(f"/proc/{os.getpid()}/schedstat", "rb") as fh:
+                return int(fh.read().split()[1]) / 1e9
+        except (OSError, IndexError, ValueError):
+            return 0.0
+    t0, d0 = time.monotonic(), delay_s()
+    return lambda: max(0.0, time.monotonic() - t0 - (delay_s() - d0))
+
+
+def stop_self(escalation=None, flush_grace_s: float = 60.0) -> None:
+    """The launcher died and its SIGINT reached a script that ignores it (SIG_IGN, a bare `except`
+    around a sleep): nobody would ever escalate, so we do it ourselves - SIGTERM, then SIGKILL (run.json
+    marked first), on the clock of our chances to answer; a flush in progress (Signals.flushing) gets
+    `flush_grace_s` more before anything is sent."""
+    clock = _answer_s_clock()
+    for at_s, sig in (escalation or ORPHAN_ESCALATION_S)[1:]:
+        while True:
+            waited_s = clock()
+            if waited_s >= at_s + (flush_grace_s if Signals.flushing else 0.0):
+                break
+            time.sleep(0.2)
+        if sig == signal.SIGKILL and _is_rank0():
+            mark_orphaned(Path(os.environ["PTPROF_BUNDLE"]), 128 + sig)  # nobody else will say it
+        try:
+            os.kill(os.getpid(), sig)
+        except OSError:
+            pass
+
+
+def _is_rank0() -> bool:
+    return os.environ.get("RANK", "0") == "0" and bool(os.environ.get("PTPROF_BUNDLE"))
 
 
 # SIGINT, then SIGTERM, then SIGKILL to the run's other processes after the launcher died (seconds)

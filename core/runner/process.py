@@ -1,9 +1,13 @@
 """A child process in its own session, its output tee'd to logs, and stop escalation (Qt-free).
 
 Stop = SIGINT to every process of the run (the child flushes its profiler), then SIGTERM, then SIGKILL.
-SIGTERM comes `sigint_grace_s` after SIGINT unless the child has answered the stop ("stopping" /
-"flushing" notices, relayed by the session): then it gets `flush_grace_s` more - a slow machine is
-not mistaken for a stuck script. When the leader exits, every process left in the run's tree
+The grace periods count the child's chances to answer, not wall time (`AnswerClock`): time before the
+child is ready (its `launch` event: handlers installed; a SIGINT before that ends it with Python's
+default 130), time its main thread waited for a CPU (run queue, /proc/PID/schedstat) and time it was
+in disk sleep (paging in torch under memory pressure) do not count - a loaded machine is slow, not a
+stuck script. SIGTERM comes after `sigint_grace_s` of such time without an answer; once the child has
+answered ("stopping", relayed by the session) it gets `flush_grace_s` from its last sign of progress
+(any event but a step: flushing, cycle, end). When the leader exits, every process left in the run's tree
 (core/runner/tree.py: DataLoader workers, torchrun ranks, subprocess / multiprocessing children,
 setsid daemons) is killed, so no orphan survives a run. Only processes the launcher spawned, or that
 descend from them, are ever signalled: pids read from events.jsonl are never trusted on their own.
@@ -34,6 +38,48 @@ class StopPlan:
     flush_grace_s: float = 60.0  # extra time before SIGTERM once the child says it is stopping / writing its trace
     start_timeout_s: float = 60.0  # no event at all from the interpreter by then: it never ran our child
 
+    def safety_cap_s(self) -> float:
+        """Wall time after which a blocking stop gives up and SIGKILLs: only when the escalation clock
+        itself stalled (it stretches with the load: 3x covers a child that gets a third of a core)."""
+        return self.start_timeout_s + 3 * (self.sigint_grace_s + self.flush_grace_s + self.sigterm_grace_s) + 10
+
+
+def _sched_wait_s(pid: int) -> tuple[float, bool] | None:
+    """(seconds the main thread has waited on a run queue, whether it is in disk sleep) from /proc;
+    None without /proc or once the process is gone."""
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as fh:
+            run_delay_ns = int(fh.read().split()[1])
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            state = fh.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError, ValueError):
+        return None
+    return run_delay_ns / 1e9, state == b"D"
+
+
+class AnswerClock:
+    """Seconds in which the child could have answered a stop: wall time minus its main thread's run-queue
+    wait, minus time in disk sleep; only counted while `running`."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.answer_s = 0.0
+        self._last: tuple[float, float] | None = None  # (monotonic, run_delay_s) of the previous tick
+
+    def tick(self, running: bool) -> float:
+        now = time.monotonic()
+        sample = _sched_wait_s(self.pid)
+        delay_s, in_disk_sleep = sample if sample is not None else (0.0, False)
+        if self._last is not None and running and not in_disk_sleep:
+            wall_s = now - self._last[0]
+            waited_s = max(0.0, delay_s - self._last[1]) if sample is not None else 0.0
+            self.answer_s += max(0.0, wall_s - waited_s)
+        self._last = (now, delay_s)
+        return self.answer_s
+
+    def restart(self) -> None:
+        self.answer_s = 0.0
+
 
 def signal_group(pgid: int, sig: int) -> bool:
     """Send `sig` to every process of the group; False when the group is gone."""
@@ -59,7 +105,7 @@ class ChildProcess:
     """subprocess.Popen in a new session; stdout/stderr lines go to log files and a bounded queue."""
 
     def __init__(self, argv: list[str], cwd: str, env: dict, stdout_log: Path, stderr_log: Path,
-                 plan: StopPlan = StopPlan(), max_lines: int = 20_000, marker: str = ""):
+                 plan: StopPlan = StopPlan(), max_lines: int = 20_000, marker: str = "", await_ready: bool = False):
         self.argv = argv
         self.cwd = cwd
         self.env = env
@@ -82,6 +128,12 @@ class ChildProcess:
         self.flushing = False  # set by the session when a rank reports it is writing its trace
         self.acknowledged = False  # set by the session when the child says it is handling the stop
         self._tree_checked = 0.0
+        # our child.py says when its stop handlers are in place (the session relays its `launch` event);
+        # any other program is ready from the start
+        self.ready = not await_ready
+        self._clock: AnswerClock | None = None  # the stop's escalation clock (started by request_stop)
+        self._answered = False  # the escalation clock was restarted at the child's answer
+        self._term_clock_s: float | None = None  # clock reading when SIGTERM went out
 
     @property
     def groups(self) -> set[int]:
@@ -134,6 +186,16 @@ class ChildProcess:
             return any(pid in running for pid in self.ranks)
         return any(group_running(g) for g in self.extra_groups)
 
+    def mark_ready(self) -> None:
+        self.ready = True
+
+    def note_progress(self) -> None:
+        """An event other than a step arrived after the stop (stopping, flushing, cycle, end): the child
+        is working on it, the flush grace counts from here."""
+        if self._clock is not None and (self.acknowledged or self.flushing) and "SIGTERM" not in self.signals_sent:
+            self._clock.restart()
+            self._answered = True
+
     def _pump(self, name: str, pipe) -> None:
         """Every byte goes to the log; the console queue gets lines cut at MAX_LINE_CHARS (a script that
         prints a 1 GB line, or megabytes without a newline, costs the launcher no more than that)."""
@@ -181,8 +243,8 @@ class ChildProcess:
 
     def _finish(self, code: int) -> None:
         self._kill_leftovers()
-        for t in self._readers:
-            t.join(timeout=2)
+        for t in self._readers:  # every writer of the pipes is dead now: EOF comes (a loaded machine is slow)
+            t.join(timeout=30)
         self.exit_code = code if code >= 0 else 128 - code  # -SIGKILL -> 137 like a shell
 
     def _kill_leftovers(self) -> None:
@@ -202,6 +264,8 @@ class ChildProcess:
         if self.proc is None or self.exit_code is not None or self.stop_requested_at is not None:
             return
         self.stop_requested_at = time.monotonic()
+        self._clock = AnswerClock(self.proc.pid)
+        self._clock.tick(False)
         self._send(signal.SIGINT)
 
     def _send(self, sig: int) -> None:
@@ -212,16 +276,22 @@ class ChildProcess:
             self.tree.signal(sig)  # everything below the child, whichever group or session it is in
 
     def _escalate(self) -> None:
-        if self.stop_requested_at is None:
+        if self.stop_requested_at is None or self._clock is None:
             return
-        waited = time.monotonic() - self.stop_requested_at
-        # a child that said it is stopping (or writing its trace) is making progress: a loaded machine
-        # is slow, not stuck, and a SIGTERM now would cut the trace it is writing
-        answered = self.flushing or self.acknowledged
-        grace = self.plan.sigint_grace_s + (self.plan.flush_grace_s if answered else 0.0)
-        if "SIGTERM" not in self.signals_sent and waited >= grace:
-            self._send(signal.SIGTERM)
-        elif "SIGKILL" not in self.signals_sent and waited >= grace + self.plan.sigterm_grace_s:
+        if not self.ready and time.monotonic() - self.stop_requested_at >= self.plan.start_timeout_s:
+            self.ready = True  # it never said it was ready: treat it as any program from here on
+        answer_s = self._clock.tick(self.ready)
+        if (self.acknowledged or self.flushing) and not self._answered:
+            self._clock.restart()  # answered: the flush grace counts from the answer
+            self._answered = True
+            answer_s = 0.0
+        if "SIGTERM" not in self.signals_sent:
+            # a child that said it is stopping is making progress: a SIGTERM would cut the trace it writes
+            grace = self.plan.flush_grace_s if self._answered else self.plan.sigint_grace_s
+            if answer_s >= grace:
+                self._send(signal.SIGTERM)
+                self._term_clock_s = answer_s
+        elif "SIGKILL" not in self.signals_sent and answer_s >= self._term_clock_s + self.plan.sigterm_grace_s:
             self._send(signal.SIGKILL)
 
     def wait(self, timeout: float | None = None, tick_s: float = 0.05) -> int | None:
@@ -244,7 +314,7 @@ class ChildProcess:
     def stop_and_wait(self) -> int:
         """The full escalation, blocking: for the CLI and for closing the app."""
         self.request_stop()
-        code = self.wait(self.plan.sigint_grace_s + self.plan.flush_grace_s + self.plan.sigterm_grace_s + 5)
+        code = self.wait(self.plan.safety_cap_s())
         if code is None:
             self.kill()
             code = self.exit_code

@@ -134,7 +134,7 @@ class RunSession:
         env = build_env(cfg, self.bundle.root)
         backend = self._backend if self._backend is not None else open_backend(env.get("CUDA_VISIBLE_DEVICES"))
         self.proc = ChildProcess(argv, cfg.workdir, env, self.bundle.stdout_log, self.bundle.stderr_log, self.plan,
-                                 marker=f"PTPROF_BUNDLE={env['PTPROF_BUNDLE']}")
+                                 marker=f"PTPROF_BUNDLE={env['PTPROF_BUNDLE']}", await_ready=True)
         self._started_mono = time.monotonic()
         try:
             self.proc.start()
@@ -184,6 +184,10 @@ class RunSession:
             self.heard = True
             self.state.fold(e)
             kind, rank = e["type"], e.get("rank", 0)
+            if kind == "launch":
+                self.proc.mark_ready()  # child.py emits it once its stop handlers are in place
+            elif kind != "step":
+                self.proc.note_progress()  # after a stop: the child is working on it (escalation waits)
             if kind == "start":
                 self.ranks_started.add(rank)
                 self.proc.adopt_rank(e["pid"])  # signalled only if it is one of the run's own processes
@@ -202,8 +206,10 @@ class RunSession:
                 self.ends[rank] = e["exit_code"]
             elif kind == "notice" and e.get("code") == "flushing":
                 self.proc.flushing = True  # give the trace export time before SIGTERM
+                self.proc.note_progress()
             elif kind == "notice" and e.get("code") in ("stopping", "interrupted", "terminated"):
                 self.proc.acknowledged = True  # the child is handling the stop: slow, not stuck
+                self.proc.note_progress()
         return events
 
     def request_stop(self) -> None:
@@ -216,7 +222,7 @@ class RunSession:
         if self.proc is not None and not self.finished:
             self.proc.request_stop()
             p = self.plan
-            deadline = time.monotonic() + p.sigint_grace_s + p.flush_grace_s + p.sigterm_grace_s + 10
+            deadline = time.monotonic() + p.safety_cap_s()
             while not self.finished and time.monotonic() < deadline:
                 self.poll()
                 if not self.finished:
