@@ -31,6 +31,9 @@ def input_bytes(path: str | Path) -> int:
 
 
 def _child(path: str, conn) -> None:
+    import signal
+    # an ignored SIGTERM survives exec: reset it, or Cancel would have to wait for the kill
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     from core.trace import query
     from core.trace.loader import iter_load
     from core.trace.model import TraceParseError
@@ -121,6 +124,9 @@ class ProcessLoad:
             if self.proc.pid is not None and self.proc.is_alive():
                 self.proc.terminate()
                 self.proc.join(2)
+                if self.proc.is_alive():  # deaf to SIGTERM (or stuck in C): no load is worth a hang
+                    self.proc.kill()
+                    self.proc.join(2)
 
 
 def use_process(path: str | Path) -> bool:

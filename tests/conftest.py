@@ -12,10 +12,24 @@ A hang anywhere else ends at pytest-timeout's per-test limit (pyproject.toml) wi
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+@pytest.fixture(autouse=True)
+def _signal_handlers_restored():
+    """A test that runs child code in-process (ChildRunner.finish ignores SIGINT/SIGTERM while it flushes)
+    must not leave this process deaf: every later subprocess and fork worker would inherit SIG_IGN, and a
+    Stop or a cancelled load would wait on a child that cannot be terminated."""
+    sigs = [getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)]
+    before = {s: signal.getsignal(s) for s in sigs}
+    yield
+    for s, handler in before.items():
+        if signal.getsignal(s) is not handler and handler is not None:
+            signal.signal(s, handler)
 
 
 @pytest.fixture(autouse=True)

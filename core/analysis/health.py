@@ -19,7 +19,6 @@ Thresholds: resources/rules.toml [health].
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,8 @@ import numpy as np
 
 from core.analysis import intervals
 from core.analysis.step_times import step_times
+from core.runner.events_check import valid
+from core.runner.protocol import read_events
 from core.trace.model import GPU_KINDS, FlowKind, Kind, TraceModel, TraceSet
 
 OVERLAP_NOISE_NS = 1_000  # resources/rules.toml [health] overlap_noise_ns
@@ -218,23 +219,19 @@ def recording_inflation(ts: TraceSet) -> float | None:
     phase, fresh = "start", True
     waits: list[int] = []
     active: list[int] = []
-    try:
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                try:
-                    ev = json.loads(line)
-                except ValueError:
-                    continue
-                if ev.get("type") == "phase":
-                    phase, fresh = str(ev.get("phase", "")), True
-                elif ev.get("type") == "step" and isinstance(ev.get("dur_ns"), int):
-                    # the first step of a phase pays its switch (profiler start, the first one start-up)
-                    if fresh:
-                        fresh = False
-                        continue
-                    (waits if phase == "wait" else active if phase == "active" else []).append(int(ev["dur_ns"]))
-    except OSError:
-        return None
+    # the user's process wrote this file: read_events skips junk, torn, too-deep and too-long lines,
+    # valid() drops events whose fields have the wrong type
+    for ev in read_events(str(path)):
+        if not valid(ev):
+            continue
+        if ev.get("type") == "phase":
+            phase, fresh = str(ev.get("phase", "")), True
+        elif ev.get("type") == "step" and isinstance(ev.get("dur_ns"), int):
+            # the first step of a phase pays its switch (profiler start, the first one start-up)
+            if fresh:
+                fresh = False
+                continue
+            (waits if phase == "wait" else active if phase == "active" else []).append(int(ev["dur_ns"]))
     if len(waits) < 2 or len(active) < 2:
         return None
     return float(np.median(active) / max(np.median(waits), 1))

@@ -16,6 +16,7 @@ import logging
 import mmap
 import multiprocessing as mp
 import os
+import signal
 import sys
 import threading
 from collections.abc import Generator, Iterator
@@ -70,6 +71,10 @@ def start_method() -> str:
 
 def _init_worker(path: str | None) -> None:
     global _BUF
+    # a fork inherits the parent's handlers: an ignored or caught SIGTERM would make Pool.terminate()
+    # (a cancelled load) wait forever on this worker; SIGINT is the parent's to handle
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     gc.disable()
     tune_malloc()
     if path is not None:

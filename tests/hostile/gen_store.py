@@ -261,8 +261,12 @@ def deep_frames(depth: int = 2000) -> bytes:
         cur = nxt
     seg = {"device": 0, "address": 0, "total_size": 1, "blocks": [{"size": 1, "state": "active_allocated",
                                                                    "frames": frames}]}
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), depth * 3 + 100))
-    return pickle.dumps({"segments": [seg], "device_traces": []}, protocol=4)
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, depth * 3 + 100))  # pickling the nest recurses; restored at once, since
+    try:  # a raised limit leaks into every later test (a 1,000-deep trace would then decode)
+        return pickle.dumps({"segments": [seg], "device_traces": []}, protocol=4)
+    finally:
+        sys.setrecursionlimit(old)
 
 
 def many_devices(n: int = 100_000) -> bytes:

@@ -149,8 +149,18 @@ def test_heap_lanes_equal_the_first_free_lane_rule():
 
 # --- 3. deep nesting ---------------------------------------------------------------------------
 
+@pytest.fixture
+def default_recursion_limit():
+    """The decoders bound nesting by the interpreter's recursion limit: pin Python's default (a test or a
+    library that raised it would let the 1,000-deep array decode), restore what was there after."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    yield
+    sys.setrecursionlimit(old)
+
+
 @pytest.mark.parametrize("where", ["args", "header", "tail"])
-def test_deep_nesting_is_bounded(tmp_path, decode_path, where):
+def test_deep_nesting_is_bounded(tmp_path, decode_path, where, default_recursion_limit):
     deep = "[" * 1000 + "]" * 1000
     path, doc = _trace(tmp_path)
     text = path.read_bytes()

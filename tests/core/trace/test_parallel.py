@@ -6,6 +6,7 @@ from __future__ import annotations
 import gzip
 import multiprocessing as mp
 import threading
+import signal
 import time
 
 import pytest
@@ -90,6 +91,24 @@ def test_cancel_stops_workers_promptly(models_equal, force_workers, plain_copy):
         progress = next(gen)
     assert progress.stage in ("reading", "decoding")
     gen.close()  # returns once the workers are gone (they are killed, not asked)
+    deadline = time.time() + 30
+    while mp.active_children() and time.time() < deadline:
+        time.sleep(0.05)
+    assert not mp.active_children()
+
+
+@single_threaded
+def test_cancel_works_when_this_process_ignores_sigterm(models_equal, force_workers, plain_copy):
+    """A fork worker inherits the parent's SIG_IGN (a host that ignores SIGTERM, or child code that ran
+    in-process): the workers reset it, so a cancel still ends them instead of hanging in Pool.join."""
+    old = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        gen = iter_load(plain_copy, use_cache=False)
+        for _ in range(3):
+            next(gen)
+        gen.close()
+    finally:
+        signal.signal(signal.SIGTERM, old)
     deadline = time.time() + 30
     while mp.active_children() and time.time() < deadline:
         time.sleep(0.05)
