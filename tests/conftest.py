@@ -19,6 +19,13 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
+def pytest_sessionstart(session):
+    """Run in the background by a shell without job control (`pytest &` in a script), this process starts
+    with SIGINT ignored, and every child would inherit it: the stop tests would test the shell, not us."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 @pytest.fixture(autouse=True)
 def _signal_handlers_restored():
     """A test that runs child code in-process (ChildRunner.finish ignores SIGINT/SIGTERM while it flushes)

@@ -268,13 +268,13 @@ class ChildRunner:
         if phase in ("warmup", "active") and len(self.sync_sites) != self._sync_meta_n:
             self._sync_meta_n = len(self.sync_sites)
             try:
-                prof.add_metadata_json("ptprof_sync_sites", json.dumps(list(self.sync_sites.values())))
+                prof.add_metadata_json("ptprof_sync_sites", kineto_json(list(self.sync_sites.values())))
             except Exception:
                 pass
         if phase in ("warmup", "active") and self._meta_cycle != self._cycle:
             self._meta_cycle = self._cycle
             try:
-                prof.add_metadata_json("ptprof", json.dumps(self._flags()))
+                prof.add_metadata_json("ptprof", kineto_json(self._flags()))
             except Exception as exc:  # metadata is a nicety; never break the user's run
                 self.ev.emit("notice", code="metadata", message=f"could not add trace metadata: {exc}")
 
@@ -432,6 +432,27 @@ class ChildRunner:
         _Signals.flushing = False
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _kineto_safe(obj):
+    if isinstance(obj, str):  # a user's source line: `print(f"loss {x}")`, a Windows path
+        return _CONTROL.sub(" ", obj.replace("\\", "/").replace('"', "'"))
+    if isinstance(obj, dict):
+        return {_kineto_safe(str(k)): _kineto_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_kineto_safe(v) for v in obj]
+    return obj
+
+
+def kineto_json(obj) -> str:
+    """JSON for prof.add_metadata_json with no backslash in it: Kineto's writer turns every backslash of a
+    metadata value into '/' (sanitizeStrForJSON, for Windows paths), so an escaped quote `\\"` became `/"`
+    and broke the trace header (measured on the H200: a sync site's `print(f"...")` line lost the
+    header's keys). Quotes become ', backslashes /, control characters spaces; non-ASCII stays UTF-8."""
+    return json.dumps(_kineto_safe(obj), ensure_ascii=False)
+
+
 def _exit_code(code) -> int:
     if code is None:
         return 0
@@ -451,7 +472,10 @@ def main(argv: list[str] | None = None) -> int:
     # a SIGINT ends the interpreter with Python's own 130). The answer goes out from a thread as soon as
     # the signal arrives, even while the main thread is inside `import torch` (seconds under load).
     signal.signal(signal.SIGTERM, _on_sigterm)
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    # SIG_IGN here is inherited, not the script's choice: `ptprof record ... &` from a script (a shell
+    # without job control ignores SIGINT in background jobs) or nohup-style wrappers. The launcher
+    # stops by SIGINT, so it is taken back; a script that ignores SIGINT itself still can, later.
+    if signal.getsignal(signal.SIGINT) in (signal.default_int_handler, signal.SIG_IGN):
         signal.signal(signal.SIGINT, _Signals.handle)
     _Signals.on_first_stop(lambda signum: early.emit("notice", code="stopping", message="stopping…"))
     _Signals.watch_wakeups()

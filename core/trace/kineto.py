@@ -219,10 +219,7 @@ def _locate_fast(mv) -> Document | None:
     m = _TE_KEY.search(mv, 0, min(len(mv), 4 << 20))
     if m is None:
         return None
-    try:
-        meta = json.loads(bytes(mv[: m.start()]) + b'"_": 0}')
-    except (ValueError, RecursionError):
-        return None
+    meta = _header_json(bytes(mv[: m.start()]) + b'"_": 0}')
     if not isinstance(meta, dict):
         return None
     meta.pop("_", None)
@@ -244,6 +241,21 @@ def _locate_fast(mv) -> Document | None:
     tail.pop("_", None)
     meta.update(tail)
     return Document(meta, m.end() - 1, window_start + close + 1, True)
+
+
+def _header_json(text: bytes):
+    """The header keys; None when they do not decode. Kineto writes metadata values with every backslash
+    turned into '/' (sanitizeStrForJSON), so a value that held an escaped quote has `/"` in it: when the
+    header does not decode as written it is read once more with those put back (ptprof's own metadata
+    before 2026-12 had them; the reader of that key sees a `"` where the writer had one)."""
+    for attempt in (text, text.replace(b'/"', b'\\"') if b'/"' in text else None):
+        if attempt is None:
+            return None
+        try:
+            return json.loads(attempt)
+        except (ValueError, RecursionError):
+            continue
+    return None
 
 
 def _rstrip_len(mv) -> int:

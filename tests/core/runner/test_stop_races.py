@@ -67,6 +67,20 @@ def test_a_stop_in_the_training_loop_with_a_short_grace_stays_sigint_only(tmp_pa
     assert s.bundle.trace_files(), "the window in progress was flushed"
 
 
+def test_a_launcher_started_with_sigint_ignored_still_stops_cleanly(tmp_path):
+    """`ptprof record ... &` from a script: a shell without job control starts background jobs with
+    SIGINT ignored, and the child inherited it, so Stop's SIGINT went nowhere (SIGTERM after the grace,
+    143). The child takes SIGINT back: a clean 130 with the window flushed."""
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:  # the child is forked while this process ignores SIGINT
+        s = _session(tmp_path, StopPlan(sigint_grace_s=30, sigterm_grace_s=30))
+    finally:
+        signal.signal(signal.SIGINT, old)
+    events = _until_finished(s, lambda ev: sum(e["type"] == "step" for e in ev) >= 4)
+    assert s.exit_code == 130 and s.proc.signals_sent == ["SIGINT"], events[-5:]
+    assert s.bundle.trace_files(), "the window in progress was flushed"
+
+
 LAUNCHER = """
 import sys, time
 sys.path.insert(0, {repo!r})
