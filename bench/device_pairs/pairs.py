@@ -18,6 +18,7 @@ forward 4 GEMMs, backward 4 weight-grad + 3 input-grad GEMMs (the input needs no
 
     python pairs.py time VARIANT... --out timings.json   # unprofiled: wall of steps 20..200, synced at both ends
     python pairs.py run VARIANT --steps N                # the loop alone (what `ptprof record` runs)
+    python pairs.py pairs PAIR... --out pairs_timing.json  # both variants interleaved, 7 rounds of 40 steps
 """
 from __future__ import annotations
 
@@ -190,9 +191,44 @@ def time_variant(name, first=20, last=200):
     return {"variant": name, "steps": last - first, "step_ms": 1e3 * wall / (last - first)}
 
 
+PAIRS = {"copy": ("copy_pageable", "copy_pinned"), "item_gpu": ("item_gpubound", "gemm_bf16"),
+         "item_launch": ("item_launchbound", "launchbound"), "precision": ("mlp_fp32", "mlp_bf16"),
+         "loader": ("loader_nw0", "loader_nw4"), "compile": ("compile_break", "compile_full"),
+         "sync": ("sync_timing", "gemm_bf16")}
+
+
+def _block_ms(step, n):
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        step()
+    sync()
+    return 1e3 * (time.perf_counter() - t0) / n
+
+
+def time_pair(pair, rounds=7, block=40, warm=20):
+    """Both variants of a pair in one process, interleaved (A B A B ...): `rounds` blocks of `block` steps
+    each, synced at both ends of a block; the per-step medians and the median of the per-round savings.
+    Interleaving cancels drifts (clocks, other tenants) that one block per variant takes as a saving."""
+    before, after = PAIRS[pair]
+    a, b = VARIANTS[before](), VARIANTS[after]()
+    for _ in range(warm):
+        a()
+        b()
+    ta, tb = [], []
+    for _ in range(rounds):
+        ta.append(_block_ms(a, block))
+        tb.append(_block_ms(b, block))
+    med = lambda v: sorted(v)[len(v) // 2]
+    saves = [x - y for x, y in zip(ta, tb)]
+    return {"pair": pair, "before": before, "after": after, "rounds": rounds, "block": block,
+            "before_ms": med(ta), "after_ms": med(tb), "saving_ms": med(saves),
+            "saving_min_ms": min(saves), "saving_max_ms": max(saves), "before_all": ta, "after_all": tb}
+
+
 def main(argv=None):
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["time", "run"])
+    p.add_argument("mode", choices=["time", "run", "pairs"])
     p.add_argument("variants", nargs="+")
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--out")
@@ -203,6 +239,18 @@ def main(argv=None):
         for _ in range(a.steps):
             step()
         sync()
+        return
+    if a.mode == "pairs":  # interleaved timing of whole pairs: python pairs.py pairs item_gpu sync ... --out F
+        out = []
+        for pair in a.variants:
+            res = time_pair(pair)
+            print(json.dumps({k: v for k, v in res.items() if not k.endswith("_all")}), flush=True)
+            out.append(res)
+            if a.out:
+                with open(a.out, "w") as fh:
+                    json.dump({"device": torch.cuda.get_device_name() if DEV == "cuda" else "cpu",
+                               "torch": torch.__version__, "method": "interleaved blocks", "results": out}, fh, indent=1)
+            torch.cuda.empty_cache() if DEV == "cuda" else None
         return
     results = []
     for name in a.variants:
