@@ -15,8 +15,12 @@ clock moves to the end of the GPU work it waits for. Per step the replay gives t
 span (same rule as core.analysis.step_times) and the effective step = max of both.
 `validate` compares the unedited replay with the measured steps; a what-if (core.analysis.whatif) is
 an `Edit` of the replay's inputs, and its saving is baseline replay - edited replay, per step.
-Cross-stream waits (cudaStreamWaitEvent) are not in Kineto's default traces: streams replay
-independently (all shared traces use one compute stream).
+Cross-stream waits: a cudaStreamWaitEvent call makes the next op its thread launches on the waiting stream
+(the stream of CUPTI's "Stream Wait Event" record with the call's correlation, when the runner recorded
+sync events; else the stream of that next op) wait for the work the matching cudaEventRecord captured:
+the last op the recording thread launched before the record call (the latest record on the waiting call's
+thread before it; Kineto writes no event ids on the record calls). Kineto leaves the record's stream and
+correlation unset (-1) in its sync records, hence the matching by thread and order.
 """
 from __future__ import annotations
 
@@ -76,6 +80,8 @@ class Replay:
     gap_ns: int  # median gap between queued ops
     op_latency_ns: np.ndarray  # per op: its measured latency when it was launched onto an idle stream, else the median
     op_gap_ns: np.ndarray  # per op: its measured gap after the previous op when it was queued, else the median
+    dep_dst: np.ndarray = field(default_factory=lambda: EMPTY)  # cross-stream waits: op index that waits ...
+    dep_src: np.ndarray = field(default_factory=lambda: EMPTY)  # ... for the end of this op index
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,8 +132,60 @@ def _replay_input(model: TraceModel) -> Replay:
     k = np.searchsorted(launch_ts, sync_ts, side="right")
     awaited = np.where(k > 0, end_sorted[np.maximum(k - 1, 0)] if len(rows) else 0, sync_ts)
     wait = np.clip(awaited - sync_ts, 0, s.dur_ns[sync])
+    lthread = np.where(linked, s.track[np.maximum(lsrc, 0)], -1)[order]
+    dep_dst, dep_src = _stream_waits(model, rows, track, launch_ts, lthread)
     return Replay(times, rows, track, launch_ts, dur, step, sync, sync_ts, wait.astype(np.int64), latency, gap,
-                  op_lat, op_gap)
+                  op_lat, op_gap, dep_dst, dep_src)
+
+
+WAIT_CALLS = frozenset({"cudaStreamWaitEvent", "cuStreamWaitEvent"})
+RECORD_CALLS = frozenset({"cudaEventRecord", "cudaEventRecordWithFlags", "cuEventRecord", "cuEventRecordWithFlags"})
+
+
+def _stream_waits(model: TraceModel, rows, track, launch_ts, lthread) -> tuple[np.ndarray, np.ndarray]:
+    """Cross-stream dependencies (see the module doc): (waiting op, awaited op) index pairs into the replay's
+    op arrays, or empty ones when the trace has no cudaStreamWaitEvent calls."""
+    s = model.slices
+    rt = s.kind == Kind.RUNTIME
+    waits = np.flatnonzero(rt & np.isin(s.name, model.strings.ids_matching(lambda n: n in WAIT_CALLS)))
+    if not len(waits) or not len(rows):
+        return EMPTY, EMPTY
+    recs = np.flatnonzero(rt & np.isin(s.name, model.strings.ids_matching(lambda n: n in RECORD_CALLS)))
+    # the waiting stream, from CUPTI's sync record of the call (same correlation) when there is one
+    sync_rec = np.flatnonzero(np.isin(s.name, model.strings.ids_matching(lambda n: n == "Stream Wait Event")))
+    stream_of_corr = dict(zip(s.correlation[sync_rec].tolist(), s.stream[sync_rec].tolist())) if len(sync_rec) else {}
+    gpu_tracks = {int(t): int(model.tracks.tid[t]) for t in np.unique(track).tolist()}
+    dst_l, src_l = [], []
+    for thread in np.unique(s.track[waits]).tolist():
+        w = waits[s.track[waits] == thread]
+        r = recs[s.track[recs] == thread] if len(recs) else recs
+        if not len(r):
+            continue
+        r_ts = np.sort(s.ts_ns[r])
+        mine = np.flatnonzero(lthread == thread)  # ops this thread launched, in launch order
+        if not len(mine):
+            continue
+        mine_ts = launch_ts[mine]
+        for row in w.tolist():
+            t = int(s.ts_ns[row])
+            k = np.searchsorted(r_ts, t, side="left") - 1  # the latest record before the wait
+            if k < 0:
+                continue
+            a = np.searchsorted(mine_ts, r_ts[k], side="left") - 1  # the last op launched before the record
+            if a < 0:
+                continue
+            after = mine[np.searchsorted(mine_ts, t, side="right"):]  # ops launched after the wait
+            want = stream_of_corr.get(int(s.correlation[row]), -1)
+            if want is not None and want >= 0:
+                after = after[np.array([gpu_tracks.get(int(x), -2) == want for x in track[after]], bool)] \
+                    if len(after) else after
+            if not len(after):
+                continue
+            src, dst = int(mine[a]), int(after[0])
+            if track[src] != track[dst]:  # a wait on its own stream orders nothing new
+                dst_l.append(dst)
+                src_l.append(src)
+    return np.asarray(dst_l, np.int64), np.asarray(src_l, np.int64)
 
 
 def _latency(track, launch_ts, ts, dur, linked) -> tuple[int, int]:
@@ -226,8 +284,16 @@ def simulate(rp: Replay, edit: Edit | None = None, cpu_scale: float = 1.0) -> Re
         order = np.arange(len(op_c))
     sync_c = clock(rp.sync_ts_ns)
     sync_idx = np.flatnonzero(blocking)
+    dep_dst = dep_src = EMPTY
+    if len(rp.dep_dst):
+        pos = np.empty(len(order), np.int64)
+        pos[order] = np.arange(len(order))
+        dep_dst, dep_src = pos[rp.dep_dst], pos[rp.dep_src]
+        ok = dep_src < dep_dst  # an edit that moved the awaited op after the waiting one drops the edge
+        dep_dst, dep_src = dep_dst[ok], dep_src[ok]
     start, end, delay_at = _run(op_c[order], dur[order], present[order], rp.op_track[order], sync_c[sync_idx],
-                                rp.op_latency_ns[order].astype(np.float64), rp.op_gap_ns[order].astype(np.float64))
+                                rp.op_latency_ns[order].astype(np.float64), rp.op_gap_ns[order].astype(np.float64),
+                                dep_dst, dep_src)
     op_start = np.empty(len(order))
     op_end = np.empty(len(order))
     op_start[order], op_end[order] = start, end
@@ -250,9 +316,11 @@ def _delay_of(points, sync_points, delay_at):
     return np.where(j > 0, delay_at[np.maximum(j - 1, 0)] if len(delay_at) else 0, 0)
 
 
-def _run(op_c, dur, present, track, sync_c, latency, gap):
+def _run(op_c, dur, present, track, sync_c, latency, gap, dep_dst=EMPTY, dep_src=EMPTY):
     """The replay proper: segments between blocking syncs, one max-plus scan per stream and segment:
     start_k = max(ready_k, start_{k-1} + dur_{k-1} + gap_k), ready_k = launch_k + delay + latency_k.
+    A cross-stream wait (dep_dst waits for the end of dep_src, launched before it) starts a segment at
+    the waiting op, so the awaited op's end is known when its segment is scanned.
     Returns op start, op end, and the CPU delay after each sync (added to the compressed clock)."""
     n_ops = len(op_c)
     start = np.zeros(n_ops)
@@ -260,31 +328,43 @@ def _run(op_c, dur, present, track, sync_c, latency, gap):
     d = np.where(present, dur, 0.0)
     g = np.where(present, gap, 0.0)
     free: dict[int, float] = {}
-    delay = 0.0
-    done_end = -np.inf  # latest end of the work replayed so far
+    state = {"delay": 0.0, "done_end": -np.inf}  # CPU delay so far, latest end of the work replayed so far
     delay_at = np.zeros(len(sync_c))
+    dep_ready = np.full(n_ops, -np.inf)
+
+    def scan(pos: int, stop: int) -> None:
+        if stop <= pos:
+            return
+        tr = track[pos:stop]
+        for t in np.unique(tr).tolist():
+            sel = np.flatnonzero(tr == t) + pos
+            inc = np.concatenate([[0.0], d[sel][:-1] + g[sel][1:]])
+            before = np.cumsum(inc)
+            carry = free.get(t, -np.inf) + g[sel[0]]
+            ready = np.maximum(op_c[sel] + state["delay"] + latency[sel], dep_ready[sel])
+            st = before + np.maximum(carry, np.maximum.accumulate(ready - before))
+            start[sel] = st
+            end[sel] = st + d[sel]
+            free[t] = float(end[sel[-1]])
+        state["done_end"] = max(state["done_end"], float(end[pos:stop].max()))
+
     bounds = np.searchsorted(op_c, sync_c, side="right")
+    # (position, 0 = cross-stream wait / 1 = sync, index); a wait at position p cuts before op p
+    points = sorted([(int(p), 0, k) for k, p in enumerate(dep_dst.tolist())] +
+                    [(int(p), 1, j) for j, p in enumerate(bounds.tolist())])
     pos = 0
-    for j in range(len(sync_c) + 1):
-        stop = int(bounds[j]) if j < len(sync_c) else n_ops
-        if stop > pos:
-            tr = track[pos:stop]
-            for t in np.unique(tr).tolist():
-                sel = np.flatnonzero(tr == t) + pos
-                inc = np.concatenate([[0.0], d[sel][:-1] + g[sel][1:]])
-                before = np.cumsum(inc)
-                carry = free.get(t, -np.inf) + g[sel[0]]
-                st = before + np.maximum(carry, np.maximum.accumulate(op_c[sel] + delay + latency[sel] - before))
-                start[sel] = st
-                end[sel] = st + d[sel]
-                free[t] = float(end[sel[-1]])
-            done_end = max(done_end, float(end[pos:stop].max()))
-            pos = stop
-        if j < len(sync_c):
-            now = sync_c[j] + delay
-            if done_end > now:
-                delay += done_end - now
-            delay_at[j] = delay
+    for p, kind, k in points:
+        scan(pos, p)
+        pos = max(pos, p)
+        if kind == 0:
+            src = int(dep_src[k])
+            dep_ready[p] = max(dep_ready[p], end[src] if present[src] else -np.inf)
+        else:
+            now = sync_c[k] + state["delay"]
+            if state["done_end"] > now:
+                state["delay"] += state["done_end"] - now
+            delay_at[k] = state["delay"]
+    scan(pos, n_ops)
     return start, end, delay_at
 
 

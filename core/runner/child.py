@@ -112,8 +112,17 @@ class ChildRunner:
         if self.torch.cuda.is_available():
             acts.append(tp.ProfilerActivity.CUDA)
         extra = {}
-        if self.o.with_stack and hasattr(self.torch.profiler, "_ExperimentalConfig"):
-            extra["experimental_config"] = self.torch.profiler._ExperimentalConfig(verbose=True)
+        config = getattr(tp, "_ExperimentalConfig", None)
+        options = {"verbose": True} if self.o.with_stack else {}
+        if len(acts) > 1:  # CUPTI's sync records: cross-stream waits (cudaStreamWaitEvent) for the critical path
+            options["enable_cuda_sync_events"] = True
+        while options and config is not None:
+            try:
+                extra["experimental_config"] = config(**options)
+                break
+            except TypeError:  # an older torch without the option
+                if options.pop("enable_cuda_sync_events", None) is None:
+                    break
         prof = tp.profile(activities=acts, schedule=tp.schedule(wait=wait, warmup=warmup, active=active,
                                                                  repeat=repeat),
                           on_trace_ready=self._on_trace_ready, record_shapes=not self.o.no_shapes,
