@@ -35,8 +35,15 @@ def track_table(uniq: np.ndarray, metadata: list[tuple], strings: StringTable, m
     labels = []
     sort_index = np.zeros(n, dtype=np.int64)
     dev = np.full(n, NONE, dtype=np.int16)
-    for i, (_, p, t, _, k) in enumerate(uniq.tolist()):
-        if k in (TrackKind.CPU_THREAD, TrackKind.PYTHON, TrackKind.STEPS):
+    rows = uniq.tolist()
+    gpu_pids = {p for _, p, _, _, k in rows if k in (TrackKind.GPU_STREAM, TrackKind.GPU_ANNOTATION)}
+    gpu_streams = {(p, t) for _, p, t, _, k in rows if k == TrackKind.GPU_STREAM}
+    for i, (_, p, t, _, k) in enumerate(rows):
+        if k == TrackKind.CPU_THREAD and p in gpu_pids:
+            # non-work records on a device's pid: CUPTI's sync records (cuda_sync), per stream or device-wide
+            labels.append(f"GPU {p} · stream {t} · syncs" if (p, t) in gpu_streams else f"GPU {p} · syncs")
+            sort_index[i] = t
+        elif k in (TrackKind.CPU_THREAD, TrackKind.PYTHON, TrackKind.STEPS):
             base = thread_names.get((p, t)) or f"thread {t}"
             labels.append(base if k == TrackKind.CPU_THREAD else f"{base} · {'python' if k == TrackKind.PYTHON else 'steps'}")
             sort_index[i] = thread_sort.get((p, t), t)

@@ -180,3 +180,18 @@ def test_cross_stream_wait_without_cupti_sync_records(tmp_path):
     assert len(rp.dep_dst) >= 4
     measured = rp.times.effective_ns
     assert np.all(np.abs(simulate(rp).effective_ns - measured) <= 0.02 * measured)
+
+
+def test_gpu_lag_at_window_start_is_information_and_skew_a_warning(tmp_path):
+    """Kernels running when the window opened (launched before it: a GPU that lags the CPU) are expected;
+    a kernel that starts before its own launch call means the clocks disagree."""
+    from core.analysis.health import check
+    side = {h.code: h for h in check(load(STREAMS / "side_stream", use_cache=False))}
+    assert side["outside_span"].severity == "info" and "clock_skew" not in side
+    events, _ = loop(steps=4)
+    kernel = next(e for e in events if e.get("cat") == "kernel")
+    call = next(e for e in events if e.get("cat") == "cuda_runtime"
+                and e["args"].get("correlation") == kernel["args"]["correlation"])
+    kernel["ts"] = call["ts"] - 50.0  # 50 µs before its launch
+    skew = {h.code: h for h in check(load(write(tmp_path, events), use_cache=False))}
+    assert skew["clock_skew"].severity == "warning" and skew["clock_skew"].count == 1
