@@ -33,7 +33,8 @@ from core.trace.strings import StringTable
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 3  # bump when a column's meaning changes (2: every Kineto category; 3: marker file, checked columns)
+FORMAT_VERSION = 4  # bump when a column's meaning changes (2: every Kineto category; 3: marker file, checked columns;
+# 4: device sync-record track labels, headers with Kineto-mangled quotes read)
 DEFAULT_MAX_BYTES = 5 * 10**9
 MAX_ENTRY_JSON_BYTES = 1 << 30  # strings of the biggest traces are tens of MB
 _ENTRY = "entry.json"

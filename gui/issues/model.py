@@ -12,6 +12,9 @@ _ICONS = {Severity.ERROR: QtWidgets.QStyle.StandardPixmap.SP_MessageBoxCritical,
           Severity.WARNING: QtWidgets.QStyle.StandardPixmap.SP_MessageBoxWarning,
           Severity.INFO: QtWidgets.QStyle.StandardPixmap.SP_MessageBoxInformation}
 SORT_ROLE = QtCore.Qt.ItemDataRole.UserRole + 1
+_HEADERS = {"Severity": "", "% step": "%"}
+_HEADER_TIPS = {"Severity": "Severity (error, warning, info)", "Impact": "Time the problem takes per window",
+                "% step": "Impact as % of the step", "Saves": "What the fix would save per step (what-if replay)"}
 
 
 def rank_ns(f: Finding) -> int:
@@ -65,8 +68,12 @@ class FindingsModel(QtCore.QAbstractTableModel):
         return 0 if parent.isValid() else len(COLUMNS)
 
     def headerData(self, section, orientation, role=QtCore.Qt.ItemDataRole.DisplayRole):  # noqa: N802
-        if orientation == QtCore.Qt.Orientation.Horizontal and role == QtCore.Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section]
+        if orientation != QtCore.Qt.Orientation.Horizontal:
+            return None
+        if role == QtCore.Qt.ItemDataRole.DisplayRole:  # short headers: the dock's width goes to the Problem
+            return _HEADERS.get(COLUMNS[section], COLUMNS[section])
+        if role == QtCore.Qt.ItemDataRole.ToolTipRole:
+            return _HEADER_TIPS.get(COLUMNS[section], COLUMNS[section])
         return None
 
     def data(self, index, role=QtCore.Qt.ItemDataRole.DisplayRole):
@@ -75,7 +82,8 @@ class FindingsModel(QtCore.QAbstractTableModel):
         f = self._findings[index.row()]
         col = index.column()
         if role == QtCore.Qt.ItemDataRole.DisplayRole:
-            return (f.severity.label + (" (hint)" if f.hint else ""), f.title, units.fmt_ns(f.impact_ns),
+            # the severity is its icon (the word is the tooltip): the narrow dock's width goes to the Problem
+            return ("", f.title, units.fmt_ns(f.impact_ns),
                     f"{f.impact_pct:.1f}", saving_label(f, short=True), str(f.count), f.rule)[col]
         if role == SORT_ROLE:
             return (severity_key(f), f.title, f.impact_ns, f.impact_pct,
@@ -84,6 +92,10 @@ class FindingsModel(QtCore.QAbstractTableModel):
             if f.severity not in self._icons:
                 self._icons[f.severity] = severity_icon(f.severity)
             return self._icons[f.severity]
+        if role == QtCore.Qt.ItemDataRole.ToolTipRole and col == 0:
+            return f.severity.label + (" (hint)" if f.hint else "")
+        if role == QtCore.Qt.ItemDataRole.AccessibleTextRole and col == 0:
+            return f.severity.label
         if role == QtCore.Qt.ItemDataRole.ToolTipRole:
             extra = f"\n\nsaving: {f.estimate}" if f.estimate else ""
             return f"{f.title}\n\nfix: {f.fix}{extra}"

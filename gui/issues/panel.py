@@ -175,8 +175,9 @@ class IssuesPanel(QtWidgets.QWidget):
         """Every column but Problem sized to its contents; Problem takes the rest of the width."""
         header = self.table.horizontalHeader()
         problem = COLUMNS.index("Problem")
-        if "Rule" in COLUMNS:  # Details names the rule; its column took the width Problem needs
-            self.table.setColumnHidden(COLUMNS.index("Rule"), True)
+        for hidden in ("Rule", "Count"):  # Details names the rule, the title says the count: Problem needs the width
+            if hidden in COLUMNS:
+                self.table.setColumnHidden(COLUMNS.index(hidden), True)
         for col in range(self.model.columnCount()):
             mode = (QtWidgets.QHeaderView.ResizeMode.Stretch if col == problem
                     else QtWidgets.QHeaderView.ResizeMode.ResizeToContents)

@@ -7,6 +7,8 @@ from types import SimpleNamespace
 from helpers import shared_trace
 
 from core.rules import analyze
+from PySide6 import QtCore
+
 from core.rules.base import Finding, Severity
 from core.trace.loader import load
 
@@ -54,6 +56,10 @@ def test_selecting_a_finding_never_scrolls_the_table_sideways(qtbot):
     assert header.sectionViewportPosition(0) == 0  # Severity stays at the left edge
     total = sum(header.sectionSize(c) for c in range(header.count()) if not header.isSectionHidden(c))
     assert total <= panel.table.viewport().width() + 1  # every column fits the dock
+    # the problem's title gets the room: the severity is an icon, the count is in the title
+    problem = header.sectionSize(1)
+    assert problem >= 0.4 * panel.table.viewport().width(), (problem, panel.table.viewport().width())
+    assert panel.proxy.index(0, 0).data(QtCore.Qt.ItemDataRole.ToolTipRole) in ("error", "warning", "info")
 
 
 def test_evidence_names_are_not_wrapped_into_tall_rows(qtbot):
