@@ -6,8 +6,11 @@
 The source's events are copied N times (the last copy partially, to hit the target size); copy k
 has every `ts` shifted by k x the source's span, and its ids (`correlation`, `External id`,
 `Python id`, `Python parent id`, flow `id`, `Sequence number`) offset so that launches, flows and
-python stacks stay consistent within each copy. Text is rewritten with regexes chunk by chunk, so
-memory stays flat. Default source: gpu_gpt_big (a real H200 GPT trace: kernels, cpu ops, python
+python stacks stay consistent within each copy. Text is rewritten with regexes copy by copy, or with
+`--fast` (the way to make a 10 GB trace: ~2 s per copy instead of ~30) by numpy on the bytes: the number
+tokens are found once, each copy's shift is a multiple of a power of ten above the source's span, so a
+timestamp changes only in its leading digits (written in place), and an id k x 10^E + id is the id with
+k and zeros put before it (one vectorised insert). Default source: gpu_gpt_big (a real H200 GPT trace: kernels, cpu ops, python
 frames, [memory] events). Writes Kineto's own layout (header, `"traceEvents": [`, events, tail).
 """
 from __future__ import annotations
@@ -64,15 +67,70 @@ def shifted(events: bytes, k: int, shift_us: float, id_offset: int) -> bytes:
     return _IDS.sub(ident, _TS.sub(ts, events))
 
 
+class FastCopies:
+    """Copies of `events` with ts + k * 10^m and ids + k * 10^E, made with numpy on the bytes."""
+
+    def __init__(self, events: bytes):
+        import numpy as np
+        self.np = np
+        self.buf = np.frombuffer(events, np.uint8)
+        ts = [(m.start(2), m.end(2)) for m in _TS.finditer(events)]
+        ids = [(m.start(2), m.end(2)) for m in _IDS.finditer(events)]
+        self.ts = np.asarray(ts, np.int64).reshape(-1, 2)
+        self.ids = np.asarray(ids, np.int64).reshape(-1, 2)
+        # the integer part of each timestamp: from its start to the '.' (or its end)
+        ints = np.asarray([events.find(b".", a, b) if events.find(b".", a, b) >= 0 else b for a, b in ts], np.int64)
+        self.int_end = ints.reshape(-1)
+        values = [float(events[a:b]) for a, b in ts]
+        self.m = len(str(int(max(values) - min(values) + 1000)))  # 10^m > the span: copies never overlap
+        self.e = len(str(max((int(events[a:b]) for a, b in ids), default=1))) + 1
+        self.width = self.int_end - self.ts[:, 0]  # digits of each integer part
+        if (self.width <= self.m).any():
+            raise SystemExit("--fast: a timestamp is shorter than the shift's digits (relative ts?); use the default")
+
+    def shift_us(self) -> float:
+        return float(10 ** self.m)
+
+    def copy(self, k: int) -> bytes:
+        np = self.np
+        if k == 0:
+            return self.buf.tobytes()
+        out = self.buf.copy()
+        # timestamps: the leading (width - m) digits hold ts // 10^m; add k to that number in place
+        for w in np.unique(self.width).tolist():
+            sel = self.width == w
+            start = self.ts[sel, 0]
+            n_lead = w - self.m
+            digits = out[start[:, None] + np.arange(n_lead)] - 48
+            lead = (digits.astype(np.int64) * (10 ** np.arange(n_lead - 1, -1, -1))).sum(axis=1) + k
+            if (lead >= 10 ** n_lead).any():
+                raise SystemExit("--fast: a shifted timestamp would grow a digit; use fewer copies")
+            new = (lead[:, None] // (10 ** np.arange(n_lead - 1, -1, -1))) % 10 + 48
+            out[start[:, None] + np.arange(n_lead)] = new.astype(np.uint8)
+        # ids: k * 10^e + id = str(k) + the id zero-padded to e digits, inserted before each id's digits
+        prefix = np.frombuffer(str(k).encode(), np.uint8)
+        width = self.ids[:, 1] - self.ids[:, 0]
+        pad = self.e - width
+        per = len(prefix) + pad
+        pos = np.repeat(self.ids[:, 0], per)
+        first = np.repeat(np.cumsum(per) - per, per)
+        j = np.arange(len(pos)) - first  # index inside each token's inserted run
+        vals = np.where(j < len(prefix), prefix[np.minimum(j, len(prefix) - 1)], 48).astype(np.uint8)
+        return np.insert(out, pos, vals).tobytes()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--source", type=Path, default=DEFAULT_SOURCE)
     ap.add_argument("--out", type=Path, default=Path("/tmp/big_synth.pt.trace.json"))
     ap.add_argument("--target-mb", type=float, default=1100)
+    ap.add_argument("--fast", action="store_true", help="numpy copies (a 10 GB trace in minutes); shifts by "
+                    "a power of ten above the span")
     args = ap.parse_args(argv)
     doc = read_source(args.source)
     header, events, tail = split(doc)
     del doc
+    fast = FastCopies(events) if args.fast else None
     shift = span_us(events) * 1.001 + 1000.0
     id_offset = 10 ** (len(str(max(int(v) for _, v in _IDS.findall(events[: 50 << 20])) or [1])) + 1)
     target = int(args.target_mb * 1e6)
@@ -82,7 +140,7 @@ def main(argv=None) -> int:
         out.write(header + b"\n  ")
         k = 0
         while written < target:
-            part = shifted(events, k, shift, id_offset)
+            part = fast.copy(k) if fast is not None else shifted(events, k, shift, id_offset)
             room = target - written
             if len(part) > room:  # partial last copy: cut at an event boundary
                 m = _SEP.search(part, room)

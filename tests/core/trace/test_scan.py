@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -219,11 +220,12 @@ def test_disabled_or_missing_scanner_means_python_path(monkeypatch):
 
 
 def test_scanner_is_built_where_a_compiler_exists():
-    """CI has gcc: an install that silently dropped the optional extension is a build regression."""
-    import os
+    """Where gcc and Python's headers exist (CI, this machine), an install that silently dropped the
+    optional extension is a build regression; without them the pure-Python path is the designed fallback."""
     import shutil
-    if os.environ.get("CI") != "true" or not shutil.which("gcc"):
-        pytest.skip("only checked on CI")
+    import sysconfig
+    if not shutil.which("gcc") or not (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file():
+        pytest.skip("no C compiler or no Python headers: the scanner is optional there")
     assert columns._scan is not None, "core/trace/_scan.c was not built by pip install -e ."
 
 
