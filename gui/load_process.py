@@ -34,6 +34,8 @@ def _child(path: str, conn) -> None:
     import signal
     # an ignored SIGTERM survives exec: reset it, or Cancel would have to wait for the kill
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # the parent terminates this process once the model is sent: write the cache before, not in the background
+    os.environ["PTPROF_CACHE_SYNC"] = "1"
     from core.trace import query
     from core.trace.loader import iter_load
     from core.trace.model import TraceParseError

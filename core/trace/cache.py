@@ -19,6 +19,7 @@ import math
 import os
 import sys
 import tempfile
+import threading
 from dataclasses import asdict
 from pathlib import Path
 
@@ -170,6 +171,40 @@ def store(path: Path, model: TraceModel) -> bool:
             cache_evict.remove(tmp)
     cache_evict.note_stored(root, final, max_bytes(), keep=final)
     return True
+
+
+ASYNC_MIN_BYTES = 256 << 20  # models this big are written by a background thread (10 GB trace: 4.3 GB, ~23 s)
+_pending: list[threading.Thread] = []
+_pending_lock = threading.Lock()
+
+
+def model_bytes(model: TraceModel) -> int:
+    return sum(int(arr.nbytes) for name in TABLES for arr in getattr(model, name).columns().values())
+
+
+def store_soon(path: Path, model: TraceModel) -> threading.Thread | None:
+    """`store`, in a background thread for a big model: the loaded model is the caller's at once (a 10 GB
+    trace is open ~20 s earlier) while its columns go to disk. The thread is not a daemon: the interpreter
+    waits for it at exit, so `ptprof info` prints first and leaves a complete entry. Small models (and
+    PTPROF_CACHE_SYNC=1) are written before this returns. `flush()` waits for the pending writes."""
+    if os.environ.get("PTPROF_CACHE_SYNC", "") not in ("", "0") or model_bytes(model) < ASYNC_MIN_BYTES:
+        store(path, model)
+        return None
+    t = threading.Thread(target=store, args=(path, model), name="ptprof-cache-write", daemon=False)
+    with _pending_lock:
+        _pending[:] = [p for p in _pending if p.is_alive()]
+        _pending.append(t)
+    t.start()
+    return t
+
+
+def flush(timeout: float | None = None) -> bool:
+    """Wait for the background cache writes; True when none is left running."""
+    with _pending_lock:
+        threads = list(_pending)
+    for t in threads:
+        t.join(timeout)
+    return not any(t.is_alive() for t in threads)
 
 
 def evict(limit: int, keep: Path | None = None) -> int:

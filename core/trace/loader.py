@@ -96,7 +96,7 @@ def _load_source(src: io.TraceSource, lo: float, hi: float, use_cache: bool) -> 
         if use_cache:
             from core.trace import cache
             yield Progress("cache", hi, src.path.name)
-            cache.store(src.path, model)
+            cache.store_soon(src.path, model)
     if src.rank_hint is not None and model.meta.distributed_info is None:
         model = replace(model, rank=src.rank_hint)
     return model, hit

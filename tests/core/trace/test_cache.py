@@ -142,3 +142,21 @@ def test_default_dir_follows_xdg(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     if os.name == "posix" and os.uname().sysname == "Linux":
         assert cache.cache_dir() == tmp_path / "xdg" / "ptprof"
+
+
+def test_a_big_model_is_cached_by_a_background_write(tmp_path, monkeypatch):
+    """Past cache.ASYNC_MIN_BYTES the load returns while the columns are written; flush() waits for them,
+    and the entry then reopens equal to the parsed model."""
+    from core.trace import cache
+    from core.trace.loader import load
+    monkeypatch.delenv("PTPROF_CACHE_SYNC", raising=False)
+    monkeypatch.setattr(cache, "ASYNC_MIN_BYTES", 0)
+    src = tmp_path / "t.pt.trace.json.gz"
+    src.write_bytes(shared_trace("gpu_issues.pt.trace.json.gz").read_bytes())
+    first = load(src)
+    assert not first.cache_hit
+    assert cache.flush(timeout=120)
+    again = load(src)
+    assert again.cache_hit
+    assert again.primary.counts == first.primary.counts
+    assert (again.primary.slices.ts_ns == first.primary.slices.ts_ns).all()
