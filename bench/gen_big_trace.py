@@ -8,7 +8,7 @@ has every `ts` shifted by k x the source's span, and its ids (`correlation`, `Ex
 `Python id`, `Python parent id`, flow `id`, `Sequence number`) offset so that launches, flows and
 python stacks stay consistent within each copy. Text is rewritten with regexes copy by copy, or with
 `--fast` (the way to make a 10 GB trace: ~2 s per copy instead of ~30) by numpy on the bytes: the number
-tokens are found once, each copy's shift is a multiple of a power of ten above the source's span, so a
+tokens are found once, each copy's shift is the source's span rounded up to two significant digits, so a
 timestamp changes only in its leading digits (written in place), and an id k x 10^E + id is the id with
 k and zeros put before it (one vectorised insert). Default source: gpu_gpt_big (a real H200 GPT trace: kernels, cpu ops, python
 frames, [memory] events). Writes Kineto's own layout (header, `"traceEvents": [`, events, tail).
@@ -82,14 +82,18 @@ class FastCopies:
         ints = np.asarray([events.find(b".", a, b) if events.find(b".", a, b) >= 0 else b for a, b in ts], np.int64)
         self.int_end = ints.reshape(-1)
         values = [float(events[a:b]) for a, b in ts]
-        self.m = len(str(int(max(values) - min(values) + 1000)))  # 10^m > the span: copies never overlap
+        span = max(values) - min(values) + 1000
+        # copy k is shifted by k * step * 10^m: the low m digits of every ts stay as they are, and
+        # step * 10^m is the span rounded up to 2 significant digits (copies never overlap, gaps < 10 %)
+        self.m = max(0, len(str(int(span))) - 2)
+        self.step = -(-int(span) // 10 ** self.m)
         self.e = len(str(max((int(events[a:b]) for a, b in ids), default=1))) + 1
         self.width = self.int_end - self.ts[:, 0]  # digits of each integer part
         if (self.width <= self.m).any():
             raise SystemExit("--fast: a timestamp is shorter than the shift's digits (relative ts?); use the default")
 
     def shift_us(self) -> float:
-        return float(10 ** self.m)
+        return float(self.step * 10 ** self.m)
 
     def copy(self, k: int) -> bytes:
         np = self.np
@@ -102,7 +106,7 @@ class FastCopies:
             start = self.ts[sel, 0]
             n_lead = w - self.m
             digits = out[start[:, None] + np.arange(n_lead)] - 48
-            lead = (digits.astype(np.int64) * (10 ** np.arange(n_lead - 1, -1, -1))).sum(axis=1) + k
+            lead = (digits.astype(np.int64) * (10 ** np.arange(n_lead - 1, -1, -1))).sum(axis=1) + k * self.step
             if (lead >= 10 ** n_lead).any():
                 raise SystemExit("--fast: a shifted timestamp would grow a digit; use fewer copies")
             new = (lead[:, None] // (10 ** np.arange(n_lead - 1, -1, -1))) % 10 + 48
