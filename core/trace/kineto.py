@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import msgspec
 from core.trace.model import NONE
+from core.trace.safefile import bracket_depths
 
 log = logging.getLogger(__name__)
 
@@ -334,24 +335,11 @@ def _shallow_keys(text: str) -> dict:
 
 
 def _skip_nested(text: str, pos: int) -> int:
-    depth, in_str, k, n = 0, False, pos, len(text)
-    while k < n:
-        c = text[k]
-        if in_str:
-            if c == "\\":
-                k += 1
-            elif c == '"':
-                in_str = False
-        elif c == '"':
-            in_str = True
-        elif c in "[{":
-            depth += 1
-        elif c in "]}":
-            depth -= 1
-            if depth == 0:
-                return k + 1
-        k += 1
-    return n
+    """Offset just past the nested value that starts at `pos` (end of text when it never closes)."""
+    for k, depth in bracket_depths(text, pos):
+        if depth == 0:
+            return k + 1
+    return len(text)
 
 
 def chunk_bounds(buf, doc: Document, chunk_bytes: int = CHUNK_BYTES) -> list[tuple[int, int]]:

@@ -58,18 +58,13 @@ def read_regular(path: str | Path, max_bytes: int, *, follow_symlinks: bool = Tr
     return data
 
 
-def nesting_depth_exceeds(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> bool:
-    """True when the JSON text opens more than `limit` nested arrays/objects (brackets inside strings
-    count too: a cheap, conservative over-estimate that never recurses)."""
-    if isinstance(text, (bytes, bytearray)):
-        opens = text.count(b"[") + text.count(b"{")
-    else:
-        opens = text.count("[") + text.count("{")
-    if opens <= limit:
-        return False
+def bracket_depths(text: str, start: int = 0):
+    """(index, depth after it) of every '[', '{', ']', '}' outside JSON strings, from `start` on. One
+    walk for the depth bound below and for skipping a nested value (core.trace.kineto)."""
     depth = 0
     in_string = escaped = False
-    for ch in text.decode("utf-8", "replace") if isinstance(text, (bytes, bytearray)) else text:
+    for k in range(start, len(text)):
+        ch = text[k]
         if in_string:
             if escaped:
                 escaped = False
@@ -81,11 +76,24 @@ def nesting_depth_exceeds(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> boo
             in_string = True
         elif ch in "[{":
             depth += 1
-            if depth > limit:
-                return True
+            yield k, depth
         elif ch in "]}":
             depth -= 1
-    return False
+            yield k, depth
+
+
+def nesting_depth_exceeds(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True when the JSON text opens more than `limit` nested arrays/objects (a quick count of brackets
+    first, strings included: most texts stop there; then the walk outside strings). Never recurses."""
+    if isinstance(text, (bytes, bytearray)):
+        opens = text.count(b"[") + text.count(b"{")
+    else:
+        opens = text.count("[") + text.count("{")
+    if opens <= limit:
+        return False
+    if isinstance(text, (bytes, bytearray)):
+        text = text.decode("utf-8", "replace")
+    return any(depth > limit for _, depth in bracket_depths(text))
 
 
 def _finite_float(text: str) -> float | None:

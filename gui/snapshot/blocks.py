@@ -16,6 +16,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from core.snapshot.blocks import BlockLayout
 from core.snapshot.model import StackTable
 from core.units import fmt_bytes, fmt_ns
+from gui.snapshot.plot import memory_time_plot
 from gui.theme import Theme
 from gui.timeline.axes import TimeAxis
 
@@ -98,16 +99,8 @@ class BlocksPlot(pg.PlotWidget):
     def __init__(self, theme: Theme, parent=None) -> None:
         super().__init__(parent, axisItems={"bottom": TimeAxis("bottom")})
         self.theme = theme
-        self.setBackground(theme.background)
-        p = self.getPlotItem()
-        p.setMenuEnabled(False)
-        p.setMouseEnabled(x=True, y=False)
+        p = memory_time_plot(self, theme)
         p.hideButtons()
-        p.showGrid(x=True, y=True, alpha=0.15)
-        p.getAxis("left").enableAutoSIPrefix(False)
-        for ax in ("left", "bottom"):
-            p.getAxis(ax).setTextPen(theme.text)
-            p.getAxis(ax).setPen(theme.grid)
         self.item = BlocksItem(theme)
         p.addItem(self.item)
         self.layout_: BlockLayout | None = None

@@ -8,7 +8,7 @@ from PySide6 import QtCore, QtGui
 
 from core.snapshot.report import SnapshotReport
 from core.units import fmt_bytes, fmt_ns
-from gui.theme import Theme
+from gui.theme import Theme, style_plot
 from gui.timeline.axes import TimeAxis
 
 _PALETTE = ("#4a7fd4", "#2e9e4f", "#e8a33d", "#d65c8a", "#9b6bd3", "#6fa8a0")
@@ -16,19 +16,22 @@ _PEAK = "#d94040"
 GIB, MIB = 1024 ** 3, 1024 ** 2
 
 
+def memory_time_plot(widget: pg.PlotWidget, theme: Theme) -> pg.PlotItem:
+    """The snapshot views' plot: bytes over time, x-only mouse, a light grid, plain (no SI) byte axis."""
+    style_plot(widget, theme)
+    p = widget.getPlotItem()
+    p.setMenuEnabled(False)
+    p.setMouseEnabled(x=True, y=False)
+    p.showGrid(x=True, y=True, alpha=0.15)
+    p.getAxis("left").enableAutoSIPrefix(False)
+    return p
+
+
 class SnapshotPlot(pg.PlotWidget):
     def __init__(self, theme: Theme, parent=None) -> None:
         super().__init__(parent, axisItems={"bottom": TimeAxis("bottom")})
         self.theme = theme
-        self.setBackground(theme.background)
-        p = self.getPlotItem()
-        p.setMenuEnabled(False)
-        p.setMouseEnabled(x=True, y=False)
-        p.showGrid(x=True, y=True, alpha=0.15)
-        p.getAxis("left").enableAutoSIPrefix(False)
-        for ax in ("left", "bottom"):
-            p.getAxis(ax).setTextPen(theme.text)
-            p.getAxis(ax).setPen(theme.grid)
+        p = memory_time_plot(self, theme)
         self.legend = p.addLegend(offset=(60, 25), labelTextColor=theme.text, brush=theme.label_bg)
         self.curves: dict[int, pg.PlotDataItem] = {}
         self.peak_items: list = []

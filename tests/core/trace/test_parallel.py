@@ -41,7 +41,17 @@ def force_workers(monkeypatch):
 
 
 # fork is used only in a single-threaded process: time these out by SIGALRM, not by pytest-timeout's thread
-single_threaded = pytest.mark.timeout(method="signal")
+@pytest.fixture
+def needs_fork():
+    """The fork paths need a process with one thread (as the CLI is): run after GUI tests in the same
+    process, their threads rightly make the loader choose forkserver, so these tests say so and skip."""
+    others = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+    if others:
+        pytest.skip(f"other threads alive ({', '.join(others[:3])}): the loader will not fork here")
+
+
+def single_threaded(fn):
+    return pytest.mark.usefixtures("needs_fork")(pytest.mark.timeout(method="signal")(fn))
 
 
 @single_threaded
