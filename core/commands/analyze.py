@@ -106,7 +106,8 @@ def format_table(result, metrics=(), checks=()) -> str:
     if result.findings:
         lines.append(f"  {'SEVERITY':8} {'RULE':22} {'IMPACT':>10} {'%STEP':>6} {'SAVES/STEP':>11} {'COUNT':>6}  TITLE")
         for f in result.findings:
-            saves = "" if f.saving_ns is None else f"-{units.fmt_ns(f.saving_ns)}"
+            # under a microsecond per step the fix would not change the step: "≈ 0", as in the app
+            saves = "" if f.saving_ns is None else "≈ 0" if f.saving_ns < 1_000 else f"-{units.fmt_ns(f.saving_ns)}"
             lines.append(f"  {f.severity.label:8} {f.rule:22} {units.fmt_ns(f.impact_ns):>10} "
                          f"{f.impact_pct:6.1f} {saves:>11} {f.count:6d}  {f.title}")
             if f.source:

@@ -85,6 +85,8 @@ def _not_run(fr: FindingsResult) -> str:
 
 def saving_text(saving_ns, saving_pct) -> str:
     """"−1.20 ms/step (−3.2 %)": what a finding's fix would save (the GUI shows the same text)."""
+    if int(saving_ns) < 1_000:  # the fix would not change the step (the GUI says the same)
+        return "≈ 0 per step"
     pct = f" (−{float(saving_pct):.1f} %)" if saving_pct is not None else ""
     return f"−{units.fmt_ns(int(saving_ns))}/step{pct}"
 

@@ -18,7 +18,6 @@ import argparse
 import gzip
 import importlib.util
 import json
-import linecache
 import os
 import re
 import shutil
@@ -79,6 +78,7 @@ class ChildRunner:
         self.bundle = Path(opts.bundle)
         self.traces = self.bundle / "traces"
         self.traces.mkdir(parents=True, exist_ok=True)
+        self.protocol = protocol
         self.ev = protocol.EventWriter(str(self.bundle / protocol.EVENTS_FILE), self.rank)
         self.capture = capture
         self.target = None
@@ -277,13 +277,13 @@ class ChildRunner:
         if phase in ("warmup", "active") and len(self.sync_sites) != self._sync_meta_n:
             self._sync_meta_n = len(self.sync_sites)
             try:
-                prof.add_metadata_json("ptprof_sync_sites", kineto_json(list(self.sync_sites.values())))
+                prof.add_metadata_json("ptprof_sync_sites", self.protocol.kineto_json(list(self.sync_sites.values())))
             except Exception:
                 pass
         if phase in ("warmup", "active") and self._meta_cycle != self._cycle:
             self._meta_cycle = self._cycle
             try:
-                prof.add_metadata_json("ptprof", kineto_json(self._flags()))
+                prof.add_metadata_json("ptprof", self.protocol.kineto_json(self._flags()))
             except Exception as exc:  # metadata is a nicety; never break the user's run
                 self.ev.emit("notice", code="metadata", message=f"could not add trace metadata: {exc}")
 
@@ -311,36 +311,11 @@ class ChildRunner:
 
     # -- patches ---------------------------------------------------------------------------------
     def _install_sync_debug(self) -> None:
-        """torch.cuda.set_sync_debug_mode("warn"): each implicit host sync site (.item(), .cpu(), masks,
-        nonzero, pageable .to()) warns once at its line; we turn those warnings into "sync" events and
-        trace metadata instead of printing them (innermost user frame + innermost library frame,
-        syncsite.py). Explicit torch.cuda.synchronize() is not reported."""
+        """Implicit host syncs (.item(), .cpu(), masks, nonzero, pageable .to()) become "sync" events and
+        trace metadata at their line (syncsite.install_sync_debug). Explicit synchronize() is not reported."""
         if self.o.no_sync_debug or not self.torch.cuda.is_available():
             return
-        try:
-            self.torch.cuda.set_sync_debug_mode("warn")
-        except Exception:
-            return
-        original = warnings.showwarning
-        sites, ev, runner = self.sync_sites, self.ev, self
-
-        def showwarning(message, category, filename, lineno, file=None, line=None):
-            text = str(message)
-            if "synchronizing CUDA operation" not in text:
-                return original(message, category, filename, lineno, file, line)
-            site = runner.sites.find(filename, lineno, sys._getframe(1))
-            if site is None:
-                return  # inside torch.compile's own work (dynamo/inductor): not the training loop
-            key = (site["file"], site["line"], site.get("lib_file"), site.get("lib_line"))
-            if key not in sites:
-                # the source lines travel with the bundle, so rules can tell .item() from .to() when
-                # the bundle is opened on another machine
-                site["code"] = linecache.getline(site["file"], site["line"]).strip()[:200]
-                site["first_step"] = runner.step
-                sites[key] = site
-                ev.emit("sync", step=runner.step, message=text.split(" (Triggered internally")[0],
-                        **{k: v for k, v in site.items() if k != "first_step"})
-        warnings.showwarning = showwarning
+        _syncsite.install_sync_debug(self)
 
     def _patch_autocast(self) -> None:
         cls = getattr(getattr(self.torch, "amp", None), "autocast", None) or self.torch.autocast
@@ -439,27 +414,6 @@ class ChildRunner:
                      step_source=self.sources.source)
         self.ev.close()
         _Signals.flushing = False
-
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-
-
-def _kineto_safe(obj):
-    if isinstance(obj, str):  # a user's source line: `print(f"loss {x}")`, a Windows path
-        return _CONTROL.sub(" ", obj.replace("\\", "/").replace('"', "'"))
-    if isinstance(obj, dict):
-        return {_kineto_safe(str(k)): _kineto_safe(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_kineto_safe(v) for v in obj]
-    return obj
-
-
-def kineto_json(obj) -> str:
-    """JSON for prof.add_metadata_json with no backslash in it: Kineto's writer turns every backslash of a
-    metadata value into '/' (sanitizeStrForJSON, for Windows paths), so an escaped quote `\\"` became `/"`
-    and broke the trace header (measured on the H200: a sync site's `print(f"...")` line lost the
-    header's keys). Quotes become ', backslashes /, control characters spaces; non-ASCII stays UTF-8."""
-    return json.dumps(_kineto_safe(obj), ensure_ascii=False)
 
 
 def _exit_code(code) -> int:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import time
 
@@ -150,3 +151,24 @@ def _parse(line: bytes) -> dict | None:
     except (ValueError, RecursionError):
         return None
     return event if isinstance(event, dict) and isinstance(event.get("type"), str) else None
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _kineto_safe(obj):
+    if isinstance(obj, str):  # a user's source line: `print(f"loss {x}")`, a Windows path
+        return _CONTROL.sub(" ", obj.replace("\\", "/").replace('"', "'"))
+    if isinstance(obj, dict):
+        return {_kineto_safe(str(k)): _kineto_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_kineto_safe(v) for v in obj]
+    return obj
+
+
+def kineto_json(obj) -> str:
+    """JSON for prof.add_metadata_json with no backslash in it: Kineto's writer turns every backslash of a
+    metadata value into '/' (sanitizeStrForJSON, for Windows paths), so an escaped quote `\\"` became `/"`
+    and broke the trace header (measured on the H200: a sync site's `print(f"...")` line lost the
+    header's keys). Quotes become ', backslashes /, control characters spaces; non-ASCII stays UTF-8."""
+    return json.dumps(_kineto_safe(obj), ensure_ascii=False)

@@ -13,6 +13,7 @@ import os
 import site
 import sys
 import sysconfig
+import warnings
 
 
 def library_roots() -> tuple[str, ...]:
@@ -99,3 +100,33 @@ class SiteFinder:
 
 def innermost_frame(depth: int):
     return sys._getframe(depth + 1)
+
+
+def install_sync_debug(runner) -> None:
+    """torch.cuda.set_sync_debug_mode("warn"): each implicit host sync site warns once at its line; the
+    warnings become "sync" events (runner.ev) and runner.sync_sites entries (trace metadata) instead of
+    being printed, with the innermost user and library frames (SiteFinder). `runner` is the ChildRunner."""
+    try:
+        runner.torch.cuda.set_sync_debug_mode("warn")
+    except Exception:
+        return
+    original = warnings.showwarning
+    sites, ev = runner.sync_sites, runner.ev
+
+    def showwarning(message, category, filename, lineno, file=None, line=None):
+        text = str(message)
+        if "synchronizing CUDA operation" not in text:
+            return original(message, category, filename, lineno, file, line)
+        site = runner.sites.find(filename, lineno, sys._getframe(1))
+        if site is None:
+            return  # inside torch.compile's own work (dynamo/inductor): not the training loop
+        key = (site["file"], site["line"], site.get("lib_file"), site.get("lib_line"))
+        if key not in sites:
+            # the source lines travel with the bundle, so rules can tell .item() from .to() when
+            # the bundle is opened on another machine
+            site["code"] = linecache.getline(site["file"], site["line"]).strip()[:200]
+            site["first_step"] = runner.step
+            sites[key] = site
+            ev.emit("sync", step=runner.step, message=text.split(" (Triggered internally")[0],
+                    **{k: v for k, v in site.items() if k != "first_step"})
+    warnings.showwarning = showwarning

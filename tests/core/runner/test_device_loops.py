@@ -62,7 +62,7 @@ def test_metadata_survives_kinetos_backslash_rewrite():
     and must still decode after that rewrite (the recorded manual_sgd header above had `print(f/"...`)."""
     import json
 
-    from core.runner.child import kineto_json
+    from core.runner.protocol import kineto_json
     sites = [{"file": "C:\\work\\train.py", "line": 3, "code": 'print(f"loss {loss.item():.3f}")\t# \x01 é'}]
     text = kineto_json(sites)
     assert "\\" not in text
