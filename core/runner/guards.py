@@ -89,6 +89,10 @@ class Signals:
 
     @classmethod
     def handle(cls, signum, frame):
+        if signum == cls.raised == signal.SIGINT:
+            # the stop is already raised (the launcher escalates by SIGTERM / SIGKILL, a second Ctrl-C
+            # of `ptprof record` by SIGKILL): a repeat SIGINT must not cut the flush that follows it
+            return
         cls.answer(signum)  # once: the first stop signal
         if signum == signal.SIGTERM and signal.SIGINT in (cls.raised, cls.pending) and TORCHRUN:
             return  # torchrun's agent relays our SIGINT as SIGTERM: the SIGINT stop is already under way

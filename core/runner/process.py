@@ -126,6 +126,7 @@ class ChildProcess:
         self.ranks: set[int] = set()  # pids that sent a start event AND belong to the tree
         self.extra_groups: set[int] = set()  # without /proc: validated rank pids (their own groups)
         self.flushing = False  # set by the session when a rank reports it is writing its trace
+        self._term_flush = False  # it reported flushing after our SIGTERM: the flush grace before SIGKILL
         self.acknowledged = False  # set by the session when the child says it is handling the stop
         self._tree_checked = 0.0
         # our child.py says when its stop handlers are in place (the session relays its `launch` event);
@@ -272,8 +273,8 @@ class ChildProcess:
         self.signals_sent.append(signal.Signals(sig).name)
         for pgid in self.groups:  # our own session's group, and without /proc the validated rank groups
             signal_group(pgid, sig)
-        if self.tree is not None:
-            self.tree.signal(sig)  # everything below the child, whichever group or session it is in
+        if self.tree is not None:  # everything below the child in other groups or sessions (once each)
+            self.tree.signal(sig, skip_groups=self.groups)
 
     def _escalate(self) -> None:
         if self.stop_requested_at is None or self._clock is None:
@@ -291,8 +292,15 @@ class ChildProcess:
             if answer_s >= grace:
                 self._send(signal.SIGTERM)
                 self._term_clock_s = answer_s
-        elif "SIGKILL" not in self.signals_sent and answer_s >= self._term_clock_s + self.plan.sigterm_grace_s:
-            self._send(signal.SIGKILL)
+        elif "SIGKILL" not in self.signals_sent:
+            if self.flushing and not self._term_flush:
+                # it took the SIGTERM and says it is writing its trace (a SIGINT-deaf script): the flush
+                # grace, from now, before the SIGKILL that would lose the window
+                self._term_flush = True
+                self._term_clock_s = answer_s
+            grace = self.plan.flush_grace_s if self._term_flush else self.plan.sigterm_grace_s
+            if answer_s >= self._term_clock_s + grace:
+                self._send(signal.SIGKILL)
 
     def wait(self, timeout: float | None = None, tick_s: float = 0.05) -> int | None:
         end = None if timeout is None else time.monotonic() + timeout

@@ -128,11 +128,14 @@ class RunTree:
         """Known processes that have not exited (zombies waiting for a reaper do not count)."""
         return {pid: info for pid, info in self.refresh().items() if info.state != "Z"}
 
-    def signal(self, sig: int, exclude: set[int] = frozenset()) -> list[int]:
-        """Send `sig` to every known running process (each checked against its start time first)."""
+    def signal(self, sig: int, exclude: set[int] = frozenset(), skip_groups=()) -> list[int]:
+        """Send `sig` to every known running process (each checked against its start time first), but
+        not to members of `skip_groups`: the caller signalled those groups already, and a second SIGINT
+        arriving after the first was handled is a second stop (it cut the child's flush under load)."""
         sent = []
+        skip = set(skip_groups)
         for pid, info in self.running().items():
-            if pid in exclude or pid <= 1 or pid == os.getpid():
+            if pid in exclude or pid <= 1 or pid == os.getpid() or info.pgid in skip:
                 continue
             current = stat(pid)
             if current is None or current.start != info.start:

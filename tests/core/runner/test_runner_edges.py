@@ -136,10 +136,10 @@ def test_stop_reaches_subprocess_multiprocessing_and_setsid_children(tmp_path):
 def test_a_script_that_ignores_sigint_is_terminated_and_keeps_its_window(tmp_path):
     script = _script(tmp_path, "deaf.py", "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n")
     s, events = _run(tmp_path, script, plan=StopPlan(sigint_grace_s=1.0), stop_when=_steps(5))
-    # terminated by SIGTERM (143) or, when the child was already stopping and shields SIGTERM, by the
-    # SIGKILL that follows (137): either way forcibly ended, its saved window kept, nothing left behind
-    assert s.exit_code in (143, 137) and s.proc.signals_sent[:2] == ["SIGINT", "SIGTERM"]
-    assert any(e["type"] == "notice" and e["code"] in ("terminated", "killed") for e in events) or s.exit_code == 137
+    # SIGINT goes unanswered, SIGTERM ends it (143); it then says it is writing its window, and gets the
+    # flush grace instead of the SIGKILL 5 s later that lost a big window (seen with ~3,900 steps)
+    assert s.exit_code == 143 and s.proc.signals_sent == ["SIGINT", "SIGTERM"], s.proc.signals_sent
+    assert any(e["type"] == "notice" and e["code"] == "terminated" for e in events)
     assert s.bundle.trace_files() and len(load(s.bundle.root, use_cache=False).primary.steps) >= 2
     _assert_nothing_left(s)
 
