@@ -7,7 +7,9 @@ default 130), time its main thread waited for a CPU (run queue, /proc/PID/scheds
 in disk sleep (paging in torch under memory pressure) do not count - a loaded machine is slow, not a
 stuck script. SIGTERM comes after `sigint_grace_s` of such time without an answer; once the child has
 answered ("stopping", relayed by the session) it gets `flush_grace_s` from its last sign of progress
-(any event but a step: flushing, cycle, end). When the leader exits, every process left in the run's tree
+(any event but a step: flushing, cycle, end), and after a SIGTERM that it took ("flushing") the same
+grace before SIGKILL. Each signal reaches each process once (groups by killpg, the tree for the other
+processes). When the leader exits, every process left in the run's tree
 (core/runner/tree.py: DataLoader workers, torchrun ranks, subprocess / multiprocessing children,
 setsid daemons) is killed, so no orphan survives a run. Only processes the launcher spawned, or that
 descend from them, are ever signalled: pids read from events.jsonl are never trusted on their own.
