@@ -45,6 +45,16 @@ def one_per_collective(m, coll: np.ndarray) -> np.ndarray:
     return coll
 
 
+def _comm_fix(m, gpu_collectives: bool) -> str:
+    """comm_bound's fix; "use NCCL" only where the collectives do not already run as NCCL kernels."""
+    info = m.meta.distributed_info if isinstance(m.meta.distributed_info, dict) else {}
+    backend = str(info.get("backend") or "")
+    switch = ("" if gpu_collectives or "nccl" in backend.lower() else
+              "use the NCCL backend for GPU tensors (gloo copies through the host), ")
+    return ("Overlap gradient all-reduce with backward: " + switch + "tune DDP bucket_cap_mb, use gradient "
+            "accumulation with no_sync(), or larger per-rank batches so compute hides communication.")
+
+
 @rule("comm_bound", "Communication not overlapped with compute")
 def comm_bound(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
@@ -79,9 +89,7 @@ def comm_bound(ctx: RuleContext) -> RuleOutput:
                                    "compute)",
             count=len(calls), impact_ns=exposed, time_ranges=c.ranges_of(m, calls), evidence=c.evidence(m, calls),
             source=None,
-            fix="Overlap gradient all-reduce with backward: use the NCCL backend for GPU tensors (gloo copies through "
-                "the host), tune DDP bucket_cap_mb, use gradient accumulation with no_sync(), or larger per-rank "
-                "batches so compute hides communication.",
+            fix=_comm_fix(m, len(nccl_k) > 0),
             evidence_rows=coll))
     return out
 

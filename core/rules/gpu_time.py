@@ -252,8 +252,8 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
         gs, ge = idle_gaps(m, int(b.ts_ns[worst]), int(b.ts_ns[worst] + b.dur_ns[worst]))
         big = np.argsort(-(ge - gs))[:c.MAX_EVIDENCE]
         ev = [{"name": f"step {int(n)}", "ts_ns": int(t), "dur_ns": int(d), "idle_ns": int(x), "rank": m.rank,
-               "busy_pct": round(100.0 * (c0 + c1) / max(d, 1), 1)}
-              for n, t, d, x, c0, c1 in zip(b.number, b.ts_ns, b.dur_ns, b.idle_ns, b.compute_ns, b.memcpy_ns)]
+               "busy_pct": round(100.0 * busy / max(d, 1), 1)}  # compute + communication + memcpy / memset
+              for n, t, d, x, busy in zip(b.number, b.ts_ns, b.dur_ns, b.idle_ns, b.busy_ns)]
         if p is not None and billed > 0:
             ev.insert(0, {"name": "host / kernel / other wait billed by launch_bound and copy findings", "dur_ns": billed,
                           "rank": m.rank})

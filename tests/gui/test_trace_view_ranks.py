@@ -63,3 +63,29 @@ def test_nvml_rows_go_to_the_rank_on_that_gpu():
     assert nvml and all(c.model == 0 for c in nvml)
     outside = load(shared_trace("gpu_issues.pt.trace.json.gz"))  # every sample outside the window
     assert not [c for c in counter_rows(outside) if c.label.startswith("NVML")]
+
+
+def test_steps_tab_shows_communication_per_rank(qtbot, tmp_path):
+    """Two-rank NCCL run: the Steps tab's Communication column is steps.csv's comm_us, and the Metrics line
+    gives each rank's overlap."""
+    from PySide6 import QtCore
+    from synth_nccl import write_nccl_run
+
+    from core.export import tables
+    from gui.theme import load_theme
+    from gui.trace_view import TraceView
+    ts = load(write_nccl_run(tmp_path / "nccl"), use_cache=False)
+    v = TraceView(ts, None, load_theme(dark=False))
+    qtbot.addWidget(v)
+    steps = v.steps
+    qtbot.waitUntil(lambda: steps.ready, timeout=60_000)
+    model = steps.table_model
+    headers = [model.headerData(i, QtCore.Qt.Orientation.Horizontal) for i in range(model.columnCount())]
+    col = headers.index("Communication")
+    shown = sorted(model.data(model.index(r, col), QtCore.Qt.ItemDataRole.UserRole) for r in range(model.rowCount()))
+    csv_table = tables.steps_table(ts)
+    comm_us = csv_table.data[list(csv_table.columns).index("comm_us")]
+    assert len(shown) == 12 and np.allclose(np.array(shown, float) / 1e3, sorted(comm_us), atol=1e-3)
+    assert min(shown) > 900_000  # ns: the exposed all-reduce time of every step
+    text = steps.metrics_label.text()
+    assert text.count("comm overlap") == 2 and "(rank 1)" in text
