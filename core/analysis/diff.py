@@ -2,7 +2,8 @@
 
 Pure functions on TraceSets; `ptprof diff`, the `analyze --baseline` gate and the GUI Compare tab all use
 `compare()`. Per-step numbers are the effective step times of `core.analysis.steps` (one seam:
-`step_samples_ns`); multi-rank runs aggregate a step as its slowest rank (the step cannot finish before it).
+`step_samples_ns`); multi-rank runs aggregate a step as its slowest rank (the step cannot finish before it),
+and each rank also gets its own step comparison and breakdown (`Diff.per_rank`).
 """
 from __future__ import annotations
 
@@ -46,6 +47,12 @@ def step_samples_ns(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(stats.number, np.int64), np.asarray(stats.dur_ns if effective is None else effective, np.int64)
 
 
+def rank_steps_ns(ts: TraceSet, rank: int) -> np.ndarray:
+    """Step times of one rank of a run (every cycle of it, in load order)."""
+    parts = [step_samples_ns(m)[1] for m in ts.models if m.rank == rank]
+    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+
+
 def run_steps_ns(ts: TraceSet) -> np.ndarray:
     """Step times of a run: per (cycle, step number) the slowest rank's effective step."""
     per_step: dict[tuple[int, int], int] = {}
@@ -70,11 +77,12 @@ class Side:
     device: str
     torch_version: str
     ranks: int
+    bound: str = ""  # what bounds most steps: gpu / cpu / sync / data ('' without steps)
 
     def to_json(self) -> dict:
         return {"trace": self.trace, "steps": self.steps, "median_ns": round(self.median_ns),
                 "p10_ns": round(self.p10_ns), "p90_ns": round(self.p90_ns), "device": self.device,
-                "torch_version": self.torch_version, "ranks": self.ranks}
+                "torch_version": self.torch_version, "ranks": self.ranks, "bound": self.bound}
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +112,36 @@ class Row:
                 "b_total_ns": self.b_total_ns, "delta_ns": self.delta_ns, "status": self.status}
 
 
+def _spread_json(steps_ns: np.ndarray) -> dict:
+    if not len(steps_ns):
+        return {"steps": 0, "median_ns": None, "p10_ns": None, "p90_ns": None}
+    p10, med, p90 = np.percentile(steps_ns, [10, 50, 90])
+    return {"steps": int(len(steps_ns)), "median_ns": round(float(med)), "p10_ns": round(float(p10)),
+            "p90_ns": round(float(p90))}
+
+
+def _breakdown_json(breakdown: dict[str, tuple[float, float]]) -> list[dict]:
+    return [{"category": part, "a_ns": round(a), "b_ns": round(b), "delta_ns": round(b - a)}
+            for part, (a, b) in breakdown.items()]
+
+
+@dataclass(frozen=True, slots=True)
+class RankDiff:
+    """One rank of a multi-rank comparison: its own step times, significance, breakdown and GPU busy share."""
+
+    rank: int
+    a_steps_ns: np.ndarray
+    b_steps_ns: np.ndarray
+    step: significance.Comparison
+    breakdown: dict[str, tuple[float, float]]
+    gpu_busy_pct: tuple[float | None, float | None]
+
+    def to_json(self) -> dict:
+        return {"rank": self.rank, "a": _spread_json(self.a_steps_ns), "b": _spread_json(self.b_steps_ns),
+                "step": self.step.to_json(), "breakdown": _breakdown_json(self.breakdown),
+                "gpu_busy_pct": {"a": _round(self.gpu_busy_pct[0]), "b": _round(self.gpu_busy_pct[1])}}
+
+
 @dataclass(frozen=True, slots=True)
 class Diff:
     a: Side
@@ -118,15 +156,16 @@ class Diff:
     memory: dict[str, int | None]
     gpu_busy_pct: tuple[float | None, float | None]
     warnings: tuple[str, ...] = field(default=())
+    per_rank: tuple[RankDiff, ...] = field(default=())  # multi-rank runs: every rank of either side
 
     def to_json(self) -> dict:
         return {
             "a": self.a.to_json(), "b": self.b.to_json(), "step": self.step.to_json(),
-            "breakdown": [{"category": part, "a_ns": round(a), "b_ns": round(b), "delta_ns": round(b - a)}
-                          for part, (a, b) in self.breakdown.items()],
+            "breakdown": _breakdown_json(self.breakdown),
             "gpu_busy_pct": {"a": _round(self.gpu_busy_pct[0]), "b": _round(self.gpu_busy_pct[1])},
             "kernels": [r.to_json() for r in self.kernels], "ops": [r.to_json() for r in self.ops],
             "findings": self.findings, "memory": self.memory, "warnings": list(self.warnings),
+            "per_rank": [r.to_json() for r in self.per_rank],
         }
 
 
@@ -146,14 +185,18 @@ def _side(ts: TraceSet, steps_ns: np.ndarray) -> Side:
         p10, med, p90 = np.percentile(steps_ns, [10, 50, 90])
     else:
         p10 = med = p90 = 0.0
-    return Side(ts.path, int(len(steps_ns)), float(med), float(p10), float(p90), device, torch_version, len(ts.ranks))
+    stats = [step_stats(m) for m in ts.models]
+    bounds = [str(b) for st in stats if not st.synthetic and st.bound is not None for b in st.bound.tolist()]
+    bound = max(sorted(set(bounds)), key=bounds.count) if bounds else ""
+    return Side(ts.path, int(len(steps_ns)), float(med), float(p10), float(p90), device, torch_version, len(ts.ranks),
+                bound)
 
 
-def _breakdown_means(ts: TraceSet) -> tuple[dict[str, float], float | None]:
+def _breakdown_means(models) -> tuple[dict[str, float], float | None]:
     sums = {p: 0.0 for p in PARTS}
     steps = 0
     busy = []
-    for model in ts.models:
+    for model in models:
         bd = step_breakdown(model)
         if not len(bd):
             continue
@@ -204,10 +247,18 @@ def _match(a: dict[str, tuple[int, int]], b: dict[str, tuple[int, int]], a_steps
 
 
 def _finding_key(f: dict) -> tuple:
+    """(rule, which rank, source file, line, title with its numbers masked). The rank label a multi-rank
+    finding's title starts with (`[rank 1] `, `[rank 0 · cycle 2] `) is kept whole: masking its number
+    would match rank 0's finding with rank 1's and drop one of them."""
     src = f.get("source") or {}
-    return (f["rule"], src.get("file"), src.get("line"), _TITLE_NUMBERS.sub("#", f.get("title", "")))
+    title = f.get("title", "")
+    label = _RANK_LABEL.match(title)
+    rest = title[label.end():] if label else title
+    return (f["rule"], label.group(0).strip() if label else "", src.get("file"), src.get("line"),
+            _TITLE_NUMBERS.sub("#", rest))
 
 
+_RANK_LABEL = re.compile(r"^\[rank [^\]]*\]\s*")
 _TITLE_NUMBERS = re.compile(r"[\d.,]+\s*(?:[µmnk]?s|%|MiB|GiB|KiB|B|×|x)?")
 
 
@@ -224,13 +275,14 @@ def match_findings(a: list[dict], b: list[dict]) -> dict[str, list[dict]]:
     by_key_b: dict[tuple, dict] = {}
     for f in b:
         by_key_b.setdefault(_finding_key(f), f)
-    # a rule whose title changed shape still matches when it is the only finding of its rule on each side
+    # a rule whose title changed shape still matches when it is the only finding of its rule (on that rank)
+    # on each side
     unmatched_a = {k: f for k, f in by_key_a.items() if k not in by_key_b}
     unmatched_b = {k: f for k, f in by_key_b.items() if k not in by_key_a}
     pairs = [(by_key_a[k], by_key_b[k]) for k in by_key_a if k in by_key_b]
-    for rule in {k[0] for k in unmatched_a} & {k[0] for k in unmatched_b}:
-        ka = [k for k in unmatched_a if k[0] == rule]
-        kb = [k for k in unmatched_b if k[0] == rule]
+    for rule_rank in {k[:2] for k in unmatched_a} & {k[:2] for k in unmatched_b}:
+        ka = [k for k in unmatched_a if k[:2] == rule_rank]
+        kb = [k for k in unmatched_b if k[:2] == rule_rank]
         if len(ka) == 1 and len(kb) == 1:
             pairs.append((unmatched_a.pop(ka[0]), unmatched_b.pop(kb[0])))
 
@@ -269,8 +321,8 @@ def compare(a: TraceSet, b: TraceSet, *, findings_a: list[dict] | None = None, f
         warnings.append(f"different rank counts: A {len(a.ranks)}, B {len(b.ranks)}")
     if not len(a_steps) or not len(b_steps):
         warnings.append("a run has no ProfilerStep: kernel and op totals compare whole traces")
-    bd_a, busy_a = _breakdown_means(a)
-    bd_b, busy_b = _breakdown_means(b)
+    bd_a, busy_a = _breakdown_means(a.models)
+    bd_b, busy_b = _breakdown_means(b.models)
     per_step = bool(len(a_steps) and len(b_steps))
     kernels = _match(_table_rows(a, "kernels", by_shape, normalize_templates),
                      _table_rows(b, "kernels", by_shape, normalize_templates), len(a_steps), len(b_steps), per_step)
@@ -281,4 +333,19 @@ def compare(a: TraceSet, b: TraceSet, *, findings_a: list[dict] | None = None, f
     return Diff(a=side_a, b=side_b, step=significance.compare(a_steps, b_steps), a_steps_ns=a_steps, b_steps_ns=b_steps,
                 breakdown={p: (bd_a[p], bd_b[p]) for p in PARTS}, kernels=kernels, ops=ops, findings=found,
                 memory={"a_peak_bytes": _memory_peak(a), "b_peak_bytes": _memory_peak(b)},
-                gpu_busy_pct=(busy_a, busy_b), warnings=tuple(warnings))
+                gpu_busy_pct=(busy_a, busy_b), warnings=tuple(warnings), per_rank=_per_rank(a, b))
+
+
+def _per_rank(a: TraceSet, b: TraceSet) -> tuple[RankDiff, ...]:
+    """Each rank of either side compared on its own (multi-rank runs only; a rank missing on one side has no
+    steps there, and its comparison says so)."""
+    if max(len(a.ranks), len(b.ranks)) < 2:
+        return ()
+    out = []
+    for rank in sorted(set(a.ranks) | set(b.ranks)):
+        a_steps, b_steps = rank_steps_ns(a, rank), rank_steps_ns(b, rank)
+        bd_a, busy_a = _breakdown_means(m for m in a.models if m.rank == rank)
+        bd_b, busy_b = _breakdown_means(m for m in b.models if m.rank == rank)
+        out.append(RankDiff(rank, a_steps, b_steps, significance.compare(a_steps, b_steps),
+                            {p: (bd_a[p], bd_b[p]) for p in PARTS}, (busy_a, busy_b)))
+    return tuple(out)

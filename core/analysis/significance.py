@@ -3,7 +3,9 @@
 Two checks, both needed for "significant": a two-sided Mann-Whitney U test (rank-based: robust to the
 odd slow step, no normality assumption; normal approximation with tie correction) at p < 0.05, and a
 bootstrap 95 % interval of the difference of medians that excludes zero. With fewer than
-MIN_STEPS steps on a side nothing is claimed.
+MIN_STEPS steps on a side nothing is claimed, and neither when the step counts cannot reach p < ALPHA even
+with every B step beyond every A step (3 vs 3: p >= 0.08; 4 vs 4 or 3 vs 5 can): calling that "no
+significant change" would pass any CI gate whatever happened.
 """
 from __future__ import annotations
 
@@ -56,6 +58,11 @@ def mann_whitney_p(a: np.ndarray, b: np.ndarray) -> float:
     return float(min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2.0))))
 
 
+def min_p_value(n_a: int, n_b: int) -> float:
+    """The smallest p-value `mann_whitney_p` can give for these sample sizes (the two fully separated)."""
+    return mann_whitney_p(np.arange(n_a), np.arange(n_b) + n_a)
+
+
 def _average_ranks(values: np.ndarray) -> np.ndarray:
     order = np.argsort(values, kind="stable")
     sorted_values = values[order]
@@ -91,6 +98,11 @@ def compare(a_ns: np.ndarray, b_ns: np.ndarray) -> Comparison:
     if len(a) < MIN_STEPS or len(b) < MIN_STEPS:
         return Comparison(med_a, med_b, delta, pct, None, None, None,
                           f"too few steps to test (A {len(a)}, B {len(b)}; need {MIN_STEPS} a side)")
+    best = min_p_value(len(a), len(b))
+    if best >= ALPHA:
+        return Comparison(med_a, med_b, delta, pct, None, None, None,
+                          f"{len(a)} vs {len(b)} steps cannot show a significant change (best p = {best:.2g}): "
+                          "record at least 4 steps a side (ptprof record --active 5)")
     p = mann_whitney_p(a, b)
     ci = bootstrap_median_ci(a, b)
     significant = p < ALPHA and (ci[0] > 0 or ci[1] < 0)

@@ -59,7 +59,11 @@ def run(args) -> int:
 
 
 def verdict(d) -> str:
-    s = d.step
+    return step_verdict(d.step)
+
+
+def step_verdict(s) -> str:
+    """What a significance.Comparison says: faster / slower / no significant change / too few steps."""
     if s.significant is None:
         return f"{s.method}"
     if not s.significant:
@@ -70,11 +74,29 @@ def verdict(d) -> str:
 def _headline(d) -> list[str]:
     s = d.step
     return [f"A  {d.a.trace}: {d.a.steps} step(s), median {units.fmt_ns(d.a.median_ns)} "
-            f"(p10 {units.fmt_ns(d.a.p10_ns)}, p90 {units.fmt_ns(d.a.p90_ns)})",
+            f"(p10 {units.fmt_ns(d.a.p10_ns)}, p90 {units.fmt_ns(d.a.p90_ns)}){_bound(d.a)}",
             f"B  {d.b.trace}: {d.b.steps} step(s), median {units.fmt_ns(d.b.median_ns)} "
-            f"(p10 {units.fmt_ns(d.b.p10_ns)}, p90 {units.fmt_ns(d.b.p90_ns)})",
+            f"(p10 {units.fmt_ns(d.b.p10_ns)}, p90 {units.fmt_ns(d.b.p90_ns)}){_bound(d.b)}",
             f"step: {_signed_ns(s.delta_ns)} ({s.delta_pct:+.1f} %), {verdict(d)}"
             + (f" (p = {s.p_value:.3g})" if s.p_value is not None else "")]
+
+
+def _bound(side) -> str:
+    return f", {side.bound}-bound" if side.bound else ""
+
+
+def _rank_lines(d) -> list[str]:
+    """Multi-rank runs: one line per rank (its own median step, change and verdict)."""
+    out = []
+    for r in d.per_rank:
+        s = r.step
+        a = units.fmt_ns(s.a_median_ns) if len(r.a_steps_ns) else "no steps"
+        b = units.fmt_ns(s.b_median_ns) if len(r.b_steps_ns) else "no steps"
+        change = (f"{_signed_ns(s.delta_ns)} ({s.delta_pct:+.1f} %), " if len(r.a_steps_ns) and len(r.b_steps_ns)
+                  else "")
+        out.append(f"  rank {r.rank}: {a} -> {b}  {change}{step_verdict(s)}"
+                   + (f" (p = {s.p_value:.3g})" if s.p_value is not None else ""))
+    return out
 
 
 def _signed_ns(ns: float) -> str:
@@ -83,6 +105,8 @@ def _signed_ns(ns: float) -> str:
 
 def text(d) -> str:
     lines = _headline(d)
+    if d.per_rank:
+        lines += ["per rank (median step A -> B):"] + _rank_lines(d)
     lines += [f"warning: {w}" for w in d.warnings]
     unit = "per step" if d.a.steps and d.b.steps else "whole trace"
     for title, rows in (("kernels", d.kernels), ("ops", d.ops)):
@@ -129,6 +153,14 @@ def markdown(d, gate_line: str | None = None) -> str:
               f"| median step | {units.fmt_ns(d.a.median_ns)} | {units.fmt_ns(d.b.median_ns)} | "
               f"{_signed_ns(s.delta_ns)} ({s.delta_pct:+.1f} %), {verdict(d)} |",
               f"| steps | {d.a.steps} | {d.b.steps} | |"]
+    if d.a.bound or d.b.bound:
+        lines.append(f"| bound by | {d.a.bound or 'n/a'} | {d.b.bound or 'n/a'} | |")
+    for r in d.per_rank:
+        rs = r.step
+        a = units.fmt_ns(rs.a_median_ns) if len(r.a_steps_ns) else "no steps"
+        b = units.fmt_ns(rs.b_median_ns) if len(r.b_steps_ns) else "no steps"
+        lines.append(f"| rank {r.rank} median step | {a} | {b} | {_signed_ns(rs.delta_ns)} ({rs.delta_pct:+.1f} %), "
+                     f"{step_verdict(rs)} |")
     busy_a, busy_b = d.gpu_busy_pct
     if busy_a is not None and busy_b is not None:
         lines.append(f"| GPU busy | {busy_a:.1f} % | {busy_b:.1f} % | {busy_b - busy_a:+.1f} pt |")

@@ -39,6 +39,8 @@ def run(args, ts_b) -> int:
     else:
         verdict = "REGRESSION" if failed else "ok"
         bound = f" (limit {limit:g} %)" if limit is not None else ""
-        line = f"**{verdict}**: {what} {worse_pct:+.1f} %{bound}" + ("" if significant else ", not significant")
+        why_not = (d.step.method if args.metric == "step" and d.step.significant is None  # too few steps to claim
+                   else "not significant")
+        line = f"**{verdict}**: {what} {worse_pct:+.1f} %{bound}" + ("" if significant else f", {why_not}")
     sys.stdout.write(diff_cmd.markdown(d, gate_line=line))
     return 1 if failed else 0

@@ -34,6 +34,7 @@ def headline_html(d: Diff) -> str:
     def side(label: str, x) -> str:
         return (f"<b>{label}</b> {html.escape(Path(x.trace).name)}: median step <b>{units.fmt_ns(x.median_ns)}</b> "
                 f"(p10 {units.fmt_ns(x.p10_ns)}, p90 {units.fmt_ns(x.p90_ns)}, {x.steps} steps)"
+                + (f" · <b>{html.escape(x.bound)}-bound</b>" if x.bound else "")
                 + (f" · {html.escape(x.device)}" if x.device else ""))
 
     if s.significant is None:

@@ -41,6 +41,16 @@ def test_too_few_steps_says_so_instead_of_guessing():
     assert "too few steps" in res.method and "A 2" in res.method
 
 
+def test_step_counts_that_cannot_reach_significance_say_so():
+    """3 vs 3 fully separated is p = 0.08: "no significant change" would pass any gate whatever happened."""
+    res = significance.compare(np.array([1e6, 1.1e6, 1.2e6]), np.array([2e6, 2.1e6, 2.2e6]))
+    assert res.significant is None and res.p_value is None and "best p = 0.081" in res.method
+    assert "--active" in res.method
+    four = significance.compare(np.array([1e6, 1.1e6, 1.2e6, 1.3e6]), np.array([2e6, 2.1e6, 2.2e6, 2.3e6]))
+    assert four.significant is True and four.p_value == pytest.approx(significance.min_p_value(4, 4))
+    assert significance.min_p_value(3, 5) < significance.ALPHA <= significance.min_p_value(3, 4)
+
+
 def test_mann_whitney_matches_the_textbook_value():
     # all of B above all of A, 5 vs 5: U = 0; normal approximation with continuity correction
     p = significance.mann_whitney_p(np.arange(5), np.arange(5) + 10)
@@ -76,7 +86,8 @@ def test_more_dataloader_workers_fix_the_loader_finding():
 def test_json_has_the_documented_keys():
     j = _compare("mlp_fp32", "mlp_bf16").to_json()
     assert set(j) >= {"a", "b", "step", "breakdown", "kernels", "ops", "findings", "memory", "warnings"}
-    assert set(j["a"]) >= {"trace", "steps", "median_ns", "p10_ns", "p90_ns", "device", "torch_version"}
+    assert set(j["a"]) >= {"trace", "steps", "median_ns", "p10_ns", "p90_ns", "device", "torch_version", "bound"}
+    assert j["a"]["bound"] == j["b"]["bound"] == "gpu"
     assert j["a"]["device"] == "NVIDIA H200" and j["a"]["torch_version"].startswith("2.11")
     assert set(j["step"]) >= {"delta_ns", "delta_pct", "significant", "method"}
     assert {"category", "a_ns", "b_ns", "delta_ns"} <= set(j["breakdown"][0])
@@ -102,6 +113,40 @@ def test_multi_rank_runs_aggregate_by_slowest_rank():
     per_rank = [diff.step_samples_ns(m)[1] for m in ts.models]
     assert len(steps) == len(per_rank[0])
     assert np.array_equal(steps, np.maximum(*per_rank))
+
+
+def test_multi_rank_runs_compare_each_rank_too():
+    ts = load(shared_trace("gpu_ddp2"))
+    same = diff.compare(ts, ts)
+    assert [r.rank for r in same.per_rank] == [0, 1]
+    for r in same.per_rank:  # 3 steps a side: no change could be significant, and it says so
+        assert r.step.delta_ns == 0 and r.step.significant is None and len(r.a_steps_ns) == 3
+        assert "3 vs 3 steps cannot show a significant change" in r.step.method
+        assert all(a == b for a, b in r.breakdown.values())
+    j = same.to_json()["per_rank"][1]
+    assert j["rank"] == 1 and j["a"]["steps"] == 3 and j["a"]["median_ns"] == j["b"]["median_ns"]
+    assert {"category", "a_ns", "b_ns", "delta_ns"} <= set(j["breakdown"][0]) and set(j["gpu_busy_pct"]) == {"a", "b"}
+    # the aggregate's step is the slowest rank's: its median is the larger of the per-rank ones or between them
+    assert same.a.median_ns >= min(np.median(r.a_steps_ns) for r in same.per_rank)
+    one = _load("gemm_bf16")
+    assert diff.compare(one, one).per_rank == ()  # single rank: the aggregate is the rank
+    # a rank only one side has: compared as "too few steps", never dropped
+    mixed = diff.compare(one, ts)
+    assert [r.rank for r in mixed.per_rank] == [0, 1]
+    assert mixed.per_rank[1].step.significant is None and len(mixed.per_rank[1].a_steps_ns) == 0
+
+
+def test_findings_of_each_rank_are_kept_apart():
+    """`[rank 0]` and `[rank 1]` titles differ only by a number: masking it used to merge them and drop one."""
+    def f(rank, pct, rule="gpu_idle"):
+        return {"rule": rule, "severity": "warning", "title": f"[rank {rank}] GPU idle {pct} % of step time",
+                "impact_ns": 1000 * rank + 10, "source": None}
+    m = diff.match_findings([f(0, 90.1), f(1, 91.2)], [f(1, 50.0)])
+    assert [x["title"] for x in m["fixed"]] == ["[rank 0] GPU idle 90.1 % of step time"]
+    assert [(c["title_a"], c["title_b"]) for c in m["changed"]] == [
+        ("[rank 1] GPU idle 91.2 % of step time", "[rank 1] GPU idle 50.0 % of step time")]
+    both = diff.match_findings([f(0, 90.1), f(1, 91.2)], [])
+    assert len(both["fixed"]) == 2
 
 
 def test_matching_survives_template_and_recompile_changes():
