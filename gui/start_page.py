@@ -12,6 +12,7 @@ class StartPage(QtWidgets.QWidget):
     sig_run_script_clicked = QtCore.Signal()  # wired by the lead to the run dialog
     sig_sample_clicked = QtCore.Signal()
     sig_recent_clicked = QtCore.Signal(str)
+    sig_recent_pair_chosen = QtCore.Signal(str, str)  # (A: the entry opened earlier, B: the one opened later)
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -42,6 +43,15 @@ class StartPage(QtWidgets.QWidget):
         self.recent.setMinimumWidth(640)
         self.recent.setMaximumHeight(220)
         self.recent.itemActivated.connect(lambda it: self.sig_recent_clicked.emit(it.data(QtCore.Qt.ItemDataRole.UserRole)))
+        # select two entries (Ctrl/Shift+click) to compare them: the one opened earlier is the baseline (A)
+        self.recent.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.compare_btn = QtWidgets.QPushButton("Compare the two selected")
+        self.compare_btn.setToolTip("Select two recent entries (Ctrl+click): the one opened earlier (lower in the "
+                                    "list) is the baseline A")
+        self.compare_btn.setEnabled(False)
+        self.compare_btn.clicked.connect(self._compare_selected)
+        self.recent.itemSelectionChanged.connect(
+            lambda: self.compare_btn.setEnabled(len(self.recent.selectedItems()) == 2))
         col = QtWidgets.QVBoxLayout()
         col.addStretch(1)
         col.addWidget(title)
@@ -52,6 +62,7 @@ class StartPage(QtWidgets.QWidget):
         col.addSpacing(16)
         col.addWidget(QtWidgets.QLabel("Recent"), 0, QtCore.Qt.AlignmentFlag.AlignHCenter)
         col.addWidget(self.recent, 0, QtCore.Qt.AlignmentFlag.AlignHCenter)
+        col.addWidget(self.compare_btn, 0, QtCore.Qt.AlignmentFlag.AlignHCenter)
         col.addStretch(2)
         self.setLayout(col)
 
@@ -61,3 +72,16 @@ class StartPage(QtWidgets.QWidget):
             it = QtWidgets.QListWidgetItem(f"{Path(p).name}    —    {Path(p).parent}")
             it.setData(QtCore.Qt.ItemDataRole.UserRole, p)
             self.recent.addItem(it)
+
+    def selected_pair(self) -> tuple[str, str] | None:
+        """(A, B) of the two selected recent entries, A the one opened earlier (the list is newest first)."""
+        rows = sorted(self.recent.row(it) for it in self.recent.selectedItems())
+        if len(rows) != 2:
+            return None
+        newer, older = (self.recent.item(r).data(QtCore.Qt.ItemDataRole.UserRole) for r in rows)
+        return older, newer
+
+    def _compare_selected(self) -> None:
+        pair = self.selected_pair()
+        if pair is not None:
+            self.sig_recent_pair_chosen.emit(*pair)

@@ -1,4 +1,5 @@
-"""File > Compare with…, Shift+drop on an open tab, and `MainWindow.compare_paths(a, b)`.
+"""File > Compare with… / Compare with Folder…, two selected Recent entries on the start page, Shift+drop on
+an open tab, and `MainWindow.compare_paths(a, b)`.
 
 Both runs load in parallel workers with the status-bar progress and Cancel; the result is a CompareView
 tab. A failure is one dialog with the reason."""
@@ -20,21 +21,32 @@ class CompareActions(QtCore.QObject):
         super().__init__(win)
         self.win = win
         self.jobs: list[CompareJob] = []
-        self.action = actions.make_action(win, "Co&mpare with…", self.ask_compare, "Ctrl+Shift+D",
-                                          "Compare the current trace (A) with another run (B)")
+        self.action = actions.make_action(win, "Co&mpare with…", lambda: self.ask_compare(folder=False),
+                                          "Ctrl+Shift+D", "Compare the current trace (A) with another run (B)")
+        # runs are mostly folders (run bundles, TensorBoard log dirs, multi-rank dirs): a file dialog cannot pick one
+        self.action_folder = actions.make_action(win, "Compare with &Folder…", lambda: self.ask_compare(folder=True),
+                                                 None, "Compare the current trace (A) with a run bundle, TensorBoard "
+                                                 "log dir or multi-rank dir (B)")
         win.file_menu.insertAction(win.action_run_script, self.action)
+        win.file_menu.insertAction(win.action_run_script, self.action_folder)
+        win.start_page.sig_recent_pair_chosen.connect(self.compare_paths)
 
-    def ask_compare(self) -> None:
+    def _ask(self, title: str, start: str, folder: bool) -> str:
+        if folder:
+            return QtWidgets.QFileDialog.getExistingDirectory(self.win, title, start) or ""
+        path, _ = QtWidgets.QFileDialog.getOpenFileName(self.win, title, start, actions.TRACE_FILTER)
+        return path or ""
+
+    def ask_compare(self, folder: bool = False) -> None:
         view = self.win.current_view()
         start = str(Path(view.trace_set.path).parent) if view is not None else str(Path.home())
         if view is None:
-            path_a, _ = QtWidgets.QFileDialog.getOpenFileName(self.win, "Baseline run (A)", start, actions.TRACE_FILTER)
+            path_a = self._ask("Baseline run (A)", start, folder)
             if not path_a:
                 return
         else:
             path_a = view.trace_set.path
-        path_b, _ = QtWidgets.QFileDialog.getOpenFileName(self.win, f"Compare {Path(path_a).name} with (B)", start,
-                                                          actions.TRACE_FILTER)
+        path_b = self._ask(f"Compare {Path(path_a).name} with (B)", start, folder)
         if path_b:
             self.compare_paths(path_a, path_b)
 

@@ -20,7 +20,7 @@ def test_compare_tab_shows_the_change(qtbot, main_window, tmp_path):
     view = _compare(qtbot, main_window, PAIRS / "copy_pageable", PAIRS / "copy_pinned")
     assert main_window.tabs.currentWidget() is view and main_window.progress.isHidden()
     text = view.header.text()
-    assert "faster" in text and "significant" in text
+    assert "faster" in text and "significant" in text and text.count("gpu-bound") == 2
     # kernel deltas: the pageable copy is gone, the pinned one new, both at the top (sorted by |Δ|)
     proxy = view.kernels.proxy
     top = {proxy.index(r, 0).data(): proxy.index(r, 1).data() for r in range(2)}
@@ -83,3 +83,64 @@ def test_shift_drop_compares_with_the_current_tab(qtbot, main_window, open_and_w
     with qtbot.waitSignal(main_window.integrations.compare.sig_compare_shown, timeout=120_000) as blocker:
         main_window.dropEvent(drop)
     assert blocker.args[0].diff.findings["fixed"][0]["rule"] == "pageable_memcpy"
+
+
+def test_file_menu_compares_the_current_tab_with_a_chosen_run(qtbot, main_window, open_and_wait, monkeypatch):
+    """File > Compare with Folder… (run bundles are folders) and File > Compare with… (a file)."""
+    from PySide6 import QtWidgets
+    open_and_wait(main_window, PAIRS / "copy_pageable")
+    compare = main_window.integrations.compare
+    menu = [a.text() for a in main_window.file_menu.actions()]
+    assert "Co&mpare with…" in menu and "Compare with &Folder…" in menu
+    asked = []
+    monkeypatch.setattr(QtWidgets.QFileDialog, "getExistingDirectory",
+                        lambda *a, **k: asked.append(a[1]) or str(PAIRS / "copy_pinned"))
+    with qtbot.waitSignal(compare.sig_compare_shown, timeout=120_000) as blocker:
+        compare.action_folder.trigger()
+    assert asked == ["Compare copy_pageable with (B)"]
+    view = blocker.args[0]
+    assert view.diff.a.trace.endswith("copy_pageable") and view.diff.b.trace.endswith("copy_pinned")
+    assert view.diff.findings["fixed"][0]["rule"] == "pageable_memcpy"
+    trace = next((PAIRS / "copy_pinned" / "traces").glob("*.pt.trace.json*"))
+    monkeypatch.setattr(QtWidgets.QFileDialog, "getOpenFileName", lambda *a, **k: (str(trace), ""))
+    main_window.tabs.setCurrentIndex(0)  # the copy_pageable tab again
+    with qtbot.waitSignal(compare.sig_compare_shown, timeout=120_000) as blocker:
+        compare.action.trigger()
+    assert blocker.args[0].diff.b.trace == str(trace)
+
+
+def test_two_recent_entries_compare_with_the_older_as_baseline(qtbot, main_window):
+    page = main_window.start_page
+    # newest first, as actions.recent_files() keeps them
+    page.set_recent([str(PAIRS / "copy_pinned"), str(PAIRS / "mlp_fp32"), str(PAIRS / "copy_pageable")])
+    assert not page.compare_btn.isEnabled()
+    page.recent.item(0).setSelected(True)
+    assert not page.compare_btn.isEnabled()  # one entry: nothing to compare
+    page.recent.item(2).setSelected(True)
+    assert page.compare_btn.isEnabled()
+    assert page.selected_pair() == (str(PAIRS / "copy_pageable"), str(PAIRS / "copy_pinned"))
+    page.recent.item(1).setSelected(True)
+    assert not page.compare_btn.isEnabled()  # three: which two?
+    page.recent.item(1).setSelected(False)
+    with qtbot.waitSignal(main_window.integrations.compare.sig_compare_shown, timeout=120_000) as blocker:
+        qtbot.mouseClick(page.compare_btn, QtCore.Qt.MouseButton.LeftButton)
+    d = blocker.args[0].diff
+    assert d.a.trace.endswith("copy_pageable") and d.step.significant is True and d.step.delta_ns < 0
+
+
+def test_both_runs_load_in_parallel_with_progress(qtbot, main_window, monkeypatch):
+    """compare_paths starts both loads at once (neither waits for the other), and the status bar shows the
+    compare's progress, A's and B's load stages then the analysis, until the tab is there."""
+    from gui import workers
+    started = []
+    real_start = workers.GeneratorJob.start
+    monkeypatch.setattr(workers.GeneratorJob, "start", lambda self: (started.append(self.path), real_start(self)))
+    stages = []
+    with qtbot.waitSignal(main_window.integrations.compare.sig_compare_shown, timeout=120_000):
+        job = main_window.compare_paths(str(PAIRS / "loader_nw0"), str(PAIRS / "copy_pinned"))
+        assert started == [str(PAIRS / "loader_nw0"), str(PAIRS / "copy_pinned")]  # both before any result
+        assert job.loaded == [None, None] and not main_window.progress.isHidden()
+        job.sig_progress_changed.connect(lambda stage, f: stages.append((stage, f)))
+    assert {s[:2] for s, _ in stages} >= {"A:", "B:"} and "comparing" in [s for s, _ in stages]
+    assert all(0.0 <= f <= 1.0 for _, f in stages) and stages[-1][1] >= 0.9
+    qtbot.waitUntil(lambda: main_window.progress.isHidden(), timeout=5_000)
