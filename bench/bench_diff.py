@@ -26,7 +26,11 @@ from core.analysis import diff  # noqa: E402
 from core.analysis.findings_cache import findings_of  # noqa: E402
 from core.trace.loader import load  # noqa: E402
 
-SHARED = Path(os.environ.get("PTPROF_SHARED_TRACES", Path(__file__).resolve().parents[2] / "shared" / "traces"))
+_REPO = Path(__file__).resolve().parents[1]
+# beside a clone (../shared/traces) or a worktree under a folder beside it (../../shared/traces), as tests/helpers.py
+SHARED = Path(os.environ.get("PTPROF_SHARED_TRACES") or next(
+    (p for p in (_REPO.parent / "shared" / "traces", _REPO.parent.parent / "shared" / "traces") if p.is_dir()),
+    _REPO.parent / "shared" / "traces"))
 
 
 def one(a: Path, b: Path, use_cache: bool) -> dict:
@@ -46,6 +50,10 @@ def main() -> int:
     p.add_argument("--a", type=Path, default=SHARED / "gpu_gpt_big.pt.trace.json.gz")
     p.add_argument("--b", type=Path, default=SHARED / "gpu_gpt_big.pt.trace.json.gz")
     args = p.parse_args()
+    for path in (args.a, args.b):
+        if not path.is_file():
+            print(f"bench_diff: {path} not found (set PTPROF_SHARED_TRACES or pass --a / --b)", file=sys.stderr)
+            return 2
     os.environ["PTPROF_CACHE_DIR"] = tempfile.mkdtemp(prefix="bench-diff-cache-")
     import orjson
     rows = {"orjson_loads_both": [], "cold": [], "warm": []}

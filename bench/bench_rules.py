@@ -23,7 +23,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from core.rules import analyze  # noqa: E402
 from core.trace.loader import load  # noqa: E402
 
-SHARED = Path(os.environ.get("PTPROF_SHARED_TRACES", Path(__file__).resolve().parents[2] / "shared" / "traces"))
+_REPO = Path(__file__).resolve().parents[1]
+# beside a clone (../shared/traces) or a worktree under a folder beside it (../../shared/traces), as tests/helpers.py
+SHARED = Path(os.environ.get("PTPROF_SHARED_TRACES") or next(
+    (p for p in (_REPO.parent / "shared" / "traces", _REPO.parent.parent / "shared" / "traces") if p.is_dir()),
+    _REPO.parent / "shared" / "traces"))
 BIG = Path("/tmp/gpu_big_stack.pt.trace.json")
 
 
