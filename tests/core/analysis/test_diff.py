@@ -98,13 +98,32 @@ def test_json_has_the_documented_keys():
     assert j["kernels"][0]["status"] == "gone" and j["kernels"][0]["delta_ns"] < 0
 
 
-def test_different_gpus_warn_never_refuse():
-    a = _load("gemm_bf16")
-    b = load(shared_trace("gpu_clean.pt.trace.json.gz"))
+def test_different_gpus_and_torch_versions_warn_never_refuse(tmp_path):
+    """B: the gemm_bf16 bundle said to come from another GPU (its trace's deviceProperties) and torch build
+    (run.json): the diff is computed and says both."""
+    import gzip
+    import json
+    import shutil
+    run = tmp_path / "gemm_other"
+    shutil.copytree(PAIRS / "gemm_bf16", run)
+    meta = json.loads((run / "run.json").read_text())
+    meta["torch_version"] = "2.12.0+rocm7.0"
+    (run / "run.json").write_text(json.dumps(meta))
+    for trace in (run / "traces").glob("*.pt.trace.json*"):
+        opener = gzip.open if trace.suffix == ".gz" else open
+        with opener(trace, "rt", encoding="utf-8") as fh:
+            doc = json.load(fh)
+        for props in doc.get("deviceProperties", []):
+            props["name"] = "AMD Instinct MI300X"
+        with opener(trace, "wt", encoding="utf-8") as fh:
+            json.dump(doc, fh)
+    a, b = _load("gemm_bf16"), load(run)
     d = diff.compare(a, b)
-    assert d.a.device and d.b.device  # both known
-    if d.a.device != d.b.device:
-        assert any("different GPUs" in w for w in d.warnings)
+    assert (d.a.device, d.b.device) == ("NVIDIA H200", "AMD Instinct MI300X")
+    assert d.a.torch_version.startswith("2.11") and d.b.torch_version == "2.12.0+rocm7.0"
+    assert any("different GPUs: A ran on NVIDIA H200, B on AMD Instinct MI300X" == w for w in d.warnings)
+    assert any(w.startswith("different torch versions: A 2.11") for w in d.warnings)
+    assert d.step.delta_ns == 0 and all(r.delta_ns == 0 for r in d.kernels)  # same work, compared all the same
 
 
 def test_multi_rank_runs_aggregate_by_slowest_rank():

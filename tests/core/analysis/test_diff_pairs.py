@@ -54,6 +54,9 @@ def test_the_diff_names_the_fix(pair, capsys):
     if pair == "loader":  # the fix changes no GPU work: no kernel moved by more than 1 % of the step saving
         assert abs(d["kernels"][0]["delta_ns"]) < 0.01 * abs(d["step"]["delta_ns"])
         assert (d["a"]["bound"], d["b"]["bound"]) == ("data", "cpu")  # what bounds each run, in the headline
+    if pair == "compile":  # compiled regions match by frame: frame 0 on both sides, frame 1 (the resume) gone
+        regions = {r["name"]: r["status"] for r in d["ops"] if r["name"].startswith("Torch-Compiled Region")}
+        assert regions == {"Torch-Compiled Region: 0": "same", "Torch-Compiled Region: 1": "gone"}
 
 
 @pytest.mark.parametrize("pair", sorted(PAIRS_WITH_SAVINGS))
