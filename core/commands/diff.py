@@ -187,7 +187,8 @@ def _signed_bytes(n: int) -> str:
 
 
 def write_csvs(d, out_dir: str) -> None:
-    """kernels_diff.csv, ops_diff.csv (totals in µs per step, or whole trace without steps), steps_diff.csv."""
+    """kernels_diff.csv, ops_diff.csv (totals in µs per step, or whole trace without steps), steps_diff.csv
+    (run a / b, rank: "all" for the run's steps, then each rank's own for a multi-rank run)."""
     from pathlib import Path
 
     from core.export.csv import write_table
@@ -199,7 +200,14 @@ def write_csvs(d, out_dir: str) -> None:
         data = ([r.name for r in rows], [r.status for r in rows], [r.a_calls for r in rows], [r.b_calls for r in rows],
                 [r.a_total_ns / 1e3 for r in rows], [r.b_total_ns / 1e3 for r in rows], [r.delta_ns / 1e3 for r in rows])
         write_table(ExportTable(name, columns, data), out / f"{name}.csv")
-    runs = ["a"] * len(d.a_steps_ns) + ["b"] * len(d.b_steps_ns)
-    index = list(range(len(d.a_steps_ns))) + list(range(len(d.b_steps_ns)))
-    step_us = [ns / 1e3 for ns in d.a_steps_ns.tolist() + d.b_steps_ns.tolist()]
-    write_table(ExportTable("steps_diff", ("run", "index", "step_us"), (runs, index, step_us)), out / "steps_diff.csv")
+    # the run's steps (rank "all": a multi-rank step is its slowest rank), then each rank's own
+    runs, ranks, index, step_us = [], [], [], []
+    series = [("all", d.a_steps_ns, d.b_steps_ns)] + [(str(r.rank), r.a_steps_ns, r.b_steps_ns) for r in d.per_rank]
+    for rank, a_ns, b_ns in series:
+        for run, values in (("a", a_ns), ("b", b_ns)):
+            runs += [run] * len(values)
+            ranks += [rank] * len(values)
+            index += list(range(len(values)))
+            step_us += [ns / 1e3 for ns in values.tolist()]
+    write_table(ExportTable("steps_diff", ("run", "rank", "index", "step_us"), (runs, ranks, index, step_us)),
+                out / "steps_diff.csv")

@@ -35,7 +35,7 @@ def test_diff_csv(tmp_path, capsys):
     assert rows[0]["status"] in ("gone", "new") and float(rows[0]["delta_us"]) != 0
     with open(tmp_path / "d" / "steps_diff.csv", encoding="utf-8") as fh:
         steps = list(csv.DictReader(fh))
-    assert {r["run"] for r in steps} == {"a", "b"} and len(steps) == 10
+    assert {r["run"] for r in steps} == {"a", "b"} and len(steps) == 10 and {r["rank"] for r in steps} == {"all"}
 
 
 def test_gate_fails_on_the_regression_and_passes_the_improvement(capsys):
@@ -88,6 +88,11 @@ def test_diff_takes_every_input_kind(tmp_path, capsys):
     assert "per rank (median step A -> B):" in text and "  rank 1: " in text
     assert main(["diff", ddp, ddp, "--markdown"]) == 0
     assert "| rank 0 median step |" in capsys.readouterr().out
+    assert main(["diff", ddp, ddp, "--csv", str(tmp_path / "csv")]) == 0
+    capsys.readouterr()
+    with open(tmp_path / "csv" / "steps_diff.csv", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [sum(1 for r in rows if r["rank"] == k) for k in ("all", "0", "1")] == [6, 6, 6]  # 3 steps a side
 
 
 def test_diff_matching_options(capsys):
