@@ -35,6 +35,18 @@ PAIRS = {
 }
 
 
+# bench/device_check/fresh.py: loop shapes written after the what-ifs were tuned (tests/data/device/fresh);
+# rule None: the pair's fix is one no rule should ask for (cuDNN's TF32 convolutions already use tensor cores)
+FRESH = {
+    "log": ("tfm_log", "tfm", "host_sync"),
+    "amp": ("resnet_fp32", "resnet_amp", "fp32_gemm"),
+    "h2d": ("h2d_pageable", "h2d_pinned", "pageable_memcpy"),
+    "graphs": ("small_eager", "small_graphed", "launch_bound"),
+    "cl": ("resnet_amp", "resnet_amp_cl", "channels_last"),
+    "cl_h2d": ("h2d_pinned", "h2d_pinned_cl", "channels_last"),
+}
+
+
 def default_dir() -> Path:
     for p in (REPO / "tests" / "data" / "device" / "pairs", Path("/work/device_pairs")):
         if (p / "timings.json").is_file():
@@ -50,12 +62,16 @@ def bundle(root: Path, name: str) -> Path:
 
 
 def rows(root: Path) -> list[dict]:
-    timings = {r["variant"]: r["step_ms"] for r in json.loads((root / "timings.json").read_text())["results"]}
-    inter = {}
-    if (root / "pairs_timing.json").is_file():
-        inter = {r["pair"]: r for r in json.loads((root / "pairs_timing.json").read_text())["results"]}
+    timings, inter, pairs = {}, {}, PAIRS
+    if (root / "timings.json").is_file():
+        timings = {r["variant"]: r["step_ms"] for r in json.loads((root / "timings.json").read_text())["results"]}
+    for name in ("pairs_timing.json", "fresh_timing.json"):
+        if (root / name).is_file():
+            inter |= {r["pair"]: r for r in json.loads((root / name).read_text())["results"]}
+    if (root / "fresh_timing.json").is_file():
+        pairs = {k: v for k, v in FRESH.items() if k in inter}
     out = []
-    for pair, (before, after, rule) in PAIRS.items():
+    for pair, (before, after, rule) in pairs.items():
         a = analyze(load(bundle(root, before), use_cache=False))
         hits = [f for f in a.findings if f.rule == rule and f.saving_ns is not None]
         saving_ns = sum(f.saving_ns for f in hits)
@@ -71,7 +87,7 @@ def rows(root: Path) -> list[dict]:
         measured_pct = 100.0 * measured_ms / unprof
         out.append({"pair": pair, "rule": rule, "found": bool(hits), "step_ms": a.summary["mean_step_ns"] / 1e6,
                     "unprofiled_ms": unprof, "saving_ms": saving_ns / 1e6, "range_ms": (lo, hi),
-                    "sequential_ms": timings[before] - timings[after],
+                    "sequential_ms": timings[before] - timings[after] if before in timings else measured_ms,
                     "saving_pct": saving_pct, "measured_ms": measured_ms, "measured_pct": measured_pct,
                     "severity": hits[0].severity.label if hits else "-", "inflation": infl})
     return out

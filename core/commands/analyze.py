@@ -89,15 +89,13 @@ def format_table(result, metrics=(), checks=()) -> str:
     s = result.summary
     traces = s.get("traces", s["ranks"])
     files = f" in {traces} trace files" if traces != s["ranks"] else ""
-    split = (f" (CPU {units.fmt_ns(s['cpu_step_ns'])} · GPU {units.fmt_ns(s.get('gpu_step_ns', 0))} · {s['bound']}-bound)"
-             if s.get("bound") else "")
+    from core.analysis.headline import fixes_text, step_text
+    step = step_text(s)
     lines = [f"{s['trace']}",
-             f"  {s['steps']} step(s), mean {units.fmt_ns(s['mean_step_ns'])}{split}, {s['ranks']} rank(s){files}; "
+             f"  {s['steps']} step(s){', ' + step if step else ''}, {s['ranks']} rank(s){files}; "
              f"{len(result.findings)} finding(s) in {s['analysis_s']:.2f} s"]
-    together = s.get("all_fixes")
-    if together and together.get("saving_ns"):
-        lines.append(f"  all fixes together: est. -{units.fmt_ns(together['saving_ns'])}/step "
-                     f"(-{together['saving_pct']:.1f} %)")
+    if fixes_text(s):
+        lines.append(f"  {fixes_text(s)}")
     lines.extend(f"  warning: {w}" for w in s.get("warnings", ()))
     lines.extend(f"  {h['severity']}: {h['message']}" for h in checks if h["severity"] != "info")
     from core.analysis.metrics import format_metrics

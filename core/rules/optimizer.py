@@ -40,6 +40,17 @@ def zero_grad_not_none(ctx: RuleContext) -> RuleOutput:
     return out
 
 
+# torch.optim classes with a multi-tensor implementation, and the argument that selects it. LBFGS (a closure
+# optimizer: its step runs the model's forward and backward) and SparseAdam have none, nor do user classes:
+# advising `foreach=True` there would name an argument that does not exist.
+MULTI_TENSOR = {
+    "SGD": "foreach=True, or fused=True (parameters on CUDA)",
+    "Adam": "foreach=True, or fused=True (parameters on CUDA)",
+    "AdamW": "foreach=True, or fused=True (parameters on CUDA)",
+    **{n: "foreach=True" for n in ("Adagrad", "Adadelta", "Adamax", "ASGD", "NAdam", "RAdam", "RMSprop", "Rprop")},
+}
+
+
 @rule("single_tensor_optimizer", "Optimizer launches kernels per parameter")
 def single_tensor_optimizer(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
@@ -68,13 +79,15 @@ def single_tensor_optimizer(ctx: RuleContext) -> RuleOutput:
         if per_step < min_kernels:
             continue
         name = m.name(int(ann[0])).split("#")[-1].split(".")[0]
+        if name not in MULTI_TENSOR:
+            continue
         out.findings.append(ctx.finding(
             "single_tensor_optimizer", i,
             title=f"{name} runs per parameter: {per_step:.0f} kernels per optimizer step, none multi-tensor",
             count=len(kern), impact_ns=int(s.dur_ns[ann].sum()), time_ranges=c.ranges_of(m, ann),
             evidence=c.evidence(m, ann), source=c.source_of(m, int(ann[0])),
-            fix=f"Use the multi-tensor implementation: torch.optim.{name}(..., foreach=True) or fused=True "
-                "(parameters on CUDA), which launches a handful of kernels for all parameters.",
+            fix=f"Use the multi-tensor implementation: torch.optim.{name}(..., {MULTI_TENSOR[name]}), which "
+                "launches a handful of kernels for all parameters.",
             evidence_rows=np.concatenate([ann, kern])))
     return out
 

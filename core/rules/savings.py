@@ -16,7 +16,7 @@ import numpy as np
 
 from core.analysis.critical_path import Edit, composition, replay_input, validate
 from core.rules.base import Finding, RuleContext, Severity
-from core.rules.whatif import edit_for, load_whatif_config, saving_of
+from core.rules.whatif import edit_for, load_whatif_config, saving_of, unprofiled_step_ns
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +60,9 @@ def _together(ctx: RuleContext, edits: dict[int, list[Edit]], inflation: float |
         v = validate(m)
         entry = {"rank": m.rank, "replay_error_pct": round(v.error_pct, 3),
                  "critical_path": composition(m).mean() | {"gpu_steps": int((composition(m).path == "gpu").sum())}}
+        unprofiled = unprofiled_step_ns(m, inflation)
+        if unprofiled:
+            entry["unprofiled_step_ns"] = unprofiled
         if i in edits:
             total = Edit()
             for e in edits[i]:
@@ -77,6 +80,9 @@ def _together(ctx: RuleContext, edits: dict[int, list[Edit]], inflation: float |
                          "estimate": "every finding's edit applied together in one replay (median over steps)"}}
     if inflation:
         out["recording_inflation"] = round(inflation, 3)
+        steps = [e["unprofiled_step_ns"] for e in per_model if "unprofiled_step_ns" in e]
+        if steps:  # what the user's loop takes without the profiler (the replay, CPU side / inflation)
+            out["unprofiled_step_ns"] = int(np.median(steps))
     return out
 
 

@@ -18,6 +18,7 @@ from PySide6 import QtCore, QtWidgets
 from superqt.utils import create_worker
 
 from core.analysis.breakdown import step_breakdown
+from core.analysis.headline import fixes_text, step_text
 from core.rules import Analysis, iter_analyze
 from core.rules.config import load_config
 from gui.issues.breakdown_view import BreakdownView
@@ -55,6 +56,7 @@ class IssuesPanel(QtWidgets.QWidget):
         self._token = 0
 
         self.status = QtWidgets.QLabel("No trace loaded.")
+        self.status.setWordWrap(True)  # the step line is long; the narrow dock wraps it
         self.cancel_button = QtWidgets.QPushButton("Cancel")
         self.cancel_button.setVisible(False)
         self.rank_combo = QtWidgets.QComboBox()
@@ -156,8 +158,10 @@ class IssuesPanel(QtWidgets.QWidget):
         self._fit_columns()
         n_err = sum(1 for f in analysis.findings if f.severity.label == "error")
         n_warn = sum(1 for f in analysis.findings if f.severity.label == "warning")
+        step, fixes = step_text(analysis.summary), fixes_text(analysis.summary)
         self.status.setText(f"{len(analysis.findings)} finding(s): {n_err} error, {n_warn} warning · "
-                            f"{analysis.summary.get('steps', 0)} step(s) · analysed in {analysis.elapsed_s:.2f} s")
+                            f"{analysis.summary.get('steps', 0)} step(s){', ' + step if step else ''}"
+                            f"{' · ' + fixes if fixes else ''} · analysed in {analysis.elapsed_s:.2f} s")
         if analysis.not_run:  # shown once: here, each reason once for all ranks it applies to
             self.not_run.setText("Checks not run: " + not_run_text(analysis.not_run))
             self.not_run.setVisible(True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import SHARED_TRACES, shared_trace
+from helpers import shared_trace
 from core.rules import all_rules
 from core.rules.base import RuleContext
 from core.rules.config import load_config
@@ -46,8 +46,6 @@ def test_every_rule_on_test_data(path):
 
 @pytest.mark.parametrize("name", SHARED)
 def test_every_rule_on_shared_traces(name, loaded):
-    if name == "gpu_big_stack.pt.trace.json.xz" and not (SHARED_TRACES / name).exists():
-        pytest.skip("not available")
     assert run_every_rule(loaded(shared_trace(name))) == len(all_rules())
 
 

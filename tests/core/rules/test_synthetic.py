@@ -28,8 +28,8 @@ def _steps(n=3, step_us=1000):
     return [_x(f"ProfilerStep#{i}", "user_annotation", i * step_us, step_us - 10) for i in range(n)]
 
 
-def _optimizer(ts, n_kernels, kernel_name, corr0):
-    ev = [_x("Optimizer.step#Adam.step", "user_annotation", ts, 400)]
+def _optimizer(ts, n_kernels, kernel_name, corr0, cls="Adam"):
+    ev = [_x(f"Optimizer.step#{cls}.step", "user_annotation", ts, 400)]
     for k in range(n_kernels):
         t = ts + 5 + k * 20
         ev.append(_x("cudaLaunchKernel", "cuda_runtime", t, 5, correlation=corr0 + k))
@@ -52,6 +52,23 @@ def test_single_tensor_optimizer(tmp_path):
     for i in range(3):
         ev += _optimizer(i * 1000 + 100, 18, foreach, corr0=100 * i + 1)
     assert "single_tensor_optimizer" not in _rules(_write(tmp_path, ev, "b.json"))
+
+
+def test_single_tensor_optimizer_names_only_arguments_that_exist(tmp_path):
+    """LBFGS (its step runs the closure's forward and backward) and user optimizers have no foreach/fused
+    argument: no finding that would tell the user to pass one. Adagrad has foreach but no CUDA fused."""
+    per_param = "void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float>>(int)"
+    for cls in ("LBFGS", "SparseAdam", "MyShampoo"):
+        ev = _steps()
+        for i in range(3):
+            ev += _optimizer(i * 1000 + 100, 18, per_param, corr0=100 * i + 1, cls=cls)
+        assert "single_tensor_optimizer" not in _rules(_write(tmp_path, ev, f"{cls}.json")), cls
+    ev = _steps()
+    for i in range(3):
+        ev += _optimizer(i * 1000 + 100, 18, per_param, corr0=100 * i + 1, cls="Adagrad")
+    found = [f for f in analyze(load(_write(tmp_path, ev, "adagrad.json"), use_cache=False)).findings
+             if f.rule == "single_tensor_optimizer"]
+    assert len(found) == 1 and "Adagrad(..., foreach=True)" in found[0].fix and "fused" not in found[0].fix
 
 
 def test_sync_memcpy_and_allocator_churn(tmp_path):
