@@ -120,6 +120,12 @@ def _in_range(arr: np.ndarray, lo: int, hi: int) -> bool:
     return True
 
 
+def _at_least(arr: np.ndarray, lo: int) -> bool:
+    """Every value >= lo, in pieces."""
+    arr = arr.view(np.ndarray)
+    return all(int(arr[a:a + _PIECE].min()) >= lo for a in range(0, len(arr), _PIECE))
+
+
 def _sorted_within_tracks(ts: np.ndarray, offsets: np.ndarray) -> bool:
     """ts may only go back where a new track starts (rows sorted by (track, ts)); in pieces, without
     an n-sized diff."""
@@ -159,7 +165,7 @@ def check_model(model, n_strings: int) -> None:
     offsets = model.slices.track_offsets
     if offsets[0] != 0 or offsets[-1] != n_slices or (n_tracks and bool(np.any(np.diff(offsets) < 0))):
         raise BadEntry("slices.track_offsets: not a track index")
-    if not _in_range(model.slices.dur_ns, 0, 2**63 - 1) and int(model.slices.dur_ns.min()) < 0:
+    if not _at_least(model.slices.dur_ns, 0):
         raise BadEntry("slices.dur_ns: negative durations")
     if not _sorted_within_tracks(model.slices.ts_ns, offsets):
         raise BadEntry("slices.ts_ns: not sorted within its tracks")
