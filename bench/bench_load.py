@@ -109,7 +109,7 @@ def measure(argv: list[str], env: dict | None = None, timeout: float = 600, cwd:
     rc = os.waitstatus_to_exitcode(status)
     return {"wall_s": wall, "cpu_s": ru.ru_utime + ru.ru_stime, "rss_mb": ru.ru_maxrss / 1024,
             "tree_mb": peak[0] / 1024, "rc": rc,
-            "out": out.strip()[-400:], "err": err.strip()[-400:]}
+            "out": out.strip(), "err": err.strip()[-400:]}  # all of out: `info --json` is parsed
 
 
 def median_of(runs: list[dict]) -> dict:
@@ -141,7 +141,7 @@ def bench_trace(path: Path, runs: int, hta_max_mb: float, hta_timeout: float, ba
             r = measure(info, env)
             cold.append(r)
             if r["rc"] == 0:
-                load_s["cold"].append(json.loads(r["out"].splitlines()[-1] if r["out"].startswith("{") else r["out"])["load_s"])
+                load_s["cold"].append(json.loads(r["out"])["load_s"])
             r = measure(info, env)
             warm.append(r)
             if r["rc"] == 0 and r["out"].startswith("{"):

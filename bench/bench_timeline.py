@@ -1,6 +1,7 @@
 """Timeline paint benchmark (offscreen): full view, a 1 % zoom and a pan, medians per frame.
 
     python bench/bench_timeline.py [TRACE ...] [--frames N] [--size 1600x1000] [--expand]
+    python bench/bench_timeline.py --ui-stalls [--open] [--thread | --process] [TRACE ...]
 
 Default traces: ../shared/traces/gpu_gpt_big.pt.trace.json.gz and /tmp/gpu_big_stack.pt.trace.json
 (decompress once: xz -dk -c ../shared/traces/gpu_big_stack.pt.trace.json.xz > /tmp/gpu_big_stack.pt.trace.json).
@@ -122,9 +123,13 @@ def bench(path: Path, frames: int, size: tuple[int, int], expand: bool) -> dict:
     return out
 
 
-def ui_stalls(path: Path, in_process: bool | None) -> dict:
-    """Load through the app's LoadJob (worker thread) while a 10 ms UI timer ticks: the longest gaps
-    between ticks are how long the window would freeze."""
+def ui_stalls(path: Path, in_process: bool | None, paint: bool = False) -> dict:
+    """Load through the app's LoadJob (a worker thread, or a child process handing the model over
+    through the cache: `gui.load_process.use_process`) while a 10 ms UI timer ticks: the longest gaps
+    between ticks are how long the window would freeze. `paint`: then build the TraceView as the
+    window does and report the first paint after opening, and this process's peak RSS (the child's
+    apart)."""
+    import resource
     import tempfile
 
     from PySide6 import QtCore, QtWidgets
@@ -138,19 +143,36 @@ def ui_stalls(path: Path, in_process: bool | None) -> dict:
     timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
     done = []
     job = LoadJob(path, in_process=in_process)
-    job.sig_job_loaded.connect(lambda *a: done.append(1))
-    job.sig_job_failed.connect(lambda *a: done.append(0))
+    job.sig_job_loaded.connect(lambda *a: done.append(a))
+    job.sig_job_failed.connect(lambda *a: done.append(None))
     t0 = time.perf_counter()
     timer.start()
     job.start()
     while not done:
         app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 50)
         time.sleep(0.001)
+    loaded_s = time.perf_counter() - t0
     timer.stop()
     gaps = sorted((b - a) * 1e3 for a, b in zip(ticks, ticks[1:]))
-    return {"trace": path.name, "in_process": job.in_process, "load_in_worker_s": round(time.perf_counter() - t0, 1),
-            "ui_gap_max_ms": round(gaps[-1], 1) if gaps else None,
-            "ui_gap_p99_ms": round(gaps[int(len(gaps) * 0.99)], 1) if gaps else None}
+    out = {"trace": path.name, "in_process": job.in_process, "load_in_worker_s": round(loaded_s, 2),
+           "ui_gap_max_ms": round(gaps[-1], 1) if gaps else None,
+           "ui_gap_p99_ms": round(gaps[int(len(gaps) * 0.99)], 1) if gaps else None}
+    if paint and done[0] is not None:
+        from gui.theme import load_theme
+        from gui.trace_view import TraceView
+        trace_set, indexes = done[0]
+        view = TraceView(trace_set, indexes, load_theme(dark=False))
+        view.resize(1600, 1000)
+        view.show()
+        app.processEvents()
+        view.grab()
+        out["first_paint_after_open_s"] = round(time.perf_counter() - t0, 2)
+        view.close()
+        QtCore.QThreadPool.globalInstance().waitForDone(120_000)  # table workers
+    out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    out["child_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
+    out["cpu_s"] = round(sum(resource.getrusage(resource.RUSAGE_SELF)[:2]), 1)
+    return out
 
 
 def main() -> int:
@@ -161,13 +183,17 @@ def main() -> int:
     ap.add_argument("--expand", action="store_true", help="expand collapsed (python) tracks first")
     ap.add_argument("--ui-stalls", action="store_true", help="measure UI freezes during a cold load instead")
     ap.add_argument("--thread", action="store_true", help="with --ui-stalls: load in a thread, not a process")
+    ap.add_argument("--process", action="store_true", help="with --ui-stalls: load in a child process")
+    ap.add_argument("--open", action="store_true",
+                    help="with --ui-stalls: then the TraceView's first paint after opening, and peak RSS")
     a = ap.parse_args()
     size = tuple(int(x) for x in a.size.split("x"))
     for p in a.traces or DEFAULTS:
         if not p.exists():
             print(f"skip {p}: not found", file=sys.stderr)
             continue
-        print(ui_stalls(p, False if a.thread else None) if a.ui_stalls else bench(p, a.frames, size, a.expand), flush=True)
+        mode = False if a.thread else True if a.process else None  # None: as the app decides
+        print(ui_stalls(p, mode, a.open) if a.ui_stalls else bench(p, a.frames, size, a.expand), flush=True)
     return 0
 
 

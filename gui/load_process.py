@@ -1,9 +1,15 @@
 """Load a trace in a child process (no Qt here): without the C scanner the parsing holds the GIL for
 seconds at a time on big traces, which would freeze the window if it ran in a thread of the GUI
-process (see `use_process`).
+process; with it, multi-GB inputs still hold the GIL in numpy steps over tens of millions of rows
+and peak at ~6 GB that the window would keep (see `use_process`).
 
-The child runs core.trace.loader.iter_load and the timeline indexes and sends ("progress", stage,
-fraction, detail) messages, then ("done", TraceSet, indexes) or ("error", path, reason) over a pipe.
+The child runs core.trace.loader.iter_load and sends ("progress", stage, fraction, detail) messages,
+then one of:
+- ("cached",): every file's model is in the column cache (written by the child before it says so):
+  the parent opens them memory-mapped (`iter_load` again, all cache hits: no pickling, no copy, and
+  the parent's RSS grows only with the pages it reads) and builds the timeline indexes itself;
+- ("done", TraceSet, indexes): the cache is off or could not hold the entry: the model is pickled;
+- ("error", path, reason).
 """
 from __future__ import annotations
 
@@ -16,6 +22,9 @@ from pathlib import Path
 from core.trace.loader import Progress
 
 PROCESS_MIN_BYTES = 5 * 1024 * 1024  # inputs this big load in a child process (gpu_gpt_big.gz: 8.7 MB)
+# with the scanner, inputs this big still load in a child process handing its model over through the
+# cache: the 10 GB trace held the GIL up to 340 ms at a time and kept a ~6 GB heap in a thread
+SCANNED_PROCESS_MIN_BYTES = 2 << 30
 _POLL_S = 0.05
 
 
@@ -49,6 +58,10 @@ def _child(path: str, conn) -> None:
                 trace_set = stop.value
                 break
             conn.send(("progress", p.stage, p.fraction, p.detail))
+        if _all_cached(path, trace_set):
+            del trace_set
+            conn.send(("cached",))
+            return
         conn.send(("progress", "indexing", 1.0, Path(path).name))
         indexes = [query.SliceIndex(m) for m in trace_set.models]
         conn.send(("done", trace_set, indexes))
@@ -58,6 +71,20 @@ def _child(path: str, conn) -> None:
         conn.send(("error", path, error_reason(exc)))
     finally:
         conn.close()
+
+
+def _all_cached(path: str, trace_set) -> bool:
+    """Whether the parent can open every model of `trace_set` from the cache (written synchronously
+    by this child): each model's source has an entry and no file of the set failed to load (the
+    parent would try it again in its own process)."""
+    from core.trace import cache, io
+    if cache.cache_dir() is None or any("not loaded (" in w for w in trace_set.warnings):
+        return False
+    try:
+        sources = io.discover(path).sources
+    except Exception:  # noqa: BLE001 - anything odd: send the model itself
+        return False
+    return len(sources) == len(trace_set.models) and all(cache.has_entry(src.path) for src in sources)
 
 
 def error_reason(exc: BaseException) -> str:
@@ -94,6 +121,19 @@ class ProcessLoad:
         self._stopped = False
 
     def run(self) -> Generator[Progress, None, tuple]:
+        """Progress while the child loads, then (TraceSet, indexes): sent by the child, or opened from
+        the cache it wrote (memory-mapped) with the indexes built in this thread."""
+        result = yield from self._receive()
+        if result is not None:
+            return result
+        from core.trace import query
+        from core.trace.loader import iter_load
+        yield Progress("opening", 0.95, Path(self.path).name)
+        trace_set = yield from iter_load(self.path)  # cache hits: mmap, nothing parsed
+        yield Progress("indexing", 1.0, Path(self.path).name)
+        return trace_set, [query.SliceIndex(m) for m in trace_set.models]
+
+    def _receive(self) -> Generator[Progress, None, tuple | None]:
         with self._lock:
             if self._stopped:
                 raise ChildLoadError(self.path, "cancelled")
@@ -113,6 +153,8 @@ class ProcessLoad:
                     yield Progress(msg[1], msg[2], msg[3])
                 elif msg[0] == "done":
                     return msg[1], msg[2]
+                elif msg[0] == "cached":
+                    return None
                 else:
                     raise ChildLoadError(msg[1], msg[2])
         finally:
@@ -137,12 +179,16 @@ def use_process(path: str | Path) -> bool:
     With the C scanner (core/trace/_scan.c) the decode runs without the GIL, so a thread is both
     quicker (no spawn, no pickled model: gpu_gpt_big 0.4 s vs 0.7 s, the 833 MB trace 2.2 s vs 5.3 s)
     and smooth (longest UI gap 25 / 50 ms). Without it the msgspec path holds the GIL for seconds
-    on big inputs, which would freeze the window: those go to a child process."""
+    on big inputs, which would freeze the window: those go to a child process. So do multi-GB
+    inputs with it (SCANNED_PROCESS_MIN_BYTES): numpy steps over tens of millions of rows hold the
+    GIL for 100-300 ms, and the load's heap would stay with the window; the child hands the model
+    over through the cache (memory-mapped here)."""
     if os.environ.get("PTPROF_LOAD_IN_THREAD"):
         return False
     if os.environ.get("PTPROF_LOAD_IN_PROCESS"):
         return True
     from core.trace.columns import scan_available
+    size = input_bytes(path)
     if scan_available():
-        return False
-    return input_bytes(path) >= PROCESS_MIN_BYTES
+        return size >= SCANNED_PROCESS_MIN_BYTES
+    return size >= PROCESS_MIN_BYTES

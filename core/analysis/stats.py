@@ -155,6 +155,9 @@ def _device_time(model: TraceModel):
     return self_ns, incl
 
 
+_PIECE = 1 << 22
+
+
 def op_table(model: TraceModel, by_shapes: bool = False) -> OpTable:
     s = model.slices
     op_kinds = np.asarray((Kind.CPU_OP, Kind.ANNOTATION, Kind.COLLECTIVE), dtype=np.int8)
@@ -167,9 +170,12 @@ def op_table(model: TraceModel, by_shapes: bool = False) -> OpTable:
     dur = s.dur_ns
     # self time: own duration minus direct children's (any kind on the same track)
     child_sum = np.zeros(len(s), np.int64)
-    has_parent = par >= 0
-    np.add.at(child_sum, par[has_parent], dur[has_parent])
-    self_ns = np.maximum(dur - child_sum, 0)
+    for a in range(0, len(s), _PIECE):  # in row pieces: bounded temporaries on multi-million-row traces
+        p = par[a:a + _PIECE]
+        has_parent = p >= 0
+        np.add.at(child_sum, p[has_parent], dur[a:a + _PIECE][has_parent])
+    self_ns = np.subtract(dur, child_sum, out=child_sum)
+    np.maximum(self_ns, 0, out=self_ns)
     # inclusive time counted once for recursive calls of the same name (skip rows whose parent chain
     # holds the same name: approximate with the direct parent)
     p = par[rows]

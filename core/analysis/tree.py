@@ -28,20 +28,31 @@ def _parents(model: TraceModel) -> np.ndarray:
     rows = np.flatnonzero(~gpu_tracks[s.track])
     if not len(rows):
         return out
-    depth = s.depth[rows].astype(np.int64)
-    # key = depth * n + row: rows of one depth level are contiguous and in (track, ts) order
-    keys = depth * n + rows
+    # key = depth * n + row: rows of one depth level are contiguous and in (track, ts) order; built in
+    # place and each temporary dropped once used (a 4M-row trace: ~60 instead of ~100 bytes per row)
+    keys = s.depth[rows].astype(np.int64)
+    keys *= n
+    keys += rows
     order = np.argsort(keys, kind="stable")
-    sorted_keys, sorted_rows = keys[order], rows[order]
-    child = depth > 0
-    q = (depth[child] - 1) * n + rows[child]
-    j = np.searchsorted(sorted_keys, q, side="left") - 1
+    sorted_keys = keys[order]
+    sorted_rows = rows[order]
+    del order
+    child = np.flatnonzero(keys >= n)  # depth > 0
+    q = keys[child]
+    del keys
+    q -= n  # (depth - 1) * n + row
+    crow = rows[child]
+    del rows, child
+    j = np.searchsorted(sorted_keys, q, side="left")
+    j -= 1
     ok = j >= 0
-    jj = np.maximum(j, 0)
-    ok &= sorted_keys[jj] // n == depth[child] - 1  # the candidate is one level up
-    p = sorted_rows[jj]
-    ok &= s.track[p] == s.track[rows[child]]
-    out[rows[child][ok]] = p[ok]
+    np.maximum(j, 0, out=j)
+    ok &= sorted_keys[j] // n == q // n  # the candidate is one level up
+    del q, sorted_keys
+    p = sorted_rows[j]
+    del j, sorted_rows
+    ok &= s.track[p] == s.track[crow]
+    out[crow[ok]] = p[ok]
     return out
 
 

@@ -10,6 +10,7 @@ import heapq
 import numpy as np
 
 from core.trace import sanitize, tables
+from core.trace.alloc import trim
 from core.trace.kineto import CORRUPT_MARK
 from core.trace.limits import limits
 from core.trace.merge import Merged, dense
@@ -17,6 +18,7 @@ from core.trace.model import (
     NONE, EventCounts, Kind, SliceTable, StepTable, TraceModel, TrackKind, unknown_categories,
 )
 
+TRIM_MIN_ROWS = 16_000_000  # loads this big hand freed heap pages back between stages (alloc.trim)
 GPU_TRACK_KINDS = np.array([Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET], dtype=np.int8)
 _COLLECTIVE_HINTS = ("nccl:", "gloo:", "c10d::", "record_param_comms")
 _DENSE = ("ts_ns", "dur_ns", "track", "name", "cat", "kind", "device", "stream")
@@ -46,6 +48,9 @@ def build_model(m: Merged, meta_doc: dict, path: str, warnings: list[str]) -> Tr
     r, a = m.rows, m.args  # consumed (popped) as they are converted: freed memory is reused
     sanitize.drop_bad_times(m, warnings)
     n = len(r["ts"])
+    big = n >= TRIM_MIN_ROWS
+    if big:  # the chunks' columns were freed by the merge: their pages need not stay under the model
+        trim()
     origin_us, base_unix_ns = time_base(m, meta_doc, warnings)
 
     def to_ns(t_us: np.ndarray) -> np.ndarray:
@@ -99,25 +104,30 @@ def build_model(m: Merged, meta_doc: dict, path: str, warnings: list[str]) -> Tr
     del track
     order = _sort_order(cols["track"], cols["ts_ns"], cols["dur_ns"])
     position = None
-    if not (np.diff(order) == 1).all():
+    if not _is_identity(order):
         for k in _DENSE:  # one column at a time, so each old column is freed before the next
             cols[k] = cols[k][order]
-        position = np.empty(n, dtype=np.int64)
-        position[order] = np.arange(n)
+        position = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)
+        position[order] = np.arange(n, dtype=position.dtype)
     del order
-    for k in SLICE_COLUMNS:  # sparse arg columns: one scatter straight into sorted order
-        if k not in cols:
-            cols[k] = dense(a.pop(k), n, _FILL.get(k, NONE), position)
-    del position
-    cols = {k: cols[k] for k in SLICE_COLUMNS}
+    # depth and lanes need only the sorted times: computed before the arg columns are scattered, so
+    # their temporaries never coexist with the whole model (10 GB trace: -1.2 GB peak)
     track_offsets = np.searchsorted(cols["track"], np.arange(n_tracks + 1)).astype(np.int64)
     track_kind = uniq[:, 4].astype(np.int8)
-    depth = compute_depth(cols["ts_ns"], cols["dur_ns"], track_offsets)
+    depth = compute_depth(cols["ts_ns"], cols["dur_ns"], track_offsets, cols["track"])
     gpu_track = np.isin(track_kind, [TrackKind.GPU_STREAM, TrackKind.GPU_ANNOTATION])
     capped = assign_lanes(cols["ts_ns"], cols["dur_ns"], track_offsets, gpu_track, depth)
     if capped:
         warnings.append(f"{capped:,} kernels overlap more than {limits()['lanes']['max_lanes']:,} others on "
                         "their stream: they share its last sub-row")
+    if big:  # the sort's and the depth's temporaries are gone
+        trim()
+    # arg columns: one scatter each straight into sorted order; the dense ones (python ids, offsets
+    # on with_stack traces) first, so their merged-order arrays are freed before the others grow
+    for k in sorted((k for k in SLICE_COLUMNS if k not in cols), key=lambda k: a[k][0] is not None):
+        cols[k] = dense(a.pop(k), n, _FILL.get(k, NONE), position)
+    del position
+    cols = {k: cols[k] for k in SLICE_COLUMNS}
     nonempty = track_offsets[:-1] < track_offsets[1:]
     max_dur = np.zeros(n_tracks, dtype=np.int64)
     max_depth = np.zeros(n_tracks, dtype=np.int16)
@@ -186,8 +196,9 @@ def _assign_tracks(kind, gpu_mask, is_step, pid, tid, device, stream) -> tuple[n
     ucode, inv = np.unique(code, return_inverse=True)
     uniq = np.stack([ucode // 8 // 4 // len(tu) // len(pu), pu[ucode // 8 // 4 // len(tu) % len(pu)],
                      tu[ucode // 8 // 4 % len(tu)], ucode // 8 % 4, ucode % 8], axis=1)
-    run_len = np.diff(np.append(run_start, n))
-    return np.repeat(inv.reshape(-1).astype(np.int32), run_len), uniq
+    run_of_row = np.cumsum(change, dtype=np.int32 if n < 2**31 else np.int64)
+    run_of_row -= 1
+    return inv.reshape(-1).astype(np.int32)[run_of_row], uniq
 
 
 def _sort_order(track: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:
@@ -204,9 +215,13 @@ def _sort_order(track: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray) -> np.
     span_bits = max(1, (hi - lo + 1).bit_length())
     if span_bits + int(track.max()).bit_length() >= 62:
         return np.lexsort((-dur_ns, ts_ns, track))
-    key = (track.astype(np.int64) << span_bits) | (ts_ns - lo)
+    key = track.astype(np.int64)  # (track << span_bits) | (ts - lo), built in place
+    key <<= span_bits
+    key += ts_ns
+    key -= lo
     order = np.argsort(key, kind="stable")
     ks = key[order]
+    del key
     tie = np.flatnonzero(ks[1:] == ks[:-1])
     if len(tie):
         in_tie = np.zeros(len(ks), dtype=bool)
@@ -254,13 +269,41 @@ def step_table(slices: SliceTable, strings, step_name_ids: np.ndarray) -> StepTa
                      dur_ns=slices.dur_ns[srows], slice=srows.astype(np.int64))
 
 
-def compute_depth(ts: np.ndarray, dur: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+PIECE_ROWS = 1 << 22  # row pieces of the long per-row steps: bounded temporaries, the GIL free between them
+
+
+def _is_identity(order: np.ndarray) -> bool:
+    """order == arange(n), checked in pieces (no n-sized temporaries)."""
+    for p0 in range(0, len(order), PIECE_ROWS):
+        piece = order[p0:p0 + PIECE_ROWS]
+        if piece[0] != p0 or not (np.diff(piece) == 1).all():
+            return False
+    return True
+
+
+def repeat(values: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """np.repeat(values, counts) through a cumsum and a take: np.repeat holds the GIL for the whole
+    call (68 ms per 30M rows here), these release it (a load in a GUI thread stays responsive)."""
+    total = int(counts.sum())
+    if total < PIECE_ROWS:
+        return np.repeat(values, counts)
+    nz = np.flatnonzero(counts)
+    mark = np.zeros(total, dtype=np.int32 if len(nz) < 2**31 else np.int64)
+    mark[np.cumsum(counts[nz][:-1])] = 1
+    np.cumsum(mark, out=mark)
+    return values[nz][mark]
+
+
+def compute_depth(ts: np.ndarray, dur: np.ndarray, offsets: np.ndarray, track: np.ndarray | None = None) -> np.ndarray:
     """Nesting depth per row for rows sorted by (track, ts, -dur), fully vectorised.
 
     depth(i) = number of earlier rows on the same track still open at ts(i). Rows on one track are
     mapped to disjoint key ranges (key = ts + per-track shift), so one sort of the end keys and one
     searchsorted serve all tracks: depth(i) = i - #(end keys <= start key(i)). Zero-duration rows
     sort last among equal starts; the few groups holding them get a small correction.
+    `track`: the row's track (sorted), when the caller has it (saves building it from offsets).
+    The per-row steps run in pieces of PIECE_ROWS into an int32 depth: ~20 bytes per row of
+    temporaries instead of ~40, and no single numpy call holds the GIL for long.
     """
     n = len(ts)
     if n == 0:
@@ -270,32 +313,60 @@ def compute_depth(ts: np.ndarray, dur: np.ndarray, offsets: np.ndarray) -> np.nd
     first = offsets[:-1][nonempty]
     tmin = np.zeros(len(counts), dtype=np.int64)
     tmax = np.zeros(len(counts), dtype=np.int64)
-    end = ts + dur
     tmin[nonempty] = np.minimum.reduceat(ts, first)
-    tmax[nonempty] = np.maximum.reduceat(end, first)
+    tmax[nonempty] = _max_end(ts, dur, first)  # in row pieces: no n-sized ts + dur
     width = np.where(nonempty, tmax - tmin + 1, 0)
-    shift = np.repeat(np.concatenate([[0], np.cumsum(width)[:-1]]) - tmin, counts)
-    end += shift
+    base = np.concatenate([[0], np.cumsum(width)[:-1]]) - tmin
+    key = base[track] if track is not None else repeat(base, counts)  # per-row shift
+    end = ts + dur
+    end += key
     end.sort(kind="stable")  # timsort: end keys come in long sorted runs (7x faster here)
-    key = shift
     key += ts  # start keys, non-decreasing
-    depth = np.searchsorted(end, key, side="right")
+    dtype = np.int32 if n < 2**31 else np.int64
+    depth = np.empty(n, dtype=dtype)
+    for p0 in range(0, n, PIECE_ROWS):
+        p1 = min(n, p0 + PIECE_ROWS)
+        d = np.searchsorted(end, key[p0:p1], side="right")
+        np.subtract(np.arange(p0, p1, dtype=np.int64), d, out=d)
+        depth[p0:p1] = d
     del end
-    np.subtract(np.arange(n, dtype=np.int64), depth, out=depth)
     zero = np.flatnonzero(dur == 0)
     if len(zero):
         # rows tied with a zero-duration row on (track, ts): zero rows are the tail of their group
         gstart = np.searchsorted(key, key[zero], side="left")
         gend = np.searchsorted(key, key[zero], side="right")
-        depth[zero] += gend - zero  # zero rows at or after it in the group were counted as ended
-        gs, first_z = np.unique(gstart, return_index=True)
+        depth[zero] += (gend - zero).astype(dtype)  # zero rows at or after it in the group were counted as ended
+        first_z = np.flatnonzero(np.r_[True, gstart[1:] != gstart[:-1]])  # gstart is sorted: its uniques
+        gs = gstart[first_z]
         ge = gend[first_z]
         fz = zero[first_z]
         lengths = fz - gs  # non-zero rows of the group: each counted the group's zeros as ended
         if lengths.any():
-            rows = np.repeat(gs - np.cumsum(np.concatenate([[0], lengths[:-1]])), lengths) + np.arange(lengths.sum())
-            depth[rows] += np.repeat(ge - fz, lengths)
-    return np.clip(depth, 0, 32767).astype(np.int16)
+            rows = repeat(gs - np.cumsum(np.concatenate([[0], lengths[:-1]])), lengths) + np.arange(lengths.sum())
+            depth[rows] += repeat(ge - fz, lengths).astype(dtype)
+    del key
+    out = np.empty(n, dtype=np.int16)
+    for p0 in range(0, n, PIECE_ROWS):
+        out[p0:p0 + PIECE_ROWS] = np.clip(depth[p0:p0 + PIECE_ROWS], 0, 32767)
+    return out
+
+
+def _max_end(ts: np.ndarray, dur: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """max(ts + dur) per non-empty track (tracks start at `first`), in row pieces."""
+    out = None
+    n = len(ts)
+    bounds = np.append(first, n)
+    for p0 in range(0, n, PIECE_ROWS):
+        p1 = min(n, p0 + PIECE_ROWS)
+        # tracks overlapping [p0, p1): reduce each over its part of the piece
+        t0 = int(np.searchsorted(bounds, p0, side="right")) - 1
+        t1 = int(np.searchsorted(bounds, p1, side="left"))
+        starts = np.maximum(bounds[t0:t1], p0) - p0
+        part = np.maximum.reduceat(ts[p0:p1] + dur[p0:p1], starts)
+        if out is None:
+            out = np.full(len(first), np.iinfo(np.int64).min, dtype=np.int64)
+        np.maximum(out[t0:t1], part, out=out[t0:t1])
+    return out
 
 
 def assign_lanes(ts, dur, offsets, gpu_track, depth) -> int:

@@ -117,6 +117,14 @@ def load(path: Path) -> TraceModel | None:
     return model
 
 
+def has_entry(path: Path) -> bool:
+    """Whether the cache holds an entry of ours for `path` as it is now (not opened or checked)."""
+    key = source_key(path)
+    d = entry_dir(key) if key is not None else None
+    return d is not None and cache_evict.is_real_dir(d) and cache_evict.is_entry(d) and \
+        os.path.isfile(d / _ENTRY)
+
+
 def _read(d: Path, key: dict) -> TraceModel:
     entry = msgspec.json.decode(read_regular(d / _ENTRY, MAX_ENTRY_JSON_BYTES, follow_symlinks=False))
     check_entry(entry, key)

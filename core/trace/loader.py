@@ -23,8 +23,11 @@ from pathlib import Path
 import numpy as np
 
 from core.trace import io
-from core.trace.alloc import tune_malloc
+from core.trace.alloc import trim, tune_malloc
 from core.trace.model import TraceModel, TraceParseError, TraceSet
+
+
+TRIM_AFTER_ROWS = 1_000_000  # models this big give the load's freed heap pages back when built
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +147,9 @@ def _load_file(src: io.TraceSource, lo: float, hi: float) -> Generator[Progress,
             if merged.n_events == 0 and not doc.meta:
                 raise TraceParseError(path, "no trace events found")
             model = build_model(merged, doc.meta, str(path), warnings)
+            del merged
+            if len(model.slices) >= TRIM_AFTER_ROWS:
+                trim()  # the load's freed temporaries (scanner arenas too) need not stay in RSS
         finally:
             if gc_was:
                 gc.enable()

@@ -98,8 +98,8 @@ class Merger:
 
     def finish(self) -> Merged:
         tables = {}
-        for table, cols in self.parts.items():
-            tables[table] = {name: _concat(p, p[0].dtype) for name, p in cols.items()}
+        for table, cols in self.parts.items():  # each column's parts freed once it is concatenated
+            tables[table] = {name: _concat(p, p[0].dtype) for name, p in _drain(cols)}
         self.parts = {}
         args = {}
         for name, (dtype, _) in {**INT_ARGS, **FLOAT_ARGS}.items():
@@ -117,6 +117,14 @@ class Merger:
         if (m.rows["ph"] != PH_X).any():
             _pair_begin_end(m)
         return m
+
+
+def _drain(cols: dict):
+    """(name, parts) of `cols`, each entry removed before it is handed out (its parts die with the
+    caller's use of them, not at the end of the whole loop)."""
+    while cols:
+        name = next(iter(cols))
+        yield name, cols.pop(name)
 
 
 def merge_chunks(chunks: list[ChunkColumns]) -> Merged:

@@ -178,6 +178,31 @@ def test_process_loader_opens_and_reports_errors(qtbot, main_window, open_and_wa
     assert len(shown) == 1 and "empty" in shown[0][2]
 
 
+def test_process_loader_hands_the_model_over_through_the_cache(qtbot, monkeypatch, tmp_path):
+    """With the cache on, the child writes the entry and the window opens it memory-mapped (no pickled
+    model); with the cache off the model itself comes over the pipe. Same columns either way."""
+    import numpy as np
+    from core.trace.loader import load
+    from gui.workers import LoadJob
+    path = shared_trace("gpu_issues.pt.trace.json.gz")
+    direct = load(path, use_cache=False)
+    for cache_on in (True, False):
+        if not cache_on:
+            blocker = tmp_path / "not-a-folder"
+            blocker.write_text("")
+            monkeypatch.setenv("PTPROF_CACHE_DIR", str(blocker / "cache"))  # unusable: the cache is off
+        got = []
+        job = LoadJob(path, in_process=True)
+        job.sig_job_loaded.connect(lambda ts, idx: got.append((ts, idx)))
+        with qtbot.waitSignal(job.sig_job_loaded, timeout=120_000):
+            job.start()
+        ts, indexes = got[0]
+        assert isinstance(ts.primary.slices.ts_ns, np.memmap) == cache_on
+        for col, arr in direct.primary.slices.columns().items():
+            assert np.array_equal(getattr(ts.primary.slices, col), arr, equal_nan=arr.dtype.kind == "f"), col
+        assert len(indexes) == 1 and len(indexes[0].order) == len(direct.primary.slices)
+
+
 def test_process_loader_cancel_stops_the_child(qtbot, main_window):
     job = main_window.open_path(str(shared_trace("gpu_dataloader.pt.trace.json.gz")), in_process=True)
     qtbot.waitUntil(lambda: job.process.proc.is_alive(), timeout=30_000)
@@ -212,6 +237,10 @@ def test_big_inputs_load_in_a_thread_with_the_scanner_else_in_a_process(monkeypa
     if columns._scan is not None:
         monkeypatch.setattr(columns, "_DISABLED", False)  # scanner: GIL released, a thread is enough
         assert not use_process(big)
+        from gui import load_process
+        monkeypatch.setattr(load_process, "SCANNED_PROCESS_MIN_BYTES", 1 << 20)  # multi-GB inputs: a child
+        assert use_process(big)
+        monkeypatch.setattr(load_process, "SCANNED_PROCESS_MIN_BYTES", 2 << 30)
         monkeypatch.setenv("PTPROF_LOAD_IN_PROCESS", "1")
         assert use_process(big)
 

@@ -246,3 +246,28 @@ def test_schema_matches_a_fresh_build(trace):
     for table, cols in DTYPES.items():
         got = {c: a.dtype for c, a in getattr(model, table).columns().items()}
         assert got == cols, table
+
+
+@pytest.mark.parametrize("piece", [7, 1 << 18])
+def test_value_checks_in_pieces_catch_a_bad_row_anywhere(monkeypatch, piece):
+    """check_model reads columns in cache-sized pieces: a bad value in any piece (here the last row or
+    a row in the middle of a track) is still a miss; a good model passes."""
+    from dataclasses import replace
+
+    from core.trace import cache_check
+    from helpers import SAMPLE
+    monkeypatch.setattr(cache_check, "_PIECE", piece)
+    model = load(SAMPLE, use_cache=False).primary
+    cache_check.check_model(model, len(model.strings))
+    s = model.slices
+    bad_name = s.name.copy()
+    bad_name[-1] = len(model.strings)
+    mid = int(s.track_offsets[0] + s.track_offsets[1]) // 2  # inside the first track
+    bad_ts = s.ts_ns.copy()
+    bad_ts[mid] = bad_ts[mid - 1] - 1
+    bad_dur = s.dur_ns.copy()
+    bad_dur[len(bad_dur) // 2] = -1
+    for col, arr, why in (("name", bad_name, "string id"), ("ts_ns", bad_ts, "not sorted"),
+                          ("dur_ns", bad_dur, "negative")):
+        with pytest.raises(cache_check.BadEntry, match=why):
+            cache_check.check_model(replace(model, slices=replace(s, **{col: arr})), len(model.strings))
