@@ -4,17 +4,19 @@ from __future__ import annotations
 import html
 import re
 
-from PySide6 import QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from core import units
 from core.rules.base import Finding
-from core.trace.query import short_kernel_name
-
-MAX_EVIDENCE_ROWS = 20
-NAME_CHARS = 44  # evidence names longer than this are shortened (short_kernel_name, then cut)
+from gui.issues.evidence import MAX_EVIDENCE_ROWS, Elide, Measure, evidence_html
 
 
-def finding_html(f: Finding) -> str:
+def finding_html(f: Finding, width_px: int = 480, measure: Measure | None = None, elide: Elide | None = None,
+                 bold_measure: Measure | None = None) -> str:
+    """The finding for a pane `width_px` wide; `measure` / `elide` use the pane's font (default: ~7 px a
+    character, cut at the end)."""
+    measure = measure or (lambda s: 7 * len(s))
+    elide = elide or (lambda s, px, _mode: s if 7 * len(s) <= px else s[: max(1, px // 7 - 1)] + "…")
     e = html.escape
     parts = [f"<h3>{e(f.title)}</h3>",
              f"<p><b>{e(f.severity.label)}</b>{' (hint)' if f.hint else ''} · rule <code>{e(f.rule)}</code> · "
@@ -30,42 +32,12 @@ def finding_html(f: Finding) -> str:
         parts.append("<p><b>Source:</b> <i>not in the trace (record with with_stack=True)</i></p>")
     parts.append(f"<p><b>Fix:</b> {e(f.fix)}</p>")
     if f.evidence:
-        keys: list[str] = []
-        for ev in f.evidence[:MAX_EVIDENCE_ROWS]:
-            keys.extend(k for k in ev if k not in keys and k not in ("row", "rank"))
-        # no cell wraps (a kernel name wrapped a few characters per line gave 90 px rows): names are
-        # shortened to NAME_CHARS instead, which fits a dock of ~450 px beside the numbers
-        head = "".join(f"<th align='left' style='white-space:nowrap'>{e(_label(k))}</th>" for k in keys)
-        rows = []
-        for ev in f.evidence[:MAX_EVIDENCE_ROWS]:
-            cells = "".join(f"<td style='white-space:nowrap'>{e(_fmt(k, ev.get(k)))}</td>" for k in keys)
-            rows.append(f"<tr>{cells}</tr>")
-        parts.append(f"<p><b>Evidence</b> ({len(f.evidence)} shown, {len(f.evidence_rows)} events highlighted)</p>"
-                     f"<table width='100%' cellspacing='0' cellpadding='3' border='1'><tr>{head}</tr>"
-                     f"{''.join(rows)}</table>")
+        shown = min(len(f.evidence), MAX_EVIDENCE_ROWS)
+        parts.append(f"<p><b>Evidence</b> ({shown} of {len(f.evidence)} shown, {len(f.evidence_rows)} events "
+                     f"highlighted)</p>" if shown < len(f.evidence) else
+                     f"<p><b>Evidence</b> ({shown} shown, {len(f.evidence_rows)} events highlighted)</p>")
+        parts.append(evidence_html(f.evidence, width_px, measure, elide, bold_measure))
     return "\n".join(parts)
-
-
-def _fmt(key: str, value) -> str:
-    if value is None:
-        return ""
-    if key.endswith("_ns") and isinstance(value, (int, float)):
-        return units.fmt_ns(value)
-    if key.endswith("bytes") and isinstance(value, (int, float)):
-        return units.fmt_bytes(value)
-    text = str(value)
-    if key == "name" and len(text) > NAME_CHARS:
-        text = short_kernel_name(text)
-        return text if len(text) <= NAME_CHARS else text[:NAME_CHARS - 1] + "…"
-    return text if len(text) <= 160 else text[:157] + "…"
-
-
-def _label(key: str) -> str:
-    """Column header: units go into the cells (formatted), so drop the suffix: dur_ns -> dur."""
-    for suffix in ("_ns", "_bytes"):
-        if key.endswith(suffix):
-            key = key[: -len(suffix)]
-    return key.replace("_", " ")
 
 
 _RANK_PREFIX = re.compile(r"^rank (\d+): ")
@@ -102,10 +74,49 @@ def not_run_html(not_run) -> str:
 
 
 class FindingDetails(QtWidgets.QTextBrowser):
+    """The selected finding; its evidence tables are laid out for the pane's width (again on resize), so
+    the pane never scrolls sideways."""
+
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self.setOpenExternalLinks(False)
         self.setPlaceholderText("Select a finding to see its evidence, source and fix.")
+        # the tables are laid out for the width (evidence.py) and long unbroken text (a path) may break
+        # anywhere: a sideways scroll bar would only ever show a rounding pixel
+        self.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setWordWrapMode(QtGui.QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
+        self._shown: tuple[Finding | None, tuple] = (None, ())
+        self._width = -1  # text_width() the shown HTML was laid out for
+        self._relayout = QtCore.QTimer(self, singleShot=True, interval=0)  # never setHtml inside a resize:
+        self._relayout.timeout.connect(self._render)                       # the document doubled its text
 
     def show_finding(self, f: Finding | None, not_run=()) -> None:
-        self.setHtml(finding_html(f) if f is not None else not_run_html(not_run))
+        self._shown = (f, tuple(not_run))
+        self._render(keep_scroll=False)
+
+    def text_width(self) -> int:
+        """Pixels a table may take: the viewport less the document margins and a vertical scroll bar
+        (reserved even when hidden: showing it must not make the tables too wide)."""
+        bar = self.verticalScrollBar()
+        bar_px = 0 if bar.isVisible() else self.style().pixelMetric(QtWidgets.QStyle.PixelMetric.PM_ScrollBarExtent)
+        return max(120, self.viewport().width() - bar_px - int(2 * self.document().documentMargin()) - 4)
+
+    def _render(self, keep_scroll: bool = True) -> None:
+        f, not_run = self._shown
+        self._width = self.text_width()
+        if f is None:
+            self.setHtml(not_run_html(not_run))
+            return
+        fm = QtGui.QFontMetrics(self.font())
+        bold_font = QtGui.QFont(self.font())
+        bold_font.setBold(True)
+        bfm = QtGui.QFontMetrics(bold_font)
+        bar = self.verticalScrollBar().value() if keep_scroll else 0
+        self.setHtml(finding_html(f, self.text_width(), fm.horizontalAdvance,
+                                  lambda text, px, mode: fm.elidedText(text, mode, px), bfm.horizontalAdvance))
+        self.verticalScrollBar().setValue(bar)
+
+    def resizeEvent(self, ev) -> None:  # noqa: N802 (Qt API)
+        super().resizeEvent(ev)
+        if self._shown[0] is not None and self.text_width() != self._width:
+            self._relayout.start()

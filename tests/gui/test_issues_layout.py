@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from helpers import shared_trace
 
 from core.rules import analyze
@@ -122,3 +124,74 @@ def test_breakdown_legend_is_text_beside_the_bars(qtbot):
     view.set_breakdown(step_breakdown(ts.primary))
     assert view.plot.getPlotItem().legend is None  # nothing drawn over the bars
     assert "compute" in view.totals.text() and "■" in view.totals.text()
+
+
+def _render_every_finding(qtbot, name: str, width: int):
+    from gui.issues import IssuesPanel
+    ts = load(shared_trace(name))
+    panel = IssuesPanel()
+    panel.resize(width, 900)
+    qtbot.addWidget(panel)
+    panel.show()
+    panel.set_analysis(ts, analyze(ts))
+    for row in range(panel.proxy.rowCount()):
+        panel.select_row(row)
+        qtbot.wait(5)
+        yield panel, panel.model.finding(panel.proxy.mapToSource(panel.proxy.index(row, 0)).row())
+
+
+@pytest.mark.parametrize("name", ["gpu_issues.pt.trace.json.gz", "gpu_ddp2", "cpu_train.pt.trace.json.gz"])
+def test_evidence_fits_the_details_pane(qtbot, name):
+    """Every finding's evidence is laid out for the pane: nothing wider than the viewport (no sideways
+    scrolling), the text once (a re-layout on resize must not append), and again after a resize."""
+    n = 0
+    for panel, f in _render_every_finding(qtbot, name, 533):
+        d = panel.details
+        doc = d.document()
+        assert doc.idealWidth() <= d.viewport().width() + 1, (f.rule, doc.idealWidth(), d.viewport().width())
+        assert doc.toPlainText().count(f.title) == 1, f.rule
+        n += bool(f.evidence)
+    assert n >= 3
+    panel.resize(420, 900)  # a narrower dock: laid out again, still inside
+    qtbot.waitUntil(lambda: panel.details.document().idealWidth() <= panel.details.viewport().width() + 1,
+                    timeout=2_000)
+    assert panel.details.document().toPlainText().count(f.title) == 1
+
+
+def test_launch_bound_evidence_shows_each_kernel_with_its_time(qtbot):
+    """The summary row gets a line of its own; the kernel rows a table of name / ts / dur whose names
+    keep the part that tells kernels apart (no 20 x "at::native::vectorized_elementwise_kernel<C…")."""
+    for panel, f in _render_every_finding(qtbot, "gpu_issues.pt.trace.json.gz", 533):
+        if f.rule != "launch_bound":
+            continue
+        text = panel.details.document().toPlainText()
+        assert "summary: kernels 1005" in text
+        assert "CUDAFunctorOnSelf_add" in text  # the functor, not cut away
+        heads = [c.strip() for c in text.split("\n") if c.strip() in ("ts", "dur", "kernels")]
+        assert "ts" in heads and "dur" in heads and "kernels" not in heads  # one shape per table
+        return
+    pytest.fail("no launch_bound finding")
+
+
+def test_evidence_grouping_and_names():
+    from PySide6 import QtCore as QC
+
+    from gui.issues.evidence import column_widths, display_names, group_rows
+    rows = [{"name": "summary", "kernels": 3, "idle_ns": 5, "rank": 0},
+            {"name": "k1", "ts_ns": 1, "dur_ns": 2, "row": 7}, {"name": "k2", "ts_ns": 3, "dur_ns": 4, "row": 8},
+            {"name": "k3", "ts_ns": 5, "dur_ns": 6, "extra": "x"}]
+    groups = group_rows(rows)
+    assert [len(r) for _, r in groups] == [1, 3]  # k3's columns are a superset: it joins the kernels
+    assert groups[1][0] == ["name", "ts_ns", "dur_ns", "extra"] and "row" not in groups[1][0]
+    measure = lambda s: 7 * len(s)  # noqa: E731
+    elide = lambda s, px, mode: s if 7 * len(s) <= px else (  # noqa: E731
+        s[: px // 14] + "…" + s[-(px // 14):] if mode == QC.Qt.TextElideMode.ElideMiddle else s[: px // 7 - 1] + "…")
+    gemms = ["void cutlass::Kernel2<cutlass_80_simt_sgemm_128x32_8x5_nn_align1>(Params)",
+             "void cutlass::Kernel2<cutlass_80_simt_sgemm_64x64_8x5_nn_align1>(Params)"]
+    shown = display_names(gemms, 7 * 40, measure, elide)
+    assert len(set(shown)) == 2 and all(len(s) <= 41 for s in shown)  # told apart, and they fit
+    assert display_names(["void at::native::f<4>(int)"], 7 * 40, measure, elide) == ["void at::native::f<4>(int)"]
+    # short columns keep their width, long ones share the rest (the name twice the others)
+    assert column_widths([400, 60, 300], 460, [2, 1, 1]) == [266, 60, 133]
+    assert column_widths([400, 60, 120], 460, [2, 1, 1]) == [280, 60, 120]  # 120 < its share: kept
+    assert column_widths([60, 100, 80], 460, [2, 1, 1]) == [60, 100, 80]

@@ -1,0 +1,193 @@
+"""A finding's evidence as HTML tables that fit the Details pane: no cell wraps, nothing scrolls sideways.
+
+Evidence rows can mix shapes: launch_bound puts a summary row (kernels, gpu kernel, cpu launch, idle,
+runs) before per-kernel rows (ts, dur). One table with the union of the columns left every kernel row
+with five empty cells and pushed ts / dur off the right edge. So rows are grouped by their columns (a
+row whose columns are a subset of a neighbour's joins it); a lone row of its own shape becomes a line
+of text ("summary: kernels 1005 · gpu kernel 931.01 µs · …") and each group a table of its own columns.
+
+Widths are measured with the pane's font: numeric and short columns keep their width, long text columns
+(names, annotations, shapes) share what is left and are elided: names in the middle after dropping
+template arguments and namespaces (`vectorized_elementwise…FunctorOnSelf_add>`: start and end are what
+tell kernels apart), other text at the end.
+"""
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable, Sequence
+
+from PySide6 import QtCore
+
+from core import units
+from core.trace.query import short_kernel_name
+
+MAX_EVIDENCE_ROWS = 20
+SKIP_KEYS = ("row", "rank")  # row: a timeline index (clicking highlights it); rank: the title says it
+CELL_PAD_PX = 10  # cellpadding 3 on each side + the 1 px borders
+SHORT_COL_PX = 110  # a column this narrow is never elided (numbers, short names like aten::zero_)
+MIN_TEXT_COL_PX = 70
+LINE_NAME_CHARS = 80  # a name in a line of text (not a table cell) is shortened past this
+_NAMESPACES = re.compile(r"^(?:[A-Za-z_]\w*::)+")
+
+Measure = Callable[[str], int]  # text -> width in px with the pane's font
+Elide = Callable[[str, int, QtCore.Qt.TextElideMode], str]  # (text, px, mode) -> elided text
+
+
+def fmt_value(key: str, value) -> str:
+    if value is None:
+        return ""
+    if key.endswith("_ns") and isinstance(value, (int, float)):
+        return units.fmt_ns(value)
+    if key.endswith("bytes") and isinstance(value, (int, float)):
+        return units.fmt_bytes(value)
+    text = str(value)
+    if key == "name":  # whole: the table shortens it to its column (short_name), a line to LINE_NAME_CHARS
+        return text
+    return text if len(text) <= 160 else text[:157] + "…"
+
+
+def label(key: str) -> str:
+    """Column header: units go into the cells (formatted), so drop the suffix: dur_ns -> dur."""
+    for suffix in ("_ns", "_bytes"):
+        if key.endswith(suffix):
+            key = key[: -len(suffix)]
+    return key.replace("_", " ")
+
+
+def _keys(ev: dict) -> list[str]:
+    return [k for k in ev if k not in SKIP_KEYS and ev.get(k) is not None]
+
+
+def group_rows(evidence: Sequence[dict]) -> list[tuple[list[str], list[dict]]]:
+    """Consecutive rows with related columns (equal, subset or superset) share a group: (keys, rows)."""
+    groups: list[tuple[list[str], list[dict]]] = []
+    for ev in evidence:
+        keys = _keys(ev)
+        if groups:
+            gkeys, rows = groups[-1]
+            if set(keys) <= set(gkeys) or set(gkeys) <= set(keys):
+                gkeys.extend(k for k in keys if k not in gkeys)
+                rows.append(ev)
+                continue
+        groups.append((keys, [ev]))
+    return groups
+
+
+def short_name(text: str, px: int, measure: Measure, elide: Elide) -> str:
+    """The full name when it fits, else without template arguments, then without namespaces, then
+    elided in the middle."""
+    if measure(text) <= px:
+        return text
+    text = short_kernel_name(text)
+    if measure(text) <= px:
+        return text
+    head, sep, rest = text.partition("<")
+    text = _NAMESPACES.sub("", head) + sep + rest
+    return elide(text, px, QtCore.Qt.TextElideMode.ElideMiddle)
+
+
+def _without_params(name: str) -> str:
+    """'void ns::k<A, B>(int, float*)' -> 'ns::k<A, B>' (the signature's head, template arguments kept)."""
+    s = name.strip().removeprefix("void ")
+    depth = 0
+    for i, ch in enumerate(s):
+        depth += (ch == "<") - (ch == ">")
+        if ch == "(" and depth <= 0 and i:
+            return s[:i]
+    return s
+
+
+def display_names(names: list[str], px: int, measure: Measure, elide: Elide) -> list[str]:
+    """short_name of each, except where two different names would read the same ("cutlass::Kernel2"
+    for three GEMMs): those keep their template arguments, elided in the middle."""
+    shown = [short_name(n, px, measure, elide) for n in names]
+    full_of: dict[str, set[str]] = {}
+    for n, d in zip(names, shown):
+        full_of.setdefault(d, set()).add(n)
+    for i, (n, d) in enumerate(zip(names, shown)):
+        if len(full_of[d]) > 1:
+            head, sep, rest = _without_params(n).partition("<")
+            shown[i] = elide(_NAMESPACES.sub("", head) + sep + rest, px, QtCore.Qt.TextElideMode.ElideMiddle)
+    return shown
+
+
+def column_widths(natural: list[int], width_px: int, weights: list[float]) -> list[int]:
+    """Natural widths when they fit; else short columns keep theirs and the long ones share the rest
+    (by weight; a column needing less than its share keeps its natural width)."""
+    if sum(natural) <= width_px:
+        return list(natural)
+    widths = list(natural)
+    flexible = [i for i, w in enumerate(natural) if w > SHORT_COL_PX]
+    room = width_px - sum(w for i, w in enumerate(natural) if i not in flexible)
+    while flexible:
+        total_weight = sum(weights[i] for i in flexible)
+        share = {i: room * weights[i] / total_weight for i in flexible}
+        fits = [i for i in flexible if natural[i] <= share[i]]
+        if not fits:
+            for i in flexible:
+                widths[i] = max(MIN_TEXT_COL_PX, int(share[i]))
+            break
+        for i in fits:
+            widths[i] = natural[i]
+            room -= natural[i]
+            flexible.remove(i)
+    return widths
+
+
+def _line(ev_cells: dict[str, str], keys: list[str]) -> str:
+    """One row as text: "name: key value · key value" (wraps in the pane like any paragraph)."""
+    e = html.escape
+    name = ev_cells.get("name", "") if "name" in keys else ""
+    if len(name) > LINE_NAME_CHARS:
+        name = short_kernel_name(name)
+        name = name if len(name) <= LINE_NAME_CHARS else name[: LINE_NAME_CHARS - 1] + "…"
+    rest = " · ".join(f"{e(label(k))} {e(ev_cells[k])}" for k in keys if k != "name" and ev_cells[k])
+    return f"{e(name)}{': ' if name and rest else ''}{rest}"
+
+
+def evidence_html(evidence: Sequence[dict], width_px: int, measure: Measure, elide: Elide,
+                  bold_measure: Measure | None = None) -> str:
+    """The evidence (the first MAX_EVIDENCE_ROWS rows) for a pane `width_px` wide: per group of rows of
+    one shape, the columns with one value in every row as a line, the others as a table when they fit
+    (long text elided), else one wrapped line per row."""
+    e = html.escape
+    bold = bold_measure or (lambda s: int(measure(s) * 1.1))
+    groups = group_rows(evidence[:MAX_EVIDENCE_ROWS])
+    out = []
+    for keys, rows in groups:
+        cells = [{k: fmt_value(k, ev.get(k)) for k in keys} for ev in rows]
+        if len(rows) == 1 and len(groups) > 1:  # a summary of its own shape: one line of text
+            out.append(f"<p>{_line(cells[0], keys)}</p>")
+            continue
+        same = [k for k in keys if k != "name" and len(rows) > 1 and cells[0][k]
+                and all(c[k] == cells[0][k] for c in cells)]
+        if same:
+            out.append(f"<p>In all {len(rows)}: {_line(cells[0], same)}</p>")
+        keys = [k for k in keys if k not in same]
+        natural = [max([bold(label(k))] + [measure(c[k]) for c in cells]) + CELL_PAD_PX for k in keys]
+        budget = width_px - 2 * len(keys) - 4  # the layout rounds each column up
+        flexible = [w for w in natural if w > SHORT_COL_PX]
+        if sum(w for w in natural if w <= SHORT_COL_PX) + sum(min(w, 2 * SHORT_COL_PX) for w in flexible) > budget:
+            # too many columns for the pane: a line per row rather than cells cut to a few characters
+            out.append("<ul>" + "".join(f"<li>{_line(c, keys)}</li>" for c in cells) + "</ul>")
+            continue
+        widths = column_widths(natural, budget, [2.0 if k == "name" else 1.0 for k in keys])
+        head = "".join(f"<th align='left' style='white-space:nowrap'>{e(label(k))}</th>" for k in keys)
+        for i, k in enumerate(keys):
+            if widths[i] >= natural[i]:
+                continue
+            px = widths[i] - CELL_PAD_PX
+            if k == "name":
+                for c, text in zip(cells, display_names([c[k] for c in cells], px, measure, elide)):
+                    c[k] = text
+            else:
+                for c in cells:
+                    c[k] = elide(c[k], px, QtCore.Qt.TextElideMode.ElideRight)
+        body = []
+        for c in cells:
+            tds = "".join(f"<td style='white-space:nowrap'>{e(c[k])}</td>" for k in keys)
+            body.append(f"<tr>{tds}</tr>")
+        out.append(f"<table width='100%' cellspacing='0' cellpadding='3' border='1'><tr>{head}</tr>"
+                   f"{''.join(body)}</table>")
+    return "\n".join(out)
