@@ -14,6 +14,7 @@ from gui.timeline.axes import TimeAxis
 _PALETTE = ("#4a7fd4", "#2e9e4f", "#e8a33d", "#d65c8a", "#9b6bd3", "#6fa8a0")
 _PEAK = "#d94040"
 GIB, MIB = 1024 ** 3, 1024 ** 2
+Y_HEADROOM = 1.15  # y range top = max(peak, reserved) x this: the reserved line's label sits above it
 
 
 def memory_time_plot(widget: pg.PlotWidget, theme: Theme) -> pg.PlotItem:
@@ -37,6 +38,7 @@ class SnapshotPlot(pg.PlotWidget):
         self.peak_items: list = []
         self.unit = (GIB, "GiB")
         self.t0_ns = 0
+        self.t_end_ns = 1.0
         self.alloc_line = pg.InfiniteLine(angle=90, pen=pg.mkPen(theme.highlight, width=1.5))
         self.alloc_line.setToolTip("when the selected allocation was made")
 
@@ -77,7 +79,16 @@ class SnapshotPlot(pg.PlotWidget):
             self._mark_peak(tl, t0, color, d)
         self.alloc_line.hide()
         p.addItem(self.alloc_line, ignoreBounds=True)
-        p.enableAutoRange()
+        # fixed ranges: auto-range counted the labels (text items sized in pixels) and stretched x ~30 %
+        # past the last event; y leaves room above the reserved line for its label
+        top = max(tops, default=0) / div
+        self.t_end_ns = float(max(t_end, 1))
+        self.fit_x()
+        p.setYRange(0, max(top, 1e-9) * Y_HEADROOM, padding=0)
+
+    def fit_x(self) -> None:
+        """x from the first to the last traced event (the blocks plot under it is x-linked)."""
+        self.getPlotItem().setXRange(0, self.t_end_ns, padding=0.01)
 
     def mark_allocation(self, alloc_time_ns: int) -> None:
         """A vertical line where the selected allocation was made."""
@@ -93,11 +104,14 @@ class SnapshotPlot(pg.PlotWidget):
         p = self.getPlotItem()
         vline = pg.InfiniteLine(pos=x, angle=90, pen=pg.mkPen(_PEAK, width=1, style=QtCore.Qt.PenStyle.DotLine))
         dot = pg.ScatterPlotItem([x], [y], size=10, brush=pg.mkBrush(_PEAK), pen=pg.mkPen(color))
+        fill = QtGui.QColor(self.theme.background)
+        fill.setAlpha(200)
+        # left of the marker, centred on it: above it the label crossed the reserved line
         label = pg.TextItem(f"peak cuda:{device} {fmt_bytes(tl.peak_bytes)} at +{fmt_ns(x)}", color=_PEAK,
-                            anchor=(1.02, 1.1))
+                            anchor=(1.04, 0.5), fill=fill)
         label.setPos(x, y)
         for item in (vline, dot, label):
-            p.addItem(item)
+            p.addItem(item, ignoreBounds=True)
             self.peak_items.append(item)
 
     def _step_bands(self, report: SnapshotReport, t0: int, t_end: int) -> None:

@@ -115,3 +115,17 @@ def test_snapshot_tab_shows_allocations_as_blocks_and_hides_the_issues_dock(qtbo
     assert blocks.hovered == i and not blocks.item.hovered.isEmpty()
     # the stack pane wraps instead of clipping at its right edge
     assert view.stack_text.lineWrapMode() == QtWidgets.QPlainTextEdit.LineWrapMode.WidgetWidth
+
+
+def test_snapshot_plot_fits_the_data_and_its_labels(qtbot, main_window):
+    """x runs from the first to the last traced event (auto-range counted the pixel-sized labels and the
+    x-link stretched it ~20 % past the end), y leaves room above the reserved line for its label."""
+    _open(qtbot, main_window, shared_trace(NAME))
+    view = main_window.tabs.currentWidget()
+    qtbot.wait(50)
+    (x0, x1), (_y0, y1) = view.plot.getPlotItem().vb.viewRange()
+    t_end = view.plot.t_end_ns
+    assert x0 <= 0 and t_end <= x1 <= 1.05 * t_end, (x1, t_end)
+    assert np.allclose(view.blocks.getPlotItem().vb.viewRange()[0], [x0, x1])  # the blocks plot follows
+    reserved = view.snapshot.reserved_bytes(0) / view.plot.unit[0]
+    assert y1 >= 1.1 * reserved
