@@ -10,7 +10,7 @@ from core import units
 from core.analysis.diff import Row
 from gui.stats.table_model import Column, ColumnTableModel, FilterProxy, StatsTableView
 
-STATUS_TEXT = {"same": "", "new": "＋ new", "gone": "− gone"}
+STATUS_TEXT = {"same": "", "new": "+ new", "gone": "− gone"}  # "＋" (fullwidth) was a box in DejaVu Sans
 
 
 def _signed(ns) -> str:
@@ -53,9 +53,12 @@ class DeltaTable(QtWidgets.QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.filter)
         lay.addWidget(self.view, 1)
+        # Name takes the width (kernel names are long); the numbers fit their contents. A stretched
+        # last column (|Δ|) took ~600 px while the names were cut at 520
         header = self.view.horizontalHeader()
-        header.setSectionResizeMode(0, QtWidgets.QHeaderView.ResizeMode.Interactive)
-        header.resizeSection(0, 520)
+        header.setStretchLastSection(False)
+        self.view.resizeColumnsToContents()
+        header.setSectionResizeMode(0, QtWidgets.QHeaderView.ResizeMode.Stretch)
 
     def export_csv(self, path: str | Path) -> Path:
         from core.export.csv import write_table
@@ -93,5 +96,9 @@ def findings_tree(findings: dict) -> QtWidgets.QTreeWidget:
             child.setToolTip(0, child.text(0))
             top.addChild(child)
         top.setExpanded(True)
-    tree.header().resizeSection(0, 640)
+    header = tree.header()
+    header.setStretchLastSection(False)
+    for col in range(1, 4):
+        header.setSectionResizeMode(col, QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+    header.setSectionResizeMode(0, QtWidgets.QHeaderView.ResizeMode.Stretch)  # the titles get the width
     return tree

@@ -175,6 +175,13 @@ class CompareView(QtWidgets.QWidget):
         plot.addItem(pg.BarGraphItem(x=x + 0.2, height=b_ms, width=0.38, brush=color_b, pen=None, name="B"))
         plot.getAxis("bottom").setTicks([[(float(i), PART_LABELS.get(p, p)) for i, p in enumerate(parts)]])
         plot.setLabel("left", "ms per step (mean)", color=self.theme.text.name())
+        for xs, values in ((x - 0.2, a_ms), (x + 0.2, b_ms)):  # the value on each bar: no reading off the axis
+            for xi, v in zip(xs.tolist(), values.tolist()):
+                label = pg.TextItem(f"{v:.2f}" if v < 10 else f"{v:.1f}", color=self.theme.text, anchor=(0.5, 1.0))
+                label.setPos(xi, v)
+                plot.addItem(label, ignoreBounds=True)
+        top = float(max(a_ms.max(initial=0), b_ms.max(initial=0)))
+        plot.setYRange(0, max(top, 1e-6) * 1.15, padding=0)  # room for the values above the tallest bars
         plot.setMouseEnabled(x=False, y=False)
         return plot
 

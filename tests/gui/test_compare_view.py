@@ -24,7 +24,7 @@ def test_compare_tab_shows_the_change(qtbot, main_window, tmp_path):
     # kernel deltas: the pageable copy is gone, the pinned one new, both at the top (sorted by |Δ|)
     proxy = view.kernels.proxy
     top = {proxy.index(r, 0).data(): proxy.index(r, 1).data() for r in range(2)}
-    assert top == {"Memcpy HtoD (Pageable -> Device)": "− gone", "Memcpy HtoD (Pinned -> Device)": "＋ new"}
+    assert top == {"Memcpy HtoD (Pageable -> Device)": "− gone", "Memcpy HtoD (Pinned -> Device)": "+ new"}
     view.kernels.filter.setText("pinned")
     assert proxy.rowCount() == 1
     out = view.kernels.export_csv(tmp_path / "k.csv")
