@@ -8,7 +8,7 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass
 
-from PySide6 import QtCore
+from PySide6 import QtCore, QtWidgets
 
 from gui.hta import HtaTab
 from gui.issues import IssuesPanel
@@ -29,6 +29,22 @@ class Integrations:
 def _dock_px(win) -> int:
     """Issues dock width: ~28 % of the window, at least what its table needs to read (420 px)."""
     return max(420, win.width() * 28 // 100)
+
+
+def _run_dock_px(win) -> int:
+    """Run dock height the first time it opens: ~40 % of the window, room for the live plots' four rows."""
+    return max(360, win.height() * 40 // 100)
+
+
+def show_run_dock(win, dock: QtWidgets.QDockWidget) -> None:
+    """Show the Run dock; the first time at _run_dock_px (its size hint left the live plots ~30 px tall),
+    later at whatever height the user gave it."""
+    first = not dock.property("ptprof_sized")
+    dock.show()
+    dock.raise_()
+    if first:
+        dock.setProperty("ptprof_sized", True)
+        win.resizeDocks([dock], [_run_dock_px(win)], QtCore.Qt.Orientation.Vertical)
 
 
 def install_all(win) -> Integrations:
@@ -105,7 +121,7 @@ def install_all(win) -> Integrations:
     win.live_panel = run_panel.live
     win.action_run_script.triggered.connect(lambda _checked=False: run_panel.open_dialog())
     win.action_run_script.setEnabled(True)
-    run_panel.sig_run_started.connect(lambda _bundle: (run_dock.show(), run_dock.raise_()))
+    run_panel.sig_run_started.connect(lambda _bundle: show_run_dock(win, run_dock))
     run_panel.sig_bundle_ready.connect(win.open_path)
 
     # --- export: File > Export report… and Export as > PNG / CSV --------------------------------

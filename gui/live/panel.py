@@ -29,6 +29,7 @@ ACTIVE_RGBA = (92, 196, 107, 60)  # recorded (active) windows, shaded on every p
 PLOT_MIN_PX = 50  # a plot stays tall enough for its 3 y labels (~11 px each at 8 pt) not to touch
 AXIS_PX = 52  # left axis width, the same on every plot so that one time has one x
 Y_MARGIN = 0.12  # of the y range, below 0 and above the top label (half a label's height at PLOT_MIN_PX)
+TIME_AXIS_PX = 44  # the lowest plot's tick labels and "s since start"
 MIN_X_S = 10.0  # the time axis shows at least this much (a run's first seconds fill it)
 _UTIL, _MEM_USED, _MEM_TOTAL, _POWER, _TEMP = (COLUMNS.index(c) for c in
                                                ("util_pct", "mem_used_mb", "mem_total_mb", "power_w", "temp_c"))
@@ -140,6 +141,10 @@ class LivePanel(QtWidgets.QWidget):
         for p in self.plots():
             p.showAxis("bottom", p is lowest)
             p.getAxis("bottom").setStyle(showValues=p is lowest)
+        # pyqtgraph does not pass its plots' minimum heights up to the widget: without this a short dock
+        # squeezed the four plots to ~30 px each and cut the time axis
+        n = 4 if shown else 1
+        self.graphs.setMinimumHeight(n * (PLOT_MIN_PX + 2) + TIME_AXIS_PX)
 
     @staticmethod
     def _set_ticks(p: pg.PlotItem, top: float) -> None:

@@ -51,6 +51,7 @@ class RunPanel(QtWidgets.QWidget):
         split.addWidget(self.console)
         split.setStretchFactor(0, 3)
         split.setStretchFactor(1, 2)
+        split.setSizes([600, 400])  # the plots get 60 %: from the size hints alone the console took 60 %
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addLayout(top)

@@ -95,3 +95,32 @@ def test_table_context_menus_export_csv(qtbot, main_window, open_and_wait, tmp_p
     rows = list(csv.reader(out.open(encoding="utf-8")))
     assert len(rows) > 3  # header + the planted problems
     assert "Export findings as CSV…" in [a.text() for a in integ.issues.context_menu().actions()]
+
+
+def test_run_dock_opens_tall_enough_for_the_live_plots(qtbot, main_window):
+    """The first time the Run dock opens it gets ~40 % of the window, and the live plots (4 rows with a
+    GPU) keep at least their minimum height beside the console: from its size hint the dock was 272 px
+    and each plot ~30 px."""
+    from PySide6 import QtCore, QtWidgets
+
+    from gui.integrations import show_run_dock
+    from gui.live.panel import PLOT_MIN_PX
+    win = main_window
+    win.resize(1904, 1040)
+    qtbot.wait(20)
+    live = win.live_panel
+    live._show_gpu(True)
+    dock = win.integrations.run_dock
+    show_run_dock(win, dock)
+    qtbot.wait(50)
+    assert dock.height() >= 0.35 * win.height()
+    assert all(p.height() >= PLOT_MIN_PX for p in live.plots() if p.isVisible())
+    split = live.parentWidget()
+    assert isinstance(split, QtWidgets.QSplitter) and live.width() >= 0.55 * split.width()
+    win.resizeDocks([dock], [300], QtCore.Qt.Orientation.Vertical)  # the user's size is kept next time
+    qtbot.wait(20)
+    h = dock.height()
+    dock.hide()
+    show_run_dock(win, dock)
+    qtbot.wait(20)
+    assert abs(dock.height() - h) <= 2
