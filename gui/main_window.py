@@ -56,7 +56,10 @@ class MainWindow(QtWidgets.QMainWindow):
         self.summary = QtWidgets.QLabel()
         self.statusBar().addWidget(self.summary, 1)
         self.hint = QtWidgets.QLabel("wheel: zoom · drag: pan · W/S A/D · F: fit · Ctrl+F: search")
-        self.hint.setEnabled(False)
+        # muted but readable: a disabled label was #bebebe on #efefef in the light theme
+        pal = self.hint.palette()
+        pal.setColor(QtGui.QPalette.ColorRole.WindowText, pal.color(QtGui.QPalette.ColorRole.PlaceholderText))
+        self.hint.setPalette(pal)
         self.statusBar().addPermanentWidget(self.hint)
         self.statusBar().addPermanentWidget(self.warn_btn)
         self.statusBar().addPermanentWidget(self.progress)

@@ -112,6 +112,23 @@ def style_plot(plot, theme: Theme) -> None:
         ax.setTextPen(theme.text)
 
 
+def dark_palette() -> QtGui.QPalette:
+    """The dark theme's Fusion palette."""
+    pal = QtGui.QPalette()
+    R = QtGui.QPalette.ColorRole
+    for role, color in ((R.Window, "#2b2d31"), (R.WindowText, "#e6e6e6"), (R.Base, "#1e1f22"),
+                        (R.AlternateBase, "#26282c"), (R.Text, "#e6e6e6"), (R.Button, "#33363b"),
+                        (R.ButtonText, "#e6e6e6"), (R.Highlight, "#3d6bd6"), (R.HighlightedText, "#ffffff"),
+                        (R.ToolTipBase, "#33363b"), (R.ToolTipText, "#e6e6e6"), (R.Link, "#7fb0ff"),
+                        (R.PlaceholderText, "#8d939a")):
+        pal.setColor(role, QtGui.QColor(color))
+    # disabled widgets must look disabled (a greyed-out Stop button read as clickable)
+    for role in (R.WindowText, R.Text, R.ButtonText):
+        pal.setColor(QtGui.QPalette.ColorGroup.Disabled, role, QtGui.QColor("#7a7f87"))
+    pal.setColor(QtGui.QPalette.ColorGroup.Disabled, R.Button, QtGui.QColor("#2e3035"))
+    return pal
+
+
 def apply_scheme(app: QtWidgets.QApplication, scheme: str) -> None:
     """'dark' / 'light' force a Fusion palette; 'auto' keeps the platform's (followed by load_theme)."""
     if scheme == "auto":
@@ -121,14 +138,6 @@ def apply_scheme(app: QtWidgets.QApplication, scheme: str) -> None:
     if hasattr(hints, "setColorScheme"):
         hints.setColorScheme(QtCore.Qt.ColorScheme.Dark if scheme == "dark" else QtCore.Qt.ColorScheme.Light)
     if scheme == "dark":
-        pal = QtGui.QPalette()
-        R = QtGui.QPalette.ColorRole
-        for role, color in ((R.Window, "#2b2d31"), (R.WindowText, "#e6e6e6"), (R.Base, "#1e1f22"),
-                            (R.AlternateBase, "#26282c"), (R.Text, "#e6e6e6"), (R.Button, "#33363b"),
-                            (R.ButtonText, "#e6e6e6"), (R.Highlight, "#3d6bd6"), (R.HighlightedText, "#ffffff"),
-                            (R.ToolTipBase, "#33363b"), (R.ToolTipText, "#e6e6e6"), (R.Link, "#7fb0ff"),
-                            (R.PlaceholderText, "#8d939a")):
-            pal.setColor(role, QtGui.QColor(color))
-        app.setPalette(pal)
+        app.setPalette(dark_palette())
     else:
         app.setPalette(app.style().standardPalette())

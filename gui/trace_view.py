@@ -157,6 +157,10 @@ class TraceView(QtWidgets.QWidget):
         self.rank_filter.setEnabled(len(self.models) > 1)
         self.rank_filter.blockSignals(False)
         self._set_stats_model(None if len(self.models) > 1 else 0)
+        # until a slice is clicked (which shows Details) the top kernels (ops on a CPU run) fill the pane,
+        # not ~400 px of "Click a slice…"
+        counts = getattr(self.trace_set, "counts", None)
+        self.tabs.setCurrentWidget(self.kernels if counts is None or counts.kernels else self.ops)
         QtCore.QTimer.singleShot(0, self.fit_splitter)
         QtCore.QTimer.singleShot(0, self.timeline.setFocus)  # W/S/A/D work right away
 

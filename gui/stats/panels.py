@@ -48,6 +48,7 @@ class StatsPanel(QtWidgets.QWidget):
     sig_table_ready = QtCore.Signal()  # columns computed (in a worker) and shown
 
     filter_hint = "filter by name"
+    hide_if_zero: tuple[str, ...] = ()  # column titles hidden when every value is 0
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
@@ -124,13 +125,23 @@ class StatsPanel(QtWidgets.QWidget):
         self.proxy.setFilterKeyColumn(1 if len(parts) > 1 else 0)  # the name, not the Rank column
         self.table.sortByColumn(-1, QtCore.Qt.SortOrder.AscendingOrder)
         self.table.resizeColumnsToContents()
+        for i, col in enumerate(columns):  # e.g. Device / Device self on a CPU-only trace: 0 ns in every row
+            self.table.setColumnHidden(i, col.title in self.hide_if_zero and not np.any(col.values))
         if self.table_model.columnCount():
-            first = 1 if len(parts) > 1 else 0
-            self.table.setColumnWidth(first, min(420, max(160, self.table.columnWidth(first))))
+            self._fit_name_column(1 if len(parts) > 1 else 0)
         ranks = f" · {len(parts)} ranks" if len(parts) > 1 else ""
         self.info.setText(f"{self.table_model.rowCount():,} rows{ranks}")
         self.ready = True
         self.sig_table_ready.emit()
+
+    def _fit_name_column(self, col: int) -> None:
+        """The name column: 160-420 px, wider up to its contents when the other columns leave room (a
+        narrow table's last column stretched over the space while names were cut at 420 px)."""
+        natural = self.table.columnWidth(col)
+        others = sum(self.table.columnWidth(c) for c in range(self.table_model.columnCount())
+                     if c != col and not self.table.isColumnHidden(c))
+        room = self.table.viewport().width() - others
+        self.table.setColumnWidth(col, max(min(420, max(160, natural)), min(natural, room)))
 
     def _on_worker_errored(self, gen: int, exc: BaseException) -> None:
         if shiboken6.isValid(self) and gen == self._generation:
@@ -258,6 +269,7 @@ class KernelsPanel(StatsPanel):
 
 class OpsPanel(StatsPanel):
     filter_hint = "filter ops by name"
+    hide_if_zero = ("Device", "Device self")  # a CPU run: no device time to show
 
     def __init__(self, parent=None) -> None:
         super().__init__(parent)

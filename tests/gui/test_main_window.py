@@ -262,3 +262,30 @@ def test_all_ranks_memory_plot_shows_every_rank(qtbot, tmp_path):
     assert len(panel.peaks) == 2 and panel.summary.toPlainText().count("peak") == 2
     panel.set_trace(ts, 1)
     assert [k for k in panel.curves if "allocated" in k] == ["GPU 0 allocated"]
+
+
+@pytest.mark.parametrize("name,tab", [("gpu_issues.pt.trace.json.gz", "Kernels"), ("cpu_train.pt.trace.json.gz", "Ops")])
+def test_the_bottom_pane_opens_on_a_table_not_an_empty_details(qtbot, main_window, open_and_wait, name, tab):
+    """Until a slice is clicked the bottom pane shows the top kernels (ops on a CPU run); a click shows
+    Details."""
+    open_and_wait(main_window, shared_trace(name))
+    view = main_window.current_view()
+    assert view.tabs.tabText(view.tabs.currentIndex()) == tab
+    view.timeline.sig_slice_selected.emit(0, 0)
+    assert view.tabs.currentWidget() is view.details
+    # device-time columns are hidden where every row would read 0 ns (a CPU run), shown otherwise
+    qtbot.waitUntil(lambda: view.ops.ready, timeout=60_000)
+    titles = [c.title for c in view.ops.table_model.columns]
+    hidden = {t for i, t in enumerate(titles) if view.ops.table.isColumnHidden(i)}
+    assert hidden == ({"Device", "Device self"} if tab == "Ops" else set())
+
+
+def test_disabled_widgets_look_disabled_in_both_themes(qtbot):
+    from PySide6 import QtGui
+
+    from gui.theme import dark_palette
+    R, G = QtGui.QPalette.ColorRole, QtGui.QPalette.ColorGroup
+    light = QtWidgets.QStyleFactory.create("Fusion").standardPalette()
+    for pal in (dark_palette(), light):
+        for role in (R.ButtonText, R.WindowText, R.Text):
+            assert pal.color(G.Disabled, role) != pal.color(G.Active, role)
