@@ -19,7 +19,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 SIZE = (1904, 1040)  # a 1920x1080 screen's available area, less the window frame
-LIVE_SIZE = (1900, 330)  # the Run dock at its default height
 
 
 def shared_dir(arg: str | None) -> Path:

@@ -1,7 +1,7 @@
 """The screens docs/make_screenshots.py renders, one function each, in one QApplication per theme.
 
-Each screen opens what it shows in a fresh MainWindow the size of a 1920x1080 screen (or a live
-panel at the Run dock's size), waits for the workers it needs (load, analysis, tables, HTA), grabs
+Each screen opens what it shows in a fresh MainWindow the size of a 1920x1080 screen (the live
+run: the Run dock at its default height), waits for the workers it needs (load, analysis, tables, HTA), grabs
 the window and closes it. A screen whose input is missing is skipped (and says so on stderr).
 """
 from __future__ import annotations
@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 SIZE = (1904, 1040)
-LIVE_SIZE = (1900, 330)
 
 
 class Skip(Exception):
@@ -167,6 +166,27 @@ def cpu_run(win, traces: Path):
     return win
 
 
+def export(win, traces: Path):
+    """The sample trace after File > Export report: the status bar says where it went, with Open folder /
+    Open report (written to a throwaway folder, as the dialog would)."""
+    import tempfile
+
+    from gui.actions import SAMPLE
+    open_in(win, SAMPLE)
+    wait_analysis(win)
+    exporter = win.integrations.exporter
+    ctx = exporter._context()
+    if ctx is None:
+        raise Skip("nothing to export")
+    done = []
+    exporter.sig_export_finished.connect(done.append)
+    exporter.sig_export_failed.connect(lambda why: done.append(None))
+    exporter.run_report(ctx, Path(tempfile.mkdtemp(prefix="ptprof-report-")))
+    if not wait_until(lambda: done, 240) or done[0] is None:
+        raise Skip("the report export did not finish")
+    return win
+
+
 def compare(win, traces: Path):
     a, b = traces / "gpu_issues.pt.trace.json.gz", traces / "gpu_clean.pt.trace.json.gz"
     if not (a.exists() and b.exists()):
@@ -230,28 +250,33 @@ def _fake_run(panel, with_gpu: bool) -> None:
     panel._on_timer_timeout()
 
 
-def _live(with_gpu: bool):
-    from gui.live.panel import LivePanel
-    panel = LivePanel()
-    panel.resize(*LIVE_SIZE)
-    panel.show()
+def _live(win, with_gpu: bool):
+    """The Run dock as a run shows it: at its default height under the start page, fed a fake run."""
+    from PySide6 import QtWidgets
+
+    from gui.integrations import show_run_dock
+    dock = next(d for d in win.findChildren(QtWidgets.QDockWidget) if d.windowTitle() == "Run")
+    show_run_dock(win, dock)
+    panel = win.live_panel
     _fake_run(panel, with_gpu)
     panel.timer.stop()
-    return panel
+    run_panel = win.integrations.run_panel
+    run_panel.status.setText("Running · " + panel.state_line())  # what the run controller writes there
+    return win
 
 
 def live(win, traces: Path):
-    return _live(True)
+    return _live(win, True)
 
 
 def live_no_gpu(win, traces: Path):
-    return _live(False)
+    return _live(win, False)
 
 
 SCREENS = {
     "start": start_page, "sample": sample, "gpt_big": gpt_big, "compiled": compiled, "finding": finding,
     "kernels": kernels, "breakdown": breakdown, "hta": hta, "snapshot": snapshot, "multi_rank": multi_rank,
-    "cpu_run": cpu_run, "compare": compare, "live": live, "live_no_gpu": live_no_gpu,
+    "cpu_run": cpu_run, "export": export, "compare": compare, "live": live, "live_no_gpu": live_no_gpu,
 }
 
 

@@ -42,6 +42,19 @@ def test_screens_render_in_both_themes(qtbot, tmp_path):  # qtbot: a QApplicatio
         assert {"snapshot.light.png", "snapshot.dark.png"} <= names
 
 
+def test_the_full_set_is_at_least_16_screenshots():
+    """Both themes of every screen (the test above renders a subset: the full set takes ~2 min)."""
+    sys.path.insert(0, str(REPO / "docs"))
+    try:
+        from screens import SCREENS
+    finally:
+        sys.path.remove(str(REPO / "docs"))
+    assert len(SCREENS) * 2 >= 16
+    for name in ("sample", "gpt_big", "compiled", "finding", "kernels", "snapshot", "multi_rank", "live",
+                 "live_no_gpu", "compare", "export"):
+        assert name in SCREENS
+
+
 @pytest.mark.parametrize("dark", [False, True])
 def test_plots_use_the_theme_background(qtbot, dark):
     from gui.live.panel import LivePanel
