@@ -59,6 +59,11 @@ class IssuesPanel(QtWidgets.QWidget):
         self.status.setWordWrap(True)  # the step line is long; the narrow dock wraps it
         self.cancel_button = QtWidgets.QPushButton("Cancel")
         self.cancel_button.setVisible(False)
+        # its row keeps the button's height when it hides at the end of the analysis: the table under it
+        # moved up 8 px ~1 s after a trace opened
+        policy = self.cancel_button.sizePolicy()
+        policy.setRetainSizeWhenHidden(True)
+        self.cancel_button.setSizePolicy(policy)
         self.rank_combo = QtWidgets.QComboBox()
         self.rank_combo.setVisible(False)
         self.model = FindingsModel(self)

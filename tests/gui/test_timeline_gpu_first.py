@@ -73,7 +73,12 @@ def test_the_layout_does_not_jump_after_a_trace_opened(qtbot, main_window, open_
         open_and_wait(main_window, path)
         view = main_window.current_view()
         first = view.split.sizes()
+        qtbot.wait(20)
+        table = main_window.integrations.issues.table
+        table_top = table.mapTo(main_window, table.rect().topLeft()).y()
     for panel in view.stats_panels():
         qtbot.waitUntil(lambda p=panel: p.ready, timeout=60_000)
     qtbot.wait(200)
     assert view.split.sizes() == first
+    # the findings table stays where it was when the analysis ends (its Cancel button hides)
+    assert table.mapTo(main_window, table.rect().topLeft()).y() == table_top
