@@ -1,7 +1,8 @@
 """Regenerate docs/screenshot.png: `python docs/make_screenshot.py [TRACE] [--theme light|dark]`.
 
-Opens the trace in the real main window (offscreen unless $DISPLAY is set), selects a CPU op that
-launched kernels (flow arrows + details) and grabs the window at 1600x1000.
+Opens the trace in the real main window (offscreen unless $DISPLAY is set) at a 1920x1080 screen's
+size, selects the top finding (its evidence in the Issues dock, its events outlined), then a CPU op
+that launched kernels in the first shown step (flow arrows + details) and grabs the window.
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def main() -> int:
     app = QtWidgets.QApplication([])
     apply_scheme(app, a.theme)
     win = MainWindow()
-    win.resize(1600, 1000)
+    win.resize(1904, 1040)
     win.show()
     loaded = []
     win.sig_trace_loaded.connect(loaded.append)
@@ -52,6 +53,15 @@ def main() -> int:
     view = win.current_view()
     m = view.models[0]
     t0, t1 = view.timeline.view_range()
+    issues = win.integrations.issues
+    t = time.time()
+    while issues.analysis() is None and time.time() - t < 120:
+        app.processEvents()
+        time.sleep(0.01)
+    if issues.model.rowCount():
+        issues.select_row(0)  # zooms the timeline to the finding: back to the step afterwards
+        app.processEvents()
+        view.show_range(t0, t1)
     rows = query.rows_named(m, a.op)
     rows = rows[(m.slices.ts_ns[rows] >= t0) & (m.slices.ts_ns[rows] <= t1)]
     if len(rows):
