@@ -11,6 +11,7 @@ or `gui.issues.connect_timeline(panel, timeline)`.
 from __future__ import annotations
 
 import logging
+import re
 
 import numpy as np
 import shiboken6
@@ -36,6 +37,14 @@ def _analysis_job(trace_set, config):
     return result, breakdowns
 
 
+STATUS_LINES = 3
+
+
+def _glued(text: str) -> str:
+    """No line break inside "8.13 ms/step" (the narrow dock wrapped it as "8.13" + "ms/" + "step")."""
+    return re.sub(r"(\d) (?=[A-Za-zµ%])", "\\1\u00a0", text).replace("/", "/\u2060")
+
+
 class IssuesPanel(QtWidgets.QWidget):
     sig_finding_selected = QtCore.Signal(int, object, object, object)
     """(model index, t0_ns, t1_ns, evidence rows: np.ndarray int64) of the selected finding."""
@@ -57,6 +66,10 @@ class IssuesPanel(QtWidgets.QWidget):
 
         self.status = QtWidgets.QLabel("No trace loaded.")
         self.status.setWordWrap(True)  # the step line is long; the narrow dock wraps it
+        # room for the finished line (3 lines in a ~530 px dock) from the start, text at the top: when the
+        # analysis ended, "Analysing…" (1 line) became 3 and pushed the table down ~30 px
+        self.status.setAlignment(QtCore.Qt.AlignmentFlag.AlignLeft | QtCore.Qt.AlignmentFlag.AlignTop)
+        self.status.setMinimumHeight(STATUS_LINES * self.status.fontMetrics().lineSpacing() + 2)
         self.cancel_button = QtWidgets.QPushButton("Cancel")
         self.cancel_button.setVisible(False)
         # its row keeps the button's height when it hides at the end of the analysis: the table under it
@@ -165,8 +178,8 @@ class IssuesPanel(QtWidgets.QWidget):
         n_warn = sum(1 for f in analysis.findings if f.severity.label == "warning")
         step, fixes = step_text(analysis.summary), fixes_text(analysis.summary)
         self.status.setText(f"{len(analysis.findings)} finding(s): {n_err} error, {n_warn} warning · "
-                            f"{analysis.summary.get('steps', 0)} step(s){', ' + step if step else ''}"
-                            f"{' · ' + fixes if fixes else ''} · analysed in {analysis.elapsed_s:.2f} s")
+                            f"{analysis.summary.get('steps', 0)} step(s){', ' + _glued(step) if step else ''}"
+                            f"{' · ' + _glued(fixes) if fixes else ''} · analysed in {analysis.elapsed_s:.2f} s")
         if analysis.not_run:  # shown once: here, each reason once for all ranks it applies to
             self.not_run.setText("Checks not run: " + not_run_text(analysis.not_run))
             self.not_run.setVisible(True)
