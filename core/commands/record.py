@@ -194,7 +194,7 @@ def _summary(session, quiet: bool) -> int:
         if n_traces == 0 and st.stepped_aside:
             print("ptprof: the script runs its own torch.profiler, so ptprof stepped aside: its traces are "
                   "wherever the script writes them", file=sys.stderr)
-        elif n_traces == 0:
+        elif n_traces == 0 and session._run_json.get("end_seen") is not False:  # else the notice said why
             print("ptprof: the script ended before any trace cycle completed (too few steps for the schedule?)",
                   file=sys.stderr)
         return 0

@@ -155,6 +155,17 @@ def test_os_exit_mid_window_is_said_not_silently_ok(tmp_path):
     _assert_nothing_left(s)
 
 
+def test_os_exit_mid_window_cli_names_the_cause_not_the_schedule(tmp_path):
+    """The CLI's last lines: the lost window, never "too few steps for the schedule?" (which it is not)."""
+    script = _script(tmp_path, "exits.py", "import os\ndef hook(i):\n    if i == 6:\n        os._exit(0)\n")
+    r = subprocess.run([sys.executable, "-m", "core.cli", "record", "--out", str(tmp_path / "b"), "--wait", "0",
+                        "--active", "100", str(script), "-1"], cwd=str(REPO), capture_output=True, text=True,
+                       timeout=180)
+    assert r.returncode == 0, r.stderr
+    assert "trace window in progress at step" in r.stderr and "os._exit" in r.stderr
+    assert "too few steps" not in r.stderr and "Traceback" not in r.stderr
+
+
 def test_segfault_keeps_completed_cycles_and_says_the_window_was_lost(tmp_path):
     script = _script(tmp_path, "segv.py", "import ctypes\ndef hook(i):\n    if i == 7:\n        ctypes.string_at(0)\n")
     s, events = _run(tmp_path, script, schedule=Schedule(0, 1, 2, 3))  # cycles end at steps 3 and 6
