@@ -224,6 +224,7 @@ def hook(i, _done=[]):
     _done.append(1)
     lines = [{{"type": "start", "pid": {stranger.pid}, "rank": 0}}, {{"type": "start", "pid": 0}},
              {{"type": "start", "pid": -1}}, {{"type": "start", "pid": os.getppid()}},
+             {{"type": "start", "pid": os.getpid(), "rank": 2}}, {{"type": "start", "pid": os.getpid(), "world_size": 9}},
              {{"type": "step", "step": "abc"}}, {{"type": "step", "step": 10**30}}, {{"type": "end", "exit_code": "x"}},
              {{"type": "notice", "message": ["no"]}}, {{"type": 5}}, [1, 2]]
     with open(os.path.join(os.environ["PTPROF_BUNDLE"], "events.jsonl"), "a") as fh:
@@ -238,7 +239,9 @@ def hook(i, _done=[]):
         assert s.exit_code == 130
         assert stranger.poll() is None, "the launcher signalled a process that is not the run's"
         run = read_json(s.bundle.run_json)
-        assert run["bad_event_lines"] >= 9 and any("malformed" in n for n in run["notices"])
+        assert run["bad_event_lines"] >= 11 and any("malformed" in n for n in run["notices"])
+        assert s.ranks_started == {0} and "end_seen" not in run  # a forged rank 2 "lost" no window
+        assert not any("ended without" in n for n in run["notices"]), run["notices"]
         assert isinstance(run["steps"], int) and run["steps"] < 10**6
         assert s.proc.ranks == set()  # no pid from the file was adopted (the real start comes from pid = child)
         _assert_nothing_left(s)
