@@ -167,7 +167,11 @@ class RunSession:
             self.start_timed_out = True  # the interpreter never ran our child: stop it, say so
             self.state.exception = (f"{self.cfg.python} did not start the script within "
                                     f"{self.plan.start_timeout_s:.0f} s")
+            # nothing of ours runs in it, so nothing to flush: no SIGINT/SIGTERM graces (a signal-deaf
+            # wrapper took 20 s more than the timeout); the whole tree goes at once
             self.proc.request_stop()
+            self.proc.kill()
+            code = self.proc.poll()
         if code is not None:
             self._finalize(code)
             up.exit_code = self.exit_code
