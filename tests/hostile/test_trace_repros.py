@@ -87,6 +87,16 @@ def test_bomb_is_refused_at_the_bound_not_after_inflating(tmp_path, fmt, bound):
     assert rss < 600 << 20, rss  # the bound plus one block, not the whole stream
 
 
+def test_inflating_to_the_bound_holds_the_data_once(tmp_path):
+    """No copy while the buffer grows: a bytearray's realloc copied the data when it crossed glibc's mmap
+    threshold (tune_malloc raises it to 1 GiB): refused at 1,100 MiB, the load peaked at ~2.1 GB (now ~1.2)."""
+    bomb = tmp_path / "bomb.pt.trace.json.gz"
+    bomb.write_bytes(_bomb("gz", 1200 << 20))  # ~1.2 MB, inflates past the bound
+    reason, rss = _peak_rss_of_load(bomb, {"PTPROF_MAX_INFLATE_BYTES": str(1100 << 20)})
+    assert "decompresses to more than 1,100 MiB" in reason
+    assert rss < (1100 + 64 + 200) << 20, rss >> 20  # the bound + one block + the interpreter; a copy is +1,100
+
+
 def test_gzip_with_a_trailer_over_the_bound_is_refused_before_inflating(tmp_path, monkeypatch):
     monkeypatch.setenv("PTPROF_MAX_INFLATE_BYTES", str(1 << 20))
     with pytest.raises(TraceParseError, match="decompresses to more than 1 MiB"):
