@@ -13,6 +13,7 @@ evicting least recently used entries, amortized over stores.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import math
@@ -99,6 +100,9 @@ def entry_dir(key: dict, root: Path | None = None) -> Path | None:
     return root / digest
 
 
+_TRANSIENT = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN, errno.EINTR}
+
+
 def load(path: Path) -> TraceModel | None:
     """The cached model of `path`, memory-mapped; None on a miss or an unusable entry."""
     key = source_key(path)
@@ -109,6 +113,15 @@ def load(path: Path) -> TraceModel | None:
         return None  # not one we made: leave it alone
     try:
         model = _read(d, key)
+    except (MemoryError, OSError) as exc:
+        if isinstance(exc, MemoryError) or exc.errno in _TRANSIENT:
+            # out of descriptors / memory / maps now: a miss, but the entry is fine - removing it made every
+            # open of a many-file bundle delete and rewrite the entries it could not map
+            log.info("cache entry %s not readable now (%s): parsing instead", d, exc)
+            return None
+        log.info("ignoring unusable cache entry %s (%s)", d, exc)
+        cache_evict.remove(d)
+        return None
     except Exception as exc:  # noqa: BLE001 - a broken entry is a miss, whatever broke it
         log.info("ignoring unusable cache entry %s (%s)", d, exc)
         cache_evict.remove(d)
