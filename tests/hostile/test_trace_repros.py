@@ -241,6 +241,26 @@ def test_non_string_device_names_reach_info(tmp_path, decode_path, capsys):
     assert "Traceback" not in capsys.readouterr().err
 
 
+def test_device_properties_of_the_wrong_type_reach_report_and_the_cache(tmp_path, decode_path, capsys, monkeypatch):
+    """A string / NaN / bool totalGlobalMem was a ValueError traceback in `report` (fmt_bytes); checked on
+    load, and again when the meta comes back from a cache entry (written before the check existed)."""
+    from core.cli import main
+    from core.trace.model import TraceMeta
+    props = [{"id": 0, "name": "H200", "totalGlobalMem": "143771 MB", "numSms": [132]},
+             {"id": 1, "name": ["x"], "totalGlobalMem": "lots", "computeMajor": True}, "not a dict",
+             {"id": "2", "totalGlobalMem": 1 << 34, "computeMajor": 9, "computeMinor": 0}]
+    path, _ = _trace(tmp_path, deviceProperties=props)
+    monkeypatch.setenv("PTPROF_CACHE_DIR", str(tmp_path / "cache"))
+    for args in (["--no-cache"], [], []):  # parsed; stored; from the cache
+        assert main(["report", *args, "--no-png", "--out", str(tmp_path / "r"), str(path)]) == 0
+        assert "Traceback" not in capsys.readouterr().err
+    page = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
+    assert "H200 · ? · compute ?.?" in page and "16.00 GiB · compute 9.0" in page
+    meta = TraceMeta.from_json({"device_properties": props, "distributed_info": [1], "versions": "x"})
+    assert [p.get("totalGlobalMem") for p in meta.device_properties] == [None, None, 1 << 34]
+    assert meta.distributed_info is None and meta.versions == {}
+
+
 def _cli(*args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "core.cli", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=300)
