@@ -134,7 +134,9 @@ def _trace_files(root: Path) -> list[Path]:
         folder, depth = stack.pop()
         try:
             it = os.scandir(folder)
-        except OSError:
+        except OSError as exc:
+            if folder == root:  # the folder asked for: say why, not "holds no trace files"
+                raise TraceParseError(root, f"cannot read the folder ({exc.strerror or exc})") from None
             continue
         with it:
             for entry in _entries(it):

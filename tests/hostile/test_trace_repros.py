@@ -7,6 +7,7 @@ import json
 import lzma
 import os
 import random
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -276,18 +277,29 @@ def test_symlink_loops_and_unsearchable_folders_are_one_line(tmp_path):
     (tmp_path / "b").symlink_to(tmp_path / "a")
     out = _cli("info", str(tmp_path / "a"))
     assert out.returncode == 2 and "symbolic links" in out.stderr and len(out.stderr.splitlines()) == 1
-    if os.geteuid() == 0:
-        return  # root searches any folder: the EACCES case cannot happen
+    prefix: list[str] = []
+    if os.geteuid() == 0:  # root searches any folder: drop the two capabilities that let it (util-linux setpriv)
+        if not shutil.which("setpriv"):
+            pytest.skip("running as root without setpriv: the EACCES case cannot happen")
+        prefix = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
+    tmp_path.chmod(0o755)
     locked = tmp_path / "locked"
     locked.mkdir()
     _trace(locked)
     (tmp_path / "link.pt.trace.json").symlink_to(locked / "t.pt.trace.json")
+    if prefix:
+        os.chown(locked, 65534, 65534)  # someone else's folder, mode 0: nobody but its owner may enter
     locked.chmod(0)
     try:
-        out = _cli("info", str(tmp_path / "link.pt.trace.json"))
-        assert out.returncode == 2 and "Permission denied" in out.stderr and len(out.stderr.splitlines()) == 1
+        for target, said in ((tmp_path / "link.pt.trace.json", "cannot open (Permission denied)"),
+                             (locked, "cannot read the folder (Permission denied)")):
+            out = subprocess.run([*prefix, sys.executable, "-m", "core.cli", "info", str(target)], cwd=REPO,
+                                 capture_output=True, text=True, timeout=300)
+            assert out.returncode == 2 and said in out.stderr and len(out.stderr.splitlines()) == 1, out.stderr
     finally:
         locked.chmod(0o755)
+        if prefix:
+            os.chown(locked, 0, 0)
 
 
 # --- 5. partial data ----------------------------------------------------------------------------
