@@ -28,15 +28,15 @@ import msgspec
 import numpy as np
 
 from core.trace import cache_evict
-from core.trace.cache_check import TABLES, check_entry, check_model, open_npy
+from core.trace.cache_check import TABLES, check_entry, check_fingerprints, check_model, fingerprint, open_npy
 from core.trace.model import EventCounts, TraceMeta, TraceModel
 from core.trace.safefile import read_regular
 from core.trace.strings import StringTable
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 4  # bump when a column's meaning changes (2: every Kineto category; 3: marker file, checked columns;
-# 4: device sync-record track labels, headers with Kineto-mangled quotes read)
+FORMAT_VERSION = 5  # bump when a column's meaning changes (2: every Kineto category; 3: marker file, checked columns;
+# 4: device sync-record track labels, headers with Kineto-mangled quotes read; 5: column fingerprints)
 DEFAULT_MAX_BYTES = 5 * 10**9
 MAX_ENTRY_JSON_BYTES = 1 << 30  # strings of the biggest traces are tens of MB
 _ENTRY = "entry.json"
@@ -144,6 +144,7 @@ def _read(d: Path, key: dict) -> TraceModel:
         warnings=tuple(entry["warnings"]), **tables,
     )
     check_model(model, len(strings))
+    check_fingerprints(model, entry.get("fingerprints"))
     return model
 
 
@@ -160,15 +161,17 @@ def store(path: Path, model: TraceModel) -> bool:
         tmp = Path(tempfile.mkdtemp(prefix=cache_evict.TMP_PREFIX, dir=root))
         cache_evict.write_marker(tmp)
         shapes: dict[str, dict[str, list[int]]] = {}
+        prints: dict[str, dict[str, str]] = {}
         for name in TABLES:
             table = getattr(model, name)
-            shapes[name] = {}
+            shapes[name], prints[name] = {}, {}
             for col, arr in table.columns().items():
                 np.save(tmp / f"{name}.{col}.npy", np.ascontiguousarray(arr), allow_pickle=False)
                 shapes[name][col] = list(arr.shape)
+                prints[name][col] = fingerprint(arr)
         entry = {"key": key, "path": model.path, "rank": model.rank, "strings": model.strings.to_list(),
                  "meta": model.meta.to_json(), "counts": asdict(model.counts), "warnings": list(model.warnings),
-                 "shapes": shapes}
+                 "shapes": shapes, "fingerprints": prints}
         (tmp / _ENTRY).write_bytes(msgspec.json.encode(entry))
         if os.path.lexists(final):
             if not cache_evict.remove(final):
