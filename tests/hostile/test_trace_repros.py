@@ -208,6 +208,23 @@ def test_impossible_times_drop_the_event_with_a_count(tmp_path, decode_path, fie
         assert any("1 events with impossible times" in w for w in model.warnings), model.warnings
 
 
+@pytest.mark.parametrize("value", ["1e300", "-1e300", "1e308", "5e15"])
+def test_every_time_far_out_is_dropped_not_an_overflow(tmp_path, decode_path, value):
+    """Every ts the same huge value: the median is there too, so the span check kept them all, and the
+    time origin in ns (x 1000) overflowed to inf - an OverflowError traceback (found by the slow run:
+    huge_number seed 88434808, gz_truncated). Nothing beyond max_abs_us (year 2096) is a time."""
+    import re
+    path, _ = _trace(tmp_path)
+    path.write_bytes(re.sub(rb'"ts": -?[0-9.]+', f'"ts": {value}'.encode(), path.read_bytes()))
+    try:
+        model = load(path, use_cache=False).primary
+    except TraceParseError as exc:
+        assert "\n" not in exc.reason
+        return
+    assert any("impossible times" in w for w in model.warnings), model.warnings
+    assert len(model.slices.ts_ns) == 0 or int(np.abs(model.slices.ts_ns).max()) < 2**62
+
+
 @pytest.mark.parametrize("value", ["Infinity", "-Infinity", "NaN", "1e300", str(10**30), '"x"', "-5"])
 def test_bad_base_time_is_ignored(tmp_path, decode_path, value):
     path, _ = _trace(tmp_path)
