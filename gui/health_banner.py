@@ -29,7 +29,7 @@ class HealthBanner(QtWidgets.QLabel):
     def check(self, trace_set) -> None:
         """Run the checks in a worker; the banner shows the warnings and errors when they arrive."""
         worker = create_worker(lambda ts: [h.to_json() for h in health.check(ts)], trace_set, _start_thread=False,
-                               _connect={"returned": self._on_checked})
+                               _connect={"returned": self._on_checked, "errored": self._on_check_failed})
         worker.finished.connect(lambda w=worker: _RUNNING.discard(w))
         _RUNNING.add(worker)
         worker.start()
@@ -38,6 +38,12 @@ class HealthBanner(QtWidgets.QLabel):
         if not shiboken6.isValid(self):
             return
         self.set_items(items)
+
+    def _on_check_failed(self, exc: BaseException) -> None:
+        """A check that raised on odd data is one warning line in the banner, never a traceback."""
+        if shiboken6.isValid(self):
+            self.set_items([{"severity": "warning", "code": "check_failed",
+                             "count": 1, "message": f"the trace check failed ({type(exc).__name__}: {exc})"[:300]}])
 
     def set_items(self, items: list) -> None:
         self.items = list(items)

@@ -15,6 +15,8 @@
   dropped_records      Kineto / CUPTI dropped-records or buffer-overflow markers
   profiler_overhead    the share of step time in profiler overhead events (cat "overhead", "Trace" spans)
   recording_inflation  a run bundle's recorded steps against its unprofiled `wait` steps (events.jsonl)
+  run_status           a run bundle whose run.json says it did not end cleanly (incomplete: os._exit / crash
+                       mid-window; launcher_lost; still running; failed)
 Thresholds: resources/rules.toml [health].
 """
 from __future__ import annotations
@@ -65,8 +67,41 @@ def check(ts: TraceSet, config: dict | None = None) -> list[Health]:
     elif infl is not None:
         out.append(Health("recording_inflation", "info",
                           f"recording changed the step {infl:.2f}x against unprofiled steps of this run", 1))
+    status = run_status(ts.bundle)
+    if status is not None:
+        out.append(status)
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(out, key=lambda h: order.get(h.severity, 3))
+
+
+_STATUS_TEXT = {
+    "incomplete": "the script ended without ptprof's end of run (os._exit, a crash or a kill)",
+    "launcher_lost": "the launcher (ptprof record / the app) died before the run ended; the script stopped itself",
+    "running": "run.json still says \"running\": the run is being recorded now, or its launcher died without a word",
+    "failed": "the script failed",
+}
+
+
+def run_status(bundle) -> Health | None:
+    """A run bundle whose run.json says the run did not end cleanly: the traces may lack the window that
+    was in progress (run.json is the user's file: every field is checked before it is used)."""
+    status = bundle.get("status") if isinstance(bundle, dict) else None
+    if not isinstance(status, str) or status not in _STATUS_TEXT:
+        return None
+    notices = bundle.get("notices")
+    lost = [n for n in notices if isinstance(n, str) and "window" in n] if isinstance(notices, list) else []
+    if lost:  # the launcher's own words: which rank, how it ended, the step whose window was lost
+        return Health("run_status", "warning", lost[0][:400], 1)
+    msg = _STATUS_TEXT[status]
+    code = bundle.get("exit_code")
+    if isinstance(code, int) and not isinstance(code, bool) and status != "running":
+        msg += f" (exit {code})"
+    exc = bundle.get("exception")
+    if status == "failed" and isinstance(exc, str) and exc:
+        msg += ": " + exc.splitlines()[0]
+    elif status in ("launcher_lost", "running"):
+        msg += ": the trace window in progress may be missing"
+    return Health("run_status", "warning", msg[:400], 1)
 
 
 def _model_checks(m: TraceModel, cfg: dict) -> list[Health]:

@@ -175,8 +175,9 @@ def _summary(session, quiet: bool) -> int:
                 sys.stderr.write(f"ptprof: {printable(notice)}\n")
         for site in st.syncs:
             sys.stderr.write(f"ptprof: host sync at {printable(site)}\n")
-        hint = f" - open with: ptprof info {root}" if n_traces else ""
-        sys.stderr.write(printable(f"ptprof: bundle {root} ({n_traces} trace file(s), {st.step} steps){hint}") + "\n")
+        if st.started:  # else the one line below says why nothing ran
+            hint = f" - open with: ptprof info {root}" if n_traces else ""
+            sys.stderr.write(printable(f"ptprof: bundle {root} ({n_traces} trace file(s), {st.step} steps){hint}") + "\n")
     if st.exception.startswith("torch not installed"):
         print(f"ptprof: {st.exception.split(' (')[0]}: pick the training environment's python with --python",
               file=sys.stderr)
@@ -194,7 +195,7 @@ def _summary(session, quiet: bool) -> int:
         if n_traces == 0 and st.stepped_aside:
             print("ptprof: the script runs its own torch.profiler, so ptprof stepped aside: its traces are "
                   "wherever the script writes them", file=sys.stderr)
-        elif n_traces == 0:
+        elif n_traces == 0 and session._run_json.get("end_seen") is not False:  # else the notice said why
             print("ptprof: the script ended before any trace cycle completed (too few steps for the schedule?)",
                   file=sys.stderr)
         return 0

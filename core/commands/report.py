@@ -3,6 +3,8 @@
 Writes timeline.png, memory.png, gpu.png (with NVML samples), breakdown.png, findings.csv, kernels.csv,
 ops.csv, steps.csv, nvml.csv (with NVML samples) and a self-contained report.html into DIR.
 Renders offscreen: without a display it sets QT_QPA_PLATFORM=offscreen itself, before Qt is imported.
+Never replaces a file ptprof did not write (core.export.outdir): a folder holding the user's own
+metrics.csv, or a run bundle (its raw nvml.csv), is refused in one line before anything is loaded.
 Exit codes: 0 ok, 2 bad input or usage (one line on stderr).
 """
 from __future__ import annotations
@@ -51,6 +53,10 @@ def run(args) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         return _fail(f"--out {out}: exists and is not a folder")
+    from core.export import outdir
+    why = outdir.problem(out)  # before the load: a refused folder costs nothing
+    if why:
+        return _fail(printable(f"--out {why}"))
     ts = load(args.path, use_cache=not args.no_cache)  # TraceParseError -> exit 2 in core.cli
     if args.step is not None:
         numbers = sorted({int(n) for m in ts.models for n in m.steps.number})
@@ -70,6 +76,8 @@ def run(args) -> int:
     spec = FigureSpec(width_px=args.width, scale=args.scale, step=args.step)
     try:
         result = write_report(ts, out, renderer, ReportOptions(spec=spec, pngs=not args.no_png))
+    except outdir.ExportRefused as exc:  # the folder changed since the check above
+        return _fail(printable(f"--out {exc}"))
     except OSError as exc:
         return _fail(f"cannot write into {out}: {exc.strerror or exc}")
     for path in result.files:

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from core.atomic import atomic_write, atomic_write_text
-from core.export import breakdown_data, findings as findings_src, plots_data, tables, timeline_data
+from core.export import breakdown_data, outdir, findings as findings_src, plots_data, tables, timeline_data
 from core.export.csv import write_table
 from core.export.figures import FIGURE_NAMES, FigureSpec, NoteFigure, Renderer, header
 from core.export.report import ReportContext, build_html
@@ -77,6 +77,7 @@ def iter_write_report(ts: TraceSet, out_dir: str | Path, renderer: Renderer | No
     opts = options or ReportOptions()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    outdir.claim(out)  # never over a file ptprof did not write (ExportRefused, an OSError, says which)
     result = ReportResult(out)
     yield ExportProgress("findings", 0.02, "running rules")
     fr = opts.findings if opts.findings is not None else findings_src.collect(ts)

@@ -139,8 +139,11 @@ def write_json(path: Path, data: dict) -> None:
 
 
 def read_json(path: Path) -> dict | None:
+    """A JSON object from a regular file, or None: a FIFO, a huge file or a 100,000-deep array in a
+    folder given to --out is "not one of our bundles", never a blocked read or a RecursionError."""
+    from core.trace.safefile import read_json_file
     try:
-        data = json.loads(Path(path).read_text())
+        data = read_json_file(path)
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None

@@ -90,7 +90,9 @@ def resolve_python(python: str) -> str | None:
         return None
     if os.sep in python or (os.altsep and os.altsep in python):
         p = Path(python).expanduser()
-        return str(p) if p.is_file() and os.access(p, os.X_OK) else None
+        # absolute (not resolved: a venv's python is a link that must stay in the venv); str(Path("./py"))
+        # is "py", which Popen then looked up on PATH: "--python ./py" could not start
+        return str(p.absolute()) if p.is_file() and os.access(p, os.X_OK) else None
     return shutil.which(python)
 
 

@@ -167,7 +167,11 @@ class RunSession:
             self.start_timed_out = True  # the interpreter never ran our child: stop it, say so
             self.state.exception = (f"{self.cfg.python} did not start the script within "
                                     f"{self.plan.start_timeout_s:.0f} s")
+            # nothing of ours runs in it, so nothing to flush: no SIGINT/SIGTERM graces (a signal-deaf
+            # wrapper took 20 s more than the timeout); the whole tree goes at once
             self.proc.request_stop()
+            self.proc.kill()
+            code = self.proc.poll()
         if code is not None:
             self._finalize(code)
             up.exit_code = self.exit_code
@@ -175,7 +179,7 @@ class RunSession:
 
     def _take_events(self) -> list[dict]:
         raw = self.tail.poll()
-        events = [e for e in raw if valid(e)]
+        events = [e for e in raw if valid(e) and (e["type"] != "start" or self._plausible_start(e))]
         self.bad_events += len(raw) - len(events) + self.tail.skipped
         if len(raw) != len(events) or self.tail.skipped:
             log.warning("events.jsonl: %d malformed line(s) skipped", len(raw) - len(events) + self.tail.skipped)
@@ -211,6 +215,15 @@ class RunSession:
                 self.proc.acknowledged = True  # the child is handling the stop: slow, not stuck
                 self.proc.note_progress()
         return events
+
+    def _plausible_start(self, e: dict) -> bool:
+        """A start event can be written by any process of the run: its rank must be one this run has
+        (a forged rank 2 of a one-process run made the end say rank 2's window was lost), its
+        world_size no larger, and in a one-process run its pid the child itself or one of its tree."""
+        n = max(1, self.cfg.nproc)
+        if not 0 <= e.get("rank", 0) < n or e.get("world_size", 1) > n:
+            return False
+        return self.cfg.torchrun or e["pid"] == self.proc.pid or self.proc.adopt_rank(e["pid"])
 
     def request_stop(self) -> None:
         if self.proc is not None:

@@ -167,6 +167,12 @@ def _windows(raw) -> tuple[Window, ...]:
     return tuple(sorted(out, key=lambda w: w.t0_ns))
 
 
+def _line(v) -> int:
+    """A frame's line number as the int32 column holds it; anything else (2**31, "12", 1.5, inf) is 0 -
+    line 2**31 was an OverflowError traceback (found by the slow property run)."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31 else 0
+
+
 class _Interner:
     """Frames -> ids, stacks (tuples of frame ids) -> ids. Pickle memoisation shares identical frame lists,
     so a cache keyed by the list's id() skips most work (the lists stay alive in the unpickled object)."""
@@ -195,7 +201,7 @@ class _Interner:
         return sid
 
     def _frame(self, f: dict) -> int:
-        key = (str(f.get("filename", "")), int(f.get("line", 0) or 0), str(f.get("name", "")))
+        key = (str(f.get("filename", "")), _line(f.get("line")), str(f.get("name", "")))
         fid = self._frame_ids.get(key)
         if fid is None:
             fid = self._frame_ids[key] = len(self.names)

@@ -13,6 +13,7 @@ evicting least recently used entries, amortized over stores.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import math
@@ -27,15 +28,15 @@ import msgspec
 import numpy as np
 
 from core.trace import cache_evict
-from core.trace.cache_check import TABLES, check_entry, check_model, open_npy
+from core.trace.cache_check import TABLES, check_entry, check_fingerprints, check_model, fingerprint, open_npy
 from core.trace.model import EventCounts, TraceMeta, TraceModel
 from core.trace.safefile import read_regular
 from core.trace.strings import StringTable
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 4  # bump when a column's meaning changes (2: every Kineto category; 3: marker file, checked columns;
-# 4: device sync-record track labels, headers with Kineto-mangled quotes read)
+FORMAT_VERSION = 5  # bump when a column's meaning changes (2: every Kineto category; 3: marker file, checked columns;
+# 4: device sync-record track labels, headers with Kineto-mangled quotes read; 5: column fingerprints)
 DEFAULT_MAX_BYTES = 5 * 10**9
 MAX_ENTRY_JSON_BYTES = 1 << 30  # strings of the biggest traces are tens of MB
 _ENTRY = "entry.json"
@@ -99,6 +100,9 @@ def entry_dir(key: dict, root: Path | None = None) -> Path | None:
     return root / digest
 
 
+_TRANSIENT = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.EAGAIN, errno.EINTR}
+
+
 def load(path: Path) -> TraceModel | None:
     """The cached model of `path`, memory-mapped; None on a miss or an unusable entry."""
     key = source_key(path)
@@ -109,6 +113,15 @@ def load(path: Path) -> TraceModel | None:
         return None  # not one we made: leave it alone
     try:
         model = _read(d, key)
+    except (MemoryError, OSError) as exc:
+        if isinstance(exc, MemoryError) or exc.errno in _TRANSIENT:
+            # out of descriptors / memory / maps now: a miss, but the entry is fine - removing it made every
+            # open of a many-file bundle delete and rewrite the entries it could not map
+            log.info("cache entry %s not readable now (%s): parsing instead", d, exc)
+            return None
+        log.info("ignoring unusable cache entry %s (%s)", d, exc)
+        cache_evict.remove(d)
+        return None
     except Exception as exc:  # noqa: BLE001 - a broken entry is a miss, whatever broke it
         log.info("ignoring unusable cache entry %s (%s)", d, exc)
         cache_evict.remove(d)
@@ -139,6 +152,7 @@ def _read(d: Path, key: dict) -> TraceModel:
         warnings=tuple(entry["warnings"]), **tables,
     )
     check_model(model, len(strings))
+    check_fingerprints(model, entry.get("fingerprints"))
     return model
 
 
@@ -155,15 +169,17 @@ def store(path: Path, model: TraceModel) -> bool:
         tmp = Path(tempfile.mkdtemp(prefix=cache_evict.TMP_PREFIX, dir=root))
         cache_evict.write_marker(tmp)
         shapes: dict[str, dict[str, list[int]]] = {}
+        prints: dict[str, dict[str, str]] = {}
         for name in TABLES:
             table = getattr(model, name)
-            shapes[name] = {}
+            shapes[name], prints[name] = {}, {}
             for col, arr in table.columns().items():
                 np.save(tmp / f"{name}.{col}.npy", np.ascontiguousarray(arr), allow_pickle=False)
                 shapes[name][col] = list(arr.shape)
+                prints[name][col] = fingerprint(arr)
         entry = {"key": key, "path": model.path, "rank": model.rank, "strings": model.strings.to_list(),
                  "meta": model.meta.to_json(), "counts": asdict(model.counts), "warnings": list(model.warnings),
-                 "shapes": shapes}
+                 "shapes": shapes, "fingerprints": prints}
         (tmp / _ENTRY).write_bytes(msgspec.json.encode(entry))
         if os.path.lexists(final):
             if not cache_evict.remove(final):

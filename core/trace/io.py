@@ -134,7 +134,9 @@ def _trace_files(root: Path) -> list[Path]:
         folder, depth = stack.pop()
         try:
             it = os.scandir(folder)
-        except OSError:
+        except OSError as exc:
+            if folder == root:  # the folder asked for: say why, not "holds no trace files"
+                raise TraceParseError(root, f"cannot read the folder ({exc.strerror or exc})") from None
             continue
         with it:
             for entry in _entries(it):
@@ -267,8 +269,8 @@ def _gunzip(path: Path, fh) -> bytes:
 def _gunzip_partial(path: Path, fh) -> bytes:
     """A gzip stream cut off mid-way (crashed run, partial copy): inflate what is there."""
     d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    out = bytearray()
-    bound = max_inflate_bytes()
+    compressed = max(1, os.fstat(fh.fileno()).st_size)
+    out = _Inflated(compressed)
     fh.seek(0)
     try:
         while True:
@@ -277,18 +279,18 @@ def _gunzip_partial(path: Path, fh) -> bytes:
                 break
             piece = d.decompress(block, 64 << 20)
             while True:
-                if _over(len(out) + len(piece), fh.tell(), bound):
-                    raise _too_big(path, len(out) + len(piece), fh.tell())
-                out += piece
+                if _over(out.size + len(piece), fh.tell(), out.bound):
+                    raise _too_big(path, out.size + len(piece), fh.tell())
+                out.add(piece)
                 if not d.unconsumed_tail:
                     break
                 piece = d.decompress(d.unconsumed_tail, 64 << 20)
     except zlib.error:
-        if not out:
+        if not out.size:
             raise TraceParseError(path, "corrupt gzip file") from None
-    if not out:
+    if not out.size:
         raise TraceParseError(path, "corrupt gzip file (nothing could be decompressed)")
-    return out
+    return out.done()
 
 
 def _unxz(path: Path, fh) -> bytes:
@@ -300,20 +302,72 @@ def _unxz(path: Path, fh) -> bytes:
         raise TraceParseError(path, "corrupt or truncated xz file") from None
 
 
+class InflatedMap(mmap.mmap):
+    """An anonymous mapping that holds inflated bytes. Not a file mapping: its pages cannot be dropped
+    and read back (MADV_DONTNEED would zero them), and no worker can reopen it by path."""
+
+
+def is_file_map(buf) -> bool:
+    """`buf` maps the trace file itself (read_bytes of a plain .json)."""
+    return isinstance(buf, mmap.mmap) and not isinstance(buf, InflatedMap)
+
+
+class _Inflated:
+    """The output of an inflate, written into an anonymous mapping of the most the bounds allow for this
+    file (pages cost memory only once written), so growing it never copies: a bytearray's realloc copies
+    below glibc's mmap threshold, which tune_malloc raises to 1 GiB (a 20 MB bomb refused at 1.3 GB peaked
+    at 2.3 GB). `done()` trims the mapping to the data. A reservation the system refuses (a huge
+    PTPROF_MAX_INFLATE_BYTES, no mremap) falls back to a bytearray."""
+
+    def __init__(self, compressed: int):
+        self.bound = max_inflate_bytes()
+        limit = self.bound
+        if ratio_check_on():
+            limit = min(limit, max(RATIO_CHECK_FROM, MAX_RATIO * compressed))
+        self.size = 0
+        self._buf: InflatedMap | bytearray
+        try:
+            private = getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)
+            kw = {"flags": private} if private else {}
+            self._buf = InflatedMap(-1, limit + 1, **kw)  # add() comes after the bound check: never past it
+        except (OSError, ValueError, OverflowError):
+            self._buf = bytearray()
+
+    def add(self, block) -> None:
+        if isinstance(self._buf, bytearray):
+            self._buf += block
+        else:
+            self._buf[self.size:self.size + len(block)] = block
+        self.size += len(block)
+
+    def done(self):
+        buf = self._buf
+        if isinstance(buf, bytearray):
+            return buf
+        try:
+            if self.size:
+                buf.resize(self.size)
+                return buf
+        except (OSError, ValueError, SystemError):  # no mremap (macOS): one copy of the data
+            pass
+        out = bytes(buf[:self.size])
+        buf.close()
+        return out
+
+
 def _read_bounded(stream, path: Path, raw_fh) -> bytes:
-    """Inflate block by block into one growing buffer (no join: the peak is the output plus a
+    """Inflate block by block into one buffer that never moves (_Inflated: the peak is the output plus a
     block), stopping early on content that is not JSON or inflates past the bounds."""
-    out = bytearray()
     compressed = max(1, os.fstat(raw_fh.fileno()).st_size)
-    bound = max_inflate_bytes()
+    out = _Inflated(compressed)
     while True:
-        block = stream.read(16 << 20 if not out else 64 << 20)
+        block = stream.read(16 << 20 if not out.size else 64 << 20)
         if not block:
             break
-        if not out and block.lstrip()[:1] not in (b"{", b"[", b"") and not block.startswith(b"\xef\xbb\xbf"):
+        if not out.size and block.lstrip()[:1] not in (b"{", b"[", b"") and not block.startswith(b"\xef\xbb\xbf"):
             raise TraceParseError(path, "compressed file does not hold JSON (expected a PyTorch profiler trace)")
-        if _over(len(out) + len(block), compressed, bound):
-            raise _too_big(path, len(out) + len(block), compressed)
-        out += block
+        if _over(out.size + len(block), compressed, out.bound):
+            raise _too_big(path, out.size + len(block), compressed)
+        out.add(block)
         del block
-    return out
+    return out.done()

@@ -132,7 +132,7 @@ def _load_file(src: io.TraceSource, lo: float, hi: float) -> Generator[Progress,
             if doc is None:
                 raise TraceParseError(path, _not_a_trace_reason(buf))
             yield Progress("decoding", lo + span * 0.05, path.name)
-            merged = yield from _scaled(parallel.decode_chunks(buf, doc, path, isinstance(buf, mmap.mmap)),
+            merged = yield from _scaled(parallel.decode_chunks(buf, doc, path, io.is_file_map(buf)),
                                         "decoding", lo + span * 0.05, span * 0.75, path.name)
         warnings: list[str] = [] if doc.complete else ["file is truncated (crashed run?): loaded every complete event"]
         if doc.complete:  # the events array is closed: a last event that did not decode is corrupt, not cut off

@@ -268,15 +268,20 @@ class TraceMeta:
 
     @classmethod
     def from_json(cls, d: dict) -> TraceMeta:
+        """From a cache entry's meta (not trusted: the same checks as a trace header's, wrong types dropped)."""
+        from core.trace.tables import device_props
+
+        def obj(v):
+            return v if isinstance(v, dict) else {}
         return cls(
-            trace_name=d.get("trace_name", ""),
+            trace_name=d.get("trace_name", "") if isinstance(d.get("trace_name", ""), str) else "",
             schema_version=d.get("schema_version"),
             base_unix_ns=int(d.get("base_unix_ns", 0)),
-            device_properties=tuple(d.get("device_properties") or ()),
-            distributed_info=d.get("distributed_info"),
-            profiler_options=d.get("profiler_options") or {},
-            versions=d.get("versions") or {},
-            extra=d.get("extra") or {},
+            device_properties=device_props(d.get("device_properties")),
+            distributed_info=d.get("distributed_info") if isinstance(d.get("distributed_info"), dict) else None,
+            profiler_options=obj(d.get("profiler_options")),
+            versions=obj(d.get("versions")),
+            extra=obj(d.get("extra")),
         )
 
 

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from core.env import env_int
-from core.trace import kineto
+from core.trace import io, kineto
 from core.trace.kineto import CORRUPT_MARK
 from core.trace.alloc import tune_malloc
 from core.trace.columns import ChunkColumns, scan_available, scan_columns
@@ -137,7 +137,7 @@ def decode_threaded(buf, doc: kineto.Document, path: Path) -> Generator[float, N
     `collect` decodes it on the Python path in this thread."""
     total = max(1, doc.events_end - doc.events_start)
     threads = thread_count(total)
-    drop = isinstance(buf, mmap.mmap)
+    drop = io.is_file_map(buf)  # file pages can be dropped and read back; inflated ones cannot
     chunk_bytes = kineto.CHUNK_BYTES if threads < 2 else \
         int(min(kineto.CHUNK_BYTES, max(4 << 20, total // (threads * CHUNKS_PER_THREAD))))
     bounds = kineto.chunk_bounds(buf, doc, chunk_bytes)

@@ -17,21 +17,24 @@ def drop_bad_times(m: Merged, warnings: list[str]) -> None:
     """Remove, in place, rows and side-table events whose ts is not finite or lies more than
     max_span_us from the median ts, and rows whose dur is infinite or longer than max_span_us."""
     span_us = float(limits()["time"]["max_span_us"])
+    abs_us = float(limits()["time"]["max_abs_us"])
     ts_all = [t for t in (m.rows["ts"], *(getattr(m, k).get("ts", np.zeros(0)) for k in _SIDE_TABLES)) if len(t)]
     if not ts_all:
         return
     with np.errstate(invalid="ignore"):  # the common case, a few ms on 3M rows: nothing to drop
         lo, hi = min(float(t.min()) for t in ts_all), max(float(t.max()) for t in ts_all)
         longest = float(np.nanmax(m.rows["dur"])) if len(m.rows["dur"]) and not np.isnan(m.rows["dur"]).all() else 0.0
-    if math.isfinite(lo) and math.isfinite(hi) and hi - lo <= span_us and longest <= span_us:
+    if math.isfinite(lo) and math.isfinite(hi) and hi - lo <= span_us and longest <= span_us \
+            and max(abs(lo), abs(hi)) <= abs_us:
         return
-    finite = [t[np.isfinite(t)] for t in ts_all]
+    finite = [t[np.isfinite(t) & (np.abs(t) <= abs_us)] for t in ts_all]
     finite = [t for t in finite if len(t)]
     ref = float(np.median(np.concatenate(finite))) if finite else 0.0
     dropped = 0
     with np.errstate(invalid="ignore", over="ignore"):
         ts, dur = m.rows["ts"], m.rows["dur"]
-        keep = np.isfinite(ts) & (np.abs(ts - ref) <= span_us) & ~(dur > span_us) & ~np.isinf(dur)
+        keep = np.isfinite(ts) & (np.abs(ts - ref) <= span_us) & (np.abs(ts) <= abs_us) & ~(dur > span_us) \
+            & ~np.isinf(dur)
         if not keep.all():
             dropped += int((~keep).sum())
             _filter_rows(m, keep)
@@ -40,14 +43,14 @@ def drop_bad_times(m: Merged, warnings: list[str]) -> None:
             t = cols.get("ts")
             if t is None or not len(t):
                 continue
-            ok = np.isfinite(t) & (np.abs(t - ref) <= span_us)
+            ok = np.isfinite(t) & (np.abs(t - ref) <= span_us) & (np.abs(t) <= abs_us)
             if not ok.all():
                 dropped += int((~ok).sum())
                 for k in list(cols):
                     cols[k] = cols[k][ok]
     if dropped:
-        warnings.append(f"{dropped:,} events with impossible times (NaN, Infinity or more than "
-                        f"{span_us / 86400e6:g} days from the rest) were dropped")
+        warnings.append(f"{dropped:,} events with impossible times (NaN, Infinity, past the year 2096 or more "
+                        f"than {span_us / 86400e6:g} days from the rest) were dropped")
 
 
 def _filter_rows(m: Merged, keep: np.ndarray) -> None:

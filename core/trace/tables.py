@@ -182,7 +182,7 @@ def trace_meta(doc: dict, path: str, base_unix_ns: int) -> TraceMeta:
         trace_name=str(doc.get("traceName") or Path(path).name),
         schema_version=sv if isinstance(sv, int) else None,
         base_unix_ns=base_unix_ns,
-        device_properties=tuple(_device_props(p) for p in dp if isinstance(p, dict)) if isinstance(dp, list) else (),
+        device_properties=device_props(dp),
         distributed_info=di if isinstance(di, dict) else None,
         profiler_options={k: doc[k] for k in _OPTION_KEYS if k in doc},
         versions={k: doc[k] for k in _VERSION_KEYS if k in doc},
@@ -190,11 +190,30 @@ def trace_meta(doc: dict, path: str, base_unix_ns: int) -> TraceMeta:
     )
 
 
+# deviceProperties keys that readers do arithmetic on or format as numbers (Kineto's, and run.json's facts)
+_NUMERIC_DEVICE_KEYS = ("id", "totalGlobalMem", "computeMajor", "computeMinor", "numSms", "maxThreadsPerBlock",
+                        "maxThreadsPerMultiprocessor", "regsPerBlock", "regsPerMultiprocessor", "warpSize",
+                        "sharedMemPerBlock", "sharedMemPerMultiprocessor", "sharedMemPerBlockOptin",
+                        "maxSmClockMHz", "maxMemClockMHz")
+
+
 def _device_props(p: dict) -> dict:
-    """A deviceProperties entry; a name that is not a string (hostile or broken file) becomes one."""
-    if "name" in p and not isinstance(p["name"], str):
-        return {**p, "name": str(p["name"])[:256]}
-    return p
+    """A deviceProperties entry from a file (a trace's, or run.json's): a name that is not a string
+    becomes one; a numeric key that is not a finite number >= 0 ("143771 MB", "lots", NaN, true, a
+    list) is left out - it was a ValueError traceback in `report` (summary.metadata's fmt_bytes)."""
+    out = dict(p)
+    if "name" in out and not isinstance(out["name"], str):
+        out["name"] = str(out["name"])[:256]
+    for key in _NUMERIC_DEVICE_KEYS:
+        v = out.get(key)
+        if key in out and not (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 2**62):
+            del out[key]  # also drops NaN (every comparison is False) and +-inf
+    return out
+
+
+def device_props(props) -> tuple[dict, ...]:
+    """Every entry of a deviceProperties list checked (see _device_props); anything not a dict dropped."""
+    return tuple(_device_props(p) for p in props if isinstance(p, dict)) if isinstance(props, (list, tuple)) else ()
 
 
 def rank_of(meta: TraceMeta, path: str) -> int:

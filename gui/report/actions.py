@@ -16,7 +16,7 @@ import shiboken6
 from PySide6 import QtCore, QtGui, QtWidgets
 from superqt.utils import create_worker
 
-from core.export import breakdown_data, plots_data, tables, timeline_data
+from core.export import breakdown_data, outdir, plots_data, tables, timeline_data
 from core.export.csv import write_table
 from core.export.figures import FigureSpec
 from core.export import findings as findings_src
@@ -36,6 +36,9 @@ class ExportContext:
     trace_set: TraceSet
     findings: object = None  # core.rules Analysis, list of Findings or FindingsResult; None: the report runs the rules
     view_range_ns: tuple[int, int] | None = None  # the timeline's visible x range
+
+
+_TABLE_FILES = tuple(f"{t}.csv" for t in outdir.TABLE_NAMES)
 
 
 def _as_result(findings) -> FindingsResult | None:
@@ -152,8 +155,9 @@ class ReportActions(QtCore.QObject):
             return
         folder = QtWidgets.QFileDialog.getExistingDirectory(self._window, "Export tables as CSV into folder",
                                                             str(ensure_dir(default_export_dir(ctx.trace_set.path))))
+        folder = self._folder_answered(folder, _TABLE_FILES) if folder else None
         if folder:
-            self.run_tables(ctx, Path(folder))
+            self.run_tables(ctx, folder)
 
     def export_table_csv(self, name: str) -> None:
         """One table (kernels | ops | steps | findings | nvml) - for the tables' context menus."""
@@ -170,8 +174,32 @@ class ReportActions(QtCore.QObject):
             return
         folder = QtWidgets.QFileDialog.getExistingDirectory(self._window, "Export report into folder",
                                                             str(ensure_dir(default_export_dir(ctx.trace_set.path))))
+        folder = self._folder_answered(folder) if folder else None
         if folder:
-            self.run_report(ctx, Path(folder))
+            self.run_report(ctx, folder)
+
+    def _folder_answered(self, folder: str | Path, names: tuple[str, ...] = outdir.OUR_NAMES) -> Path | None:
+        """The chosen folder, or a new subfolder of it when it holds files ptprof did not write (a run
+        bundle's nvml.csv, the user's own metrics.csv) and the user agrees; None: nothing is written."""
+        folder = Path(folder)
+        why = outdir.problem(folder, names)
+        if why is None:
+            return folder
+        sub = outdir.subfolder(folder)
+        if self.ask_subfolder(why, sub):
+            return sub
+        self.sig_export_failed.emit(why)
+        return None
+
+    def ask_subfolder(self, why: str, sub: Path) -> bool:
+        """The question itself (tests replace this method: no modal box nothing answers)."""
+        answer = QtWidgets.QMessageBox.question(
+            self._window, "Folder holds other files",
+            f"{why.split(': pick')[0]}.\n\nptprof never replaces files it did not write. "
+            f"Export into a new subfolder instead?\n{sub}",
+            QtWidgets.QMessageBox.StandardButton.Yes | QtWidgets.QMessageBox.StandardButton.Cancel,
+            QtWidgets.QMessageBox.StandardButton.Yes)
+        return answer == QtWidgets.QMessageBox.StandardButton.Yes
 
     # --- workers (public so tests and the lead can call them without dialogs) -----------------
     def run_png(self, build: Callable[[], object], path: Path | str) -> None:
@@ -192,6 +220,9 @@ class ReportActions(QtCore.QObject):
                             (_as_result(ctx.findings) or findings_src.collect(ctx.trace_set)).findings, ctx.trace_set),
                         "nvml": lambda: tables.nvml(ctx.trace_set)}
             names = [only] if only else list(builders)
+            if path is None:  # a folder export (one file from a save dialog was confirmed there)
+                folder.mkdir(parents=True, exist_ok=True)
+                outdir.claim(folder, _TABLE_FILES)  # ExportRefused: "Export failed" with the one line
             for i, name in enumerate(names):
                 yield ExportProgress("tables", i / len(names), f"{name}.csv")
                 table = builders[name]()
@@ -213,11 +244,13 @@ class ReportActions(QtCore.QObject):
         progress.setWindowTitle(title)
         progress.setMinimumDuration(300)
         progress.setAutoClose(True)
-        worker = create_worker(job, _start_thread=False)
+        # errors go to _failed (one line in a box), not re-raised into the event loop as a traceback
+        worker = create_worker(job, _start_thread=False, _ignore_errors=True)
         worker.yielded.connect(lambda p: shiboken6.isValid(progress) and (
             progress.setValue(int(p.fraction * 100)), progress.setLabelText(p.detail or p.stage)))
         worker.returned.connect(self._done)
-        worker.errored.connect(lambda exc: self._failed(f"{type(exc).__name__}: {exc}"))
+        worker.errored.connect(lambda exc: self._failed(
+            str(exc) if isinstance(exc, outdir.ExportRefused) else f"{type(exc).__name__}: {exc}"))
         worker.aborted.connect(lambda: self._failed("cancelled"))
         worker.finished.connect(progress.close)
         worker.finished.connect(lambda: self._workers.discard(worker))

@@ -363,7 +363,8 @@ class RunDialog(QtWidgets.QDialog):
             return  # a check is running; its result is used
         self.check_button.setEnabled(False)
         self.doctor_label.setText("checking the interpreter…")
-        self._worker = create_worker(doctor.check, python, compile_test=compile_test, _start_thread=False)
+        self._worker = create_worker(doctor.check, python, compile_test=compile_test, _start_thread=False,
+                                     _ignore_errors=True)  # errored is answered below: no event-loop traceback
         self._worker.returned.connect(self._on_doctor_returned)
         self._worker.errored.connect(lambda exc: self._on_doctor_returned(
             doctor.DoctorReport(python, False, {}, (("error", str(exc)),))))

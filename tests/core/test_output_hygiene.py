@@ -85,6 +85,34 @@ def test_report_never_writes_through_a_symlink(tmp_path):
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
 
 
+def test_report_never_replaces_files_it_did_not_write(tmp_path):
+    """`report --out` on a folder holding the user's own metrics.csv, or on a run bundle (whose raw nvml.csv
+    the report's nvml table used to replace, in another format): one line, exit 2, nothing touched."""
+    import shutil
+    user = tmp_path / "work"
+    user.mkdir()
+    (user / "metrics.csv").write_text("my,own\n1,2\n")
+    bundle = tmp_path / "e1"
+    shutil.copytree(REPO / "tests" / "data" / "bundles" / "e1", bundle)
+    raw = (bundle / "nvml.csv").read_bytes()
+    for out, what in ((user, "metrics.csv, not written by ptprof"), (bundle, "is a run bundle")):
+        before = sorted(p.name for p in out.rglob("*"))
+        r = ptprof("report", str(bundle), "--out", str(out), "--no-png", "--no-cache")
+        err = r.stderr.decode()
+        assert r.returncode == 2 and err.count("\n") == 1 and what in err, err
+        assert sorted(p.name for p in out.rglob("*")) == before
+    assert (user / "metrics.csv").read_text() == "my,own\n1,2\n" and (bundle / "nvml.csv").read_bytes() == raw
+    # its own folder again (the marker says so), and a report made before the marker existed
+    out = bundle / "report"
+    for _ in range(2):
+        r = ptprof("report", str(bundle), "--out", str(out), "--no-png", "--no-cache")
+        assert r.returncode == 0, r.stderr
+    (out / ".ptprof-report").unlink()
+    r = ptprof("report", str(bundle), "--out", str(out), "--no-png", "--no-cache")
+    assert r.returncode == 0, r.stderr
+    assert (bundle / "nvml.csv").read_bytes() == raw
+
+
 def test_report_out_empty_is_refused(tmp_path):
     r = ptprof("report", str(DATA), "--out", "", "--no-png")
     assert r.returncode == 2 and r.stderr.decode().count("\n") == 1 and b"Traceback" not in r.stderr

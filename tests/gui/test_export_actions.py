@@ -97,3 +97,38 @@ def test_cancel_stops_the_export(exporter, qtbot, tmp_path):
     assert sig.args == ["cancelled"]
     assert not (tmp_path / "report.html").exists()
     qtbot.waitUntil(lambda: not ex.is_busy(), timeout=10_000)
+
+
+@pytest.mark.parametrize("answer", [True, False])
+def test_export_into_a_folder_of_other_files_asks_and_never_replaces_them(exporter, qtbot, tmp_path, monkeypatch,
+                                                                          answer):
+    """A run bundle (its raw nvml.csv) or a folder with the user's own steps.csv picked in the folder dialog:
+    the window asks (answered here: no modal box in tests) to export into a new subfolder instead."""
+    win, ex = exporter
+    (tmp_path / "steps.csv").write_text("mine")
+    asked = []
+    monkeypatch.setattr(ex, "ask_subfolder", lambda why, sub: asked.append((why, sub)) or answer)
+    monkeypatch.setattr(QtWidgets.QFileDialog, "getExistingDirectory", lambda *a, **k: str(tmp_path))
+    if answer:
+        with qtbot.waitSignal(ex.sig_export_finished, timeout=60_000) as sig:
+            ex.export_tables_csv()
+        assert sig.args[0] == asked[0][1] and asked[0][1].parent == tmp_path
+        assert (asked[0][1] / "steps.csv").stat().st_size > 0
+    else:
+        with qtbot.waitSignal(ex.sig_export_failed, timeout=10_000) as sig:
+            ex.export_report()
+        assert "steps.csv, not written by ptprof" in sig.args[0]
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["steps.csv"]
+    assert "steps.csv" in asked[0][0] and (tmp_path / "steps.csv").read_text() == "mine"
+
+
+def test_a_folder_that_changed_after_the_question_fails_the_export_in_one_line(exporter, qtbot, tmp_path):
+    win, ex = exporter
+    (tmp_path / "kernels.csv").write_text("mine")
+    with qtbot.waitSignal(ex.sig_export_failed, timeout=30_000) as sig:
+        ex.run_tables(ex._context(), tmp_path)
+    assert "kernels.csv, not written by ptprof" in sig.args[0]
+    with qtbot.waitSignal(ex.sig_export_failed, timeout=30_000) as sig:
+        ex.run_report(ex._context(), tmp_path)
+    assert "kernels.csv, not written by ptprof" in sig.args[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kernels.csv"]

@@ -24,3 +24,18 @@ def test_banner_shows_warnings_from_a_worker(qtbot):
     assert not banner.isHidden() and "recording slowed" in banner.text()
     banner.set_items([{"code": "x", "severity": "info", "message": "fine", "count": 1}])
     assert banner.isHidden()  # info alone is no banner
+
+
+def test_a_check_that_raises_is_one_banner_line_not_a_traceback(qtbot, monkeypatch):
+    from core.analysis import health
+    from gui.health_banner import HealthBanner
+
+    def boom(ts):
+        raise OverflowError("cannot convert float infinity to integer")
+    monkeypatch.setattr(health, "check", boom)
+    banner = HealthBanner()
+    qtbot.addWidget(banner)
+    with qtbot.waitSignal(banner.sig_checked, timeout=30_000) as got:
+        banner.check(load(PAIRS / "launchbound", use_cache=False))
+    assert [h["code"] for h in got.args[0]] == ["check_failed"]
+    assert not banner.isHidden() and "OverflowError" in banner.text()

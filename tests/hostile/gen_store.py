@@ -194,6 +194,15 @@ def _poison(entry: Path, how: str) -> None:
         data_a, data_b = a.read_bytes(), b.read_bytes()
         a.write_bytes(data_b)
         b.write_bytes(data_a)
+    elif how == "swapped_same_type":  # same dtype, length and id range: only the fingerprints catch it
+        a, b = entry / "slices.name.npy", entry / "slices.cat.npy"
+        data_a, data_b = a.read_bytes(), b.read_bytes()
+        a.write_bytes(data_b)
+        b.write_bytes(data_a)
+    elif how == "edited_fingerprints":
+        data = json.loads((entry / "entry.json").read_text())
+        data["fingerprints"] = {"slices": "x"}
+        (entry / "entry.json").write_text(json.dumps(data))
     elif how == "truncated_column":
         col.write_bytes(col.read_bytes()[:90])
     elif how == "header_lies":
@@ -214,7 +223,8 @@ def _poison(entry: Path, how: str) -> None:
 
 
 CACHE_POISONS = ("fifo_column", "fifo_entry_json", "string_ids_out_of_range", "track_ids_out_of_range",
-                 "flow_ids_out_of_range", "retyped_column", "swapped_columns", "truncated_column", "header_lies",
+                 "flow_ids_out_of_range", "retyped_column", "swapped_columns", "swapped_same_type",
+                 "edited_fingerprints", "truncated_column", "header_lies",
                  "symlinked_column", "entry_json_deep", "entry_json_not_dict", "marker_missing")
 
 

@@ -235,6 +235,21 @@ def m_overlapping_kernels(rng, text):
     return text.replace(b'"traceEvents": [\n  ', ('"traceEvents": [\n  ' + kernels + ",\n  ").encode(), 1)
 
 
+def m_device_props(rng, text):
+    """deviceProperties whose numbers are not numbers ("143771 MB", NaN, true, a list, -1, 2**70): a string
+    totalGlobalMem was a ValueError traceback in `report` (summary.metadata)."""
+    doc = json.loads(text)
+    bad = ["143771 MB", "lots", None, True, [1], {"a": 1}, -1, 2**70, 1e300, ""]
+    props = []
+    for i in range(rng.randint(1, 3)):
+        p = {"id": rng.choice([i, str(i), None, -5, 2**64]), "name": rng.choice(["H200", 5, ["x"], None, "\x1b[31m"])}
+        for key in ("totalGlobalMem", "computeMajor", "computeMinor", "numSms", "maxThreadsPerBlock"):
+            p[key] = rng.choice(bad + [80 << 30, 9, 0])
+        props.append(p)
+    doc["deviceProperties"] = props + rng.choice([[], ["not a dict"], [7]])
+    return json.dumps(doc).encode().replace(b"1e+300", b"NaN" if rng.random() < 0.5 else b"1e+300")
+
+
 def m_bare_array(rng, text):
     doc = json.loads(text)
     return json.dumps(doc["traceEvents"]).encode()[: rng.choice([None, -1, -50])]
@@ -247,7 +262,7 @@ MUTATIONS = {
     "step_name": m_step_name, "deep": m_deep, "duplicate_keys": m_duplicate_keys, "giant_string": m_giant_string,
     "non_utf8": m_non_utf8, "encoding": m_encoding, "wrong_shape": m_wrong_shape,
     "events_of_wrong_type": m_events_of_wrong_type, "overlapping_kernels": m_overlapping_kernels,
-    "bare_array": m_bare_array,
+    "bare_array": m_bare_array, "device_props": m_device_props,
 }
 CONTAINERS = ("json", "gz", "xz", "gz_truncated", "gz_corrupt", "gz_multi", "gz_bomb", "xz_bomb")
 KINDS = tuple(MUTATIONS)

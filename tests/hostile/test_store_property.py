@@ -39,6 +39,7 @@ def _run_child(n_cases: int, tmp_path: Path, timeout_s: float) -> None:
         preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY_BYTES, CHILD_MEMORY_BYTES)))
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-6000:]
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    print(f"store readers: {summary}")  # shown with -s: the case count a slow run reports
     assert summary["cases"] >= n_cases * 0.95 and summary["tracebacks"] == 0 and summary["hangs"] == 0, summary
 
 

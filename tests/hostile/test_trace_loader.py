@@ -78,9 +78,9 @@ def test_hostile_traces_many(pool, case_dir, case):
 
 
 @pytest.mark.timeout(1800)
-@pytest.mark.parametrize("mode", ["info", "analyze"])
+@pytest.mark.parametrize("mode", ["info", "analyze", "report"])
 def test_cli_on_the_corpus_exits_0_or_2_with_one_line(pool, case_dir, mode):
-    """`ptprof info/analyze` on every kind (plain and gzip): exit 0 or 2, at most one stderr line."""
+    """`ptprof info/analyze/report` on every kind (plain and gzip): exit 0 or 2, at most one stderr line."""
     failures = []
     for kind in KINDS:
         for seed, container in ((1, "json"), (2, None)):

@@ -7,6 +7,7 @@ import json
 import lzma
 import os
 import random
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -85,6 +86,16 @@ def test_bomb_is_refused_at_the_bound_not_after_inflating(tmp_path, fmt, bound):
     else:  # 64 MiB inflated from ~1 MB: over the 64x no real trace reaches
         assert "implausible decompressed size" in reason and "over 64x" in reason
     assert rss < 600 << 20, rss  # the bound plus one block, not the whole stream
+
+
+def test_inflating_to_the_bound_holds_the_data_once(tmp_path):
+    """No copy while the buffer grows: a bytearray's realloc copied the data when it crossed glibc's mmap
+    threshold (tune_malloc raises it to 1 GiB): refused at 1,100 MiB, the load peaked at ~2.1 GB (now ~1.2)."""
+    bomb = tmp_path / "bomb.pt.trace.json.gz"
+    bomb.write_bytes(_bomb("gz", 1200 << 20))  # ~1.2 MB, inflates past the bound
+    reason, rss = _peak_rss_of_load(bomb, {"PTPROF_MAX_INFLATE_BYTES": str(1100 << 20)})
+    assert "decompresses to more than 1,100 MiB" in reason
+    assert rss < (1100 + 64 + 200) << 20, rss >> 20  # the bound + one block + the interpreter; a copy is +1,100
 
 
 def test_gzip_with_a_trailer_over_the_bound_is_refused_before_inflating(tmp_path, monkeypatch):
@@ -197,6 +208,23 @@ def test_impossible_times_drop_the_event_with_a_count(tmp_path, decode_path, fie
         assert any("1 events with impossible times" in w for w in model.warnings), model.warnings
 
 
+@pytest.mark.parametrize("value", ["1e300", "-1e300", "1e308", "5e15"])
+def test_every_time_far_out_is_dropped_not_an_overflow(tmp_path, decode_path, value):
+    """Every ts the same huge value: the median is there too, so the span check kept them all, and the
+    time origin in ns (x 1000) overflowed to inf - an OverflowError traceback (found by the slow run:
+    huge_number seed 88434808, gz_truncated). Nothing beyond max_abs_us (year 2096) is a time."""
+    import re
+    path, _ = _trace(tmp_path)
+    path.write_bytes(re.sub(rb'"ts": -?[0-9.]+', f'"ts": {value}'.encode(), path.read_bytes()))
+    try:
+        model = load(path, use_cache=False).primary
+    except TraceParseError as exc:
+        assert "\n" not in exc.reason
+        return
+    assert any("impossible times" in w for w in model.warnings), model.warnings
+    assert len(model.slices.ts_ns) == 0 or int(np.abs(model.slices.ts_ns).max()) < 2**62
+
+
 @pytest.mark.parametrize("value", ["Infinity", "-Infinity", "NaN", "1e300", str(10**30), '"x"', "-5"])
 def test_bad_base_time_is_ignored(tmp_path, decode_path, value):
     path, _ = _trace(tmp_path)
@@ -231,6 +259,26 @@ def test_non_string_device_names_reach_info(tmp_path, decode_path, capsys):
     assert "Traceback" not in capsys.readouterr().err
 
 
+def test_device_properties_of_the_wrong_type_reach_report_and_the_cache(tmp_path, decode_path, capsys, monkeypatch):
+    """A string / NaN / bool totalGlobalMem was a ValueError traceback in `report` (fmt_bytes); checked on
+    load, and again when the meta comes back from a cache entry (written before the check existed)."""
+    from core.cli import main
+    from core.trace.model import TraceMeta
+    props = [{"id": 0, "name": "H200", "totalGlobalMem": "143771 MB", "numSms": [132]},
+             {"id": 1, "name": ["x"], "totalGlobalMem": "lots", "computeMajor": True}, "not a dict",
+             {"id": "2", "totalGlobalMem": 1 << 34, "computeMajor": 9, "computeMinor": 0}]
+    path, _ = _trace(tmp_path, deviceProperties=props)
+    monkeypatch.setenv("PTPROF_CACHE_DIR", str(tmp_path / "cache"))
+    for args in (["--no-cache"], [], []):  # parsed; stored; from the cache
+        assert main(["report", *args, "--no-png", "--out", str(tmp_path / "r"), str(path)]) == 0
+        assert "Traceback" not in capsys.readouterr().err
+    page = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
+    assert "H200 · ? · compute ?.?" in page and "16.00 GiB · compute 9.0" in page
+    meta = TraceMeta.from_json({"device_properties": props, "distributed_info": [1], "versions": "x"})
+    assert [p.get("totalGlobalMem") for p in meta.device_properties] == [None, None, 1 << 34]
+    assert meta.distributed_info is None and meta.versions == {}
+
+
 def _cli(*args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "core.cli", *args], cwd=REPO, capture_output=True, text=True,
                           timeout=300)
@@ -246,18 +294,29 @@ def test_symlink_loops_and_unsearchable_folders_are_one_line(tmp_path):
     (tmp_path / "b").symlink_to(tmp_path / "a")
     out = _cli("info", str(tmp_path / "a"))
     assert out.returncode == 2 and "symbolic links" in out.stderr and len(out.stderr.splitlines()) == 1
-    if os.geteuid() == 0:
-        return  # root searches any folder: the EACCES case cannot happen
+    prefix: list[str] = []
+    if os.geteuid() == 0:  # root searches any folder: drop the two capabilities that let it (util-linux setpriv)
+        if not shutil.which("setpriv"):
+            pytest.skip("running as root without setpriv: the EACCES case cannot happen")
+        prefix = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"]
+    tmp_path.chmod(0o755)
     locked = tmp_path / "locked"
     locked.mkdir()
     _trace(locked)
     (tmp_path / "link.pt.trace.json").symlink_to(locked / "t.pt.trace.json")
+    if prefix:
+        os.chown(locked, 65534, 65534)  # someone else's folder, mode 0: nobody but its owner may enter
     locked.chmod(0)
     try:
-        out = _cli("info", str(tmp_path / "link.pt.trace.json"))
-        assert out.returncode == 2 and "Permission denied" in out.stderr and len(out.stderr.splitlines()) == 1
+        for target, said in ((tmp_path / "link.pt.trace.json", "cannot open (Permission denied)"),
+                             (locked, "cannot read the folder (Permission denied)")):
+            out = subprocess.run([*prefix, sys.executable, "-m", "core.cli", "info", str(target)], cwd=REPO,
+                                 capture_output=True, text=True, timeout=300)
+            assert out.returncode == 2 and said in out.stderr and len(out.stderr.splitlines()) == 1, out.stderr
     finally:
         locked.chmod(0o755)
+        if prefix:
+            os.chown(locked, 0, 0)
 
 
 # --- 5. partial data ----------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
     python tests/hostile/trace_worker.py --scanner on|off --workers 1|2 --chunk-bytes N --rss-bytes N
 
-stdin: one JSON object a line, {"path": ..., "mode": "load" | "info" | "analyze"}; stdout: one JSON
+stdin: one JSON object a line, {"path": ..., "mode": "load" | "info" | "analyze" | "report"}; stdout: one JSON
 object a line, {"outcome": "traceset" | "parse_error" | "exception", "detail": ...}, or for the CLI
 modes {"outcome": "cli", "rc": ..., "stderr": ...}. The address space is capped (RLIMIT_AS) after the
 imports, so a load that would use unbounded memory fails here, not on the machine; the parent kills
@@ -17,6 +17,7 @@ import json
 import os
 import resource
 import sys
+import tempfile
 import traceback
 from pathlib import Path
 
@@ -37,6 +38,8 @@ def main() -> None:
     from core.trace.model import TraceParseError
     import core.commands.analyze  # noqa: F401 - imported before the cap, like the loader
     import core.commands.info  # noqa: F401
+    import core.commands.report  # noqa: F401
+    import core.export.writer  # noqa: F401
 
     columns._DISABLED = opts.scanner == "off"
     if opts.chunk_bytes:
@@ -55,8 +58,11 @@ def main() -> None:
                 result = {"outcome": "traceset", "detail": len(ts.models)}
             else:
                 err = io.StringIO()
-                with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()), \
+                        tempfile.TemporaryDirectory() as out_dir:
                     args = [case["mode"], case["path"]] + ([] if case.get("cache") else ["--no-cache"])
+                    if case["mode"] == "report":  # CSVs + report.html (PNGs need Qt: the GUI tests)
+                        args += ["--no-png", "--out", os.path.join(out_dir, "report")]
                     rc = cli.main(args)
                 result = {"outcome": "cli", "rc": rc, "stderr": err.getvalue()}
         except TraceParseError as exc:

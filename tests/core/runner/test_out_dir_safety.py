@@ -120,3 +120,22 @@ def test_record_out_that_cannot_be_a_folder_is_one_line(tmp_path, out):
     r = _record(tmp_path, "--out", out)
     assert r.returncode == 2, r.stderr
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("kind", ["deep", "fifo"])
+def test_record_out_with_a_hostile_run_json_is_one_line(tmp_path, kind):
+    """A 100,000-deep run.json (RecursionError in the stdlib decoder) or a FIFO named run.json in the
+    --out folder: not one of our bundles, refused in one line, nothing touched, no blocked read."""
+    user = tmp_path / "work"
+    user.mkdir()
+    if kind == "deep":
+        (user / "run.json").write_text("[" * 100_000 + "]" * 100_000)
+    else:
+        import os
+        if not hasattr(os, "mkfifo"):
+            pytest.skip("no FIFOs on this platform")
+        os.mkfifo(user / "run.json")
+    r = _record(tmp_path, "--out", str(user))
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.count("\n") == 1 and "not a ptprof run bundle" in r.stderr, r.stderr
+    assert sorted(p.name for p in user.iterdir()) == ["run.json"]

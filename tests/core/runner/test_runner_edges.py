@@ -155,6 +155,17 @@ def test_os_exit_mid_window_is_said_not_silently_ok(tmp_path):
     _assert_nothing_left(s)
 
 
+def test_os_exit_mid_window_cli_names_the_cause_not_the_schedule(tmp_path):
+    """The CLI's last lines: the lost window, never "too few steps for the schedule?" (which it is not)."""
+    script = _script(tmp_path, "exits.py", "import os\ndef hook(i):\n    if i == 6:\n        os._exit(0)\n")
+    r = subprocess.run([sys.executable, "-m", "core.cli", "record", "--out", str(tmp_path / "b"), "--wait", "0",
+                        "--active", "100", str(script), "-1"], cwd=str(REPO), capture_output=True, text=True,
+                       timeout=180)
+    assert r.returncode == 0, r.stderr
+    assert "trace window in progress at step" in r.stderr and "os._exit" in r.stderr
+    assert "too few steps" not in r.stderr and "Traceback" not in r.stderr
+
+
 def test_segfault_keeps_completed_cycles_and_says_the_window_was_lost(tmp_path):
     script = _script(tmp_path, "segv.py", "import ctypes\ndef hook(i):\n    if i == 7:\n        ctypes.string_at(0)\n")
     s, events = _run(tmp_path, script, schedule=Schedule(0, 1, 2, 3))  # cycles end at steps 3 and 6
@@ -213,6 +224,7 @@ def hook(i, _done=[]):
     _done.append(1)
     lines = [{{"type": "start", "pid": {stranger.pid}, "rank": 0}}, {{"type": "start", "pid": 0}},
              {{"type": "start", "pid": -1}}, {{"type": "start", "pid": os.getppid()}},
+             {{"type": "start", "pid": os.getpid(), "rank": 2}}, {{"type": "start", "pid": os.getpid(), "world_size": 9}},
              {{"type": "step", "step": "abc"}}, {{"type": "step", "step": 10**30}}, {{"type": "end", "exit_code": "x"}},
              {{"type": "notice", "message": ["no"]}}, {{"type": 5}}, [1, 2]]
     with open(os.path.join(os.environ["PTPROF_BUNDLE"], "events.jsonl"), "a") as fh:
@@ -227,7 +239,9 @@ def hook(i, _done=[]):
         assert s.exit_code == 130
         assert stranger.poll() is None, "the launcher signalled a process that is not the run's"
         run = read_json(s.bundle.run_json)
-        assert run["bad_event_lines"] >= 9 and any("malformed" in n for n in run["notices"])
+        assert run["bad_event_lines"] >= 11 and any("malformed" in n for n in run["notices"])
+        assert s.ranks_started == {0} and "end_seen" not in run  # a forged rank 2 "lost" no window
+        assert not any("ended without" in n for n in run["notices"]), run["notices"]
         assert isinstance(run["steps"], int) and run["steps"] < 10**6
         assert s.proc.ranks == set()  # no pid from the file was adopted (the real start comes from pid = child)
         _assert_nothing_left(s)
@@ -237,20 +251,25 @@ def hook(i, _done=[]):
 
 
 def test_an_interpreter_that_never_starts_the_script_times_out_in_one_line(tmp_path):
+    """A wrapper that never runs our child and ignores SIGINT/SIGTERM, given as `./python` (a bare relative
+    path used to lose its './' and be looked up on PATH): one line, and killed at the timeout, without
+    the SIGINT/SIGTERM graces meant for flushing a trace (nothing of ours runs there)."""
     fake = tmp_path / "python"
-    fake.write_text("#!/bin/sh\nexec sleep 300\n")
+    fake.write_text('#!/bin/sh\ntrap "" INT TERM\nsleep 300 &\nwait\n')
     fake.chmod(0o755)
     script = tmp_path / "s.py"
     script.write_text("print(1)\n")
-    r = subprocess.run([sys.executable, "-m", "core.cli", "record", "--quiet", "--python", str(fake),
+    r = subprocess.run([sys.executable, "-m", "core.cli", "record", "--python", "./python",
                         "--start-timeout", "3", "--out", str(tmp_path / "b"), str(script)],
-                       cwd=str(REPO), capture_output=True, text=True, timeout=120)
+                       cwd=str(tmp_path), capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
-    assert lines[-1].startswith("ptprof: ") and "did not start the script within 3 s" in lines[-1]
-    assert "Traceback" not in r.stderr
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("ptprof: ") and "did not start the script within 3 s" in lines[0]
     run = read_json(tmp_path / "b" / "run.json")
     assert run["status"] == "failed" and "did not start" in run["error"]
+    assert run["python"] == str(fake) and run["stop_signals"] == ["SIGINT", "SIGKILL"]
     assert _left_over(-1, tmp_path / "b") == []
 
 

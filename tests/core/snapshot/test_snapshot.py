@@ -207,3 +207,13 @@ def test_two_devices_are_kept_apart(snap, tmp_path):
     assert two.reserved_bytes(1) == two.reserved_bytes(0) == snap.reserved_bytes()
     assert active_timeline(two, 1).peak_bytes == active_timeline(snap, 0).peak_bytes
     assert active_timeline(two, 0).peak_time_ns < active_timeline(two, 1).peak_time_ns
+
+
+@pytest.mark.parametrize("line", [2**31, 2**70, -1, "12", float("inf"), float("nan"), 1.5, True, None, [3]])
+def test_frame_line_numbers_that_are_not_int32_read_as_0(line):
+    """Line 2**31 was an OverflowError traceback in the int32 column (found by the slow property run)."""
+    from core.snapshot.load import from_dict
+    frames = [{"filename": "/x/train.py", "line": line, "name": "f"}, {"filename": "/x/train.py", "line": 7, "name": "g"}]
+    s = from_dict({"segments": [{"address": 0, "total_size": 512, "blocks": [{"size": 512, "state": "active_allocated",
+                                                                             "frames": frames}]}]}, "x")
+    assert s.stacks.frame_line.tolist() == [0, 7]

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from helpers import shared_trace
 from core.cli import main
-from core.trace import cache, cache_evict
+from core.trace import cache, cache_check, cache_evict
 from core.trace.loader import load
 
 SOURCE = "gpu_issues.pt.trace.json.gz"
@@ -35,10 +36,43 @@ def test_round_trip_is_exact_and_memory_mapped(trace, models_equal):
     warm = load(trace)
     assert warm.cache_hit
     models_equal(warm.primary, cold.primary)
-    ts = warm.primary.slices.ts_ns
-    assert isinstance(ts, np.memmap) or isinstance(ts.base, np.memmap)
-    assert not ts.flags.writeable
+    s = warm.primary.slices
+    for col in (s.ts_ns, s.name, s.kind):  # every column read-only; mapped from MAP_FROM_BYTES on, else read
+        big = col.nbytes >= cache_check.MAP_FROM_BYTES
+        assert (isinstance(col, np.memmap) or isinstance(col.base, np.memmap)) == big, (col.nbytes, type(col))
+        assert not col.flags.writeable
     assert warm.primary.strings.find("aten::conv2d") > 0
+
+
+def test_big_columns_are_memory_mapped(trace, models_equal, monkeypatch):
+    cold = load(trace)
+    monkeypatch.setattr(cache_check, "MAP_FROM_BYTES", 1)
+    warm = load(trace)
+    assert warm.cache_hit
+    models_equal(warm.primary, cold.primary)
+    ts = warm.primary.slices.ts_ns
+    assert (isinstance(ts, np.memmap) or isinstance(ts.base, np.memmap)) and not ts.flags.writeable
+
+
+def test_a_bundle_of_many_cycle_files_hits_under_a_low_descriptor_limit(tmp_path):
+    """Each memory map holds a descriptor: 526 cycle files x 41 columns ran out of them (EMFILE), and each
+    entry it could not map was removed and rewritten on every open - never a cache hit. Small columns are
+    read now, and an entry that cannot be opened for want of descriptors is a miss that stays."""
+    import subprocess
+    import sys
+    traces = tmp_path / "run" / "traces"
+    traces.mkdir(parents=True)
+    src = shared_trace("cpu_train.pt.trace.json.gz").read_bytes()
+    for k in range(60):
+        (traces / f"rank0.cycle{k}.pt.trace.json.gz").write_bytes(src)
+    code = ("import resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit("
+            "resource.RLIMIT_NOFILE)[1])); from core.trace.loader import load; from core.trace import cache; "
+            "ts = load(sys.argv[1]); cache.flush(); print(ts.cache_hit, len(ts.models))")
+    env = {**os.environ, "PTPROF_CACHE_DIR": str(tmp_path / "cache")}
+    repo = Path(__file__).resolve().parents[3]
+    runs = [subprocess.run([sys.executable, "-c", code, str(tmp_path / "run")], cwd=repo, env=env,
+                           capture_output=True, text=True, timeout=300) for _ in range(2)]
+    assert [r.stdout.split() for r in runs] == [["False", "60"], ["True", "60"]], [r.stderr[-500:] for r in runs]
 
 
 def test_no_cache_neither_reads_nor_writes(trace):

@@ -136,7 +136,7 @@ def _resave(d: Path, name: str, arr: np.ndarray, fix_shape: bool = True) -> None
         (d / "entry.json").write_text(json.dumps(entry))
 
 
-@pytest.mark.parametrize("poison", ["swap_columns", "retype", "string_id", "track_id", "flow_id", "step_slice",
+@pytest.mark.parametrize("poison", ["swap_columns", "swap_same_type", "swap_ids", "retype", "string_id", "track_id", "flow_id", "step_slice",
                                     "offsets", "kind", "object_dtype", "entry_not_dict", "strings_not_str",
                                     "short_file", "two_d"])
 def test_poisoned_entry_is_a_miss_and_rebuilt(trace, poison):
@@ -149,6 +149,13 @@ def test_poisoned_entry_is_a_miss_and_rebuilt(trace, poison):
         a.rename(tmp)
         b.rename(a)
         tmp.rename(b)
+    elif poison in ("swap_same_type", "swap_ids"):  # same dtype, same length, values in range for both:
+        # only the fingerprints in entry.json tell them apart (these loaded, showing categories as names)
+        a, b = ("slices.name.npy", "slices.cat.npy") if poison == "swap_same_type" else \
+            ("slices.correlation.npy", "slices.external_id.npy")
+        data_a, data_b = (d / a).read_bytes(), (d / b).read_bytes()
+        (d / a).write_bytes(data_b)
+        (d / b).write_bytes(data_a)
     elif poison == "retype":
         _resave(d, "slices.ts_ns.npy", np.asarray(reference.slices.ts_ns, np.float64))
     elif poison == "string_id":
