@@ -708,38 +708,118 @@ static int parse_code(P *x, int allow_null, int64_t *out) {
     return 0;
 }
 
-static inline int key_is(const char *k, Py_ssize_t n, const char *lit) {
-    return (size_t)n == strlen(lit) && memcmp(k, lit, (size_t)n) == 0;
-}
-
-/* every args key we read, with its length, so that a key is matched by length and first byte */
-enum { K_INT, K_RAW, K_CSTACK, K_OCC, K_STR_CHECK, K_INT_CHECK };
+/* Member keys we read, matched straight in the buffer: the key's text and its closing quote compared
+   with the literal (so only a plain key - no escapes - matches, as plain_only requires), candidates
+   bucketed by first byte. A key that matches none is parsed as a string and its value skipped. */
+enum { K_INT, K_RAW, K_CSTACK, K_OCC, K_STR_CHECK, K_INT_CHECK, K_SKIP,
+       K_PH, K_TS, K_DUR, K_NAME, K_CAT, K_PID, K_TID, K_ID, K_ARGS };
 typedef struct {
     const char *key;
     Py_ssize_t len;
     int kind, idx;
+    uint64_t w0, m0;  /* the first min(len + 1, 8) bytes of key + '"', and their mask */
 } ArgKey;
-#define N_ARG_KEYS (N_INT_ARGS + N_RAW_ARGS + 5)
-static ArgKey ARG_KEYS[N_ARG_KEYS];
+#define MAX_KEYS 40
+#define MAX_KEY_LEN 32
+typedef struct {
+    ArgKey keys[MAX_KEYS];
+    int n;
+    uint8_t start[256], count[256];
+} KeyTab;
+static KeyTab ARG_TAB, TOP_TAB;
 
-static void init_arg_keys(void) {
-    int j = 0;
-    for (int a = 0; a < N_INT_ARGS; a++) ARG_KEYS[j++] = (ArgKey){INT_KEYS[a], 0, K_INT, a};
-    for (int a = 0; a < N_RAW_ARGS; a++) ARG_KEYS[j++] = (ArgKey){RAW_KEYS[a], 0, K_RAW, a};
-    ARG_KEYS[j++] = (ArgKey){"Call stack", 0, K_CSTACK, 0};
-    ARG_KEYS[j++] = (ArgKey){"est. achieved occupancy %", 0, K_OCC, 0};
-    ARG_KEYS[j++] = (ArgKey){"name", 0, K_STR_CHECK, 0};
-    ARG_KEYS[j++] = (ArgKey){"labels", 0, K_STR_CHECK, 0};
-    ARG_KEYS[j++] = (ArgKey){"sort_index", 0, K_INT_CHECK, 0};
-    for (int i = 0; i < N_ARG_KEYS; i++) ARG_KEYS[i].len = (Py_ssize_t)strlen(ARG_KEYS[i].key);
+static void tab_add(KeyTab *t, const char *key, int kind, int idx) {
+    ArgKey k = {key, (Py_ssize_t)strlen(key), kind, idx, 0, 0};
+    char quoted[MAX_KEY_LEN + 2] = {0};
+    memcpy(quoted, key, (size_t)k.len);
+    quoted[k.len] = '"';
+    size_t n = (size_t)k.len + 1 < 8 ? (size_t)k.len + 1 : 8;
+    memcpy(&k.w0, quoted, n);
+    k.m0 = n == 8 ? ~(uint64_t)0 : (((uint64_t)1 << (8 * n)) - 1);
+    t->keys[t->n++] = k;
 }
 
-static const ArgKey *find_arg_key(const char *k, Py_ssize_t n) {
-    for (int i = 0; i < N_ARG_KEYS; i++) {
-        const ArgKey *t = &ARG_KEYS[i];
-        if (t->len == n && t->key[0] == k[0] && memcmp(t->key, k, (size_t)n) == 0) return t;
+static int cmp_first(const void *a, const void *b) {
+    return (int)(unsigned char)((const ArgKey *)a)->key[0] - (int)(unsigned char)((const ArgKey *)b)->key[0];
+}
+
+static void tab_index(KeyTab *t) {
+    qsort(t->keys, (size_t)t->n, sizeof(ArgKey), cmp_first);
+    for (int i = t->n - 1; i >= 0; i--) {
+        unsigned char c = (unsigned char)t->keys[i].key[0];
+        t->start[c] = (uint8_t)i;
+        t->count[c]++;
     }
-    return NULL;
+}
+
+static void init_arg_keys(void) {
+    for (int a = 0; a < N_INT_ARGS; a++) tab_add(&ARG_TAB, INT_KEYS[a], K_INT, a);
+    for (int a = 0; a < N_RAW_ARGS; a++) tab_add(&ARG_TAB, RAW_KEYS[a], K_RAW, a);
+    tab_add(&ARG_TAB, "Call stack", K_CSTACK, 0);
+    tab_add(&ARG_TAB, "est. achieved occupancy %", K_OCC, 0);
+    tab_add(&ARG_TAB, "name", K_STR_CHECK, 0);
+    tab_add(&ARG_TAB, "labels", K_STR_CHECK, 0);
+    tab_add(&ARG_TAB, "sort_index", K_INT_CHECK, 0);
+    /* frequent keys whose values nothing reads: skipped without parsing the key as a string */
+    tab_add(&ARG_TAB, "Ev Idx", K_SKIP, 0);
+    tab_add(&ARG_TAB, "Record function id", K_SKIP, 0);
+    tab_add(&ARG_TAB, "Concrete Inputs", K_SKIP, 0);
+    tab_add(&ARG_TAB, "Fwd thread id", K_SKIP, 0);
+    tab_index(&ARG_TAB);
+    static const char *top[] = {"ph", "ts", "dur", "name", "cat", "pid", "tid", "id", "args"};
+    for (int k = 0; k < 9; k++) tab_add(&TOP_TAB, top[k], K_PH + k, 0);
+    tab_index(&TOP_TAB);
+}
+
+/* The member key at x->p (after whitespace) and its ':' with the whitespace around it. Returns the
+   key's entry in `t`, or &UNKNOWN for any other plain key (its value is then skipped); fails on a key
+   with escapes (msgspec would decode it first: the scanner leaves such events to it) or bad syntax. */
+static const ArgKey UNKNOWN = {"", 0, K_SKIP, 0};
+
+static inline const ArgKey *member_key(P *x, const KeyTab *t) {
+    ws(x);
+    const char *p = x->p, *e = x->end;
+    if (p >= e || *p != '"') return NULL;
+    const ArgKey *found = NULL;
+    if (e - p > 2) {
+        unsigned char c = (unsigned char)p[1];
+        if (e - p > 8 + MAX_KEY_LEN) { /* 8-byte compares; the rest of a long key by memcmp */
+            uint64_t w;
+            memcpy(&w, p + 1, 8);
+            for (int j = t->start[c], m = t->count[c]; m > 0; j++, m--) {
+                const ArgKey *k = &t->keys[j];
+                if ((w & k->m0) == k->w0 &&
+                    (k->len < 8 || (p[k->len + 1] == '"' && memcmp(p + 9, k->key + 8, (size_t)k->len - 8) == 0))) {
+                    found = k;
+                    x->p = p + k->len + 2;
+                    break;
+                }
+            }
+        } else {
+            for (int j = t->start[c], m = t->count[c]; m > 0; j++, m--) {
+                const ArgKey *k = &t->keys[j];
+                if (e - p > k->len + 1 && p[k->len + 1] == '"' && memcmp(p + 1, k->key, (size_t)k->len) == 0) {
+                    found = k;
+                    x->p = p + k->len + 2;
+                    break;
+                }
+            }
+        }
+    }
+    if (!found) {
+        const char *k;
+        Py_ssize_t kn;
+        if (parse_string(x, &k, &kn) || k != p + 1) return NULL;
+        found = &UNKNOWN;
+    }
+    if (x->p < e && *x->p == ':') x->p++;
+    else {
+        ws(x);
+        if (peek(x) != ':') return NULL;
+        x->p++;
+    }
+    ws(x);
+    return found;
 }
 
 static int parse_args(P *x, Cols *c, Py_ssize_t i) {
@@ -747,11 +827,9 @@ static int parse_args(P *x, Cols *c, Py_ssize_t i) {
     if (more < 0) FAIL;
     more = !more;
     while (more) {
-        const char *k;
-        Py_ssize_t kn;
-        if (object_key(x, &k, &kn, 1)) FAIL;
-        const ArgKey *t = kn ? find_arg_key(k, kn) : NULL;
-        if (t == NULL) {
+        const ArgKey *t = member_key(x, &ARG_TAB);
+        if (t == NULL) FAIL;
+        if (t->kind == K_SKIP) {
             if (skip_value(x, 1)) FAIL;
         } else if (t->kind == K_INT) {
             if (parse_int_or_null(x, INT_DEFAULT[t->idx], &c->ints[t->idx][i])) FAIL;
@@ -821,37 +899,47 @@ static int parse_event(P *x, Cols *c) {
 
     int more = !object_open(x); /* the caller saw the '{' */
     while (more) {
-        const char *k;
-        Py_ssize_t kn;
-        if (object_key(x, &k, &kn, 1)) FAIL;
-        if (key_is(k, kn, "ph")) {
-            const char *s;
-            Py_ssize_t n;
-            if (peek(x) != '"' || parse_string(x, &s, &n)) FAIL;
-            c->ph[i] = ph_code(s, n);
-        } else if (key_is(k, kn, "ts")) {
-            if (parse_float(x, 0, &c->ts[i])) FAIL;
-        } else if (key_is(k, kn, "dur")) {
-            if (parse_float(x, 0, &c->dur[i])) FAIL;
-        } else if (key_is(k, kn, "name")) {
-            if (peek(x) != '"' || intern_string(x, &c->name[i])) FAIL;
-        } else if (key_is(k, kn, "cat")) {
-            if (peek(x) != '"' || intern_string(x, &c->cat[i])) FAIL;
-        } else if (key_is(k, kn, "pid")) {
-            if (parse_code(x, 0, &c->pid[i])) FAIL;
-        } else if (key_is(k, kn, "tid")) {
-            if (parse_code(x, 0, &c->tid[i])) FAIL;
-        } else if (key_is(k, kn, "id")) {
-            if (parse_code(x, 1, &c->id[i])) FAIL;
-        } else if (key_is(k, kn, "args")) {
-            /* a later "args" replaces an earlier one entirely */
-            c->occ[i] = NAN;
-            c->cstack[i] = 0;
-            for (int a = 0; a < N_INT_ARGS; a++) c->ints[a][i] = INT_DEFAULT[a];
-            for (int a = 0; a < N_RAW_ARGS; a++) c->raws[a][i] = 0;
-            if (parse_args(x, c, i)) FAIL;
-        } else if (skip_value(x, 1)) {
-            FAIL;
+        const ArgKey *t = member_key(x, &TOP_TAB);
+        if (t == NULL) FAIL;
+        switch (t->kind) {
+            case K_PH: {
+                const char *s;
+                Py_ssize_t n;
+                if (peek(x) != '"' || parse_string(x, &s, &n)) FAIL;
+                c->ph[i] = ph_code(s, n);
+                break;
+            }
+            case K_TS:
+                if (parse_float(x, 0, &c->ts[i])) FAIL;
+                break;
+            case K_DUR:
+                if (parse_float(x, 0, &c->dur[i])) FAIL;
+                break;
+            case K_NAME:
+                if (peek(x) != '"' || intern_string(x, &c->name[i])) FAIL;
+                break;
+            case K_CAT:
+                if (peek(x) != '"' || intern_string(x, &c->cat[i])) FAIL;
+                break;
+            case K_PID:
+                if (parse_code(x, 0, &c->pid[i])) FAIL;
+                break;
+            case K_TID:
+                if (parse_code(x, 0, &c->tid[i])) FAIL;
+                break;
+            case K_ID:
+                if (parse_code(x, 1, &c->id[i])) FAIL;
+                break;
+            case K_ARGS:
+                /* a later "args" replaces an earlier one entirely */
+                c->occ[i] = NAN;
+                c->cstack[i] = 0;
+                for (int a = 0; a < N_INT_ARGS; a++) c->ints[a][i] = INT_DEFAULT[a];
+                for (int a = 0; a < N_RAW_ARGS; a++) c->raws[a][i] = 0;
+                if (parse_args(x, c, i)) FAIL;
+                break;
+            default:
+                if (skip_value(x, 1)) FAIL;
         }
         if ((more = object_next(x)) < 0) FAIL;
     }

@@ -150,6 +150,30 @@ def test_edge_cases_match_the_python_path():
     assert fast.skipped == slow.skipped > 0
 
 
+# keys are matched as literals in the buffer (text + closing quote): near misses must read as other keys
+NEAR_KEYS = _events(
+    {"ph": "X", "cat": "cpu_op", "name": "n", "pid": 1, "tid": 1, "ts": 1, "dur": 2, "tsx": 9, "t": 3,
+     "durat": 4, "namespace": "x", "p": 1, "pidx": 5, "": 6, "args": {
+         "Python i": 1, "Python idx": 2, "Python": 3, "External id ": 4, "External": 5, "Ev Idx": {"a": [1]},
+         "Ev Id": 7, "Record function id": None, "Concrete Inputs": ["", "[64, 10]"], "Fwd thread id": 0,
+         "External id": 11, "Sequence numbe": 12, "stream": 3, "streams": 4, "": 1}},
+    {"ph": "X", "cat": "python_function", "name": "f", "pid": 1, "tid": 1, "ts": 2, "dur": 1,
+     "args": {"Python parent id": 7, "Python id": 8, "Python parent": 9, "Python parent id2": 10}},
+)
+
+
+@needs_scanner
+def test_near_miss_keys_match_the_python_path():
+    fast, slow = _both(NEAR_KEYS)
+    assert fast is not None
+    assert _canon(fast) == _canon(slow)
+    # the same events with the last key right at the end of the range (short-buffer compare path)
+    for text in (b'{"ph":"X","name":"a","ts":1,"dur":1,"pid":1,"tid":1,"args":{"Python id":1}}',
+                 b'{"ph":"X","ts":1,"tid":1,"pid":1,"dur":1,"name":"a","args":{"Ev Idx":1,"stream":2}}'):
+        fast, slow = _both(text)
+        assert fast is not None and _canon(fast) == _canon(slow)
+
+
 @needs_scanner
 def test_compact_and_spacious_layouts_match():
     evs = [{"ph": "X", "cat": "cpu_op", "name": f"op{i}", "pid": 1, "tid": 1, "ts": i * 1.5, "dur": 1.25,
