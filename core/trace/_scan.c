@@ -232,8 +232,30 @@ typedef struct {
 
 #define FAIL return -1
 
+/* Whitespace. Kineto writes "\n" + spaces (indentation) or one space: after a '\n' or ' ' the spaces that
+   follow are counted in one 8-byte load; anything else takes the byte loop. */
 static inline void ws(P *x) {
     const char *p = x->p, *e = x->end;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (e - p >= 9) {
+        unsigned char c = (unsigned char)*p;
+        if (c > ' ') return;
+        if (c == ' ' || c == '\n') {
+            uint64_t v;
+            memcpy(&v, p + 1, 8);
+            v ^= 0x2020202020202020ULL; /* spaces -> 0 */
+            if (v) {
+                p += 1 + (__builtin_ctzll(v) >> 3); /* little-endian: the first non-space byte */
+                if ((unsigned char)*p > ' ') {
+                    x->p = p;
+                    return;
+                }
+            } else {
+                p += 9;
+            }
+        }
+    }
+#endif
     while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
     x->p = p;
 }
@@ -646,6 +668,36 @@ static inline int is_null(P *x) {
 }
 
 /* int | None (msgspec: bools and floats are errors) */
+/* The number shapes Kineto writes, without the general parser: [-]digits[.digits], at most 18 digits
+   in all, no exponent, no leading zero, followed by a byte that cannot continue a number. Returns 1
+   with x->p advanced (*frac = -1 without a fraction), 0 when parse_number must decide (nothing
+   consumed). The values are those parse_number gives: the same mantissa and the same one division. */
+static inline int fast_number(P *x, uint64_t *mant, int *neg, int *frac) {
+    const char *p = x->p, *e = x->end;
+    if (e - p < 24) return 0; /* near the end: the general parser checks every bound */
+    int ng = *p == '-';
+    p += ng;
+    const char *d = p, *lim = p + 19; /* every read below stays within x->p + 22 */
+    uint64_t v = 0;
+    while (p < lim && (unsigned)(*p - '0') < 10u) v = v * 10 + (uint64_t)(*p++ - '0');
+    int n = (int)(p - d), f = -1;
+    if (n == 0 || n > 18 || (n > 1 && *d == '0')) return 0;
+    if (*p == '.') {
+        const char *q = ++p;
+        lim = q + (19 - n);
+        while (p < lim && (unsigned)(*p - '0') < 10u) v = v * 10 + (uint64_t)(*p++ - '0');
+        f = (int)(p - q);
+        if (f == 0) return 0;
+        n += f;
+    }
+    if (n > 18 || (unsigned)(*p - '0') < 10u || *p == '.' || *p == 'e' || *p == 'E') return 0;
+    x->p = p;
+    *mant = v;
+    *neg = ng;
+    *frac = f;
+    return 1;
+}
+
 static int parse_int_or_null(P *x, int64_t missing, int64_t *out) {
     if (is_null(x)) {
         *out = missing;
@@ -653,6 +705,16 @@ static int parse_int_or_null(P *x, int64_t missing, int64_t *out) {
     }
     int c = peek(x);
     if (!(c == '-' || (c >= '0' && c <= '9'))) FAIL;
+    uint64_t m;
+    int neg, frac;
+    const char *start = x->p;
+    if (fast_number(x, &m, &neg, &frac)) {
+        if (frac < 0) {
+            *out = neg ? -(int64_t)m : (int64_t)m;
+            return 0;
+        }
+        x->p = start;
+    }
     int is_int, ok;
     int64_t iv;
     double dv;
@@ -669,6 +731,18 @@ static int parse_float(P *x, int with_null, double *out) {
     }
     int c = peek(x);
     if (!(c == '-' || (c >= '0' && c <= '9'))) FAIL;
+    uint64_t m;
+    int neg, frac;
+    const char *start = x->p;
+    if (fast_number(x, &m, &neg, &frac)) {
+        if (m <= ((uint64_t)1 << 53)) { /* exact in a double: parse_number's own fast case */
+            double d = (double)m;
+            if (frac > 0) d = d / POW10[frac];
+            *out = neg ? -d : d;
+            return 0;
+        }
+        x->p = start;
+    }
     int is_int, ok;
     int64_t iv;
     return parse_number(x, &is_int, &iv, &ok, out);
@@ -690,6 +764,16 @@ static int parse_code(P *x, int allow_null, int64_t *out) {
     }
     if (!(c == '-' || (c >= '0' && c <= '9'))) FAIL;
     const char *start = x->p;
+    uint64_t m;
+    int neg, frac;
+    if (fast_number(x, &m, &neg, &frac)) {
+        int64_t v = neg ? -(int64_t)m : (int64_t)m;
+        if (frac < 0 && v > CODE_MIN && v < CODE_MAX) {
+            *out = v;
+            return 0;
+        }
+        x->p = start;
+    }
     int is_int, ok;
     int64_t iv;
     double dv;
