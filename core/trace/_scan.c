@@ -1,8 +1,10 @@
 /* Kineto trace events -> columns in one pass, without a Python object per event.
  *
  * scan(buf, start, end) reads the events in buf[start:end) -- `{...}, {...}` optionally wrapped in
- * `[` `]` -- and returns a dict of column buffers (one value per event) plus the chunk's interned
- * strings, or None when anything in the range is not plain, strictly valid JSON of the shape the
+ * `[` `]` -- and returns two sets of column buffers: "rows", the X/B/E events that have a ts (nearly
+ * all events: the model's slices, in file order, so Python selects nothing), and "other", every other
+ * event (instants, flows, counters, metadata, events without a ts; one value per event each), plus the
+ * chunk's interned strings; or None when anything in the range is not plain, strictly valid JSON of the shape the
  * typed msgspec decoder (core/trace/kineto.py: Event, Args) accepts. None sends the range down the
  * Python path, which handles every quirk (unquoted N/A, truncation, odd types) exactly as before:
  * this file is only an accelerator, and tests/core/trace/test_scan.py checks that both paths give
@@ -13,7 +15,10 @@
  *   pid/tid/id int64 codes (a string becomes STR_CODE_BASE - string id; id null -> NONE),
  *   the int args (NONE or 0 when missing or null), the raw-JSON args (grid, block, Input Dims /
  *   Strides / type) as ids of their exact JSON text, Call stack as a string id, occupancy float64,
- *   and the (index, start, end) byte spans of "M" and "C" events, whose free-form args Python reads.
+ *   and the (index into "other", start, end) byte spans of "M" and "C" events, whose free-form args
+ *   Python reads.
+ * Member keys are matched as literals in the buffer, numbers of the usual shapes by a short fast path
+ * (fast_number), strings 16 bytes per step (SSE2).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -96,6 +101,15 @@ static int cols_reserve(Cols *c, Py_ssize_t need) {
         if (grow_one((void **)&c->raws[k], cap, sizeof(int32_t))) return -1;
     c->cap = cap;
     return 0;
+}
+
+/* slot i of c -> slot j of o (o has room) */
+static void cols_move(Cols *c, Py_ssize_t i, Cols *o, Py_ssize_t j) {
+#define MOVE1(f) o->f[j] = c->f[i];
+    ALL_COLS(MOVE1)
+#undef MOVE1
+    for (int k = 0; k < N_INT_ARGS; k++) o->ints[k][j] = c->ints[k][i];
+    for (int k = 0; k < N_RAW_ARGS; k++) o->raws[k][j] = c->raws[k][i];
 }
 
 /* --- string interning (final UTF-8 text -> dense id, 0 = "") --------------------------------- */
@@ -963,7 +977,9 @@ static int8_t ph_code(const char *s, Py_ssize_t n) {
     }
 }
 
-static int parse_event(P *x, Cols *c) {
+/* One event, parsed into the next slot of `c` (the rows: X/B/E events with a ts, nearly all of them);
+   any other event (instants, flows, counters, metadata, events without a ts) is then moved to `o`. */
+static int parse_event(P *x, Cols *c, Cols *o) {
     Py_ssize_t i = c->n;
     if (cols_reserve(c, i + 1)) {
         x->oom = 1;
@@ -1027,27 +1043,37 @@ static int parse_event(P *x, Cols *c) {
         }
         if ((more = object_next(x)) < 0) FAIL;
     }
-    if (c->ph[i] == PH_META || c->ph[i] == PH_COUNTER) {
-        if (c->nspan == c->spancap) {
-            Py_ssize_t cap = c->spancap ? c->spancap * 2 : 256;
-            int64_t *s = realloc(c->span, sizeof(int64_t) * 3 * (size_t)cap);
+    if (c->ph[i] <= PH_E && !isnan(c->ts[i])) {
+        c->n = i + 1;
+        return 0;
+    }
+    Py_ssize_t j = o->n;
+    if (cols_reserve(o, j + 1)) {
+        x->oom = 1;
+        FAIL;
+    }
+    cols_move(c, i, o, j);
+    o->n = j + 1;
+    if (o->ph[j] == PH_META || o->ph[j] == PH_COUNTER) {
+        if (o->nspan == o->spancap) {
+            Py_ssize_t cap = o->spancap ? o->spancap * 2 : 256;
+            int64_t *s = realloc(o->span, sizeof(int64_t) * 3 * (size_t)cap);
             if (!s) {
                 x->oom = 1;
                 FAIL;
             }
-            c->span = s;
-            c->spancap = cap;
+            o->span = s;
+            o->spancap = cap;
         }
-        c->span[3 * c->nspan] = i;
-        c->span[3 * c->nspan + 1] = start - x->base;
-        c->span[3 * c->nspan + 2] = x->p - x->base;
-        c->nspan++;
+        o->span[3 * o->nspan] = j;
+        o->span[3 * o->nspan + 1] = start - x->base;
+        o->span[3 * o->nspan + 2] = x->p - x->base;
+        o->nspan++;
     }
-    c->n = i + 1;
     return 0;
 }
 
-static int parse_all(P *x, Cols *c) {
+static int parse_all(P *x, Cols *c, Cols *o) {
     ws(x);
     int wrapped = 0;
     if (peek(x) == '[') {
@@ -1064,7 +1090,7 @@ static int parse_all(P *x, Cols *c) {
     for (;;) {
         ws(x);
         if (peek(x) != '{') FAIL;
-        if (parse_event(x, c)) FAIL;
+        if (parse_event(x, c, o)) FAIL;
         ws(x);
         int ch = peek(x);
         if (ch == ',') {
@@ -1130,24 +1156,10 @@ static int put(PyObject *d, const char *k, PyObject *v) {
     return r;
 }
 
-static PyObject *build_result(Cols *c, Strings *st) {
+static PyObject *cols_dict(Cols *c) {
     PyObject *d = PyDict_New();
     if (!d) return NULL;
     Py_ssize_t n = c->n;
-    PyObject *strs = PyList_New(st->n);
-    if (!strs) goto fail;
-    for (int32_t i = 0; i < st->n; i++) {
-        PyObject *s = PyUnicode_DecodeUTF8(st->ptrs[i], st->lens[i], NULL);
-        if (!s) { /* invalid UTF-8: the Python path decides (with "replace" where it applies) */
-            Py_DECREF(strs);
-            Py_DECREF(d);
-            PyErr_Clear();
-            Py_RETURN_NONE;
-        }
-        PyList_SET_ITEM(strs, i, s);
-    }
-    if (put(d, "strings", strs)) goto fail;
-    if (put(d, "n", PyLong_FromSsize_t(n))) goto fail;
     if (put(d, "ph", col_bytes(&c->ph, n))) goto fail;
     if (put(d, "ts", col_bytes(&c->ts, n * 8))) goto fail;
     if (put(d, "dur", col_bytes(&c->dur, n * 8))) goto fail;
@@ -1170,6 +1182,33 @@ fail:
     return NULL;
 }
 
+/* {"strings", "n": events in the range, "rows": columns of the X/B/E events with a ts, "other": the
+   same columns of every other event (whose "spans" index them)} */
+static PyObject *build_result(Cols *c, Cols *o, Strings *st) {
+    PyObject *d = PyDict_New();
+    if (!d) return NULL;
+    PyObject *strs = PyList_New(st->n);
+    if (!strs) goto fail;
+    for (int32_t i = 0; i < st->n; i++) {
+        PyObject *s = PyUnicode_DecodeUTF8(st->ptrs[i], st->lens[i], NULL);
+        if (!s) { /* invalid UTF-8: the Python path decides (with "replace" where it applies) */
+            Py_DECREF(strs);
+            Py_DECREF(d);
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        PyList_SET_ITEM(strs, i, s);
+    }
+    if (put(d, "strings", strs)) goto fail;
+    if (put(d, "n", PyLong_FromSsize_t(c->n + o->n))) goto fail;
+    if (put(d, "rows", cols_dict(c))) goto fail;
+    if (put(d, "other", cols_dict(o))) goto fail;
+    return d;
+fail:
+    Py_DECREF(d);
+    return NULL;
+}
+
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t start, stop;
@@ -1179,8 +1218,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "scan: range outside the buffer");
         return NULL;
     }
-    Cols cols;
+    Cols cols, other;
     memset(&cols, 0, sizeof(cols));
+    memset(&other, 0, sizeof(other));
     Strings st;
     PyObject *result = NULL;
     if (strings_init(&st)) {
@@ -1188,8 +1228,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         PyBuffer_Release(&view);
         return PyErr_NoMemory();
     }
-    if (cols_reserve(&cols, (stop - start) / 96 + 16)) { /* virtual: pages are touched as used */
+    if (cols_reserve(&cols, (stop - start) / 96 + 16) || cols_reserve(&other, 256)) { /* virtual: touched as used */
         cols_free(&cols);
+        cols_free(&other);
         strings_free(&st);
         PyBuffer_Release(&view);
         return PyErr_NoMemory();
@@ -1197,7 +1238,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     P x = {(const char *)view.buf + start, (const char *)view.buf + stop, (const char *)view.buf, &st, 0, NULL};
     /* no Python object is touched while parsing: other threads (parallel scans, the UI) run */
     x.saved = PyEval_SaveThread();
-    int rc = parse_all(&x, &cols);
+    int rc = parse_all(&x, &cols, &other);
     PyEval_RestoreThread(x.saved);
     if (x.oom) {
         PyErr_NoMemory();
@@ -1205,9 +1246,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         result = Py_None;
         Py_INCREF(result);
     } else {
-        result = build_result(&cols, &st);
+        result = build_result(&cols, &other, &st);
     }
     cols_free(&cols);
+    cols_free(&other);
     strings_free(&st);
     PyBuffer_Release(&view);
     return result;
@@ -1215,7 +1257,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(buf, start, end) -> dict of column buffers, or None when the range needs the Python path"},
+     "scan(buf, start, end) -> {strings, n, rows, other} column buffers, or None when the range needs the "
+     "Python path"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan",
