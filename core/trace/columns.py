@@ -363,11 +363,10 @@ def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns
     def col(name, dtype):  # the other events: instants, flows, counters, metadata, rows without a ts
         return np.frombuffer(oc[name], dtype=dtype)
 
-    def rcol(name, dtype, keep=False):
-        """A column of the rows, in file order: no selection needed. `keep`: a compact copy (the
-        scanner's buffers are sized for the whole range and go back to the heap for the next chunk)."""
-        v = np.frombuffer(rc[name], dtype=dtype)
-        return v.copy() if keep else v
+    def rcol(name, dtype):
+        """A column of the rows, in file order: no selection needed. The row columns stay views of the
+        scanner's buffers: the merge copies them straight into the merged columns."""
+        return np.frombuffer(rc[name], dtype=dtype)
 
     ph = col("ph", np.int8)
     ts = col("ts", np.float64)
@@ -378,12 +377,12 @@ def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns
     name, pid, tid = col("name", np.int32), col("pid", np.int64), col("tid", np.int64)
 
     # --- X / B / E rows ---
-    cat = rcol("cat", np.int32, keep=True)
+    cat = rcol("cat", np.int32)
     kind = _kinds(cat, strings)
     n_rows = len(cat)
-    rows = {"ph": rcol("ph", np.int8, True), "ts": rcol("ts", np.float64, True),
-            "dur": rcol("dur", np.float64, True), "name": rcol("name", np.int32, True), "cat": cat,
-            "kind": kind, "pid": rcol("pid", np.int64, True), "tid": rcol("tid", np.int64, True)}
+    rows = {"ph": rcol("ph", np.int8), "ts": rcol("ts", np.float64), "dur": rcol("dur", np.float64),
+            "name": rcol("name", np.int32), "cat": cat, "kind": kind, "pid": rcol("pid", np.int64),
+            "tid": rcol("tid", np.int64)}
     sparse: dict[str, tuple] = {}
     picked: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
 
@@ -417,7 +416,7 @@ def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns
     # where each event starts in the buffer: the Details panel re-reads the one selected event
     # with every arg (the model keeps only the args rules and panels use)
     if file_offsets:
-        sparse["src_offset"] = (None, rcol("offset", np.int64, keep=True))
+        sparse["src_offset"] = (None, rcol("offset", np.int64).copy())  # kept per chunk: compact
 
     # --- instants, [memory] ---
     iidx = np.flatnonzero((ph == PH_INSTANT) & has_ts)
