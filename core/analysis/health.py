@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from core.analysis import intervals
+from core.analysis.rows import kind_rows, launch_ends, named_rows
 from core.analysis.step_times import step_times
 from core.runner.events_check import valid
 from core.runner.protocol import read_events
@@ -107,8 +108,8 @@ def run_status(bundle) -> Health | None:
 def _model_checks(m: TraceModel, cfg: dict) -> list[Health]:
     out: list[Health] = []
     s = m.slices
-    gpu = np.isin(s.kind, np.asarray(GPU_KINDS, np.int8))
-    has_gpu = bool(gpu.any())
+    gpu = kind_rows(m, GPU_KINDS)  # few rows next to millions of CPU / Python slices: no n-sized masks
+    has_gpu = bool(len(gpu))
     if not len(m.steps):
         out.append(Health("no_steps", "warning", "no ProfilerStep#N markers: per-step numbers use the whole trace "
                           "(step the profiler with prof.step() or record with ptprof record)", 1))
@@ -120,11 +121,11 @@ def _model_checks(m: TraceModel, cfg: dict) -> list[Health]:
             out.append(Health("step_without_gpu", "warning", f"{empty} of {len(t)} steps launched no GPU work on a "
                               "GPU trace (CUPTI did not record them, or the step does no GPU work)", empty))
         out.extend(_overlaps(m, cfg))
-        zero = int((gpu & (s.dur_ns == 0)).sum())
+        zero = int((s.dur_ns[gpu] == 0).sum())
         if zero:
             out.append(Health("zero_duration", "info", f"{zero} GPU events have zero duration", zero))
-        cpu = ~gpu & np.isin(s.kind, np.asarray([Kind.CPU_OP, Kind.RUNTIME, Kind.ANNOTATION], np.int8))
-        if cpu.any():
+        cpu = kind_rows(m, (Kind.CPU_OP, Kind.RUNTIME, Kind.ANNOTATION))
+        if len(cpu):
             # a GPU op that starts before its own launch call: the clocks disagree (a real problem); GPU
             # work outside the CPU span with no launch in the trace was launched before the window opened
             # (a GPU that lags the CPU), which is expected and said as information
@@ -135,9 +136,8 @@ def _model_checks(m: TraceModel, cfg: dict) -> list[Health]:
                 out.append(Health("clock_skew", "warning", f"{early} GPU events start before their launch call "
                                   "(GPU and CPU clocks disagree: GPU times are shifted)", early))
             c0, c1 = int(s.ts_ns[cpu].min()), int((s.ts_ns[cpu] + s.dur_ns[cpu]).max())
-            linked = np.zeros(len(s), bool)
-            linked[f.dst[launch]] = True
-            outside = int((gpu & ~linked & ((s.ts_ns < c0) | (s.ts_ns > c1))).sum())
+            g_ts = s.ts_ns[gpu]
+            outside = int((~launch_ends(m, gpu) & ((g_ts < c0) | (g_ts > c1))).sum())
             if outside:
                 out.append(Health("outside_span", "info", f"{outside} GPU events outside the CPU events' span, "
                                   "launched before the window (the GPU lagged the CPU)", outside))
@@ -159,22 +159,21 @@ def _model_checks(m: TraceModel, cfg: dict) -> list[Health]:
 
 
 def _launches(m: TraceModel, cfg: dict) -> list[Health]:
-    s, f = m.slices, m.flows
+    s = m.slices
     ids = np.array([m.strings.find(n) for n in LAUNCH_NAMES])
-    calls = np.flatnonzero(np.isin(s.name, ids[ids >= 0]) & (s.kind == Kind.RUNTIME))
+    calls = named_rows(m, ids, (Kind.RUNTIME,))
     if not len(calls) or not len(m.steps):
         return []
-    linked = np.zeros(len(s), bool)
-    linked[f.src[f.kind == FlowKind.LAUNCH]] = True
+    linked = launch_ends(m, calls, "src")  # per call
     st = m.steps
     i = np.searchsorted(st.ts_ns, s.ts_ns[calls], side="right") - 1
     inside = (i >= 0) & (s.ts_ns[calls] < (st.ts_ns + st.dur_ns)[np.maximum(i, 0)])
-    calls, i = calls[inside], i[inside]
+    calls, i, linked = calls[inside], i[inside], linked[inside]
     if not len(calls):
         return []
     n = len(st)
     total = np.bincount(i, minlength=n)
-    missing = np.bincount(i, weights=~linked[calls], minlength=n).astype(np.int64)
+    missing = np.bincount(i, weights=~linked, minlength=n).astype(np.int64)
     share = np.where(total > 0, missing / np.maximum(total, 1), 0.0)
     out = []
     warn = float(cfg.get("missing_launch_pct", 1.0)) / 100.0
@@ -198,7 +197,7 @@ def _launches(m: TraceModel, cfg: dict) -> list[Health]:
 def _overlaps(m: TraceModel, cfg: dict) -> list[Health]:
     s = m.slices
     noise = int(cfg.get("overlap_noise_ns", OVERLAP_NOISE_NS))
-    gpu = np.flatnonzero(np.isin(s.kind, np.asarray(GPU_KINDS, np.int8)))
+    gpu = kind_rows(m, GPU_KINDS)
     if len(gpu) < 2:
         return []
     order = np.lexsort((s.ts_ns[gpu], s.track[gpu]))
@@ -228,7 +227,7 @@ def _dropped_markers(m: TraceModel) -> list[str]:
         blob = f"{k} {v}" if isinstance(v, str) else k
         if _DROPPED.search(blob) and ("record" in blob.lower() or "buffer" in blob.lower() or "cupti" in blob.lower()):
             texts.append(f"{k}: {v}"[:160] if isinstance(v, str) else str(k))
-    names = np.unique(np.concatenate([m.slices.name[m.slices.kind == Kind.TRACE], m.instants.name]))
+    names = np.unique(np.concatenate([m.slices.name[kind_rows(m, (Kind.TRACE,))], m.instants.name]))
     for nid in names.tolist():
         name = m.strings[int(nid)]
         if _DROPPED.search(name):
@@ -244,8 +243,8 @@ def _overhead(m: TraceModel, cfg: dict) -> list[Health]:
     # the whole session is not overhead
     ids = m.strings.ids_matching(lambda c: c.lower() == "overhead")
     names = m.strings.ids_matching(lambda n: "overhead" in n.lower() or n == "Activity Buffer Request")
-    sel = np.isin(s.cat, ids) | np.isin(s.name, names)
-    if not sel.any():
+    sel = np.union1d(named_rows(m, ids, column="cat"), named_rows(m, names))
+    if not len(sel):
         return []
     us, ue = intervals.union(s.ts_ns[sel], s.ts_ns[sel] + s.dur_ns[sel])
     st = m.steps

@@ -25,7 +25,8 @@ import numpy as np
 
 from core.analysis import intervals
 from core.analysis.derived import cached
-from core.trace.model import GPU_KINDS, FlowKind, Kind, TraceModel
+from core.analysis.rows import kind_rows, launch_src_ts, named_rows_matching
+from core.trace.model import GPU_KINDS, Kind, TraceModel
 
 BOUNDS = ("gpu", "cpu", "sync", "data")
 SYNC_CALL_NAMES = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
@@ -134,11 +135,8 @@ def gpu_step_of_rows(model: TraceModel, gpu_rows: np.ndarray, t0: np.ndarray, t1
     """Step index (-1: none) of each GPU row: the CPU step its launch call is in; rows without a launch flow
     take the previous launched row's step on their stream; before the first one they are backlog from before
     the window (-1); on a stream without launch flows, the step their own start falls in."""
-    s, f = model.slices, model.flows
-    launch = f.kind == FlowKind.LAUNCH
-    launch_ts = np.full(len(s), -1, np.int64)
-    launch_ts[f.dst[launch]] = s.ts_ns[f.src[launch]]
-    lt = launch_ts[gpu_rows]
+    s = model.slices
+    lt = launch_src_ts(model, gpu_rows, -1)
     step = np.where(lt >= 0, _index_in(t0, t1, np.maximum(lt, 0)), -1)
     linked = lt >= 0
     # forward fill along each stream (gpu_rows are in (track, ts) order): unlinked rows inherit
@@ -171,7 +169,7 @@ def _grouped_union_total(group: np.ndarray, start: np.ndarray, end: np.ndarray, 
 
 def _cpu_named_time(model: TraceModel, predicate, kinds, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
     s = model.slices
-    m = np.isin(s.name, model.strings.ids_matching(predicate)) & np.isin(s.kind, np.asarray(kinds, np.int8))
+    m = named_rows_matching(model, predicate, kinds)
     us, ue = intervals.union(s.ts_ns[m], s.ts_ns[m] + s.dur_ns[m])
     return intervals.covered(us, ue, t0, t1)
 
@@ -187,7 +185,7 @@ def _step_times(model: TraceModel, cfg: dict) -> StepTimes:
     t1 = np.asarray(t1, np.int64)
     n = len(number)
     s = model.slices
-    gpu = np.flatnonzero(np.isin(s.kind, np.asarray(GPU_KINDS, np.int8)))
+    gpu = kind_rows(model, GPU_KINDS)
     step = gpu_step_of_rows(model, gpu, t0, t1) if len(gpu) else np.zeros(0, np.int64)
     keep = step >= 0
     gpu, step = gpu[keep], step[keep]
@@ -207,11 +205,7 @@ def _step_times(model: TraceModel, cfg: dict) -> StepTimes:
     # waits for the CPU is the CPU span's, not the GPU's (a compile before the next step's first launch)
     first_launch = np.full(n, np.iinfo(np.int64).max, np.int64)
     if len(gpu):
-        f = model.flows
-        launch = f.kind == FlowKind.LAUNCH
-        lts = np.full(len(s), np.iinfo(np.int64).max, np.int64)
-        lts[f.dst[launch]] = s.ts_ns[f.src[launch]]
-        np.minimum.at(first_launch, step, lts[gpu])
+        np.minimum.at(first_launch, step, launch_src_ts(model, gpu, np.iinfo(np.int64).max))
     nxt = np.full(n, -1, np.int64)
     if n > 1:
         queued = has[1:] & (first_launch[1:] <= last_end[:-1])

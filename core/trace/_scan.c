@@ -1,8 +1,10 @@
 /* Kineto trace events -> columns in one pass, without a Python object per event.
  *
  * scan(buf, start, end) reads the events in buf[start:end) -- `{...}, {...}` optionally wrapped in
- * `[` `]` -- and returns a dict of column buffers (one value per event) plus the chunk's interned
- * strings, or None when anything in the range is not plain, strictly valid JSON of the shape the
+ * `[` `]` -- and returns two sets of column buffers: "rows", the X/B/E events that have a ts (nearly
+ * all events: the model's slices, in file order, so Python selects nothing), and "other", every other
+ * event (instants, flows, counters, metadata, events without a ts; one value per event each), plus the
+ * chunk's interned strings; or None when anything in the range is not plain, strictly valid JSON of the shape the
  * typed msgspec decoder (core/trace/kineto.py: Event, Args) accepts. None sends the range down the
  * Python path, which handles every quirk (unquoted N/A, truncation, odd types) exactly as before:
  * this file is only an accelerator, and tests/core/trace/test_scan.py checks that both paths give
@@ -13,7 +15,10 @@
  *   pid/tid/id int64 codes (a string becomes STR_CODE_BASE - string id; id null -> NONE),
  *   the int args (NONE or 0 when missing or null), the raw-JSON args (grid, block, Input Dims /
  *   Strides / type) as ids of their exact JSON text, Call stack as a string id, occupancy float64,
- *   and the (index, start, end) byte spans of "M" and "C" events, whose free-form args Python reads.
+ *   and the (index into "other", start, end) byte spans of "M" and "C" events, whose free-form args
+ *   Python reads.
+ * Member keys are matched as literals in the buffer, numbers of the usual shapes by a short fast path
+ * (fast_number), strings 16 bytes per step (SSE2).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -96,6 +101,15 @@ static int cols_reserve(Cols *c, Py_ssize_t need) {
         if (grow_one((void **)&c->raws[k], cap, sizeof(int32_t))) return -1;
     c->cap = cap;
     return 0;
+}
+
+/* slot i of c -> slot j of o (o has room) */
+static void cols_move(Cols *c, Py_ssize_t i, Cols *o, Py_ssize_t j) {
+#define MOVE1(f) o->f[j] = c->f[i];
+    ALL_COLS(MOVE1)
+#undef MOVE1
+    for (int k = 0; k < N_INT_ARGS; k++) o->ints[k][j] = c->ints[k][i];
+    for (int k = 0; k < N_RAW_ARGS; k++) o->raws[k][j] = c->raws[k][i];
 }
 
 /* --- string interning (final UTF-8 text -> dense id, 0 = "") --------------------------------- */
@@ -232,8 +246,30 @@ typedef struct {
 
 #define FAIL return -1
 
+/* Whitespace. Kineto writes "\n" + spaces (indentation) or one space: after a '\n' or ' ' the spaces that
+   follow are counted in one 8-byte load; anything else takes the byte loop. */
 static inline void ws(P *x) {
     const char *p = x->p, *e = x->end;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (e - p >= 9) {
+        unsigned char c = (unsigned char)*p;
+        if (c > ' ') return;
+        if (c == ' ' || c == '\n') {
+            uint64_t v;
+            memcpy(&v, p + 1, 8);
+            v ^= 0x2020202020202020ULL; /* spaces -> 0 */
+            if (v) {
+                p += 1 + (__builtin_ctzll(v) >> 3); /* little-endian: the first non-space byte */
+                if ((unsigned char)*p > ' ') {
+                    x->p = p;
+                    return;
+                }
+            } else {
+                p += 9;
+            }
+        }
+    }
+#endif
     while (p < e && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t')) p++;
     x->p = p;
 }
@@ -646,6 +682,36 @@ static inline int is_null(P *x) {
 }
 
 /* int | None (msgspec: bools and floats are errors) */
+/* The number shapes Kineto writes, without the general parser: [-]digits[.digits], at most 18 digits
+   in all, no exponent, no leading zero, followed by a byte that cannot continue a number. Returns 1
+   with x->p advanced (*frac = -1 without a fraction), 0 when parse_number must decide (nothing
+   consumed). The values are those parse_number gives: the same mantissa and the same one division. */
+static inline int fast_number(P *x, uint64_t *mant, int *neg, int *frac) {
+    const char *p = x->p, *e = x->end;
+    if (e - p < 24) return 0; /* near the end: the general parser checks every bound */
+    int ng = *p == '-';
+    p += ng;
+    const char *d = p, *lim = p + 19; /* every read below stays within x->p + 22 */
+    uint64_t v = 0;
+    while (p < lim && (unsigned)(*p - '0') < 10u) v = v * 10 + (uint64_t)(*p++ - '0');
+    int n = (int)(p - d), f = -1;
+    if (n == 0 || n > 18 || (n > 1 && *d == '0')) return 0;
+    if (*p == '.') {
+        const char *q = ++p;
+        lim = q + (19 - n);
+        while (p < lim && (unsigned)(*p - '0') < 10u) v = v * 10 + (uint64_t)(*p++ - '0');
+        f = (int)(p - q);
+        if (f == 0) return 0;
+        n += f;
+    }
+    if (n > 18 || (unsigned)(*p - '0') < 10u || *p == '.' || *p == 'e' || *p == 'E') return 0;
+    x->p = p;
+    *mant = v;
+    *neg = ng;
+    *frac = f;
+    return 1;
+}
+
 static int parse_int_or_null(P *x, int64_t missing, int64_t *out) {
     if (is_null(x)) {
         *out = missing;
@@ -653,6 +719,16 @@ static int parse_int_or_null(P *x, int64_t missing, int64_t *out) {
     }
     int c = peek(x);
     if (!(c == '-' || (c >= '0' && c <= '9'))) FAIL;
+    uint64_t m;
+    int neg, frac;
+    const char *start = x->p;
+    if (fast_number(x, &m, &neg, &frac)) {
+        if (frac < 0) {
+            *out = neg ? -(int64_t)m : (int64_t)m;
+            return 0;
+        }
+        x->p = start;
+    }
     int is_int, ok;
     int64_t iv;
     double dv;
@@ -669,6 +745,18 @@ static int parse_float(P *x, int with_null, double *out) {
     }
     int c = peek(x);
     if (!(c == '-' || (c >= '0' && c <= '9'))) FAIL;
+    uint64_t m;
+    int neg, frac;
+    const char *start = x->p;
+    if (fast_number(x, &m, &neg, &frac)) {
+        if (m <= ((uint64_t)1 << 53)) { /* exact in a double: parse_number's own fast case */
+            double d = (double)m;
+            if (frac > 0) d = d / POW10[frac];
+            *out = neg ? -d : d;
+            return 0;
+        }
+        x->p = start;
+    }
     int is_int, ok;
     int64_t iv;
     return parse_number(x, &is_int, &iv, &ok, out);
@@ -690,6 +778,16 @@ static int parse_code(P *x, int allow_null, int64_t *out) {
     }
     if (!(c == '-' || (c >= '0' && c <= '9'))) FAIL;
     const char *start = x->p;
+    uint64_t m;
+    int neg, frac;
+    if (fast_number(x, &m, &neg, &frac)) {
+        int64_t v = neg ? -(int64_t)m : (int64_t)m;
+        if (frac < 0 && v > CODE_MIN && v < CODE_MAX) {
+            *out = v;
+            return 0;
+        }
+        x->p = start;
+    }
     int is_int, ok;
     int64_t iv;
     double dv;
@@ -708,38 +806,118 @@ static int parse_code(P *x, int allow_null, int64_t *out) {
     return 0;
 }
 
-static inline int key_is(const char *k, Py_ssize_t n, const char *lit) {
-    return (size_t)n == strlen(lit) && memcmp(k, lit, (size_t)n) == 0;
-}
-
-/* every args key we read, with its length, so that a key is matched by length and first byte */
-enum { K_INT, K_RAW, K_CSTACK, K_OCC, K_STR_CHECK, K_INT_CHECK };
+/* Member keys we read, matched straight in the buffer: the key's text and its closing quote compared
+   with the literal (so only a plain key - no escapes - matches, as plain_only requires), candidates
+   bucketed by first byte. A key that matches none is parsed as a string and its value skipped. */
+enum { K_INT, K_RAW, K_CSTACK, K_OCC, K_STR_CHECK, K_INT_CHECK, K_SKIP,
+       K_PH, K_TS, K_DUR, K_NAME, K_CAT, K_PID, K_TID, K_ID, K_ARGS };
 typedef struct {
     const char *key;
     Py_ssize_t len;
     int kind, idx;
+    uint64_t w0, m0;  /* the first min(len + 1, 8) bytes of key + '"', and their mask */
 } ArgKey;
-#define N_ARG_KEYS (N_INT_ARGS + N_RAW_ARGS + 5)
-static ArgKey ARG_KEYS[N_ARG_KEYS];
+#define MAX_KEYS 40
+#define MAX_KEY_LEN 32
+typedef struct {
+    ArgKey keys[MAX_KEYS];
+    int n;
+    uint8_t start[256], count[256];
+} KeyTab;
+static KeyTab ARG_TAB, TOP_TAB;
 
-static void init_arg_keys(void) {
-    int j = 0;
-    for (int a = 0; a < N_INT_ARGS; a++) ARG_KEYS[j++] = (ArgKey){INT_KEYS[a], 0, K_INT, a};
-    for (int a = 0; a < N_RAW_ARGS; a++) ARG_KEYS[j++] = (ArgKey){RAW_KEYS[a], 0, K_RAW, a};
-    ARG_KEYS[j++] = (ArgKey){"Call stack", 0, K_CSTACK, 0};
-    ARG_KEYS[j++] = (ArgKey){"est. achieved occupancy %", 0, K_OCC, 0};
-    ARG_KEYS[j++] = (ArgKey){"name", 0, K_STR_CHECK, 0};
-    ARG_KEYS[j++] = (ArgKey){"labels", 0, K_STR_CHECK, 0};
-    ARG_KEYS[j++] = (ArgKey){"sort_index", 0, K_INT_CHECK, 0};
-    for (int i = 0; i < N_ARG_KEYS; i++) ARG_KEYS[i].len = (Py_ssize_t)strlen(ARG_KEYS[i].key);
+static void tab_add(KeyTab *t, const char *key, int kind, int idx) {
+    ArgKey k = {key, (Py_ssize_t)strlen(key), kind, idx, 0, 0};
+    char quoted[MAX_KEY_LEN + 2] = {0};
+    memcpy(quoted, key, (size_t)k.len);
+    quoted[k.len] = '"';
+    size_t n = (size_t)k.len + 1 < 8 ? (size_t)k.len + 1 : 8;
+    memcpy(&k.w0, quoted, n);
+    k.m0 = n == 8 ? ~(uint64_t)0 : (((uint64_t)1 << (8 * n)) - 1);
+    t->keys[t->n++] = k;
 }
 
-static const ArgKey *find_arg_key(const char *k, Py_ssize_t n) {
-    for (int i = 0; i < N_ARG_KEYS; i++) {
-        const ArgKey *t = &ARG_KEYS[i];
-        if (t->len == n && t->key[0] == k[0] && memcmp(t->key, k, (size_t)n) == 0) return t;
+static int cmp_first(const void *a, const void *b) {
+    return (int)(unsigned char)((const ArgKey *)a)->key[0] - (int)(unsigned char)((const ArgKey *)b)->key[0];
+}
+
+static void tab_index(KeyTab *t) {
+    qsort(t->keys, (size_t)t->n, sizeof(ArgKey), cmp_first);
+    for (int i = t->n - 1; i >= 0; i--) {
+        unsigned char c = (unsigned char)t->keys[i].key[0];
+        t->start[c] = (uint8_t)i;
+        t->count[c]++;
     }
-    return NULL;
+}
+
+static void init_arg_keys(void) {
+    for (int a = 0; a < N_INT_ARGS; a++) tab_add(&ARG_TAB, INT_KEYS[a], K_INT, a);
+    for (int a = 0; a < N_RAW_ARGS; a++) tab_add(&ARG_TAB, RAW_KEYS[a], K_RAW, a);
+    tab_add(&ARG_TAB, "Call stack", K_CSTACK, 0);
+    tab_add(&ARG_TAB, "est. achieved occupancy %", K_OCC, 0);
+    tab_add(&ARG_TAB, "name", K_STR_CHECK, 0);
+    tab_add(&ARG_TAB, "labels", K_STR_CHECK, 0);
+    tab_add(&ARG_TAB, "sort_index", K_INT_CHECK, 0);
+    /* frequent keys whose values nothing reads: skipped without parsing the key as a string */
+    tab_add(&ARG_TAB, "Ev Idx", K_SKIP, 0);
+    tab_add(&ARG_TAB, "Record function id", K_SKIP, 0);
+    tab_add(&ARG_TAB, "Concrete Inputs", K_SKIP, 0);
+    tab_add(&ARG_TAB, "Fwd thread id", K_SKIP, 0);
+    tab_index(&ARG_TAB);
+    static const char *top[] = {"ph", "ts", "dur", "name", "cat", "pid", "tid", "id", "args"};
+    for (int k = 0; k < 9; k++) tab_add(&TOP_TAB, top[k], K_PH + k, 0);
+    tab_index(&TOP_TAB);
+}
+
+/* The member key at x->p (after whitespace) and its ':' with the whitespace around it. Returns the
+   key's entry in `t`, or &UNKNOWN for any other plain key (its value is then skipped); fails on a key
+   with escapes (msgspec would decode it first: the scanner leaves such events to it) or bad syntax. */
+static const ArgKey UNKNOWN = {"", 0, K_SKIP, 0};
+
+static inline const ArgKey *member_key(P *x, const KeyTab *t) {
+    ws(x);
+    const char *p = x->p, *e = x->end;
+    if (p >= e || *p != '"') return NULL;
+    const ArgKey *found = NULL;
+    if (e - p > 2) {
+        unsigned char c = (unsigned char)p[1];
+        if (e - p > 8 + MAX_KEY_LEN) { /* 8-byte compares; the rest of a long key by memcmp */
+            uint64_t w;
+            memcpy(&w, p + 1, 8);
+            for (int j = t->start[c], m = t->count[c]; m > 0; j++, m--) {
+                const ArgKey *k = &t->keys[j];
+                if ((w & k->m0) == k->w0 &&
+                    (k->len < 8 || (p[k->len + 1] == '"' && memcmp(p + 9, k->key + 8, (size_t)k->len - 8) == 0))) {
+                    found = k;
+                    x->p = p + k->len + 2;
+                    break;
+                }
+            }
+        } else {
+            for (int j = t->start[c], m = t->count[c]; m > 0; j++, m--) {
+                const ArgKey *k = &t->keys[j];
+                if (e - p > k->len + 1 && p[k->len + 1] == '"' && memcmp(p + 1, k->key, (size_t)k->len) == 0) {
+                    found = k;
+                    x->p = p + k->len + 2;
+                    break;
+                }
+            }
+        }
+    }
+    if (!found) {
+        const char *k;
+        Py_ssize_t kn;
+        if (parse_string(x, &k, &kn) || k != p + 1) return NULL;
+        found = &UNKNOWN;
+    }
+    if (x->p < e && *x->p == ':') x->p++;
+    else {
+        ws(x);
+        if (peek(x) != ':') return NULL;
+        x->p++;
+    }
+    ws(x);
+    return found;
 }
 
 static int parse_args(P *x, Cols *c, Py_ssize_t i) {
@@ -747,11 +925,9 @@ static int parse_args(P *x, Cols *c, Py_ssize_t i) {
     if (more < 0) FAIL;
     more = !more;
     while (more) {
-        const char *k;
-        Py_ssize_t kn;
-        if (object_key(x, &k, &kn, 1)) FAIL;
-        const ArgKey *t = kn ? find_arg_key(k, kn) : NULL;
-        if (t == NULL) {
+        const ArgKey *t = member_key(x, &ARG_TAB);
+        if (t == NULL) FAIL;
+        if (t->kind == K_SKIP) {
             if (skip_value(x, 1)) FAIL;
         } else if (t->kind == K_INT) {
             if (parse_int_or_null(x, INT_DEFAULT[t->idx], &c->ints[t->idx][i])) FAIL;
@@ -801,7 +977,9 @@ static int8_t ph_code(const char *s, Py_ssize_t n) {
     }
 }
 
-static int parse_event(P *x, Cols *c) {
+/* One event, parsed into the next slot of `c` (the rows: X/B/E events with a ts, nearly all of them);
+   any other event (instants, flows, counters, metadata, events without a ts) is then moved to `o`. */
+static int parse_event(P *x, Cols *c, Cols *o) {
     Py_ssize_t i = c->n;
     if (cols_reserve(c, i + 1)) {
         x->oom = 1;
@@ -821,61 +999,81 @@ static int parse_event(P *x, Cols *c) {
 
     int more = !object_open(x); /* the caller saw the '{' */
     while (more) {
-        const char *k;
-        Py_ssize_t kn;
-        if (object_key(x, &k, &kn, 1)) FAIL;
-        if (key_is(k, kn, "ph")) {
-            const char *s;
-            Py_ssize_t n;
-            if (peek(x) != '"' || parse_string(x, &s, &n)) FAIL;
-            c->ph[i] = ph_code(s, n);
-        } else if (key_is(k, kn, "ts")) {
-            if (parse_float(x, 0, &c->ts[i])) FAIL;
-        } else if (key_is(k, kn, "dur")) {
-            if (parse_float(x, 0, &c->dur[i])) FAIL;
-        } else if (key_is(k, kn, "name")) {
-            if (peek(x) != '"' || intern_string(x, &c->name[i])) FAIL;
-        } else if (key_is(k, kn, "cat")) {
-            if (peek(x) != '"' || intern_string(x, &c->cat[i])) FAIL;
-        } else if (key_is(k, kn, "pid")) {
-            if (parse_code(x, 0, &c->pid[i])) FAIL;
-        } else if (key_is(k, kn, "tid")) {
-            if (parse_code(x, 0, &c->tid[i])) FAIL;
-        } else if (key_is(k, kn, "id")) {
-            if (parse_code(x, 1, &c->id[i])) FAIL;
-        } else if (key_is(k, kn, "args")) {
-            /* a later "args" replaces an earlier one entirely */
-            c->occ[i] = NAN;
-            c->cstack[i] = 0;
-            for (int a = 0; a < N_INT_ARGS; a++) c->ints[a][i] = INT_DEFAULT[a];
-            for (int a = 0; a < N_RAW_ARGS; a++) c->raws[a][i] = 0;
-            if (parse_args(x, c, i)) FAIL;
-        } else if (skip_value(x, 1)) {
-            FAIL;
+        const ArgKey *t = member_key(x, &TOP_TAB);
+        if (t == NULL) FAIL;
+        switch (t->kind) {
+            case K_PH: {
+                const char *s;
+                Py_ssize_t n;
+                if (peek(x) != '"' || parse_string(x, &s, &n)) FAIL;
+                c->ph[i] = ph_code(s, n);
+                break;
+            }
+            case K_TS:
+                if (parse_float(x, 0, &c->ts[i])) FAIL;
+                break;
+            case K_DUR:
+                if (parse_float(x, 0, &c->dur[i])) FAIL;
+                break;
+            case K_NAME:
+                if (peek(x) != '"' || intern_string(x, &c->name[i])) FAIL;
+                break;
+            case K_CAT:
+                if (peek(x) != '"' || intern_string(x, &c->cat[i])) FAIL;
+                break;
+            case K_PID:
+                if (parse_code(x, 0, &c->pid[i])) FAIL;
+                break;
+            case K_TID:
+                if (parse_code(x, 0, &c->tid[i])) FAIL;
+                break;
+            case K_ID:
+                if (parse_code(x, 1, &c->id[i])) FAIL;
+                break;
+            case K_ARGS:
+                /* a later "args" replaces an earlier one entirely */
+                c->occ[i] = NAN;
+                c->cstack[i] = 0;
+                for (int a = 0; a < N_INT_ARGS; a++) c->ints[a][i] = INT_DEFAULT[a];
+                for (int a = 0; a < N_RAW_ARGS; a++) c->raws[a][i] = 0;
+                if (parse_args(x, c, i)) FAIL;
+                break;
+            default:
+                if (skip_value(x, 1)) FAIL;
         }
         if ((more = object_next(x)) < 0) FAIL;
     }
-    if (c->ph[i] == PH_META || c->ph[i] == PH_COUNTER) {
-        if (c->nspan == c->spancap) {
-            Py_ssize_t cap = c->spancap ? c->spancap * 2 : 256;
-            int64_t *s = realloc(c->span, sizeof(int64_t) * 3 * (size_t)cap);
+    if (c->ph[i] <= PH_E && !isnan(c->ts[i])) {
+        c->n = i + 1;
+        return 0;
+    }
+    Py_ssize_t j = o->n;
+    if (cols_reserve(o, j + 1)) {
+        x->oom = 1;
+        FAIL;
+    }
+    cols_move(c, i, o, j);
+    o->n = j + 1;
+    if (o->ph[j] == PH_META || o->ph[j] == PH_COUNTER) {
+        if (o->nspan == o->spancap) {
+            Py_ssize_t cap = o->spancap ? o->spancap * 2 : 256;
+            int64_t *s = realloc(o->span, sizeof(int64_t) * 3 * (size_t)cap);
             if (!s) {
                 x->oom = 1;
                 FAIL;
             }
-            c->span = s;
-            c->spancap = cap;
+            o->span = s;
+            o->spancap = cap;
         }
-        c->span[3 * c->nspan] = i;
-        c->span[3 * c->nspan + 1] = start - x->base;
-        c->span[3 * c->nspan + 2] = x->p - x->base;
-        c->nspan++;
+        o->span[3 * o->nspan] = j;
+        o->span[3 * o->nspan + 1] = start - x->base;
+        o->span[3 * o->nspan + 2] = x->p - x->base;
+        o->nspan++;
     }
-    c->n = i + 1;
     return 0;
 }
 
-static int parse_all(P *x, Cols *c) {
+static int parse_all(P *x, Cols *c, Cols *o) {
     ws(x);
     int wrapped = 0;
     if (peek(x) == '[') {
@@ -892,7 +1090,7 @@ static int parse_all(P *x, Cols *c) {
     for (;;) {
         ws(x);
         if (peek(x) != '{') FAIL;
-        if (parse_event(x, c)) FAIL;
+        if (parse_event(x, c, o)) FAIL;
         ws(x);
         int ch = peek(x);
         if (ch == ',') {
@@ -958,24 +1156,10 @@ static int put(PyObject *d, const char *k, PyObject *v) {
     return r;
 }
 
-static PyObject *build_result(Cols *c, Strings *st) {
+static PyObject *cols_dict(Cols *c) {
     PyObject *d = PyDict_New();
     if (!d) return NULL;
     Py_ssize_t n = c->n;
-    PyObject *strs = PyList_New(st->n);
-    if (!strs) goto fail;
-    for (int32_t i = 0; i < st->n; i++) {
-        PyObject *s = PyUnicode_DecodeUTF8(st->ptrs[i], st->lens[i], NULL);
-        if (!s) { /* invalid UTF-8: the Python path decides (with "replace" where it applies) */
-            Py_DECREF(strs);
-            Py_DECREF(d);
-            PyErr_Clear();
-            Py_RETURN_NONE;
-        }
-        PyList_SET_ITEM(strs, i, s);
-    }
-    if (put(d, "strings", strs)) goto fail;
-    if (put(d, "n", PyLong_FromSsize_t(n))) goto fail;
     if (put(d, "ph", col_bytes(&c->ph, n))) goto fail;
     if (put(d, "ts", col_bytes(&c->ts, n * 8))) goto fail;
     if (put(d, "dur", col_bytes(&c->dur, n * 8))) goto fail;
@@ -998,6 +1182,33 @@ fail:
     return NULL;
 }
 
+/* {"strings", "n": events in the range, "rows": columns of the X/B/E events with a ts, "other": the
+   same columns of every other event (whose "spans" index them)} */
+static PyObject *build_result(Cols *c, Cols *o, Strings *st) {
+    PyObject *d = PyDict_New();
+    if (!d) return NULL;
+    PyObject *strs = PyList_New(st->n);
+    if (!strs) goto fail;
+    for (int32_t i = 0; i < st->n; i++) {
+        PyObject *s = PyUnicode_DecodeUTF8(st->ptrs[i], st->lens[i], NULL);
+        if (!s) { /* invalid UTF-8: the Python path decides (with "replace" where it applies) */
+            Py_DECREF(strs);
+            Py_DECREF(d);
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        PyList_SET_ITEM(strs, i, s);
+    }
+    if (put(d, "strings", strs)) goto fail;
+    if (put(d, "n", PyLong_FromSsize_t(c->n + o->n))) goto fail;
+    if (put(d, "rows", cols_dict(c))) goto fail;
+    if (put(d, "other", cols_dict(o))) goto fail;
+    return d;
+fail:
+    Py_DECREF(d);
+    return NULL;
+}
+
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t start, stop;
@@ -1007,8 +1218,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "scan: range outside the buffer");
         return NULL;
     }
-    Cols cols;
+    Cols cols, other;
     memset(&cols, 0, sizeof(cols));
+    memset(&other, 0, sizeof(other));
     Strings st;
     PyObject *result = NULL;
     if (strings_init(&st)) {
@@ -1016,8 +1228,9 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         PyBuffer_Release(&view);
         return PyErr_NoMemory();
     }
-    if (cols_reserve(&cols, (stop - start) / 96 + 16)) { /* virtual: pages are touched as used */
+    if (cols_reserve(&cols, (stop - start) / 96 + 16) || cols_reserve(&other, 256)) { /* virtual: touched as used */
         cols_free(&cols);
+        cols_free(&other);
         strings_free(&st);
         PyBuffer_Release(&view);
         return PyErr_NoMemory();
@@ -1025,7 +1238,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
     P x = {(const char *)view.buf + start, (const char *)view.buf + stop, (const char *)view.buf, &st, 0, NULL};
     /* no Python object is touched while parsing: other threads (parallel scans, the UI) run */
     x.saved = PyEval_SaveThread();
-    int rc = parse_all(&x, &cols);
+    int rc = parse_all(&x, &cols, &other);
     PyEval_RestoreThread(x.saved);
     if (x.oom) {
         PyErr_NoMemory();
@@ -1033,9 +1246,10 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         result = Py_None;
         Py_INCREF(result);
     } else {
-        result = build_result(&cols, &st);
+        result = build_result(&cols, &other, &st);
     }
     cols_free(&cols);
+    cols_free(&other);
     strings_free(&st);
     PyBuffer_Release(&view);
     return result;
@@ -1043,7 +1257,8 @@ static PyObject *scan(PyObject *self, PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(buf, start, end) -> dict of column buffers, or None when the range needs the Python path"},
+     "scan(buf, start, end) -> {strings, n, rows, other} column buffers, or None when the range needs the "
+     "Python path"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan",

@@ -74,10 +74,9 @@ def build_model(m: Merged, meta_doc: dict, path: str, warnings: list[str]) -> Tr
     warnings.extend(_unknown_category_warnings(strings, cols["cat"], kind))
     coll_ids = strings.ids_matching(lambda s: s.startswith(_COLLECTIVE_HINTS))
     if len(coll_ids):
-        kind[np.isin(name, coll_ids) & (kind == Kind.ANNOTATION)] = Kind.COLLECTIVE
+        kind[_named_rows(name, kind, coll_ids, Kind.ANNOTATION)] = Kind.COLLECTIVE
     pid, tid = r.pop("pid"), r.pop("tid")
-    gpu_mask = np.isin(kind, GPU_TRACK_KINDS)
-    gpu_rows = np.flatnonzero(gpu_mask | (kind == Kind.GPU_ANNOTATION))
+    gpu_rows = np.flatnonzero(_KIND_TABLE_GPU_SIDE[kind.view(np.uint8)])
     # GPU events: pid is the device, tid the stream, when args lack them
     device, stream = cols["device"], cols["stream"]
     miss = gpu_rows[device[gpu_rows] < 0]
@@ -86,9 +85,9 @@ def build_model(m: Merged, meta_doc: dict, path: str, warnings: list[str]) -> Tr
     stream[miss] = np.clip(tid[miss], -1, 2**31 - 1).astype(np.int32)
 
     step_name_ids = strings.ids_matching(lambda s: s.startswith("ProfilerStep#"))
-    is_step = np.isin(name, step_name_ids) & (kind == Kind.ANNOTATION)
-    track, uniq = _assign_tracks(kind, gpu_mask, is_step, pid, tid, device, stream)
-    del pid, tid, is_step, gpu_rows, miss
+    step_rows = _named_rows(name, kind, step_name_ids, Kind.ANNOTATION)
+    track, uniq = _assign_tracks(kind, step_rows, pid, tid, device, stream)
+    del pid, tid, step_rows, gpu_rows, miss
     n_tracks = len(uniq)
     cpu_op = strings.find("cpu_op")
     counts = EventCounts(
@@ -97,7 +96,7 @@ def build_model(m: Merged, meta_doc: dict, path: str, warnings: list[str]) -> Tr
         python=int((kind == Kind.PYTHON).sum()), runtime=int((kind == Kind.RUNTIME).sum()),
         memory=len(m.memory.get("ts", ())),
     )
-    del kind, name, gpu_mask, device, stream
+    del kind, name, device, stream
 
     # --- sort rows by (track, ts, -dur) ------------------------------------------------------
     cols["track"] = track
@@ -160,38 +159,63 @@ def _us_to_ns(t_us: np.ndarray, origin_us: float) -> np.ndarray:
     return t_us.astype(np.int64)
 
 
-def _assign_tracks(kind, gpu_mask, is_step, pid, tid, device, stream) -> tuple[np.ndarray, np.ndarray]:
+_KIND_TABLE_GPU_SIDE = np.zeros(256, dtype=bool)  # kernels, memcpy, memset and GPU annotations
+_KIND_TABLE_GPU_SIDE[[int(k) for k in (*GPU_TRACK_KINDS, Kind.GPU_ANNOTATION)]] = True
+
+
+def _named_rows(name: np.ndarray, kind: np.ndarray, ids: np.ndarray, of_kind: int) -> np.ndarray:
+    """Rows of kind `of_kind` whose name id is in `ids` (a bool table by string id: no np.isin)."""
+    if not len(ids):
+        return np.zeros(0, dtype=np.int64)
+    rows = np.flatnonzero(kind == of_kind)
+    names = name[rows]
+    lut = np.zeros(max(int(ids.max()), int(names.max(initial=0))) + 1, dtype=bool)
+    lut[ids] = True
+    return rows[lut[names]]
+
+
+def _assign_tracks(kind, step_rows, pid, tid, device, stream) -> tuple[np.ndarray, np.ndarray]:
     """Track row per slice and the sorted unique track keys (order_class, pid, tid, sub, TrackKind).
 
     Order: per CPU thread its steps, ops, python rows; then GPU streams (annotations after their
-    stream); profiler spans last. Keys are factorised over runs of equal rows (events of one thread
-    come in long runs), so the unique step sorts runs, not rows.
+    stream); profiler spans last. A slice's track is a function of its (kind, pid, tid, device,
+    stream, is it a ProfilerStep); events of one thread come in long runs of equal values, so the
+    rows are cut into runs where any of them changes (a step row is a run of its own) and the track
+    keys are worked out per run, not per row.
     """
     n = len(kind)
-    tclass = np.full(n, TrackKind.CPU_THREAD, dtype=np.int8)
-    tclass[gpu_mask] = TrackKind.GPU_STREAM
-    tclass[kind == Kind.GPU_ANNOTATION] = TrackKind.GPU_ANNOTATION
-    tclass[(pid < 0) & (tclass == TrackKind.CPU_THREAD)] = TrackKind.SPANS
-    # python frames and ProfilerStep spans get their own rows per thread: both overlap cpu ops
-    # partially (prof.step() runs inside python frames and optimizer hooks), which breaks nesting.
-    cpu = tclass == TrackKind.CPU_THREAD
-    tclass[cpu & (kind == Kind.PYTHON)] = TrackKind.PYTHON
-    tclass[cpu & is_step] = TrackKind.STEPS
-    is_gpu_side = (tclass == TrackKind.GPU_STREAM) | (tclass == TrackKind.GPU_ANNOTATION)
-    track_pid = np.where(is_gpu_side, device.astype(np.int64), pid)
-    track_tid = np.where(is_gpu_side, stream.astype(np.int64), tid)
     if n == 0:
         return np.zeros(0, np.int32), np.zeros((0, 5), np.int64)
-    change = np.ones(n, dtype=bool)
-    change[1:] = (track_pid[1:] != track_pid[:-1]) | (track_tid[1:] != track_tid[:-1]) | (tclass[1:] != tclass[:-1])
+    change = np.empty(n, dtype=bool)
+    change[0] = True
+    np.not_equal(pid[1:], pid[:-1], out=change[1:])
+    for col in (tid, kind, device, stream):
+        change[1:] |= col[1:] != col[:-1]
+    after = step_rows + 1
+    change[step_rows] = True
+    change[after[after < n]] = True
     run_start = np.flatnonzero(change)
-    tc = tclass[run_start].astype(np.int64)
-    order_class = np.where(tc == TrackKind.SPANS, 3, np.where((tc == TrackKind.GPU_STREAM) | (tc == TrackKind.GPU_ANNOTATION), 1, 0))
+    k, p, t = kind[run_start], pid[run_start], tid[run_start]
+    on_step = np.zeros(len(run_start), dtype=bool)
+    on_step[np.searchsorted(run_start, step_rows)] = True  # step rows start their runs
+    tc = np.full(len(run_start), TrackKind.CPU_THREAD, dtype=np.int64)
+    tc[np.isin(k, GPU_TRACK_KINDS)] = TrackKind.GPU_STREAM
+    tc[k == Kind.GPU_ANNOTATION] = TrackKind.GPU_ANNOTATION
+    tc[(p < 0) & (tc == TrackKind.CPU_THREAD)] = TrackKind.SPANS
+    # python frames and ProfilerStep spans get their own rows per thread: both overlap cpu ops
+    # partially (prof.step() runs inside python frames and optimizer hooks), which breaks nesting.
+    cpu = tc == TrackKind.CPU_THREAD
+    tc[cpu & (k == Kind.PYTHON)] = TrackKind.PYTHON
+    tc[cpu & on_step] = TrackKind.STEPS
+    is_gpu_side = (tc == TrackKind.GPU_STREAM) | (tc == TrackKind.GPU_ANNOTATION)
+    track_pid = np.where(is_gpu_side, device[run_start].astype(np.int64), p)
+    track_tid = np.where(is_gpu_side, stream[run_start].astype(np.int64), t)
+    order_class = np.where(tc == TrackKind.SPANS, 3, np.where(is_gpu_side, 1, 0))
     sub = np.select([tc == TrackKind.STEPS, tc == TrackKind.CPU_THREAD, tc == TrackKind.PYTHON,
                      tc == TrackKind.GPU_ANNOTATION], [0, 1, 2, 1], 0)
     # one int64 per run, ordered like the tuple (order_class, pid, tid, sub, tclass)
-    pu, pinv = np.unique(track_pid[run_start], return_inverse=True)
-    tu, tinv = np.unique(track_tid[run_start], return_inverse=True)
+    pu, pinv = np.unique(track_pid, return_inverse=True)
+    tu, tinv = np.unique(track_tid, return_inverse=True)
     code = (((order_class * len(pu) + pinv.reshape(-1)) * len(tu) + tinv.reshape(-1)) * 4 + sub) * 8 + tc
     ucode, inv = np.unique(code, return_inverse=True)
     uniq = np.stack([ucode // 8 // 4 // len(tu) // len(pu), pu[ucode // 8 // 4 // len(tu) % len(pu)],
@@ -259,7 +283,7 @@ def _one_truncation_warning(warnings: list[str], n_events: int) -> list[str]:
 
 
 def step_table(slices: SliceTable, strings, step_name_ids: np.ndarray) -> StepTable:
-    srows = np.flatnonzero(np.isin(slices.name, step_name_ids) & (slices.kind == Kind.ANNOTATION))
+    srows = _named_rows(slices.name, slices.kind, step_name_ids, Kind.ANNOTATION)
     srows = srows[np.argsort(slices.ts_ns[srows], kind="stable")]
     numbers = []
     for sid in slices.name[srows].tolist():

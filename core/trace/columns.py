@@ -358,41 +358,51 @@ def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns
         return None
     strings: list[str] = raw["strings"]
     n = raw["n"]
+    rc, oc = raw["rows"], raw["other"]  # the scanner splits the X/B/E events with a ts from the rest
 
-    def col(name, dtype):
-        return np.frombuffer(raw[name], dtype=dtype)
+    def col(name, dtype):  # the other events: instants, flows, counters, metadata, rows without a ts
+        return np.frombuffer(oc[name], dtype=dtype)
+
+    def rcol(name, dtype):
+        """A column of the rows, in file order: no selection needed. The row columns stay views of the
+        scanner's buffers: the merge copies them straight into the merged columns."""
+        return np.frombuffer(rc[name], dtype=dtype)
 
     ph = col("ph", np.int8)
     ts = col("ts", np.float64)
     has_ts = ~np.isnan(ts)
     timed = (ph <= PH_INSTANT) | (ph == PH_COUNTER)
-    skipped = int((timed & ~has_ts).sum() + (ph == PH_OTHER).sum())
+    skipped = int((timed & ~has_ts).sum() + (ph == PH_OTHER).sum())  # rows all have a ts and a known phase
     spans = col("spans", np.int64).reshape(-1, 3)
     name, pid, tid = col("name", np.int32), col("pid", np.int64), col("tid", np.int64)
 
     # --- X / B / E rows ---
-    ridx = np.flatnonzero((ph <= PH_E) & has_ts)
-    cat = col("cat", np.int32)[ridx]
+    cat = rcol("cat", np.int32)
     kind = _kinds(cat, strings)
-    rows = {"ph": ph[ridx], "ts": ts[ridx], "dur": col("dur", np.float64)[ridx], "name": name[ridx],
-            "cat": cat, "kind": kind, "pid": pid[ridx], "tid": tid[ridx]}
+    n_rows = len(cat)
+    rows = {"ph": rcol("ph", np.int8), "ts": rcol("ts", np.float64), "dur": rcol("dur", np.float64),
+            "name": rcol("name", np.int32), "cat": cat, "kind": kind, "pid": rcol("pid", np.int64),
+            "tid": rcol("tid", np.int64)}
     sparse: dict[str, tuple] = {}
     picked: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
 
     def arg(key: str, kinds: tuple, dtype, src_dtype) -> tuple:
         """(row index, value) pairs; dense (None, values) when most rows are of `kinds`: no index
-        column and one take (with_stack traces: ~97 % of the rows carry the python ids)."""
+        column and no copy (with_stack traces: ~97 % of the rows carry the python ids)."""
         if kinds not in picked:
             mask = _kind_mask(kinds)[kind]
             picked[kinds] = (mask, np.flatnonzero(mask).astype(np.int32))
         mask, idx = picked[kinds]
         fill = ARG_FILL[key]
-        dense = 2 * len(idx) > len(ridx)
-        vals = col(key, src_dtype)[ridx if dense else ridx[idx]]
+        dense = 2 * len(idx) > n_rows
+        vals = rcol(key, src_dtype) if dense else rcol(key, src_dtype)[idx]
         with np.errstate(over="ignore"):  # float32 args beyond range become inf silently, as float_col
             vals = _narrow(vals, dtype) if src_dtype is np.int64 else vals.astype(dtype, copy=False)
+        if dense and vals.base is not None:  # still the scanner's buffer: a compact, writable copy
+            vals = vals.copy()
         if dense:
-            vals[~mask] = fill
+            if len(idx) < n_rows:
+                vals[~mask] = fill
             return None, vals
         keep = ~np.isnan(vals) if src_dtype is np.float64 else vals != fill
         return idx[keep], vals[keep]
@@ -406,7 +416,7 @@ def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns
     # where each event starts in the buffer: the Details panel re-reads the one selected event
     # with every arg (the model keeps only the args rules and panels use)
     if file_offsets:
-        sparse["src_offset"] = (None, col("offset", np.int64)[ridx])
+        sparse["src_offset"] = (None, rcol("offset", np.int64).copy())  # kept per chunk: compact
 
     # --- instants, [memory] ---
     iidx = np.flatnonzero((ph == PH_INSTANT) & has_ts)

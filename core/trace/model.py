@@ -333,10 +333,22 @@ class TraceModel:
 
     @property
     def span_ns(self) -> tuple[int, int]:
+        """(first start, last end), in row pieces: no n-sized ts + dur temporary (300 MB of fresh pages
+        at 37M slices, 0.85 s of a warm `ptprof info` on the 10 GB trace)."""
         s = self.slices
-        if len(s) == 0:
+        n = len(s)
+        if n == 0:
             return (0, 0)
-        return int(s.ts_ns.min()), int((s.ts_ns + s.dur_ns).max())
+        piece = 1 << 22
+        buf = np.empty(min(n, piece), dtype=np.int64)
+        t0 = t1 = None
+        for p0 in range(0, n, piece):
+            ts = s.ts_ns[p0:p0 + piece]
+            part = buf[:len(ts)]
+            np.add(ts, s.dur_ns[p0:p0 + piece], out=part)
+            lo, hi = int(ts.min()), int(part.max())
+            t0, t1 = (lo, hi) if t0 is None else (min(t0, lo), max(t1, hi))
+        return t0, t1
 
     @property
     def devices(self) -> list[int]:

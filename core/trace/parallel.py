@@ -12,6 +12,7 @@ in the parent merged with the following chunk. The last chunk of a truncated fil
 from __future__ import annotations
 
 import gc
+import itertools
 import logging
 import mmap
 import multiprocessing as mp
@@ -19,6 +20,7 @@ import os
 import signal
 import sys
 import threading
+from collections import deque
 from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -37,6 +39,7 @@ log = logging.getLogger(__name__)
 MIN_THREADED_BYTES = 8 << 20  # below this one scan in the calling thread is quicker
 THREAD_BYTES = 8 << 20  # one scanner thread per this many bytes of events (up to the cores)
 CHUNKS_PER_THREAD = 3  # threads pick chunks from one queue: little balancing is needed
+AHEAD_PER_THREAD = 3  # chunks submitted ahead of the merge, per scanner thread
 MIN_PARALLEL_BYTES = 24 << 20  # below this, process start-up costs more than it saves (fork)
 MIN_PARALLEL_BYTES_SPAWN = 96 << 20  # spawn/forkserver start-up is ~0.3 s per worker here
 MAX_WORKERS = 16
@@ -149,11 +152,24 @@ def decode_threaded(buf, doc: kineto.Document, path: Path) -> Generator[float, N
             return (yield from collect(results, bounds, buf, doc.events_start, total))
         log.info("scanning %d chunks of %s in %d threads", len(bounds), path.name, threads)
         with ThreadPoolExecutor(min(threads, len(bounds)), thread_name_prefix="ptprof-scan") as pool:
-            futures = [pool.submit(_scan_chunk, buf, a, b, drop) for a, b in bounds]
+            # a bounded window of chunks in flight: a scanned chunk holds its scanner buffers until the
+            # merge has copied its rows, so the scanners may run only a few chunks ahead of it
+            pending: deque = deque()
+            todo = iter(bounds)
+
+            def results() -> Iterator:
+                for a, b in itertools.islice(todo, threads * AHEAD_PER_THREAD):
+                    pending.append(pool.submit(_scan_chunk, buf, a, b, drop))
+                while pending:
+                    f = pending.popleft()
+                    nxt = next(todo, None)
+                    if nxt is not None:
+                        pending.append(pool.submit(_scan_chunk, buf, *nxt, drop))
+                    yield f.result()
             try:
-                return (yield from collect((f.result() for f in futures), bounds, buf, doc.events_start, total))
+                return (yield from collect(results(), bounds, buf, doc.events_start, total))
             finally:
-                for f in futures:  # a cancelled load: drop what has not started
+                for f in pending:  # a cancelled load: drop what has not started
                     f.cancel()
     finally:
         if gc_was:
@@ -228,10 +244,18 @@ def collect(results: Iterator, bounds: list[tuple[int, int]], buf, start: int, t
                 del text
             a += _leading_blank(buf, a, b)  # chunk_text strips it: offsets count from the first event
         _file_offsets(res, a)
+        if not out.n_chunks:  # row columns sized from the first chunk's density (grown if short)
+            out.expect_rows = expected_rows(len(res.rows["ts"]), b - a, total)
         out.add(res)
         del res
         yield (b - start) / total
     return out.finish()
+
+
+def expected_rows(rows: int, nbytes: int, total: int) -> int:
+    """Rows of the whole events array, estimated from one chunk's (1.5x: an overestimate costs only
+    untouched address space, a short one a copy of what was merged so far)."""
+    return int(rows / max(nbytes, 1) * total * 1.5) + 4096
 
 
 def _leading_blank(buf, a: int, b: int) -> int:
