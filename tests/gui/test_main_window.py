@@ -197,7 +197,10 @@ def test_process_loader_hands_the_model_over_through_the_cache(qtbot, monkeypatc
         with qtbot.waitSignal(job.sig_job_loaded, timeout=120_000):
             job.start()
         ts, indexes = got[0]
-        assert isinstance(ts.primary.slices.ts_ns, np.memmap) == cache_on
+        # From the cache the columns are read-only views of the entry (memmapped, or bytes-backed when
+        # small); over the pipe they are fresh writeable arrays.
+        assert ts.cache_hit == cache_on
+        assert (not ts.primary.slices.ts_ns.flags.writeable) == cache_on
         for col, arr in direct.primary.slices.columns().items():
             assert np.array_equal(getattr(ts.primary.slices, col), arr, equal_nan=arr.dtype.kind == "f"), col
         assert len(indexes) == 1 and len(indexes[0].order) == len(direct.primary.slices)
