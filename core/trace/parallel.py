@@ -20,6 +20,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections import deque
 from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -215,10 +216,72 @@ def decode_chunks(buf, doc: kineto.Document, path: Path, is_mmap: bool) -> Gener
         _DROP[0] = False
         _PIN.clear()
         if pool is not None:
-            pool.terminate()
-            pool.join()
+            _stop_pool(pool)
         if gc_was:
             gc.enable()
+
+
+POOL_STOP_S = 15.0
+
+
+def _stop_pool(pool) -> None:
+    """`Pool.terminate()` + `join()`, bounded. terminate() SIGTERMs the workers; one killed while it
+    writes a result (a cancelled load: nobody reads results any more) dies holding the result queue's
+    write lock, and CPython's terminate() then waits for that lock forever in the pool's task handler.
+    So terminate runs in a helper thread; when it has not returned within a second, the workers are
+    killed, the lock a dead worker holds is freed and the half-written bytes are drained. Past POOL_STOP_S the pool is left to the process's
+    exit (logged) rather than hanging the caller."""
+    done = threading.Event()
+
+    def stop() -> None:
+        try:
+            pool.terminate()
+            pool.join()
+        except Exception:  # noqa: BLE001 - a pool that fails to stop is logged below, never raised
+            log.debug("stopping the worker pool failed", exc_info=True)
+        finally:
+            done.set()
+
+    threading.Thread(target=stop, name="ptprof-pool-stop", daemon=True).start()
+    start = time.monotonic()
+    deadline = start + POOL_STOP_S
+    while not done.wait(0.25):
+        if time.monotonic() < start + 1.0:
+            continue  # terminate() takes well under a second when nothing is jammed
+        procs = list(getattr(pool, "_pool", ()) or ())
+        for p in procs:  # terminate() may be stuck before it signals them
+            if p.exitcode is None:
+                p.kill()
+                p.join(1.0)
+        if all(p.exitcode is not None for p in procs):
+            _unjam(pool)
+        if time.monotonic() > deadline:
+            log.warning("the decode workers' pool did not stop in %.0f s; it ends with the process", POOL_STOP_S)
+            return
+
+
+def _unjam(pool) -> None:
+    """Free the locks a dead worker can hold: the task queue's read lock (an idle worker waits for a
+    task holding it) and the result queue's write lock (mid-result); drain the half-written result.
+    Only called once every worker is dead, so no valid holder is left."""
+    for lock in (getattr(getattr(pool, "_inqueue", None), "_rlock", None),
+                 getattr(getattr(pool, "_outqueue", None), "_wlock", None)):
+        if lock is None:
+            continue
+        if lock.acquire(timeout=0.1):
+            lock.release()
+        else:
+            try:
+                lock.release()
+            except ValueError:
+                pass
+    try:
+        fd = pool._outqueue._reader.fileno()
+        os.set_blocking(fd, False)
+        while os.read(fd, 1 << 16):
+            pass
+    except (AttributeError, OSError, ValueError):
+        pass
 
 
 def collect(results: Iterator, bounds: list[tuple[int, int]], buf, start: int, total: int) -> Generator[float, None, Merged]:

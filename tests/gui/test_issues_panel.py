@@ -136,7 +136,7 @@ def test_panel_closed_while_analysing_ignores_the_late_result(qtbot):
     import shiboken6
     from PySide6 import QtWidgets
     from gui.issues import IssuesPanel
-    ts = load(shared_trace("gpu_gpt_big.pt.trace.json.gz"))
+    ts = load(shared_trace("gpu_dataloader.pt.trace.json.gz"))
     holder = QtWidgets.QWidget()
     panel = IssuesPanel(holder)
     panel.set_trace_set(ts)

@@ -231,16 +231,18 @@ def test_truncated_trace_opens_with_warnings_indicator(qtbot, main_window, open_
 
 def test_big_inputs_load_in_a_thread_with_the_scanner_else_in_a_process(monkeypatch):
     from core.trace import columns
+    from gui import load_process
     from gui.load_process import use_process
-    big = str(shared_trace("gpu_gpt_big.pt.trace.json.gz"))
+    big = str(shared_trace("gpu_compile_small.pt.trace.json.gz"))  # 1.4 MB: "big" below 1 MB
     monkeypatch.delenv("PTPROF_LOAD_IN_THREAD", raising=False)
     monkeypatch.delenv("PTPROF_LOAD_IN_PROCESS", raising=False)
     monkeypatch.setattr(columns, "_DISABLED", True)  # msgspec path: holds the GIL
+    assert not use_process(big)  # under PROCESS_MIN_BYTES (5 MB): a thread
+    monkeypatch.setattr(load_process, "PROCESS_MIN_BYTES", 1 << 20)
     assert use_process(big)
     if columns._scan is not None:
         monkeypatch.setattr(columns, "_DISABLED", False)  # scanner: GIL released, a thread is enough
         assert not use_process(big)
-        from gui import load_process
         monkeypatch.setattr(load_process, "SCANNED_PROCESS_MIN_BYTES", 1 << 20)  # multi-GB inputs: a child
         assert use_process(big)
         monkeypatch.setattr(load_process, "SCANNED_PROCESS_MIN_BYTES", 2 << 30)

@@ -137,6 +137,23 @@ def test_cancel_streamed_gzip(models_equal, force_workers):
     assert not mp.active_children()
 
 
+@pytest.mark.timeout(60)
+def test_stopping_a_pool_a_dead_worker_jammed_returns_and_leaves_no_worker():
+    """CPython's Pool.terminate() waits forever when a worker died holding the result queue's write
+    lock (a worker SIGTERMed mid-result by a cancelled load: the xdist hang of issue 13). The loader's
+    stop kills the workers, frees the lock and returns."""
+    ctx = mp.get_context("fork")
+    pool = ctx.Pool(2)
+    assert list(pool.imap(abs, range(-5, 5))) == [5, 4, 3, 2, 1, 0, 1, 2, 3, 4]
+    holder = ctx.Process(target=pool._outqueue._wlock.acquire)  # dies holding the lock
+    holder.start()
+    holder.join()
+    t0 = time.monotonic()
+    parallel._stop_pool(pool)
+    assert time.monotonic() - t0 < parallel.POOL_STOP_S
+    assert all(p.exitcode is not None for p in pool._pool)
+
+
 # --- scanner threads ---------------------------------------------------------------------------------
 
 needs_scanner = pytest.mark.skipif(not columns.scan_available(), reason="C scanner not built")
