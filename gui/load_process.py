@@ -63,7 +63,7 @@ def _child(path: str, conn) -> None:
             conn.send(("cached",))
             return
         conn.send(("progress", "indexing", 1.0, Path(path).name))
-        indexes = [query.SliceIndex(m) for m in trace_set.models]
+        indexes = query.view_indexes(trace_set)
         conn.send(("done", trace_set, indexes))
     except TraceParseError as exc:
         conn.send(("error", exc.path, exc.reason))
@@ -131,7 +131,7 @@ class ProcessLoad:
         yield Progress("opening", 0.95, Path(self.path).name)
         trace_set = yield from iter_load(self.path)  # cache hits: mmap, nothing parsed
         yield Progress("indexing", 1.0, Path(self.path).name)
-        return trace_set, [query.SliceIndex(m) for m in trace_set.models]
+        return trace_set, query.view_indexes(trace_set)
 
     def _receive(self) -> Generator[Progress, None, tuple | None]:
         with self._lock:

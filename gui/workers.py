@@ -20,7 +20,7 @@ def _thread_gen(path: str):
     """iter_load, then the timeline indexes (so the first paint needs no sorting on the UI thread)."""
     trace_set = yield from iter_load(path)
     yield Progress("indexing", 1.0, Path(path).name)
-    indexes = [query.SliceIndex(m) for m in trace_set.models]
+    indexes = query.view_indexes(trace_set)
     return trace_set, indexes
 
 

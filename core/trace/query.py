@@ -51,6 +51,14 @@ def ns_ceil(t: float) -> np.int64:
 _EMPTY = Spans(*(np.zeros(0, np.int64) for _ in range(4)))
 
 
+def view_indexes(trace_set) -> list["SliceIndex"]:
+    """What a window needs before its first paint, built off the UI thread: each model's SliceIndex,
+    and its span (memoised on the model) so the view does no pass over every slice."""
+    for m in trace_set.models:
+        m.span_ns  # noqa: B018 - fills the model's memo
+    return [SliceIndex(m) for m in trace_set.models]
+
+
 class SliceIndex:
     """Slices of one TraceModel grouped by (track, depth), each group time ordered."""
 

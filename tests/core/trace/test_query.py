@@ -147,3 +147,16 @@ def test_distinct_kernel_names_show_the_difference():
     assert query.distinct_kernel_names(names) == ["cutlass::Kernel2 [cutlass_80_simt_sgemm_128x256_8x4_nt]",
                                                   "cutlass::Kernel2 [cutlass_80_simt_sgemm_256x128_8x4_nn]",
                                                   "Memcpy HtoD (Pageable -> Device)"]
+
+
+def test_view_indexes_fill_the_span_once_per_model():
+    """The window's first paint asks for span_ns several times: computed once per model (in the load
+    worker, by view_indexes), equal to the brute-force span."""
+    ts = load(shared_trace("gpu_issues.pt.trace.json.gz"), use_cache=False)
+    m = ts.primary
+    s = m.slices
+    indexes = query.view_indexes(ts)
+    assert len(indexes) == len(ts.models) and isinstance(indexes[0], query.SliceIndex)
+    first = m.span_ns
+    assert first is m.span_ns  # memoised: the same tuple, no second pass
+    assert first == (int(s.ts_ns.min()), int((s.ts_ns + s.dur_ns).max()))
