@@ -17,6 +17,9 @@ import signal
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# the profiled test scripts are tiny: one intra-op thread each (OpenMP's spinning threads in two xdist
+# workers' torch children competed for the 2 cores: ~7 % of a run's CPU)
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def pytest_sessionstart(session):
