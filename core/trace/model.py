@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from enum import IntEnum
 from pathlib import Path
 from typing import Any
+import threading
 import weakref
 
 import numpy as np
@@ -304,6 +305,7 @@ class EventCounts:
 
 
 _SPANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # TraceModel -> span_ns (models never change)
+_SPANS_LOCK = threading.Lock()  # the load worker fills it, the UI thread and rule workers read it
 
 
 @dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
@@ -339,9 +341,12 @@ class TraceModel:
     def span_ns(self) -> tuple[int, int]:
         """(first start, last end), computed once per model (a pass over every slice: 60 ms at 4M
         slices, ~0.5 s at 37M; the window asks for it several times while it builds a view)."""
-        got = _SPANS.get(self)
+        with _SPANS_LOCK:
+            got = _SPANS.get(self)
         if got is None:
-            got = _SPANS[self] = self._span_ns()
+            got = self._span_ns()
+            with _SPANS_LOCK:
+                _SPANS[self] = got
         return got
 
     def _span_ns(self) -> tuple[int, int]:
