@@ -7,12 +7,12 @@ gives each track's row range, so per-track queries are a slice of the arrays.
 """
 from __future__ import annotations
 
+import threading
+import weakref
 from dataclasses import dataclass, field, fields
 from enum import IntEnum
 from pathlib import Path
 from typing import Any
-import threading
-import weakref
 
 import numpy as np
 
