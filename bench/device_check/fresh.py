@@ -21,12 +21,15 @@ B), each block synced at both ends; per-variant medians and the median of the pe
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import sys
-import time
+from pathlib import Path
 
 import torch
 from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the shared timing harness
+import interleave  # noqa: E402
 
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -156,31 +159,9 @@ PAIRS = {"log": ("tfm_log", "tfm"), "amp": ("resnet_fp32", "resnet_amp"), "h2d":
          "cl_h2d": ("h2d_pinned", "h2d_pinned_cl")}
 
 
-def _block_ms(step, n):
-    sync()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        step()
-    sync()
-    return 1e3 * (time.perf_counter() - t0) / n
-
-
 def time_pair(pair, rounds=7, block=30, warm=15):
-    rounds = int(__import__("os").environ.get("FRESH_ROUNDS", rounds))
-    before, after = PAIRS[pair]
-    a, b = VARIANTS[before](), VARIANTS[after]()
-    for _ in range(warm):
-        a()
-        b()
-    ta, tb = [], []
-    for _ in range(rounds):
-        ta.append(_block_ms(a, block))
-        tb.append(_block_ms(b, block))
-    med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
-    saves = [p - q for p, q in zip(ta, tb)]
-    return {"pair": pair, "before": before, "after": after, "rounds": rounds, "block": block,
-            "before_ms": med(ta), "after_ms": med(tb), "saving_ms": med(saves), "saving_min_ms": min(saves),
-            "saving_max_ms": max(saves), "before_all": ta, "after_all": tb}
+    rounds = int(os.environ.get("FRESH_ROUNDS", rounds))
+    return interleave.time_pair(pair, *PAIRS[pair], VARIANTS, rounds, block, warm)
 
 
 def main(argv=None):
@@ -196,17 +177,7 @@ def main(argv=None):
             step()
         sync()
         return 0
-    out = []
-    for pair in a.names:
-        res = time_pair(pair)
-        print(json.dumps({k: v for k, v in res.items() if not k.endswith("_all")}), flush=True)
-        out.append(res)
-        if a.out:
-            with open(a.out, "w") as fh:
-                json.dump({"device": torch.cuda.get_device_name() if DEV == "cuda" else "cpu",
-                           "torch": torch.__version__, "method": "interleaved blocks", "results": out}, fh, indent=1)
-        if DEV == "cuda":
-            torch.cuda.empty_cache()
+    interleave.run_pairs(a.names, time_pair, a.out)
     return 0
 
 

@@ -26,9 +26,13 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 import torch
 from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the shared timing harness
+import interleave  # noqa: E402
 
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -197,33 +201,9 @@ PAIRS = {"copy": ("copy_pageable", "copy_pinned"), "item_gpu": ("item_gpubound",
          "sync": ("sync_timing", "gemm_bf16")}
 
 
-def _block_ms(step, n):
-    sync()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        step()
-    sync()
-    return 1e3 * (time.perf_counter() - t0) / n
-
-
 def time_pair(pair, rounds=7, block=40, warm=20):
-    """Both variants of a pair in one process, interleaved (A B A B ...): `rounds` blocks of `block` steps
-    each, synced at both ends of a block; the per-step medians and the median of the per-round savings.
-    Interleaving cancels drifts (clocks, other tenants) that one block per variant takes as a saving."""
-    before, after = PAIRS[pair]
-    a, b = VARIANTS[before](), VARIANTS[after]()
-    for _ in range(warm):
-        a()
-        b()
-    ta, tb = [], []
-    for _ in range(rounds):
-        ta.append(_block_ms(a, block))
-        tb.append(_block_ms(b, block))
-    med = lambda v: sorted(v)[len(v) // 2]
-    saves = [x - y for x, y in zip(ta, tb)]
-    return {"pair": pair, "before": before, "after": after, "rounds": rounds, "block": block,
-            "before_ms": med(ta), "after_ms": med(tb), "saving_ms": med(saves),
-            "saving_min_ms": min(saves), "saving_max_ms": max(saves), "before_all": ta, "after_all": tb}
+    """Both variants of a pair in one process, interleaved (bench/interleave.py)."""
+    return interleave.time_pair(pair, *PAIRS[pair], VARIANTS, rounds, block, warm)
 
 
 def main(argv=None):
@@ -241,16 +221,7 @@ def main(argv=None):
         sync()
         return
     if a.mode == "pairs":  # interleaved timing of whole pairs: python pairs.py pairs item_gpu sync ... --out F
-        out = []
-        for pair in a.variants:
-            res = time_pair(pair)
-            print(json.dumps({k: v for k, v in res.items() if not k.endswith("_all")}), flush=True)
-            out.append(res)
-            if a.out:
-                with open(a.out, "w") as fh:
-                    json.dump({"device": torch.cuda.get_device_name() if DEV == "cuda" else "cpu",
-                               "torch": torch.__version__, "method": "interleaved blocks", "results": out}, fh, indent=1)
-            torch.cuda.empty_cache() if DEV == "cuda" else None
+        interleave.run_pairs(a.variants, time_pair, a.out)
         return
     results = []
     for name in a.variants:
