@@ -345,8 +345,13 @@ def _limit_memory(limit: int) -> Callable[[], None]:
 
 
 def run_cli(args: list[str], env: dict | None = None, timeout: float = CHILD_TIMEOUT_S,
-            memory: int = CHILD_MEMORY_BYTES) -> subprocess.CompletedProcess:
-    """`ptprof ARGS` in a child limited to `memory` bytes of address space; TimeoutExpired on a hang."""
+            memory: int = CHILD_MEMORY_BYTES, real: bool = False) -> subprocess.CompletedProcess:
+    """`ptprof ARGS` in a child limited to `memory` bytes of address space; TimeoutExpired on a hang.
+    The child is a fork of a warm interpreter (tests/cli_fork.py: the same main, exit code and output);
+    `real=True` starts a fresh `python -m core.cli` (for what is read while modules load)."""
     full_env = {**os.environ, **(env or {}), "PYTHONPATH": str(REPO)}
+    if not real:
+        import cli_fork
+        return cli_fork.run(list(args), full_env, REPO, memory, timeout)
     return subprocess.run([sys.executable, "-m", "core.cli", *args], cwd=REPO, env=full_env, capture_output=True,
                           text=True, timeout=timeout, preexec_fn=_limit_memory(memory))

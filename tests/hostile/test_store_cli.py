@@ -2,6 +2,8 @@
 and time: one clear line (exit 0 with warnings, or exit 2), never a traceback, a hang or a blown limit."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from hostile import gen_store as g
@@ -80,8 +82,22 @@ def test_poisoned_cache_through_the_cli(how, tmp_path):
                                  {"PTPROF_CHUNKS_PER_WORKER": "-4"}])
 def test_bad_environment_is_one_warning_line(env, tmp_path):
     env = {**env, "PTPROF_CACHE_DIR": env.get("PTPROF_CACHE_DIR", str(tmp_path / "c"))}
-    proc = g.run_cli(["info", str(g.SMALL_TRACE)], env=env)
+    proc = g.run_cli(["info", str(g.SMALL_TRACE)], env=env, real=True)  # settings are read at start-up too
     _assert_clean(proc, allowed=(0,))
     name = next(k for k in env if k != "PTPROF_CACHE_DIR") if len(env) > 1 else "PTPROF_CACHE_DIR"
     assert len([ln for ln in proc.stderr.splitlines() if ln.strip()]) == 1, proc.stderr
     assert name in proc.stderr or "cache off" in proc.stderr
+
+
+@pytest.mark.parametrize("args", [["info", "{small}", "--no-cache"], ["info", "{small}", "--json", "--no-cache"], ["info", "{snap}"],
+                                  ["analyze", "{bundle}", "--no-cache"], ["info", "--no-such-flag"], []])
+def test_the_fork_server_answers_as_a_real_process(args, tmp_path):
+    """tests/cli_fork.py runs most cases above: the same exit code, stdout and stderr as `python -m core.cli`."""
+    paths = {"small": str(g.SMALL_TRACE), "snap": str(g.write_snapshot(tmp_path, "memo_index_bomb")),
+             "bundle": str(g.BUNDLE_CASES["deep_run_json"](tmp_path))}
+    args = [a.format(**paths) for a in args]
+    forked, real = g.run_cli(args), g.run_cli(args, real=True)
+    timings = re.compile(r'("?load_s"?:?\s*|loaded in\s+|analysed in\s+)[0-9.]+')
+    assert forked.returncode == real.returncode
+    assert timings.sub(r"\1T", forked.stdout) == timings.sub(r"\1T", real.stdout)
+    assert forked.stderr == real.stderr
