@@ -97,7 +97,7 @@ def test_the_fork_server_answers_as_a_real_process(args, tmp_path):
              "bundle": str(g.BUNDLE_CASES["deep_run_json"](tmp_path))}
     args = [a.format(**paths) for a in args]
     forked, real = g.run_cli(args), g.run_cli(args, real=True)
-    timings = re.compile(r'("?load_s"?:?\s*|loaded in\s+|analysed in\s+)[0-9.]+')
+    timings = re.compile(r'("?load_s"?:?\s*|loaded in\s+|analysed in\s+|\bin\s+)[0-9]+\.[0-9]+')
     assert forked.returncode == real.returncode
     assert timings.sub(r"\1T", forked.stdout) == timings.sub(r"\1T", real.stdout)
     assert forked.stderr == real.stderr
