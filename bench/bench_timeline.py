@@ -1,7 +1,7 @@
 """Timeline paint benchmark (offscreen): full view, a 1 % zoom and a pan, medians per frame.
 
     python bench/bench_timeline.py [TRACE ...] [--frames N] [--size 1600x1000] [--expand]
-    python bench/bench_timeline.py --ui-stalls [--open] [--thread | --process] [TRACE ...]
+    python bench/bench_timeline.py --ui-stalls [--open [--app]] [--thread | --process] [TRACE ...]
 
 Default traces: ../shared/traces/gpu_gpt_big.pt.trace.json.gz and /tmp/gpu_big_stack.pt.trace.json
 (decompress once: xz -dk -c ../shared/traces/gpu_big_stack.pt.trace.json.xz > /tmp/gpu_big_stack.pt.trace.json).
@@ -123,7 +123,7 @@ def bench(path: Path, frames: int, size: tuple[int, int], expand: bool) -> dict:
     return out
 
 
-def ui_stalls(path: Path, in_process: bool | None, paint: bool = False) -> dict:
+def ui_stalls(path: Path, in_process: bool | None, paint: bool = False, whole_window: bool = False) -> dict:
     """Load through the app's LoadJob (a worker thread, or a child process handing the model over
     through the cache: `gui.load_process.use_process`) while a 10 ms UI timer ticks: the longest gaps
     between ticks are how long the window would freeze. `paint`: then build the TraceView as the
@@ -137,10 +137,18 @@ def ui_stalls(path: Path, in_process: bool | None, paint: bool = False) -> dict:
     from gui.workers import LoadJob
 
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
-    os.environ["PTPROF_CACHE_DIR"] = tempfile.mkdtemp(prefix="ptprof-bench-")  # a cold load
+    cache_dir = tempfile.mkdtemp(prefix="ptprof-bench-")  # a cold load; removed at the end (GBs)
+    os.environ["PTPROF_CACHE_DIR"] = cache_dir
     ticks: list[float] = []
     timer = QtCore.QTimer(interval=10)
     timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
+    win = None
+    if paint and whole_window:  # the app's window exists before a trace is opened in it
+        from gui.main_window import MainWindow
+        win = MainWindow()
+        win.resize(1600, 1000)
+        win.show()
+        app.processEvents()
     done = []
     job = LoadJob(path, in_process=in_process)
     job.sig_job_loaded.connect(lambda *a: done.append(a))
@@ -158,24 +166,41 @@ def ui_stalls(path: Path, in_process: bool | None, paint: bool = False) -> dict:
            "ui_gap_max_ms": round(gaps[-1], 1) if gaps else None,
            "ui_gap_p99_ms": round(gaps[int(len(gaps) * 0.99)], 1) if gaps else None}
     if paint and done[0] is not None:
+        try:
+            from gui import lane
+        except ImportError:  # a build before the after-open lane (A/B runs)
+            lane = None
         from gui.theme import load_theme
         from gui.trace_view import TraceView
         trace_set, indexes = done[0]
         tp = time.perf_counter()
-        view = TraceView(trace_set, indexes, load_theme(dark=False))
-        view.resize(1600, 1000)
-        view.show()
+        issues = None
+        if win is not None:  # the app's window: the Issues analysis runs after the open too
+            view = win
+            issues = view.integrations.issues
+            view._on_job_loaded(job, trace_set, indexes)  # noqa: SLF001 - what a finished LoadJob calls
+        else:
+            view = TraceView(trace_set, indexes, load_theme(dark=False))
+            view.resize(1600, 1000)
+            view.show()
         app.processEvents()
         view.grab()
         paint_s = time.perf_counter() - tp
         out["first_paint_after_open_s"] = round(time.perf_counter() - t0, 2)
-        # then the window's own work after the first paint (tables, health, in workers): keep ticking
-        # until the workers are done, so a result applied on the UI thread shows as a gap too
+        # then the window's own work after the first paint (tables, health, issues: gui/lane.py): keep
+        # ticking until it is done, so a result applied on the UI thread shows as a gap too
         pool = QtCore.QThreadPool.globalInstance()
         t1 = time.perf_counter()
-        while (pool.activeThreadCount() or time.perf_counter() - t1 < 2.0) and time.perf_counter() - t1 < 120:
+
+        def busy() -> bool:
+            return bool(pool.activeThreadCount() or (lane is not None and not lane.idle()) or (issues is not None and issues._worker is not None))  # noqa: SLF001
+
+        while (busy() or time.perf_counter() - t1 < 2.0) and time.perf_counter() - t1 < 300:
             app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 50)
             time.sleep(0.001)
+        out["after_open_work_s"] = round(time.perf_counter() - t1, 1)
+        if issues is not None:
+            out["issues_status"] = issues.status.text()[:70]
         after = ticks[max(0, n_load - 1):]
         gaps2 = sorted((b - a) * 1e3 for a, b in zip(after, after[1:]))
         out["ui_gap_max_ms_open_and_after"] = round(gaps2[-1], 1) if gaps2 else None
@@ -184,11 +209,17 @@ def ui_stalls(path: Path, in_process: bool | None, paint: bool = False) -> dict:
         out["view_build_s"] = round(paint_s, 2)
         timer.stop()
         view.close()
-        pool.waitForDone(120_000)  # table workers
+        if lane is not None:
+            lane.wait(120_000)
+        pool.waitForDone(120_000)
     timer.stop()
     out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     out["child_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024)
     out["cpu_s"] = round(sum(resource.getrusage(resource.RUSAGE_SELF)[:2]), 1)
+    from core.trace import cache
+    cache.flush()
+    import shutil
+    shutil.rmtree(cache_dir, ignore_errors=True)
     return out
 
 
@@ -201,6 +232,8 @@ def main() -> int:
     ap.add_argument("--ui-stalls", action="store_true", help="measure UI freezes during a cold load instead")
     ap.add_argument("--thread", action="store_true", help="with --ui-stalls: load in a thread, not a process")
     ap.add_argument("--process", action="store_true", help="with --ui-stalls: load in a child process")
+    ap.add_argument("--app", action="store_true",
+                    help="with --open: open it in the app's MainWindow (Issues analysis included), not a bare TraceView")
     ap.add_argument("--open", action="store_true",
                     help="with --ui-stalls: then the TraceView's first paint after opening, and peak RSS")
     a = ap.parse_args()
@@ -210,7 +243,7 @@ def main() -> int:
             print(f"skip {p}: not found", file=sys.stderr)
             continue
         mode = False if a.thread else True if a.process else None  # None: as the app decides
-        print(ui_stalls(p, mode, a.open) if a.ui_stalls else bench(p, a.frames, size, a.expand), flush=True)
+        print(ui_stalls(p, mode, a.open, a.app) if a.ui_stalls else bench(p, a.frames, size, a.expand), flush=True)
     return 0
 
 

@@ -56,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
         win.open_sample()
     rc = app.exec()
     from PySide6 import QtCore
-    QtCore.QThreadPool.globalInstance().waitForDone(3000)  # let table workers finish before teardown
+    from gui import lane
+    lane.wait(3000)  # let the after-open jobs (tables, health, issues) finish before teardown
+    QtCore.QThreadPool.globalInstance().waitForDone(3000)
     return rc
 
 

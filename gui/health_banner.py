@@ -9,8 +9,7 @@ from PySide6 import QtCore, QtWidgets
 from superqt.utils import create_worker
 
 from core.analysis import health
-
-_RUNNING: set = set()  # workers stay referenced until they finish, even if the banner is closed
+from gui import lane
 
 
 class HealthBanner(QtWidgets.QLabel):
@@ -30,9 +29,7 @@ class HealthBanner(QtWidgets.QLabel):
         """Run the checks in a worker; the banner shows the warnings and errors when they arrive."""
         worker = create_worker(lambda ts: [h.to_json() for h in health.check(ts)], trace_set, _start_thread=False,
                                _connect={"returned": self._on_checked, "errored": self._on_check_failed})
-        worker.finished.connect(lambda w=worker: _RUNNING.discard(w))
-        _RUNNING.add(worker)
-        worker.start()
+        lane.start(worker, lane.HEALTH)  # first in the after-open lane (gui/lane.py)
 
     def _on_checked(self, items: list) -> None:
         if not shiboken6.isValid(self):

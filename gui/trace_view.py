@@ -7,6 +7,7 @@ from PySide6 import QtCore, QtWidgets
 
 from core.trace import query
 from core.trace.model import TraceSet, TrackKind
+from gui import lane
 from gui.health_banner import HealthBanner
 from gui.memory.box import PlotsBox
 from gui.memory.panel import MemoryPanel
@@ -140,6 +141,8 @@ class TraceView(QtWidgets.QWidget):
             panel.sig_range_requested.connect(self.show_range)
 
     def _load(self, indexes) -> None:
+        # the health check, the tables and the Issues analysis start once the timeline has painted
+        lane.hold_until_painted(self.timeline)
         self.health.check(self.trace_set)
         self.timeline.set_models(self.models, indexes)
         self.timeline.set_counters(counter_rows(self.trace_set))

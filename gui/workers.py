@@ -8,10 +8,9 @@ from pathlib import Path
 from PySide6 import QtCore, QtWidgets
 from superqt.utils import create_worker
 
-from core.trace import query
 from core.trace.loader import Progress, iter_load
 from core.trace.model import TraceSet
-from gui.load_process import ProcessLoad, error_reason, use_process
+from gui.load_process import ProcessLoad, error_reason, use_process, window_indexes
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +19,7 @@ def _thread_gen(path: str):
     """iter_load, then the timeline indexes (so the first paint needs no sorting on the UI thread)."""
     trace_set = yield from iter_load(path)
     yield Progress("indexing", 1.0, Path(path).name)
-    indexes = query.view_indexes(trace_set)
+    indexes = window_indexes(trace_set)
     return trace_set, indexes
 
 

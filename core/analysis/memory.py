@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core.analysis.derived import cached
 from core.trace.model import TraceModel
 
 CPU_DEVICE_TYPE = 0
@@ -34,7 +35,12 @@ class DeviceMemory:
 
 
 def memory_series(model: TraceModel, include_cpu: bool = False) -> list[DeviceMemory]:
-    """One series per device with [memory] events; GPUs first (CPU only when asked)."""
+    """One series per device with [memory] events; GPUs first (CPU only when asked). Memoised per model
+    (the window asks three times while a trace opens; the load worker fills it: gui/load_process.py)."""
+    return list(cached(model, f"memory_series:{bool(include_cpu)}", lambda: _memory_series(model, include_cpu)))
+
+
+def _memory_series(model: TraceModel, include_cpu: bool) -> list[DeviceMemory]:
     mem = model.memory
     if len(mem) == 0:
         return []

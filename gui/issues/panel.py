@@ -22,6 +22,7 @@ from core.analysis.breakdown import step_breakdown
 from core.analysis.headline import fixes_text, step_text
 from core.rules import Analysis, iter_analyze
 from core.rules.config import load_config
+from gui import lane
 from gui.issues.breakdown_view import BreakdownView
 from gui.issues.details import FindingDetails, not_run_text
 from gui.issues.model import COLUMNS, SORT_ROLE, FindingsModel
@@ -162,7 +163,7 @@ class IssuesPanel(QtWidgets.QWidget):
             _connect={"yielded": lambda p, t=token: self._on_worker_yielded(t, p),
                       "returned": lambda r, t=token: self._on_worker_returned(t, r),
                       "errored": lambda e, t=token: self._on_worker_errored(t, e)})
-        self._worker.start()
+        lane.start(self._worker, lane.ISSUES)  # after the health check and the shown table (gui/lane.py)
 
     def set_analysis(self, trace_set, analysis: Analysis, breakdowns=None) -> None:
         """Show a finished analysis (what the worker does on return; also for reports and tests)."""
@@ -214,7 +215,8 @@ class IssuesPanel(QtWidgets.QWidget):
     def cancel(self) -> None:
         if self._worker is not None:
             self._token += 1  # drop whatever it still returns
-            self._worker.quit()
+            if not lane.drop(self._worker):  # queued: taken off the lane; running: asked to stop
+                self._worker.quit()
             self._worker = None
         self.cancel_button.setVisible(False)
 

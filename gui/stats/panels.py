@@ -21,6 +21,7 @@ from core.analysis.steps import step_stats
 from core.trace import query
 from core.trace.model import Kind, TraceModel
 from core.units import fmt_bytes, fmt_ns
+from gui import lane
 from gui.stats.table_model import Column, ColumnTableModel, FilterProxy, StatsTableView
 
 
@@ -34,9 +35,6 @@ def _pct(v) -> str:
 
 def _int(v) -> str:
     return f"{int(v):,}" if v >= 0 else ""
-
-
-_RUNNING: set = set()  # table workers stay referenced until they finish, even if their panel is closed
 
 
 class StatsPanel(QtWidgets.QWidget):
@@ -61,6 +59,7 @@ class StatsPanel(QtWidgets.QWidget):
         self.ready = False
         self._generation = 0
         self._models: list[tuple[int, TraceModel]] = []
+        self._worker = None  # the table's worker while it is queued or running
         self.table_model = ColumnTableModel(parent=self)
         self.proxy = FilterProxy(self)
         self.proxy.setSourceModel(self.table_model)
@@ -100,12 +99,24 @@ class StatsPanel(QtWidgets.QWidget):
         self.next_btn.setEnabled(False)
         self.info.setText("computing…")
         fn = self.prepare()
+        if self._worker is not None:
+            lane.drop(self._worker)  # still queued: its table is not wanted any more
         worker = create_worker(lambda ms: [fn(m) for _, m in ms], self._models, _start_thread=False,
                                _connect={"returned": lambda tables, g=gen: self._on_worker_returned(g, tables),
                                          "errored": lambda exc, g=gen: self._on_worker_errored(g, exc)})
-        worker.finished.connect(lambda w=worker: _RUNNING.discard(w))
-        _RUNNING.add(worker)
-        worker.start()
+        self._worker = worker
+        worker.finished.connect(lambda w=worker: self._worker_finished(w))
+        # the lane (gui/lane.py): one table at a time, the shown one first; a hidden tab's table waits
+        lane.start(worker, lane.VISIBLE if self.isVisible() else lane.HIDDEN)
+
+    def _worker_finished(self, worker) -> None:
+        if shiboken6.isValid(self) and self._worker is worker:
+            self._worker = None
+
+    def showEvent(self, ev) -> None:  # noqa: N802 (Qt API)
+        super().showEvent(ev)
+        if self._worker is not None:  # its tab was opened before the table was computed: next in line
+            lane.promote(self._worker, lane.VISIBLE)
 
     def _on_worker_returned(self, gen: int, tables) -> None:
         if not shiboken6.isValid(self) or gen != self._generation or self.model is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6 import QtGui, QtWidgets
 
+from core.analysis import rows
 from core.trace.model import Kind, TraceModel
 from gui.theme import Theme
 
@@ -27,8 +28,8 @@ class Legend(QtWidgets.QWidget):
             if w is not None:
                 w.deleteLater()
         present = set()
-        for m in models:
-            present.update(np.unique(m.slices.kind).tolist())
+        for m in models:  # the kind histogram: counted once per model (in the load worker for the window)
+            present.update(np.flatnonzero(rows.kind_counts(m)).tolist())
         for k in Kind:
             if k in present and k != Kind.TRACE:
                 self.lay.addWidget(self._swatch(k))

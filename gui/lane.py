@@ -1,0 +1,148 @@
+"""The after-open lane: one background thread for the work a trace tab starts once it is shown - the
+health check, the Kernels/Ops/Steps tables and the Issues analysis - one job at a time, most visible
+first.
+
+Why one thread: these jobs are Python + numpy under the GIL. Run side by side (they were: every worker
+started at once in Qt's global pool, two at a time on two cores, plus the cache write), the UI thread
+got about a third of the GIL, so 100 ms of its own work at open became a 300 ms freeze, and a
+1.1 GB trace froze the window for 0.4-0.6 s (a 10 GB one for up to 1 s). One lane thread leaves the
+UI thread every other GIL turn; the jobs finish in about the same total time (they never ran in
+parallel anyway), the visible ones first.
+
+Priorities (higher runs first): what the user sees at once before what hides in a tab; a hidden table
+whose tab is opened is moved up (`promote`). Jobs are superqt workers (QRunnables). The queue is ours:
+one job at a time goes to a one-thread QThreadPool when the previous one has finished (Qt's own
+priorities are not kept when a job lands on an idle pool thread: it is queued at priority 0 and a later,
+lower job overtook it). `hold_until_painted` keeps new jobs waiting until a just-opened view has painted.
+`_pump` runs on the UI thread (start/drop/promote and the workers' `finished` signal)."""
+from __future__ import annotations
+
+import itertools
+
+import shiboken6
+from PySide6 import QtCore
+
+HEALTH, VISIBLE, ISSUES, HIDDEN, WARM = 30, 20, 10, 0, -10
+
+_POOL: QtCore.QThreadPool | None = None
+_QUEUE: list = []  # [priority, seq, worker] waiting; the highest priority (then the oldest) runs next
+_SEQ = itertools.count()
+_RUNNING: list = []  # the one job in the pool (kept referenced until it has finished)
+_HOLDS: set = set()  # open holds (hold_until_painted): nothing new starts while any is open
+
+
+def pool() -> QtCore.QThreadPool:
+    global _POOL
+    if _POOL is None:
+        _POOL = QtCore.QThreadPool()
+        _POOL.setObjectName("ptprof-after-open-lane")
+        _POOL.setMaxThreadCount(1)
+    return _POOL
+
+
+def start(worker, priority: int) -> None:
+    """Queue a superqt worker (created with `_start_thread=False`) on the lane."""
+    worker.setAutoDelete(False)  # ours, not the pool's
+    _QUEUE.append([priority, next(_SEQ), worker])
+    _pump()
+
+
+def _pump() -> None:
+    if _RUNNING or _HOLDS or not _QUEUE:
+        return
+    item = max(_QUEUE, key=lambda it: (it[0], -it[1]))
+    _QUEUE.remove(item)
+    worker = item[2]
+    _RUNNING.append(worker)
+    worker.finished.connect(lambda w=worker: _on_finished(w))
+    pool().start(worker)
+
+
+def _on_finished(worker) -> None:
+    if worker in _RUNNING:
+        _RUNNING.remove(worker)
+    _pump()
+
+
+def drop(worker) -> bool:
+    """Take a still-queued worker off the lane (its widget wants a newer result); False when it runs or ran."""
+    for item in _QUEUE:
+        if item[2] is worker:
+            _QUEUE.remove(item)
+            return True
+    return False
+
+
+def promote(worker, priority: int) -> bool:
+    """Move a still-queued worker up; False when it already runs or ran."""
+    for item in _QUEUE:
+        if item[2] is worker:
+            item[0] = max(item[0], priority)
+            return True
+    return False
+
+
+class _PaintWatch(QtCore.QObject):
+    def __init__(self, target: QtCore.QObject, release) -> None:
+        super().__init__(target)
+        self._release = release
+
+    def eventFilter(self, obj, ev) -> bool:  # noqa: N802 (Qt API)
+        if ev.type() == QtCore.QEvent.Type.Paint:
+            QtCore.QTimer.singleShot(0, self._release)  # after this paint has finished
+        return False
+
+
+def hold_until_painted(widget, timeout_ms: int = 1000) -> None:
+    """Keep the lane's jobs waiting until `widget` has painted once (a just-opened trace's first frame
+    gets the GIL to itself: the open froze the window 0.35 s longer while the health check and the Issues
+    analysis started beside it), at most `timeout_ms`; at once when the widget is not shown (nothing will
+    paint it, e.g. a view built for an export). A job already running goes on."""
+    token = object()
+    _HOLDS.add(token)
+    target = widget.viewport() if hasattr(widget, "viewport") else widget
+    watch: list = []
+
+    def release() -> None:
+        if token not in _HOLDS:
+            return
+        _HOLDS.discard(token)
+        if watch and shiboken6.isValid(target) and shiboken6.isValid(watch[0]):
+            target.removeEventFilter(watch[0])
+        _pump()
+
+    watch.append(_PaintWatch(target, release))
+    target.installEventFilter(watch[0])
+    QtCore.QTimer.singleShot(0, lambda: None if shiboken6.isValid(widget) and widget.isVisible() else release())
+    QtCore.QTimer.singleShot(timeout_ms, release)
+
+
+def idle() -> bool:
+    return not _RUNNING and not _QUEUE
+
+
+def wait(msecs: int = -1) -> bool:
+    """Wait for the running job (tests, app exit); queued ones are dropped."""
+    _QUEUE.clear()
+    return _POOL is None or _POOL.waitForDone(msecs)
+
+
+def _import_analysis_modules() -> None:
+    from core.rules import all_rules
+    all_rules()  # imports every rule family
+    import core.analysis.critical_path  # noqa: F401
+    import numpy.ma  # noqa: F401 - pulled in by the plots at the first open
+
+
+_WARMED = False
+
+
+def warm_imports() -> None:
+    """Import the analysis modules in the lane, last in line, once per process: the first trace's open
+    imported them on the UI thread (and PySide's import hook reads each new module's source there)."""
+    global _WARMED
+    if _WARMED:
+        return
+    _WARMED = True
+    from superqt.utils import create_worker
+    start(create_worker(_import_analysis_modules, _start_thread=False), WARM)
