@@ -108,9 +108,16 @@ def install_all(win) -> Integrations:
         view = win.current_view()
         if view is None or view.trace_set is not trace_set:
             return
-        hta = HtaTab(view)
-        view.add_tab(hta, "HTA", replace_hta=True)
-        hta.set_trace_set(trace_set)
+
+        def make_hta(i: int) -> None:  # built when its tab is first opened: its plot cost ~0.1 s of the open
+            if view.tabs.widget(i) is not view.hta_placeholder:
+                return
+            view.tabs.currentChanged.disconnect(make_hta)
+            hta = HtaTab(view)
+            view.tabs.setCurrentIndex(view.add_tab(hta, "HTA", replace_hta=True))
+            hta.set_trace_set(trace_set)
+
+        view.tabs.currentChanged.connect(make_hta)
 
     win.sig_trace_loaded.connect(_on_trace_loaded)
 

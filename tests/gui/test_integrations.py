@@ -124,3 +124,20 @@ def test_run_dock_opens_tall_enough_for_the_live_plots(qtbot, main_window):
     show_run_dock(win, dock)
     qtbot.wait(20)
     assert abs(dock.height() - h) <= 2
+
+
+def test_the_hta_tab_is_built_when_first_opened(qtbot, main_window, open_and_wait):
+    """Not while the trace opens (its plot took ~0.1 s of the UI thread there): when its tab is shown."""
+    from gui.hta import HtaTab
+    win = main_window
+    ts = open_and_wait(win, shared_trace("gpu_clean.pt.trace.json.gz"))
+    view = win.current_view()
+    assert view.trace_set is ts and view.tabs.indexOf(view.hta_placeholder) >= 0
+    assert not view.findChildren(HtaTab)
+    view.tabs.setCurrentWidget(view.hta_placeholder)
+    (hta,) = view.findChildren(HtaTab)
+    assert view.tabs.currentWidget() is hta and view.tabs.tabText(view.tabs.currentIndex()) == "HTA"
+    assert view.tabs.indexOf(view.hta_placeholder) == -1
+    view.tabs.setCurrentIndex(0)
+    view.tabs.setCurrentWidget(hta)  # shown again: still the one tab
+    assert len(view.findChildren(HtaTab)) == 1
