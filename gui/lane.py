@@ -22,7 +22,7 @@ import itertools
 import shiboken6
 from PySide6 import QtCore
 
-HEALTH, VISIBLE, ISSUES, HIDDEN, WARM = 30, 20, 10, 0, -10
+HEALTH, VISIBLE, ISSUES, HIDDEN = 30, 20, 10, 0
 
 _POOL: QtCore.QThreadPool | None = None
 _QUEUE: list = []  # [priority, seq, worker] waiting; the highest priority (then the oldest) runs next
@@ -126,23 +126,3 @@ def wait(msecs: int = -1) -> bool:
     _QUEUE.clear()
     return _POOL is None or _POOL.waitForDone(msecs)
 
-
-def _import_analysis_modules() -> None:
-    from core.rules import all_rules
-    all_rules()  # imports every rule family
-    import core.analysis.critical_path  # noqa: F401
-    import numpy.ma  # noqa: F401 - pulled in by the plots at the first open
-
-
-_WARMED = False
-
-
-def warm_imports() -> None:
-    """Import the analysis modules in the lane, last in line, once per process: the first trace's open
-    imported them on the UI thread (and PySide's import hook reads each new module's source there)."""
-    global _WARMED
-    if _WARMED:
-        return
-    _WARMED = True
-    from superqt.utils import create_worker
-    start(create_worker(_import_analysis_modules, _start_thread=False), WARM)

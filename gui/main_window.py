@@ -21,7 +21,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from core.snapshot import is_snapshot_path
 from core.trace.model import TraceSet
-from gui import actions, lane
+from gui import actions
 from gui.start_page import StartPage
 from gui.theme import load_theme
 from gui.trace_view import TraceView
@@ -71,7 +71,6 @@ class MainWindow(QtWidgets.QMainWindow):
         self._refresh_recent()
         from gui.integrations import install_all  # feature panels: issues, HTA, run, export
         self.integrations = install_all(self)
-        lane.warm_imports()  # what a trace's open would otherwise import on the UI thread
 
     def fit_to_screen(self) -> None:
         """Open at the screen's available size (less the window frame), not a fixed 1600x1000 that is

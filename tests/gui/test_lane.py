@@ -39,12 +39,12 @@ def test_held_jobs_run_one_at_a_time_most_visible_first(qtbot):
     _RUNNING[:] = [0, 0]
     lane.hold_until_painted(w, timeout_ms=5000)
     for name, prio in (("hidden", lane.HIDDEN), ("issues", lane.ISSUES), ("health", lane.HEALTH),
-                       ("visible", lane.VISIBLE), ("warm", lane.WARM)):
+                       ("visible", lane.VISIBLE), ("last", lane.HIDDEN - 10)):
         lane.start(_job(log, name, 0.02), prio)
     assert log == [] and not lane.idle()  # nothing starts before the view's first paint
     w.update()
     qtbot.waitUntil(lambda: len(log) == 5, timeout=20_000)
-    assert log == ["health", "visible", "issues", "hidden", "warm"]
+    assert log == ["health", "visible", "issues", "hidden", "last"]
     assert _RUNNING[1] == 1  # never two jobs side by side
     qtbot.waitUntil(lane.idle, timeout=5000)
 
