@@ -7,6 +7,7 @@ The trace-loader corpus (JSON trace files) is gen_trace.py's (the safety-loader 
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import os
@@ -290,6 +291,7 @@ def tuple_setting_keys() -> bytes:
                                                 "big": 10**40, "nested": [[[[[[[[[[1]]]]]]]]]]}}, protocol=4)
 
 
+@functools.lru_cache(maxsize=2)  # the same bytes every time: 1 GiB compressed is ~4 s of CPU
 def gzip_bomb(decompressed_bytes: int = 1 << 30) -> bytes:
     """A pickle of one huge run of zeros inside a bytes object, gzip'ed (~1000x)."""
     import zlib
