@@ -22,19 +22,6 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
-# Modules whose tests take seconds each (child interpreters, hostile corpora, screenshots): run first. With
-# two xdist workers a long test collected last kept one worker busy while the other had nothing left
-# (the suite used 77-85 % of two cores). A stable sort: the order inside each group is the collection's.
-_LONG_FIRST = ("tests/core/runner/", "tests/hostile/", "tests/gui/test_run_panel.py", "tests/gui/test_make_screenshots.py",
-               "tests/gui/test_integrations.py", "tests/core/test_report_cli.py", "tests/core/test_output_hygiene.py",
-               "tests/core/rules/test_layout_print.py", "tests/core/analysis/test_metrics.py",
-               "tests/core/analysis/test_idle_vs_hta.py")
-
-
-def pytest_collection_modifyitems(config, items):
-    items.sort(key=lambda item: 0 if item.nodeid.startswith(_LONG_FIRST) else 1)
-
-
 def pytest_sessionstart(session):
     """Run in the background by a shell without job control (`pytest &` in a script), this process starts
     with SIGINT ignored, and every child would inherit it: the stop tests would test the shell, not us."""
