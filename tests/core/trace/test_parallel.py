@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import multiprocessing as mp
+import sys
 import threading
 import signal
 import time
