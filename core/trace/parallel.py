@@ -67,20 +67,10 @@ def start_method() -> str:
     methods = mp.get_all_start_methods()
     # a load in a GUI worker (QThread: not the main thread, maybe not counted by threading) or next
     # to other Python threads must not fork a multi-threaded process
-    if ("fork" in methods and live_threads() == 1 and sys.platform != "darwin"
+    if ("fork" in methods and threading.active_count() == 1 and sys.platform != "darwin"
             and threading.current_thread() is threading.main_thread()):
         return "fork"
     return "forkserver" if "forkserver" in methods else "spawn"
-
-
-def live_threads() -> int:
-    """Threads of this process that are running now: the kernel's count on Linux (a thread Qt started
-    stays in `threading.active_count()` as a dummy after it has exited: CPython cannot see alien threads
-    end), else `threading.active_count()`."""
-    try:
-        return len(os.listdir("/proc/self/task"))
-    except OSError:
-        return threading.active_count()
 
 
 def _init_worker(path: str | None) -> None:
