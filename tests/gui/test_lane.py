@@ -30,14 +30,20 @@ _RUNNING = [0, 0]  # now, most at once
 _RUNNING_LOCK = threading.Lock()
 
 
-def test_held_jobs_run_one_at_a_time_most_visible_first(qtbot):
+@pytest.fixture
+def held_view(qtbot):
+    """A shown widget the lane waits on (until its next paint); returns (widget, log of finished jobs)."""
     w = QtWidgets.QLabel("view")
     qtbot.addWidget(w)
     w.show()
     qtbot.waitExposed(w)
-    log: list = []
-    _RUNNING[:] = [0, 0]
     lane.hold_until_painted(w, timeout_ms=5000)
+    return w, []
+
+
+def test_held_jobs_run_one_at_a_time_most_visible_first(qtbot, held_view):
+    w, log = held_view
+    _RUNNING[:] = [0, 0]
     for name, prio in (("hidden", lane.HIDDEN), ("issues", lane.ISSUES), ("health", lane.HEALTH),
                        ("visible", lane.VISIBLE), ("last", lane.HIDDEN - 10)):
         lane.start(_job(log, name, 0.02), prio)
@@ -58,13 +64,8 @@ def test_a_view_that_is_not_shown_holds_nothing(qtbot):
     qtbot.waitUntil(lambda: log == ["a"], timeout=5000)  # long before the 60 s fallback
 
 
-def test_a_dropped_job_never_runs_and_a_promoted_one_goes_first(qtbot):
-    w = QtWidgets.QLabel("view")
-    qtbot.addWidget(w)
-    w.show()
-    qtbot.waitExposed(w)
-    log: list = []
-    lane.hold_until_painted(w, timeout_ms=5000)
+def test_a_dropped_job_never_runs_and_a_promoted_one_goes_first(qtbot, held_view):
+    w, log = held_view
     dropped, late, early = _job(log, "dropped"), _job(log, "ops"), _job(log, "kernels")
     lane.start(dropped, lane.VISIBLE)
     lane.start(early, lane.VISIBLE)
