@@ -22,10 +22,18 @@ def _kinds_key(kinds: Iterable[int]) -> tuple[int, ...]:
     return tuple(sorted({int(k) for k in kinds}))
 
 
+COUNT_PIECE_ROWS = 1 << 22  # np.bincount holds the GIL: in 4M-row pieces a window's UI thread gets a turn between
+
+
 def kind_counts(model: TraceModel) -> np.ndarray:
     """Slices per kind code (length 256)."""
-    return cached(model, "rows:kind_counts",
-                  lambda: np.bincount(model.slices.kind.view(np.uint8), minlength=256))
+    def count() -> np.ndarray:
+        kinds = model.slices.kind.view(np.uint8)
+        out = np.zeros(256, np.int64)
+        for a in range(0, len(kinds), COUNT_PIECE_ROWS):
+            out += np.bincount(kinds[a:a + COUNT_PIECE_ROWS], minlength=256)
+        return out
+    return cached(model, "rows:kind_counts", count)
 
 
 def kind_table(kinds: Iterable[int]) -> np.ndarray:
