@@ -62,3 +62,11 @@ def test_launch_ends_and_times_equal_a_scatter_over_all_slices(model):
         linked[getattr(f, side)[launch]] = True
         sel = np.arange(len(s))
         assert np.array_equal(rows.launch_ends(model, sel, side), linked)
+
+
+def test_kind_counts_in_pieces_equal_one_bincount(monkeypatch):
+    """Counted in pieces (the GIL is free between them); a piece cut at every 1,000 rows changes nothing."""
+    m = load(shared_trace("gpu_issues.pt.trace.json.gz"), use_cache=False).primary
+    monkeypatch.setattr(rows, "COUNT_PIECE_ROWS", 1000)
+    assert len(m.slices) > 3000
+    np.testing.assert_array_equal(rows.kind_counts(m), np.bincount(m.slices.kind.view(np.uint8), minlength=256))
