@@ -5,7 +5,7 @@ first.
 Why one thread: these jobs are Python + numpy under the GIL. Run side by side (they were: every worker
 started at once in Qt's global pool, two at a time on two cores, plus the cache write), the UI thread
 got about a third of the GIL, so 100 ms of its own work at open became a 300 ms freeze, and a
-1.1 GB trace froze the window for 0.4-0.6 s (a 10 GB one for up to 1 s). One lane thread leaves the
+1.1 GB trace froze the window for 0.45-0.8 s (a 10 GB one for up to 1 s). One lane thread leaves the
 UI thread every other GIL turn; the jobs finish in about the same total time (they never ran in
 parallel anyway), the visible ones first.
 
