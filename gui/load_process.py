@@ -212,6 +212,6 @@ def window_indexes(trace_set) -> list:
     indexes = query.view_indexes(trace_set)
     for m in trace_set.models:
         rows.kind_counts(m)
-        memory_series(m)
-        memory_series(m, include_cpu=True)
+        if not memory_series(m):  # the window falls back to the host allocator's series only then
+            memory_series(m, include_cpu=True)
     return indexes
