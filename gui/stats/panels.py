@@ -60,6 +60,9 @@ class StatsPanel(QtWidgets.QWidget):
         self._generation = 0
         self._models: list[tuple[int, TraceModel]] = []
         self._worker = None  # the table's worker while it is queued or running
+        # a closed tab's table still queued on the lane is dropped (it held the model and cost seconds)
+        self._queued = []  # the same worker, reachable after this widget is gone
+        self.destroyed.connect(lambda *_, q=self._queued: [lane.drop(w) for w in q])
         self.table_model = ColumnTableModel(parent=self)
         self.proxy = FilterProxy(self)
         self.proxy.setSourceModel(self.table_model)
@@ -105,6 +108,7 @@ class StatsPanel(QtWidgets.QWidget):
                                _connect={"returned": lambda tables, g=gen: self._on_worker_returned(g, tables),
                                          "errored": lambda exc, g=gen: self._on_worker_errored(g, exc)})
         self._worker = worker
+        self._queued[:] = [worker]
         worker.finished.connect(lambda w=worker: self._worker_finished(w))
         # the lane (gui/lane.py): one table at a time, the shown one first; a hidden tab's table waits
         lane.start(worker, lane.VISIBLE if self.isVisible() else lane.HIDDEN)
@@ -112,6 +116,7 @@ class StatsPanel(QtWidgets.QWidget):
     def _worker_finished(self, worker) -> None:
         if shiboken6.isValid(self) and self._worker is worker:
             self._worker = None
+            self._queued.clear()
 
     def showEvent(self, ev) -> None:  # noqa: N802 (Qt API)
         super().showEvent(ev)

@@ -95,3 +95,21 @@ def test_the_shown_table_is_computed_before_the_hidden_ones(qtbot):
     view.show()
     qtbot.waitUntil(lambda: len(order) == 3, timeout=60_000)
     assert order[0] is view.tabs.currentWidget()  # Kernels on a GPU trace: the tab the user sees
+
+
+def test_a_closed_views_queued_tables_are_dropped(qtbot):
+    from core.trace.loader import load
+    from gui.theme import load_theme
+    from gui.trace_view import TraceView
+    from helpers import shared_trace
+
+    gate = threading.Event()
+    lane.start(create_worker(gate.wait, 30, _start_thread=False), lane.HEALTH + 10)  # keeps the lane busy
+    ts = load(shared_trace("gpu_clean.pt.trace.json.gz"), use_cache=False)
+    view = TraceView(ts, None, load_theme(dark=False))
+    queued = [p._queued[0] for p in view.stats_panels()]
+    assert all(any(it[2] is w for it in lane._QUEUE) for w in queued)
+    view.deleteLater()
+    qtbot.waitUntil(lambda: not any(it[2] is w for it in lane._QUEUE for w in queued), timeout=5000)
+    gate.set()
+    qtbot.waitUntil(lane.idle, timeout=10_000)
