@@ -183,13 +183,17 @@ def _answer_s_clock():
     return lambda: max(0.0, time.monotonic() - t0 - (delay_s() - d0))
 
 
-def stop_self(escalation=None, flush_grace_s: float = 60.0) -> None:
+def stop_self(escalation=None, flush_grace_s: float | None = None) -> None:
     """The launcher died and its SIGINT reached a script that ignores it (SIG_IGN, a bare `except`
     around a sleep): nobody would ever escalate, so we do it ourselves - SIGTERM, then SIGKILL (run.json
     marked first), on the clock of our chances to answer; a flush in progress (Signals.flushing) gets
-    `flush_grace_s` more before anything is sent."""
+    `flush_grace_s` more before anything is sent. The graces are the launcher's own (its stop plan,
+    PTPROF_STOP_PLAN), so a dead launcher's run stops on the schedule a live one would have kept."""
+    plan_escalation, plan_flush_s = orphan_plan()
+    escalation = escalation or plan_escalation
+    flush_grace_s = plan_flush_s if flush_grace_s is None else flush_grace_s
     clock = _answer_s_clock()
-    for at_s, sig in (escalation or ORPHAN_ESCALATION_S)[1:]:
+    for at_s, sig in escalation[1:]:
         while True:
             waited_s = clock()
             if waited_s >= at_s + (flush_grace_s if Signals.flushing else 0.0):
@@ -209,6 +213,21 @@ def _is_rank0() -> bool:
 
 # SIGINT, then SIGTERM, then SIGKILL to the run's other processes after the launcher died (seconds)
 ORPHAN_ESCALATION_S = ((0.0, signal.SIGINT), (10.0, signal.SIGTERM), (15.0, signal.SIGKILL))
+ORPHAN_FLUSH_GRACE_S = 60.0
+
+
+def orphan_plan(env=None) -> tuple[tuple[tuple[float, int], ...], float]:
+    """(escalation, flush grace) from the launcher's stop plan - PTPROF_STOP_PLAN="SIGINT grace,SIGTERM
+    grace,flush grace" in seconds (core/runner/launch.py build_env) - or the defaults when it is absent
+    or not three finite non-negative numbers."""
+    raw = (os.environ if env is None else env).get("PTPROF_STOP_PLAN", "")
+    try:
+        sigint_s, sigterm_s, flush_s = (float(x) for x in raw.split(","))
+    except ValueError:
+        return ORPHAN_ESCALATION_S, ORPHAN_FLUSH_GRACE_S
+    if not all(0.0 <= v < 1e6 for v in (sigint_s, sigterm_s, flush_s)):  # also refuses nan
+        return ORPHAN_ESCALATION_S, ORPHAN_FLUSH_GRACE_S
+    return ((0.0, signal.SIGINT), (sigint_s, signal.SIGTERM), (sigint_s + sigterm_s, signal.SIGKILL)), flush_s
 
 
 def run_processes() -> set[int]:
@@ -278,7 +297,8 @@ def _rank_pids(events: Path) -> set[int]:
     return out
 
 
-def stop_descendants(escalation=ORPHAN_ESCALATION_S) -> None:
+def stop_descendants(escalation=None) -> None:
+    escalation = escalation or orphan_plan()[0]
     t0 = time.monotonic()
     for at_s, sig in escalation:
         while time.monotonic() - t0 < at_s:

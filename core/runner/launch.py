@@ -35,11 +35,13 @@ def build_argv(cfg: RunConfig, bundle_dir: str | Path) -> list[str]:
     return [cfg.python, "-u", *tail]
 
 
-def build_env(cfg: RunConfig, bundle_dir: str | Path, base: dict | None = None) -> dict[str, str]:
+def build_env(cfg: RunConfig, bundle_dir: str | Path, base: dict | None = None, plan=None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
     env.update(dict(cfg.env))
     env["PYTHONUNBUFFERED"] = "1"
     env["PTPROF_BUNDLE"] = str(bundle_dir)
     env["PTPROF_LAUNCHER_PID"] = str(os.getpid())  # the child stops when this process dies (guards.Orphan)
+    if plan is not None:  # ... on the graces this launcher would have kept (guards.orphan_plan)
+        env["PTPROF_STOP_PLAN"] = f"{plan.sigint_grace_s:g},{plan.sigterm_grace_s:g},{plan.flush_grace_s:g}"
     # our own package must not shadow the user's modules: the child loads its siblings by path
     return env

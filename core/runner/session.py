@@ -131,7 +131,7 @@ class RunSession:
             "launcher_python": sys.executable, "doctor": self.doctor, "environment": None,
         }
         bl.write_json(self.bundle.run_json, self._run_json)
-        env = build_env(cfg, self.bundle.root)
+        env = build_env(cfg, self.bundle.root, plan=self.plan)
         backend = self._backend if self._backend is not None else open_backend(env.get("CUDA_VISIBLE_DEVICES"))
         self.proc = ChildProcess(argv, cfg.workdir, env, self.bundle.stdout_log, self.bundle.stderr_log, self.plan,
                                  marker=f"PTPROF_BUNDLE={env['PTPROF_BUNDLE']}", await_ready=True)

@@ -68,3 +68,22 @@ def test_argv_direct_and_torchrun(tmp_path):
     env = build_env(cfg.with_(env=(("A", "1"),)), tmp_path, base={"PATH": "/bin"})
     assert env == {"PATH": "/bin", "A": "1", "PYTHONUNBUFFERED": "1", "PTPROF_BUNDLE": str(tmp_path),
                    "PTPROF_LAUNCHER_PID": str(__import__("os").getpid())}  # the child stops when we die
+
+
+def test_an_orphaned_child_escalates_on_its_launchers_graces(tmp_path):
+    """The stop plan travels in PTPROF_STOP_PLAN: a child whose launcher died escalates (SIGTERM, then
+    SIGKILL) on the graces that launcher would have kept; a missing or malformed plan is the default."""
+    import math
+    import signal
+    from core.runner.guards import ORPHAN_ESCALATION_S, ORPHAN_FLUSH_GRACE_S, orphan_plan
+    from core.runner.process import StopPlan
+    env = build_env(RunConfig(script="/x/train.py"), tmp_path, base={},
+                    plan=StopPlan(sigint_grace_s=2.5, sigterm_grace_s=1, flush_grace_s=30))
+    assert env["PTPROF_STOP_PLAN"] == "2.5,1,30"
+    assert orphan_plan(env) == (((0.0, signal.SIGINT), (2.5, signal.SIGTERM), (3.5, signal.SIGKILL)), 30.0)
+    # the CLI's and the app's default plan is the escalation the child always had
+    default = orphan_plan(build_env(RunConfig(script="/x/t.py"), tmp_path, base={}, plan=StopPlan()))
+    assert default == (ORPHAN_ESCALATION_S, ORPHAN_FLUSH_GRACE_S)
+    for raw in ("", "1,2", "a,b,c", "nan,1,1", "-1,1,1", "1,inf,1", "1,2,3,4"):
+        assert orphan_plan({"PTPROF_STOP_PLAN": raw}) == (ORPHAN_ESCALATION_S, ORPHAN_FLUSH_GRACE_S), raw
+    assert not math.isnan(orphan_plan({"PTPROF_STOP_PLAN": "0,0,0"})[1])

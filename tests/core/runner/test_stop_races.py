@@ -86,10 +86,11 @@ import sys, time
 sys.path.insert(0, {repo!r})
 from core.runner.config import RunConfig, Schedule, validate
 from core.runner.session import RunSession
+from core.runner.process import StopPlan
 from core.gpu.backend import NoGpu
 cfg = validate(RunConfig(script={script!r}, args=("-1",), schedule=Schedule(0, 1, {active}, 1),
                          out_dir={bundle!r}, nvml_hz=5))
-s = RunSession(cfg, backend=NoGpu("test")).start()
+s = RunSession(cfg, backend=NoGpu("test"), plan=StopPlan(**{plan!r})).start()
 while not s.finished:
     s.poll()
     time.sleep(0.05)
@@ -111,7 +112,8 @@ def test_a_child_whose_launcher_died_stops_by_itself(tmp_path, launcher_signal):
     window, marks run.json and exits 130 on its own."""
     script = write(tmp_path, "forever.py", TRAIN)
     bundle = tmp_path / "bundle"
-    code = textwrap.dedent(LAUNCHER).format(repo=str(REPO), script=str(script), bundle=str(bundle), active=100_000)
+    code = textwrap.dedent(LAUNCHER).format(repo=str(REPO), script=str(script), bundle=str(bundle), active=100_000,
+                                      plan={})
     launcher = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     events_file = bundle / "events.jsonl"
     t0 = time.monotonic()
@@ -140,9 +142,12 @@ def test_a_script_deaf_to_sigint_stops_when_its_launcher_died(tmp_path):
     window flushed) and marks run.json."""
     script = write(tmp_path, "deaf.py", DEAF)
     bundle = tmp_path / "bundle"
-    # a short window, saved before the launcher dies: a deaf script trains on for 10 s of its answer
-    # clock after the SIGINT, and an open 100,000-step window would grow a trace of gigabytes meanwhile
-    code = textwrap.dedent(LAUNCHER).format(repo=str(REPO), script=str(script), bundle=str(bundle), active=3)
+    # a short window, saved before the launcher dies: a deaf script trains on for the launcher's SIGINT
+    # grace (its answer clock) after the SIGINT, and an open 100,000-step window would grow a trace
+    # meanwhile. The child escalates on the dead launcher's own graces (PTPROF_STOP_PLAN): 2 s here,
+    # where the default 10 s made this the suite's longest wait
+    code = textwrap.dedent(LAUNCHER).format(repo=str(REPO), script=str(script), bundle=str(bundle), active=3,
+                                            plan=dict(sigint_grace_s=2.0, sigterm_grace_s=2.0))
     launcher = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     events_file = bundle / "events.jsonl"
     t0 = time.monotonic()
