@@ -36,12 +36,13 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     themes = [t for t in a.theme.split(",") if t]
-    if not a.child:
+    if not a.child:  # one process per theme (a theme is set once per QApplication), side by side
+        procs = [subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--child", "--out", str(out),
+                                   "--theme", theme, "--only", a.only] + (["--traces", a.traces] if a.traces else []))
+                 for theme in themes]
         rc = 0
-        for theme in themes:
-            cmd = [sys.executable, str(Path(__file__).resolve()), "--child", "--out", str(out), "--theme", theme,
-                   "--only", a.only] + (["--traces", a.traces] if a.traces else [])
-            rc |= subprocess.call(cmd)
+        for proc in procs:
+            rc |= proc.wait()
         return rc
     if not os.environ.get("DISPLAY"):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
