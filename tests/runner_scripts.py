@@ -24,16 +24,6 @@ while steps < 0 or i < steps:
 print("finished", i)
 """
 
-INFERENCE = """
-import torch
-from torch import nn
-model = nn.Sequential(nn.Linear(32, 64), nn.ReLU(), nn.Linear(64, 4)).eval()
-with torch.no_grad():
-    for _ in range(12):
-        model(torch.randn(8, 32))
-print("inference done")
-"""
-
 OWN_PROFILER = """
 import torch
 from torch import nn

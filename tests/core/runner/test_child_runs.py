@@ -13,7 +13,7 @@ from core.runner.session import RunSession
 from core.gpu.backend import FakeBackend, NoGpu
 from core.trace.loader import load
 
-from runner_scripts import COMPILED, INFERENCE, OWN_PROFILER, STUBBORN, SYNTAX_ERROR, TRAIN, write
+from runner_scripts import COMPILED, OWN_PROFILER, STUBBORN, SYNTAX_ERROR, TRAIN, write
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[3]
 
@@ -143,18 +143,6 @@ def test_script_with_its_own_profiler_is_left_alone(tmp_path):
     assert s.bundle.trace_files() == []
     assert sum(e["type"] == "step" for e in events) == 4  # steps are still reported
     assert "own profiler rows" in s.bundle.stdout_log.read_text()
-
-
-def test_inference_script_gets_a_forward_window(tmp_path):
-    script = write(tmp_path, "infer.py", INFERENCE)
-    s, events = _run(tmp_path, script, schedule=Schedule(1, 1, 2, 1))
-    assert s.exit_code == 0
-    notices = [e for e in events if e["type"] == "notice"]
-    assert notices[0]["code"] == "fallback" and "Sequential" in notices[0]["message"]
-    assert all(e["source"] == "forward" for e in events if e["type"] == "step")
-    ts = load(s.bundle.root, use_cache=False)
-    assert len(ts.primary.steps) >= 3
-    assert ts.primary.meta.extra["ptprof"]["step_source"] == "forward"
 
 
 def test_compile_graph_breaks_and_recompiles_land_in_compile_json(tmp_path):

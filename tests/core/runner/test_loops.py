@@ -64,6 +64,10 @@ def test_loop_shape_gets_its_step_source(tmp_path, script, source, steps):
     others = {e["source"] for e in events if e["type"] == "step" and e["source"] != source}
     assert others == ({"backward"} if script == "hf_style.py" else set())
     assert not [e for e in events if e.get("code") == "step_source_switched"]
+    if script == "inference.py":  # no optimizer, no backward: forwards of the outermost module
+        notices = [e for e in events if e["type"] == "notice"]
+        assert notices[0]["code"] == "fallback" and "Sequential" in notices[0]["message"], notices
+        assert all(e["source"] == "forward" for e in events if e["type"] == "step")
     if script == "imported_loop.py":  # step events say their phase
         phases = [e["phase"] for e in events if e["type"] == "step"]
         # step k's interval ran in the phase set at step k-1: start (setup), wait, warmup, active x2, done...
