@@ -291,19 +291,12 @@ def tuple_setting_keys() -> bytes:
                                                 "big": 10**40, "nested": [[[[[[[[[[1]]]]]]]]]]}}, protocol=4)
 
 
-@functools.lru_cache(maxsize=2)  # the same bytes every time: 1 GiB compressed is ~4 s of CPU
+@functools.lru_cache(maxsize=2)  # the same bytes every time
 def gzip_bomb(decompressed_bytes: int = 1 << 30) -> bytes:
     """A pickle of one huge run of zeros inside a bytes object, gzip'ed (~1000x)."""
-    import zlib
+    from hostile.gen_trace import gzip_repeated
     head = b"\x80\x04\x8e" + decompressed_bytes.to_bytes(8, "little")
-    co = zlib.compressobj(9, zlib.DEFLATED, 31)
-    parts = [co.compress(head)]
-    zeros = b"\0" * (1 << 20)
-    for _ in range(decompressed_bytes >> 20):
-        parts.append(co.compress(zeros))
-    parts.append(co.compress(b"."))
-    parts.append(co.flush())
-    return b"".join(parts)
+    return gzip_repeated(head, b"\0" * (1 << 20), decompressed_bytes >> 20, tail=b".")
 
 
 def evil_global() -> bytes:

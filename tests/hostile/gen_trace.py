@@ -268,16 +268,32 @@ CONTAINERS = ("json", "gz", "xz", "gz_truncated", "gz_corrupt", "gz_multi", "gz_
 KINDS = tuple(MUTATIONS)
 
 
-@functools.lru_cache(maxsize=4)
-@functools.lru_cache(maxsize=8)  # the same bytes every time: compressing 300 MB-1.2 GB took 1-5 s of CPU per case
+def gzip_repeated(head: bytes, block: bytes, n: int, tail: bytes = b"") -> bytes:
+    """A valid gzip member of head + block * n + tail (CRC and size right), deflated without deflating
+    it all: after a full flush deflate starts afresh, so every copy of the block compresses to the same
+    bytes - compressed once and repeated (the CRC is what costs: ~0.3 s per GiB; deflating a GiB of
+    one repeated byte at level 9 took ~3.5 s)."""
+    import struct
+    co = zlib.compressobj(9, zlib.DEFLATED, -15)  # raw deflate: the gzip header and trailer are ours
+    first = co.compress(head) + co.flush(zlib.Z_FULL_FLUSH)
+    packed = co.compress(block) + co.flush(zlib.Z_FULL_FLUSH) if n else b""
+    last = co.compress(tail) + co.flush()
+    crc = zlib.crc32(head)
+    for _ in range(n):
+        crc = zlib.crc32(block, crc)
+    crc = zlib.crc32(tail, crc)
+    size = len(head) + n * len(block) + len(tail)
+    return b"".join([b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff", first, packed * n, last,
+                     struct.pack("<II", crc, size & 0xFFFFFFFF)])
+
+
+@functools.lru_cache(maxsize=8)  # the same bytes every time: an xz bomb of 300 MB is ~1 s of CPU
 def _bomb(fmt: str, inflated_bytes: int) -> bytes:
     """`{"traceEvents": [` + spaces: a trace-looking stream that inflates ~1000x."""
     head = b'{"traceEvents": [' + b" " * (1 << 20)
     block = b" " * (1 << 20)
     if fmt == "gz":
-        c = zlib.compressobj(9, zlib.DEFLATED, 31)
-        parts = [c.compress(head)] + [c.compress(block) for _ in range(inflated_bytes >> 20)] + [c.flush()]
-        return b"".join(parts)
+        return gzip_repeated(head, block, inflated_bytes >> 20)
     c = lzma.LZMACompressor(preset=0)
     parts = [c.compress(head)] + [c.compress(block) for _ in range(inflated_bytes >> 20)] + [c.flush()]
     return b"".join(parts)
