@@ -54,7 +54,12 @@ def test_cancel_drops_the_result(qtbot):
     tab.sig_report_ready.connect(reports.append)
     tab.run()
     assert tab.cancel_button.isVisible()
+    worker, ended, returned = tab._worker, [], []
+    worker.returned.connect(returned.append)
+    worker.finished.connect(lambda: ended.append(True))  # delivered after its `returned`, in order
     tab.cancel()
-    qtbot.wait(3000)  # HTA's thread finishes on its own; its result must not land
+    qtbot.waitUntil(lambda: bool(ended), timeout=120_000)  # HTA's thread finishes on its own...
+    qtbot.wait(50)  # ... and its result must not land
+    assert returned, "HTA ran to its end: the result existed and was dropped"
     assert not reports and tab.report() is None and "cancelled" in tab.status.text()
     assert tab.run_button.isEnabled()
