@@ -8,6 +8,7 @@ that need them skip with the reason when they are absent.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -50,3 +51,9 @@ def hta_importable() -> bool:
     except Exception:  # noqa: BLE001 - any import failure means "unavailable"
         return False
     return True
+
+
+# for tests that run torch only in child processes: a module-level pytest.importorskip("torch") imported
+# torch (~2 s of CPU) while collecting, in every xdist worker, for tests that never touch it in-process
+TORCH_INSTALLED = importlib.util.find_spec("torch") is not None
+no_torch_skip = pytest.mark.skipif(not TORCH_INSTALLED, reason="torch is not installed in this interpreter")

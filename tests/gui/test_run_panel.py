@@ -5,7 +5,6 @@ import time
 
 import pytest
 
-pytest.importorskip("torch")
 pytest.importorskip("PySide6")
 
 from core.gpu.backend import FakeBackend  # noqa: E402
@@ -15,7 +14,9 @@ from core.trace.loader import load  # noqa: E402
 from gui.run.panel import RunPanel  # noqa: E402
 from runner_scripts import STUBBORN, TRAIN, write  # noqa: E402
 
-pytestmark = pytest.mark.needs_torch
+from helpers import no_torch_skip  # noqa: E402
+
+pytestmark = [pytest.mark.needs_torch, no_torch_skip]
 
 
 def _cfg(tmp_path, script, args=(), schedule=Schedule(1, 1, 2, 1)):

@@ -15,11 +15,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from helpers import shared_trace
+from helpers import no_torch_skip, shared_trace
 
 from core.rules import analyze
 
-torch = pytest.importorskip("torch")
+pytestmark = no_torch_skip  # the workload below runs torch in a child; nothing here imports it
 
 
 def _layout(result):

@@ -17,8 +17,9 @@ from runner_scripts import COMPILED, OWN_PROFILER, STUBBORN, SYNTAX_ERROR, TRAIN
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[3]
 
-pytest.importorskip("torch")
-pytestmark = pytest.mark.needs_torch
+from helpers import no_torch_skip  # noqa: E402
+
+pytestmark = [pytest.mark.needs_torch, no_torch_skip]
 
 
 def _run(tmp_path, script, args=(), schedule=Schedule(1, 1, 2, 1), backend=None, plan=StopPlan(), stop_after=None,

@@ -15,8 +15,9 @@ from core.runner.protocol import read_events
 from core.runner.session import RunSession
 from core.trace.loader import load
 
-pytest.importorskip("torch")
-pytestmark = pytest.mark.needs_torch
+from helpers import no_torch_skip  # noqa: E402
+
+pytestmark = [pytest.mark.needs_torch, no_torch_skip]
 
 LOOPS = Path(__file__).resolve().parents[3] / "bench" / "device_loops"
 

@@ -24,8 +24,9 @@ from core.trace.loader import load
 from runner_scripts import TRAIN
 
 REPO = Path(__file__).resolve().parents[3]
-pytest.importorskip("torch")
-pytestmark = [pytest.mark.needs_torch,
+from helpers import no_torch_skip  # noqa: E402
+
+pytestmark = [pytest.mark.needs_torch, no_torch_skip,
               pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process checks read /proc (Linux)")]
 
 TRAIN_LOOP = TRAIN.replace("while steps < 0 or i < steps:", "while steps < 0 or i < steps:\n    hook(i)") \

@@ -23,8 +23,9 @@ from runner_scripts import TRAIN, write
 
 REPO = Path(__file__).resolve().parents[3]
 
-pytest.importorskip("torch")
-pytestmark = pytest.mark.needs_torch
+from helpers import no_torch_skip  # noqa: E402
+
+pytestmark = [pytest.mark.needs_torch, no_torch_skip]
 
 
 def _session(tmp_path, plan, script_text=TRAIN, args=("-1",)):

@@ -10,12 +10,16 @@ import pytest
 from core.runner import child
 from core.runner.protocol import read_events
 
-torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.needs_torch
 
 
+@pytest.fixture
+def torch():  # imported by the tests that use it, not while collecting (~2 s in every xdist worker)
+    return pytest.importorskip("torch")
+
+
 @pytest.mark.parametrize("steps, lag_step", [(7, 5), (4, 4)])  # the window closes at step 5 / at the exit flush
-def test_window_end_sync_runs_outside_the_last_step(tmp_path, monkeypatch, steps, lag_step):
+def test_window_end_sync_runs_outside_the_last_step(tmp_path, monkeypatch, torch, steps, lag_step):
     syncs = []
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: syncs.append(1))
