@@ -29,7 +29,7 @@ from gui.workers import LoadJob, ProgressWidget, describe_set
 
 
 class MainWindow(QtWidgets.QMainWindow):
-    sig_trace_loaded = QtCore.Signal(object)  # TraceSet, once its TraceView is the current tab
+    sig_trace_loaded = QtCore.Signal(object)  # TraceSet, once its TraceView is a tab and ready
     sig_load_failed = QtCore.Signal(str, str)  # (path, one-line reason), after the dialog was shown
     sig_snapshot_loaded = QtCore.Signal(object)  # SnapshotReport, once its SnapshotView is the current tab
 
@@ -210,6 +210,11 @@ class MainWindow(QtWidgets.QMainWindow):
         self.tabs.setTabToolTip(i, trace_set.path)
         self.tabs.setCurrentIndex(i)
         self.stack.setCurrentWidget(self.tabs)
+        # the recent list, the Issues analysis and the other listeners: once the view has filled its
+        # second turn (TraceView.sig_ready), not in the turn that opens it
+        view.sig_ready.connect(lambda ts=trace_set: self._on_view_ready(ts))
+
+    def _on_view_ready(self, trace_set: TraceSet) -> None:
         if Path(trace_set.path).resolve() != actions.SAMPLE:
             actions.add_recent(trace_set.path)
             self._refresh_recent()

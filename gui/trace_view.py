@@ -54,8 +54,16 @@ def _model_of_gpu(ts: TraceSet, gpu: str) -> int:
 
 
 
+PLOTS_AFTER_MS = 1  # the memory plots: the first timer after the open's own turn and its first paint
+
+
 class TraceView(QtWidgets.QWidget):
+    """A trace's tab. It opens in two event-loop turns, so that neither freezes the window for long on
+    a big trace: the timeline, tables (queued), details, search and legend first - that turn is followed
+    by the first paint - then the memory plots in the height already planned for them (`ready`,
+    `sig_ready`)."""
     sig_slice_selected = QtCore.Signal(int, int)  # (model index, slice row); -1 = none
+    sig_ready = QtCore.Signal()  # every part of the view is filled (the turn after the timeline's)
 
     def __init__(self, trace_set: TraceSet, indexes: list[query.SliceIndex] | None, theme: Theme,
                  parent=None) -> None:
@@ -63,6 +71,7 @@ class TraceView(QtWidgets.QWidget):
         self.trace_set = trace_set
         self.models = list(trace_set.models)
         self._keep_tab = False
+        self.ready = False
         self.search = SearchBar()
         self.rank_filter = QtWidgets.QComboBox()
         self.rank_filter.setToolTip("Rank filter: which ranks the timeline shows and the tables describe")
@@ -141,31 +150,46 @@ class TraceView(QtWidgets.QWidget):
             panel.sig_range_requested.connect(self.show_range)
 
     def _load(self, indexes) -> None:
-        # the health check, the tables and the Issues analysis start once the timeline has painted
-        lane.hold_until_painted(self.timeline)
+        # the health check, the tables and the Issues analysis start once the view has painted its
+        # second turn (_load_plots), not beside either turn
+        self._release_lane = lane.hold()
         self.health.check(self.trace_set)
         self.timeline.set_models(self.models, indexes)
         self.timeline.set_counters(counter_rows(self.trace_set))
-        self.memory.set_trace(self.trace_set, None)
-        self.memory.link_x(self.timeline.vb)
         self.timeline.vb.sigResized.connect(self._on_timeline_resized)
         self.details.set_models(self.models)
         self.search.set_models(self.models)
-        self.legend.set_models(self.models)
+        self.legend.set_models(self.models)  # now: its line's height is part of the first frame's layout
         self.rank_filter.blockSignals(True)
         if len(self.models) > 1:
             self.rank_filter.addItem("all ranks")
         for m in self.models:
             self.rank_filter.addItem(model_title(m))
-        self.rank_filter.setEnabled(len(self.models) > 1)
+        self.rank_filter.setEnabled(False)  # until the memory plots are there (_load_plots)
         self.rank_filter.blockSignals(False)
         self._set_stats_model(None if len(self.models) > 1 else 0)
         # until a slice is clicked (which shows Details) the top kernels (ops on a CPU run) fill the pane,
         # not ~400 px of "Click a slice…"
         counts = getattr(self.trace_set, "counts", None)
         self.tabs.setCurrentWidget(self.kernels if counts is None or counts.kernels else self.ops)
+        self.memory.plan(self.trace_set, None)  # the plots' height now, for the first frame's layout
         QtCore.QTimer.singleShot(0, self.fit_splitter)
         QtCore.QTimer.singleShot(0, self.timeline.setFocus)  # W/S/A/D work right away
+        # a timer, not a 0 ms call: that would run in the same event-loop pass as this turn and the first
+        # paint, without the window answering in between
+        QtCore.QTimer.singleShot(PLOTS_AFTER_MS, self._load_plots)
+
+    def _load_plots(self) -> None:
+        """The open's second turn: the memory / NVML plots (a PlotItem and its curves: ~25 ms on a 1 GB
+        trace), in the place the first turn planned for them."""
+        self.memory.set_trace(self.trace_set, None)
+        self.memory.link_x(self.timeline.vb)
+        self.rank_filter.setEnabled(len(self.models) > 1)
+        self.fit_splitter()
+        self.ready = True
+        lane.hold_until_painted(self.memory)  # the plots' first paint (at once when the view is not shown)
+        self._release_lane()
+        self.sig_ready.emit()
 
     def _on_split_splitter_moved(self, *_) -> None:
         self._split_by_user = True

@@ -55,7 +55,8 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         self.ci.layout.setContentsMargins(0, 0, 0, 0)
         self.ci.layout.setVerticalSpacing(0)
         self.summary = HeaderLabel(theme)  # memory plot's header: legend + peak per device
-        self.mem_plot = self._new_plot(self.summary, "memory")
+        # made by the first set_trace (a PlotItem is ~15 ms: not in the event-loop turn that opens a trace)
+        self.mem_plot: pg.PlotItem | None = None
         self.mem_unit = (GIB, "GiB")
         self.nvml_header: HeaderLabel | None = None
         self.nvml_plot: pg.PlotItem | None = None
@@ -64,6 +65,7 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         self.peaks: list[tuple[str, int, int]] = []  # (device label, peak bytes, ts_ns)
         self.curves: dict[str, pg.PlotDataItem] = {}
         self._linked: pg.ViewBox | None = None
+        self._planned_px: int | None = None  # plan(): the height set_trace will want
 
     def _new_plot(self, header: HeaderLabel, title: str) -> pg.PlotItem:
         row = self.ci.layout.rowCount()
@@ -86,14 +88,24 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         return plot
 
     def plots(self) -> list[pg.PlotItem]:
-        return [self.mem_plot] + ([self.nvml_plot] if self.nvml_plot is not None else [])
+        return [p for p in (self.mem_plot, self.nvml_plot) if p is not None]
 
     def shown_plots(self) -> list[pg.PlotItem]:
         """Plots with curves (hidden ones are left out)."""
         return [p for p in self.plots() if p.isVisible() and p.listDataItems()]
 
+    def plan(self, ts: TraceSet, model_index: int | None = 0) -> None:
+        """The height set_trace(ts, model_index) will want, known before it runs (the series are
+        memoised): a view lays out its first frame with it and fills the plots a turn later, without
+        the timeline jumping when they arrive."""
+        mem = MEM_PLOT_PX if _series(ts, model_index) else NOTE_PX
+        shown, _inside, note = _nvml_plan(ts)
+        self._planned_px = mem + (NOTE_PX if note else NVML_PLOT_PX if shown else 0)
+
     def wanted_height(self) -> int:
         """Pixels the shown plots need (0 = nothing to show)."""
+        if self._planned_px is not None:  # planned, not drawn yet
+            return self._planned_px
         px = sum(MEM_PLOT_PX if p is self.mem_plot else NVML_PLOT_PX for p in self.shown_plots())
         return px + NOTE_PX * (bool(self.nvml_note) + bool(self.mem_note))
 
@@ -102,9 +114,13 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         self.ci.layout.setContentsMargins(0, 0, px, 0)
 
     def link_x(self, view_box: pg.ViewBox) -> None:
+        """The plots' x follows `view_box` (the timeline's): their own x auto-range is off, or new curves
+        would pull the timeline out to the whole trace through the link."""
         self._linked = view_box
         for plot in self.plots():
+            plot.enableAutoRange(x=False)
             plot.setXLink(view_box)
+        self.relink_x(view_box)
 
     def relink_x(self, view_box: pg.ViewBox | None = None) -> None:
         """Line the plots up with the timeline again (after a resize of either, or new curves)."""
@@ -115,16 +131,16 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
 
     def set_trace(self, ts: TraceSet, model_index: int | None = 0) -> None:
         """Memory of model `model_index`, or of every rank (None; curves labelled by rank)."""
+        if self.mem_plot is None:
+            self.mem_plot = self._new_plot(self.summary, "memory")
+            if self._linked is not None:
+                self.mem_plot.enableAutoRange(x=False)
+                self.mem_plot.setXLink(self._linked)
         self.mem_plot.clear()
         self.curves.clear()
         self.peaks = []
-        models = ts.models if model_index is None else [ts.models[model_index]]
-        multi = len(models) > 1
-        series = [(m, replace(s, label=f"rank {m.rank} {s.label}") if multi and m.rank is not None else s)
-                  for m in models for s in memory_series(m)]
-        if not series:  # a CPU run recorded with profile_memory: the host allocator's [memory] events
-            series = [(m, replace(s, label=f"rank {m.rank} {s.label}") if multi and m.rank is not None else s)
-                      for m in models for s in memory_series(m, include_cpu=True)]
+        self._planned_px = None
+        series = _series(ts, model_index)
         top = max((max(s.peak_reserved_bytes, s.peak_allocated_bytes) for _, s in series), default=0)
         self.mem_unit = (GIB, "GiB") if top >= 2 * GIB else (1024 ** 2, "MiB")
         parts = []
@@ -157,6 +173,9 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         self.summary.setVisible(True)
         self.setToolTip("")
         self._set_nvml(ts)
+        # plots added to a panel already shown: its layout shrank to their size hint (a 9 px view box);
+        # back to the whole view, as a resize would
+        self.ci.setGeometry(QtCore.QRectF(self.range))
         self.relink_x()
 
     def _peak_text(self, s, props) -> str:
@@ -185,22 +204,13 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
     def _set_nvml(self, ts: TraceSet) -> None:
         """NVML % curves when they say something: samples outside the profiled window or a flat 0 %
         become one line of text instead of ~100 px of flat line."""
-        series = counter_series(ts.nvml, ts.nvml_strings) if ts.nvml is not None else []
-        shown = [s for s in series if s.name.split("/")[-1] in _NVML_PLOTTED]
-        spans = [m.span_ns for m in ts.models if len(m.slices)]
-        t0, t1 = (min(a for a, _ in spans), max(b for _, b in spans)) if spans else (0, 0)
-        inside = [(s, (s.ts_ns >= t0) & (s.ts_ns <= t1)) for s in shown]
-        self.nvml_note = ""
-        if shown and not any(mask.any() for _, mask in inside):
-            n = len(shown[0].ts_ns)
-            self.nvml_note = (f"NVML: {n} samples, none inside the profiled window "
-                              f"({_rel_s(shown[0].ts_ns[0])} to {_rel_s(shown[0].ts_ns[-1])} of the trace's start)")
-        elif shown and all(float(s.value[mask].max(initial=0)) == 0.0 for s, mask in inside):
-            self.nvml_note = "NVML: " + ", ".join(s.name for s in shown) + " 0 % throughout the profiled window"
+        shown, inside, self.nvml_note = _nvml_plan(ts)
         plot_it = bool(shown) and not self.nvml_note
         if self.nvml_header is None and shown:
             self.nvml_header = HeaderLabel(self.theme)
             self.nvml_plot = self._new_plot(self.nvml_header, "%")
+            if self._linked is not None:
+                self.nvml_plot.enableAutoRange(x=False)
             self.nvml_plot.setXLink(self._linked or self.mem_plot)
         if self.nvml_plot is None:
             return
@@ -219,6 +229,36 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         self.nvml_header.setText("&nbsp;&nbsp;&nbsp;&nbsp;".join(parts))
         self.nvml_plot.setYRange(0, 100 * Y_HEADROOM, padding=0)
         self.nvml_plot.getAxis("left").setTicks([[(0, "0"), (50, "50"), (100, "100")]])
+
+
+def _series(ts: TraceSet, model_index: int | None) -> list:
+    """(model, MemorySeries) to plot: the devices' memory, else the host allocator's."""
+    models = ts.models if model_index is None else [ts.models[model_index]]
+    multi = len(models) > 1
+
+    def labelled(include_cpu: bool) -> list:
+        return [(m, replace(s, label=f"rank {m.rank} {s.label}") if multi and m.rank is not None else s)
+                for m in models for s in memory_series(m, include_cpu=include_cpu)]
+    # a CPU run recorded with profile_memory: the host allocator's [memory] events
+    return labelled(False) or labelled(True)
+
+
+def _nvml_plan(ts: TraceSet) -> tuple[list, list, str]:
+    """(NVML series to show, (series, inside-the-window mask) pairs, the line of text that replaces
+    the plot when the samples say nothing: "" = plot them)."""
+    series = counter_series(ts.nvml, ts.nvml_strings) if ts.nvml is not None else []
+    shown = [s for s in series if s.name.split("/")[-1] in _NVML_PLOTTED]
+    spans = [m.span_ns for m in ts.models if len(m.slices)]
+    t0, t1 = (min(a for a, _ in spans), max(b for _, b in spans)) if spans else (0, 0)
+    inside = [(s, (s.ts_ns >= t0) & (s.ts_ns <= t1)) for s in shown]
+    note = ""
+    if shown and not any(mask.any() for _, mask in inside):
+        n = len(shown[0].ts_ns)
+        note = (f"NVML: {n} samples, none inside the profiled window "
+                f"({_rel_s(shown[0].ts_ns[0])} to {_rel_s(shown[0].ts_ns[-1])} of the trace's start)")
+    elif shown and all(float(s.value[mask].max(initial=0)) == 0.0 for s, mask in inside):
+        note = "NVML: " + ", ".join(s.name for s in shown) + " 0 % throughout the profiled window"
+    return shown, inside, note
 
 
 def _rel_s(t_ns) -> str:

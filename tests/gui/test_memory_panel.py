@@ -22,6 +22,7 @@ def view(qtbot, mem_set):
     qtbot.addWidget(v)
     v.show()
     qtbot.waitExposed(v)
+    qtbot.waitUntil(lambda: v.ready, timeout=10_000)  # the plots come the turn after the timeline
     qtbot.wait(20)
     return v
 
