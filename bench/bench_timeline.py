@@ -175,18 +175,36 @@ def ui_stalls(path: Path, in_process: bool | None, paint: bool = False, whole_wi
         trace_set, indexes = done[0]
         tp = time.perf_counter()
         issues = None
+        painted: list[float] = []
+
+        class FirstPaint(QtCore.QObject):  # the new timeline's first Paint event, as the user sees it
+            def eventFilter(self, obj, ev):  # noqa: N802 (Qt API)
+                if ev.type() == QtCore.QEvent.Type.Paint and not painted:
+                    painted.append(time.perf_counter())
+                return False
+
+        spy = FirstPaint()
+
+        def watch(v) -> None:
+            v.timeline.viewport().installEventFilter(spy)
+
         if win is not None:  # the app's window: the Issues analysis runs after the open too
             view = win
             issues = view.integrations.issues
-            view._on_job_loaded(job, trace_set, indexes)  # noqa: SLF001 - what a finished LoadJob calls
+            win.sig_trace_loaded.connect(lambda _ts: watch(win.current_view()))
+            # what a finished LoadJob's signal calls, from the event loop (the UI timer keeps ticking
+            # between the open's own event-loop turns, as it would for a user)
+            QtCore.QTimer.singleShot(0, lambda: view._on_job_loaded(job, trace_set, indexes))  # noqa: SLF001
         else:
             view = TraceView(trace_set, indexes, load_theme(dark=False))
+            watch(view)
             view.resize(1600, 1000)
             view.show()
-        app.processEvents()
-        view.grab()
-        paint_s = time.perf_counter() - tp
-        out["first_paint_after_open_s"] = round(time.perf_counter() - t0, 2)
+        while not painted and time.perf_counter() - tp < 300:
+            app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 50)
+            time.sleep(0.001)
+        paint_s = (painted[0] if painted else time.perf_counter()) - tp
+        out["first_paint_after_open_s"] = round(tp + paint_s - t0, 2)
         # then the window's own work after the first paint (tables, health, issues: gui/lane.py): keep
         # ticking until it is done, so a result applied on the UI thread shows as a gap too
         pool = QtCore.QThreadPool.globalInstance()
@@ -206,7 +224,7 @@ def ui_stalls(path: Path, in_process: bool | None, paint: bool = False, whole_wi
         out["ui_gap_max_ms_open_and_after"] = round(gaps2[-1], 1) if gaps2 else None
         out["ui_gaps_over_100ms_after_load"] = sum(g > 100 for g in gaps2)
         out["ui_gaps_after_load_top_ms"] = [round(g) for g in gaps2[::-1][:4]]
-        out["view_build_s"] = round(paint_s, 2)
+        out["open_to_paint_s"] = round(paint_s, 2)
         timer.stop()
         view.close()
         if lane is not None:
