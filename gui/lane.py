@@ -86,17 +86,6 @@ def promote(worker, priority: int) -> bool:
     return False
 
 
-class _PaintWatch(QtCore.QObject):
-    def __init__(self, target: QtCore.QObject, release) -> None:
-        super().__init__(target)
-        self._release = release
-
-    def eventFilter(self, obj, ev) -> bool:  # noqa: N802 (Qt API)
-        if ev.type() == QtCore.QEvent.Type.Paint:
-            QtCore.QTimer.singleShot(0, self._release)  # after this paint has finished
-        return False
-
-
 def hold(timeout_ms: int = 2000):
     """Keep the lane's jobs waiting until the returned function is called (idempotent), at most
     `timeout_ms` (a hold whose owner was destroyed before releasing it must not stop the lane)."""
@@ -112,28 +101,46 @@ def hold(timeout_ms: int = 2000):
     return release
 
 
+class _PaintWatch(QtCore.QObject):
+    def __init__(self, target: QtCore.QObject, then) -> None:
+        super().__init__(target)
+        self._then = then
+
+    def eventFilter(self, obj, ev) -> bool:  # noqa: N802 (Qt API)
+        if ev.type() == QtCore.QEvent.Type.Paint:
+            # a timer, not a 0 ms call: after this paint has finished and the window has answered once
+            QtCore.QTimer.singleShot(1, self._then)
+        return False
+
+
+def after_first_paint(widget, fn, timeout_ms: int = 1000) -> None:
+    """Call `fn` once: after `widget` (its viewport, for a scroll area / graphics view) has painted,
+    at once when it is not shown (nothing would paint it, e.g. a view built for an export), at the
+    latest after `timeout_ms`."""
+    target = widget.viewport() if hasattr(widget, "viewport") else widget
+    done: list = []
+    watch: list = []
+
+    def once() -> None:
+        if done:
+            return
+        done.append(True)
+        if watch and shiboken6.isValid(target) and shiboken6.isValid(watch[0]):
+            target.removeEventFilter(watch[0])
+        fn()
+
+    watch.append(_PaintWatch(target, once))
+    target.installEventFilter(watch[0])
+    QtCore.QTimer.singleShot(0, lambda: None if shiboken6.isValid(widget) and widget.isVisible() else once())
+    QtCore.QTimer.singleShot(timeout_ms, once)
+
+
 def hold_until_painted(widget, timeout_ms: int = 1000) -> None:
     """Keep the lane's jobs waiting until `widget` has painted once (a just-opened trace's first frame
     gets the GIL to itself: the open froze the window 0.35 s longer while the health check and the Issues
-    analysis started beside it), at most `timeout_ms`; at once when the widget is not shown (nothing will
-    paint it, e.g. a view built for an export). A job already running goes on."""
-    token = object()
-    _HOLDS.add(token)
-    target = widget.viewport() if hasattr(widget, "viewport") else widget
-    watch: list = []
-
-    def release() -> None:
-        if token not in _HOLDS:
-            return
-        _HOLDS.discard(token)
-        if watch and shiboken6.isValid(target) and shiboken6.isValid(watch[0]):
-            target.removeEventFilter(watch[0])
-        _pump()
-
-    watch.append(_PaintWatch(target, release))
-    target.installEventFilter(watch[0])
-    QtCore.QTimer.singleShot(0, lambda: None if shiboken6.isValid(widget) and widget.isVisible() else release())
-    QtCore.QTimer.singleShot(timeout_ms, release)
+    analysis started beside it), at most `timeout_ms`; at once when the widget is not shown. A job
+    already running goes on."""
+    after_first_paint(widget, hold(timeout_ms + 1000), timeout_ms)
 
 
 def idle() -> bool:

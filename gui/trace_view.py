@@ -3,6 +3,7 @@ the timeline, memory/NVML plots x-linked to it, and bottom tabs (Details, Kernel
 from __future__ import annotations
 
 import numpy as np
+import shiboken6
 from PySide6 import QtCore, QtWidgets
 
 from core.trace import query
@@ -54,14 +55,10 @@ def _model_of_gpu(ts: TraceSet, gpu: str) -> int:
 
 
 
-PLOTS_AFTER_MS = 1  # the memory plots: the first timer after the open's own turn and its first paint
-
-
 class TraceView(QtWidgets.QWidget):
     """A trace's tab. It opens in two event-loop turns, so that neither freezes the window for long on
-    a big trace: the timeline, tables (queued), details, search and legend first - that turn is followed
-    by the first paint - then the memory plots in the height already planned for them (`ready`,
-    `sig_ready`)."""
+    a big trace: the timeline, tables (queued), details, search and legend first, then the first paint,
+    then the memory plots in the height already planned for them (`ready`, `sig_ready`)."""
     sig_slice_selected = QtCore.Signal(int, int)  # (model index, slice row); -1 = none
     sig_ready = QtCore.Signal()  # every part of the view is filled (the turn after the timeline's)
 
@@ -175,13 +172,14 @@ class TraceView(QtWidgets.QWidget):
         self.memory.plan(self.trace_set, None)  # the plots' height now, for the first frame's layout
         QtCore.QTimer.singleShot(0, self.fit_splitter)
         QtCore.QTimer.singleShot(0, self.timeline.setFocus)  # W/S/A/D work right away
-        # a timer, not a 0 ms call: that would run in the same event-loop pass as this turn and the first
-        # paint, without the window answering in between
-        QtCore.QTimer.singleShot(PLOTS_AFTER_MS, self._load_plots)
+        # after the timeline's first paint (a timer would fire before it: the paint waited for the plots)
+        lane.after_first_paint(self.timeline, self._load_plots)
 
     def _load_plots(self) -> None:
         """The open's second turn: the memory / NVML plots (a PlotItem and its curves: ~25 ms on a 1 GB
         trace), in the place the first turn planned for them."""
+        if not shiboken6.isValid(self) or self.ready:  # closed before its first paint / already done
+            return
         self.memory.set_trace(self.trace_set, None)
         self.memory.link_x(self.timeline.vb)
         self.rank_filter.setEnabled(len(self.models) > 1)
