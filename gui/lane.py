@@ -18,12 +18,15 @@ lower job overtook it). `hold_until_painted` keeps new jobs waiting until a just
 from __future__ import annotations
 
 import itertools
+import time
 
 import shiboken6
 from PySide6 import QtCore
 
 HEALTH, VISIBLE, ISSUES, HIDDEN = 30, 20, 10, 0
-BREATH_MS = 30  # between two jobs: the UI thread applies and paints the last result alone
+BREATH_MS = 30  # between two jobs: the UI thread applies and paints the last result alone ...
+BREATH_AFTER_S = 0.05  # ... after a job this long (a small trace's jobs follow each other at once)
+_STARTED: dict = {}  # id(worker) -> time.monotonic() it started
 
 _POOL: QtCore.QThreadPool | None = None
 _QUEUE: list = []  # [priority, seq, worker] waiting; the highest priority (then the oldest) runs next
@@ -55,6 +58,7 @@ def _pump() -> None:
     _QUEUE.remove(item)
     worker = item[2]
     _RUNNING.append(worker)
+    _STARTED[id(worker)] = time.monotonic()
     worker.finished.connect(lambda w=worker: _on_finished(w))
     pool().start(worker)
 
@@ -62,10 +66,14 @@ def _pump() -> None:
 def _on_finished(worker) -> None:
     if worker in _RUNNING:
         _RUNNING.remove(worker)
-    # the job's result was just applied on the UI thread (its `returned` came first): let the window
-    # paint it before the next job takes the GIL back (a table filled and painted beside the next job
-    # froze the window 110-170 ms on a 1 GB trace)
-    QtCore.QTimer.singleShot(BREATH_MS, _pump)
+    # the job's result was just applied on the UI thread (its `returned` came first): after a long job
+    # (a big result), let the window paint it before the next job takes the GIL back (a table filled
+    # and painted beside the next job froze the window 110-170 ms on a 1 GB trace)
+    took_s = time.monotonic() - _STARTED.pop(id(worker), time.monotonic())
+    if took_s >= BREATH_AFTER_S:
+        QtCore.QTimer.singleShot(BREATH_MS, _pump)
+    else:
+        _pump()
 
 
 def drop(worker) -> bool:
