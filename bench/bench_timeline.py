@@ -191,7 +191,9 @@ def ui_stalls(path: Path, in_process: bool | None, paint: bool = False, whole_wi
         if win is not None:  # the app's window: the Issues analysis runs after the open too
             view = win
             issues = view.integrations.issues
-            win.sig_trace_loaded.connect(lambda _ts: watch(win.current_view()))
+            # the new tab becomes current in the open's own turn, before its first paint
+            # (sig_trace_loaded comes after the view's last turn: too late to see the first paint)
+            win.tabs.currentChanged.connect(lambda _i: watch(win.current_view()) if win.current_view() else None)
             # what a finished LoadJob's signal calls, from the event loop (the UI timer keeps ticking
             # between the open's own event-loop turns, as it would for a user)
             QtCore.QTimer.singleShot(0, lambda: view._on_job_loaded(job, trace_set, indexes))  # noqa: SLF001

@@ -58,7 +58,8 @@ def _model_of_gpu(ts: TraceSet, gpu: str) -> int:
 class TraceView(QtWidgets.QWidget):
     """A trace's tab. It opens in two event-loop turns, so that neither freezes the window for long on
     a big trace: the timeline, tables (queued), details, search and legend first, then the first paint,
-    then the memory plots in the height already planned for them (`ready`, `sig_ready`)."""
+    then the memory plot and, after its paint, the NVML plot, in the height already planned for them
+    (`ready`, `sig_ready`)."""
     sig_slice_selected = QtCore.Signal(int, int)  # (model index, slice row); -1 = none
     sig_ready = QtCore.Signal()  # every part of the view is filled (the turn after the timeline's)
 
@@ -69,6 +70,7 @@ class TraceView(QtWidgets.QWidget):
         self.models = list(trace_set.models)
         self._keep_tab = False
         self.ready = False
+        self._plots_started = False
         self.search = SearchBar()
         self.rank_filter = QtWidgets.QComboBox()
         self.rank_filter.setToolTip("Rank filter: which ranks the timeline shows and the tables describe")
@@ -176,12 +178,19 @@ class TraceView(QtWidgets.QWidget):
         lane.after_first_paint(self.timeline, self._load_plots)
 
     def _load_plots(self) -> None:
-        """The open's second turn: the memory / NVML plots (a PlotItem and its curves: ~25 ms on a 1 GB
-        trace), in the place the first turn planned for them."""
-        if not shiboken6.isValid(self) or self.ready:  # closed before its first paint / already done
+        """The open's second turn: the memory plot (a PlotItem and its curves: ~30 ms), in the place the
+        first turn planned for it; the NVML plot (as much again) after its paint."""
+        if not shiboken6.isValid(self) or self.ready or self._plots_started:  # closed / already done
             return
-        self.memory.set_trace(self.trace_set, None)
+        self._plots_started = True
+        self.memory.set_trace(self.trace_set, None, nvml=False)
         self.memory.link_x(self.timeline.vb)
+        lane.after_first_paint(self.memory, self._load_nvml)
+
+    def _load_nvml(self) -> None:
+        if not shiboken6.isValid(self) or self.ready:
+            return
+        self.memory.set_nvml(self.trace_set)
         self.rank_filter.setEnabled(len(self.models) > 1)
         self.fit_splitter()
         self.ready = True

@@ -129,8 +129,10 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
             for plot in self.plots():
                 plot.getViewBox().linkedViewChanged(vb, pg.ViewBox.XAxis)
 
-    def set_trace(self, ts: TraceSet, model_index: int | None = 0) -> None:
-        """Memory of model `model_index`, or of every rank (None; curves labelled by rank)."""
+    def set_trace(self, ts: TraceSet, model_index: int | None = 0, nvml: bool = True) -> None:
+        """Memory of model `model_index`, or of every rank (None; curves labelled by rank); the NVML
+        plot too, unless `nvml` is False (then `set_nvml` follows: a view opening a trace draws the two
+        plots in two event-loop turns, ~30 ms each)."""
         if self.mem_plot is None:
             self.mem_plot = self._new_plot(self.summary, "memory")
             if self._linked is not None:
@@ -139,7 +141,8 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         self.mem_plot.clear()
         self.curves.clear()
         self.peaks = []
-        self._planned_px = None
+        if nvml:
+            self._planned_px = None
         series = _series(ts, model_index)
         top = max((max(s.peak_reserved_bytes, s.peak_allocated_bytes) for _, s in series), default=0)
         self.mem_unit = (GIB, "GiB") if top >= 2 * GIB else (1024 ** 2, "MiB")
@@ -172,7 +175,18 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
             self.summary.setText(html.escape(self.mem_note))
         self.summary.setVisible(True)
         self.setToolTip("")
+        if nvml:
+            self.set_nvml(ts)
+        else:
+            self._refit()
+
+    def set_nvml(self, ts: TraceSet) -> None:
+        """The NVML plot (or its line of text) of `ts`."""
+        self._planned_px = None
         self._set_nvml(ts)
+        self._refit()
+
+    def _refit(self) -> None:
         # plots added to a panel already shown: its layout shrank to their size hint (a 9 px view box);
         # back to the whole view, as a resize would
         self.ci.setGeometry(QtCore.QRectF(self.range))
