@@ -85,6 +85,8 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         left.setLabel(title, color=self.theme.text.name())
         left.setStyle(tickTextOffset=4)
         header.setToolTip(f"{title}: legend and summary")
+        if self._linked is not None:  # made after link_x: it follows the timeline too
+            self._link(plot, self._linked)
         return plot
 
     def plots(self) -> list[pg.PlotItem]:
@@ -118,9 +120,13 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         would pull the timeline out to the whole trace through the link."""
         self._linked = view_box
         for plot in self.plots():
-            plot.enableAutoRange(x=False)
-            plot.setXLink(view_box)
+            self._link(plot, view_box)
         self.relink_x(view_box)
+
+    @staticmethod
+    def _link(plot: pg.PlotItem, view_box: pg.ViewBox) -> None:
+        plot.enableAutoRange(x=False)
+        plot.setXLink(view_box)
 
     def relink_x(self, view_box: pg.ViewBox | None = None) -> None:
         """Line the plots up with the timeline again (after a resize of either, or new curves)."""
@@ -135,9 +141,6 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         plots in two event-loop turns, ~30 ms each)."""
         if self.mem_plot is None:
             self.mem_plot = self._new_plot(self.summary, "memory")
-            if self._linked is not None:
-                self.mem_plot.enableAutoRange(x=False)
-                self.mem_plot.setXLink(self._linked)
         self.mem_plot.clear()
         self.curves.clear()
         self.peaks = []
@@ -223,9 +226,8 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         if self.nvml_header is None and shown:
             self.nvml_header = HeaderLabel(self.theme)
             self.nvml_plot = self._new_plot(self.nvml_header, "%")
-            if self._linked is not None:
-                self.nvml_plot.enableAutoRange(x=False)
-            self.nvml_plot.setXLink(self._linked or self.mem_plot)
+            if self._linked is None:  # no timeline: it follows the memory plot
+                self.nvml_plot.setXLink(self.mem_plot)
         if self.nvml_plot is None:
             return
         self.nvml_plot.clear()
