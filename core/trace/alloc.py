@@ -6,7 +6,15 @@ computing. glibc serves allocations above M_MMAP_THRESHOLD (32 MiB at most by de
 mmaps and returns them on free; raising the threshold and the trim threshold makes the next
 temporary reuse already-touched memory (2-5x faster alloc/free cycles measured here). Peak RSS is
 unchanged; memory freed after a load stays with the process for the next one.
-Disable with PTPROF_MALLOC_TUNE=0.
+
+Two more settings, for the same reason (bench/README.md, "Fresh pages"):
+- one malloc arena (M_ARENA_MAX=1): the scanner threads' chunk buffers would otherwise live in
+  per-thread arenas, where the main thread's merge and build can never reuse them once freed;
+- no transparent huge pages for numpy's big arrays (numpy madvises MADV_HUGEPAGE on each): with the
+  kernel's default `defrag=madvise`, a huge-page fault compacts memory in line when the page cache is
+  full (as it is right after reading a big trace) - first touching 1 GiB took 3.6 s that way here
+  against 0.8 s in 4 KiB pages. PTPROF_HUGEPAGES=1 keeps numpy's default.
+Disable all of it with PTPROF_MALLOC_TUNE=0.
 """
 from __future__ import annotations
 
@@ -17,6 +25,7 @@ import sys
 
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
+_M_ARENA_MAX = -8
 _done = False
 _libc = None
 
@@ -32,10 +41,24 @@ def tune_malloc() -> bool:
         global _libc
         _libc = libc
         ok = libc.mallopt(_M_MMAP_THRESHOLD, 1 << 30) == 1 and libc.mallopt(_M_TRIM_THRESHOLD, (1 << 31) - 1) == 1
+        if ok:
+            libc.mallopt(_M_ARENA_MAX, 1)  # threads started from now on share the main arena
     except (OSError, AttributeError):
         return False
+    if ok and os.environ.get("PTPROF_HUGEPAGES", "0") != "1":
+        _numpy_hugepages(False)
     _done = ok
     return ok
+
+
+def _numpy_hugepages(enabled: bool) -> None:
+    try:
+        from numpy._core import multiarray
+    except ImportError:  # pragma: no cover - numpy < 2
+        from numpy.core import multiarray
+    setter = getattr(multiarray, "_set_madvise_hugepage", None)
+    if setter is not None:
+        setter(enabled)
 
 
 def trim() -> None:

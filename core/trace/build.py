@@ -119,10 +119,10 @@ def build_model(m: Merged, meta_doc: dict, path: str, warnings: list[str]) -> Tr
     if capped:
         warnings.append(f"{capped:,} kernels overlap more than {limits()['lanes']['max_lanes']:,} others on "
                         "their stream: they share its last sub-row")
-    if big:  # the sort's and the depth's temporaries are gone
-        trim()
     # arg columns: one scatter each straight into sorted order; the dense ones (python ids, offsets
-    # on with_stack traces) first, so their merged-order arrays are freed before the others grow
+    # on with_stack traces) first, so their merged-order arrays are freed before the others grow.
+    # The heap is not trimmed before: the columns reuse the pages the sort and the depth freed
+    # (10 GB trace: 1.2 GB fewer fresh pages, +140 MB peak)
     for k in sorted((k for k in SLICE_COLUMNS if k not in cols), key=lambda k: a[k][0] is not None):
         cols[k] = dense(a.pop(k), n, _FILL.get(k, NONE), position)
     del position

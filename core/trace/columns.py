@@ -151,6 +151,8 @@ def as_sparse(name: str, arg: tuple) -> tuple[np.ndarray, np.ndarray]:
     idx, vals = arg
     if idx is not None:
         return idx, vals
+    if hasattr(vals, "concat"):  # merge.DenseParts
+        vals = vals.concat()
     keep = ~np.isnan(vals) if name in FLOAT_ARGS else vals != ARG_FILL[name]
     return np.flatnonzero(keep).astype(np.int32), vals[keep]
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core.trace.columns import (
-    FLOAT_ARGS, INT_ARGS, PH_B, PH_X, STR_ARGS, STR_CODE_BASE, ChunkColumns, as_sparse,
+    ARG_FILL, FLOAT_ARGS, INT_ARGS, PH_B, PH_X, STR_ARGS, STR_CODE_BASE, ChunkColumns, as_sparse,
 )
 from core.trace.strings import StringTable
 
@@ -175,12 +175,40 @@ def merge_chunks(chunks: list[ChunkColumns]) -> Merged:
     return merger.finish()
 
 
-def _arg_concat(name: str, parts: list, dtype, n_rows: int) -> tuple[np.ndarray | None, np.ndarray]:
+class DenseParts:
+    """A dense arg column still in its chunks' pieces (in row order). The build scatters each piece
+    straight into sorted order (`dense`), so the column is never concatenated: on a with_stack trace
+    the dense columns (python ids, offsets) are 24 bytes a row, and a concatenation would first-touch
+    that much fresh memory only to be copied again and freed."""
+
+    __slots__ = ("parts", "dtype")
+
+    def __init__(self, parts: list[np.ndarray], dtype) -> None:
+        self.parts = parts
+        self.dtype = np.dtype(dtype)
+
+    def __len__(self) -> int:
+        return sum(len(p) for p in self.parts)
+
+    def concat(self) -> np.ndarray:
+        return _concat(self.parts, self.dtype).astype(self.dtype, copy=False)
+
+
+def values(vals) -> np.ndarray:
+    """The values of an arg column as one array (a DenseParts is concatenated)."""
+    return vals.concat() if isinstance(vals, DenseParts) else vals
+
+
+def _arg_concat(name: str, parts: list, dtype, n_rows: int) -> tuple[np.ndarray | None, np.ndarray | DenseParts]:
     """One arg column from the chunks' (first row, index, values) parts: dense when every chunk
-    covered all its rows densely (one concatenation, no index column), else sparse."""
+    covered all its rows densely (values kept in pieces, no index column), else sparse."""
     covered = sum(len(vals) for _, idx, vals in parts if idx is None)
     if parts and covered == n_rows:
-        return None, _concat([vals for _, _, vals in parts], dtype).astype(dtype, copy=False)
+        if len(parts) == 1:
+            return None, parts[0][2].astype(dtype, copy=False)
+        return None, DenseParts([vals for _, _, vals in parts], dtype)
+    if parts and covered * 2 >= n_rows:  # mostly dense (a few chunks of other events): dense pieces
+        return None, _densified(name, parts, dtype, n_rows)
     pairs = [(first, *as_sparse(name, (idx, vals))) for first, idx, vals in parts]
     parts.clear()
     if not pairs:
@@ -189,14 +217,46 @@ def _arg_concat(name: str, parts: list, dtype, n_rows: int) -> tuple[np.ndarray 
             _concat([vals for _, _, vals in pairs], dtype).astype(dtype, copy=False))
 
 
+def _densified(name: str, parts: list, dtype, n_rows: int) -> DenseParts:
+    """Dense pieces over rows [0, n_rows) from (first row, index or None, values) parts in row order:
+    a sparse part is spread over its chunk's rows (up to the next part's first row) with the arg's
+    fill value, as the scanner writes a missing value in a dense chunk; rows before or after the
+    parts get the fill too. A with_stack trace's python ids are dense in nearly every chunk; one
+    chunk of CPU ops would otherwise turn the whole column into (index, value) pairs: twice its size,
+    concatenated, then scattered into a filled column (10 GB trace: ~1.2 GB of fresh memory)."""
+    fill = ARG_FILL[name]
+    out: list[np.ndarray] = []
+    ends = [first for first, _, _ in parts[1:]] + [n_rows]
+    if parts[0][0] > 0:
+        out.append(np.full(parts[0][0], fill, dtype=dtype))
+    for (first, idx, vals), end in zip(parts, ends):
+        if idx is None:
+            out.append(vals)
+            if first + len(vals) < end:
+                out.append(np.full(end - first - len(vals), fill, dtype=dtype))
+        else:
+            piece = np.full(end - first, fill, dtype=dtype)
+            piece[idx] = vals
+            out.append(piece)
+    parts.clear()
+    return DenseParts(out, dtype)
+
+
 def dense(arg: tuple, n: int, fill, positions: np.ndarray | None = None) -> np.ndarray:
     """Dense column of n rows from (row index, value) pairs or a dense (None, values) column;
     `positions` maps row -> output row."""
     idx, vals = arg
     if idx is None:
         if positions is None:
-            return vals
+            return values(vals)
         out = np.empty(n, dtype=vals.dtype)
+        if isinstance(vals, DenseParts):  # each piece straight to its sorted rows, freed as it goes
+            a, parts, vals.parts = 0, vals.parts, []
+            while parts:
+                part = parts.pop(0)
+                out[positions[a:a + len(part)]] = part
+                a += len(part)
+            return out
         out[positions] = vals
         return out
     # zeros come from calloc: pages a sparse column never writes are not touched (string-id args)
@@ -247,7 +307,7 @@ def _pair_begin_end(m: Merged) -> None:
     m.rows["ph"][:] = PH_X
     for k, (i, v) in m.args.items():
         if i is None:
-            m.args[k] = (None, v[idx])
+            m.args[k] = (None, values(v)[idx])
             continue
         j = new_row[i]
         m.args[k] = (j[j >= 0], v[j >= 0])

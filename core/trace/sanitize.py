@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from core.trace.limits import limits
-from core.trace.merge import Merged
+from core.trace.merge import Merged, values
 
 _SIDE_TABLES = ("instants", "memory", "flows", "counters")
 
@@ -59,7 +59,7 @@ def _filter_rows(m: Merged, keep: np.ndarray) -> None:
     new_index = np.cumsum(keep) - 1
     for k, (idx, val) in list(m.args.items()):
         if idx is None:  # a dense arg column (merge.Merged): one value per row
-            m.args[k] = (None, val[keep])
+            m.args[k] = (None, values(val)[keep])
             continue
         ok = keep[idx]
         m.args[k] = (new_index[idx[ok]].astype(idx.dtype), val[ok])

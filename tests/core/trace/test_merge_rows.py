@@ -64,3 +64,45 @@ def test_chunks_of_both_paths_merge_alike():
 def test_expected_rows_overestimates_a_uniform_file():
     assert parallel.expected_rows(1000, 1 << 20, 100 << 20) >= 100_000
     assert parallel.expected_rows(0, 0, 0) > 0
+
+
+@pytest.mark.parametrize("name,dtype,fill", [("python_id", np.int64, -1), ("occupancy", np.float32, np.nan)])
+@pytest.mark.parametrize("layout", ["all dense", "mostly dense", "mostly sparse", "gaps", "one part"])
+def test_arg_parts_give_the_same_column_in_any_form(name, dtype, fill, layout):
+    """An arg column from chunk parts (dense values or (index, value) pairs, chunks without the arg in
+    between) reads the same through `dense`, in file order and scattered to sorted positions, whether
+    it is kept in dense pieces or turned into pairs."""
+    from core.trace.columns import ARG_FILL
+    from core.trace.merge import DenseParts, _arg_concat, dense
+    rng = np.random.default_rng(len(layout))
+    sizes = {"all dense": [50, 30, 20], "mostly dense": [50, 30, 20, 40], "mostly sparse": [10, 60, 60],
+             "gaps": [40, 25, 35, 30], "one part": [70]}[layout]
+    kinds = {"all dense": "ddd", "mostly dense": "ddsd", "mostly sparse": "dss", "gaps": "d-ds",
+             "one part": "d"}[layout]
+    n = sum(sizes)
+    want = np.full(n, fill, dtype=dtype)
+    parts, first = [], 0
+    for size, kind in zip(sizes, kinds):
+        vals = rng.integers(0, 1000, size).astype(dtype)
+        if kind == "d":  # dense: a missing value is the fill
+            vals[rng.random(size) < 0.2] = ARG_FILL[name]
+            parts.append((first, None, vals))
+            want[first:first + size] = vals
+        elif kind == "s":
+            idx = np.flatnonzero(rng.random(size) < 0.3).astype(np.int32)
+            parts.append((first, idx, vals[idx]))
+            want[first + idx] = vals[idx]
+        first += size  # "-": a chunk without the arg
+    arg = _arg_concat(name, list(parts), dtype, n)
+    if layout in ("all dense", "mostly dense", "gaps"):
+        assert arg[0] is None and isinstance(arg[1], DenseParts)
+    elif layout == "mostly sparse":
+        assert arg[0] is not None
+    order = rng.permutation(n)
+    position = np.empty(n, dtype=np.int32)
+    position[order] = np.arange(n, dtype=np.int32)
+    got_sorted = dense(arg, n, fill, position)
+    np.testing.assert_array_equal(got_sorted, want[order])
+    assert got_sorted.dtype == dtype
+    got = dense(_arg_concat(name, list(parts), dtype, n), n, fill)  # file order (an identity sort)
+    np.testing.assert_array_equal(got, want)

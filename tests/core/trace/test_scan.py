@@ -406,8 +406,10 @@ def test_dense_and_sparse_arg_chunks_merge_like_the_python_path():
         fi, fv = columns.as_sparse(key, fast_m.args[key])
         si, sv = columns.as_sparse(key, slow_m.args[key])
         assert fi.tolist() == si.tolist() and np.array_equal(fv, sv, equal_nan=True), key
-    idx, offsets = fast_m.args["src_offset"]  # mixed: sparse, only the scanned chunks' rows
-    assert idx is not None and len(idx) == len(fast_chunks[0].rows["ts"]) + len(fast_chunks[1].rows["ts"])
+    # mostly dense: kept in dense pieces, the Python path's rows (no offsets) filled as missing
+    scanned = len(fast_chunks[0].rows["ts"]) + len(fast_chunks[1].rows["ts"])
+    idx, offsets = columns.as_sparse("src_offset", fast_m.args["src_offset"])
+    assert idx.tolist() == list(range(scanned)) and len(fast_chunks[2].rows["ts"]) == 3
 
 
 def _decode_events_ok(buf):
