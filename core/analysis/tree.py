@@ -17,8 +17,12 @@ def parents(model: TraceModel) -> np.ndarray:
 
 
 def _parents(model: TraceModel) -> np.ndarray:
-    """One sort + one searchsorted (not a pass per depth level: python stacks reach depth > 6000 in
-    compile traces, where a per-level loop over 3M rows took 20 s)."""
+    """Rows grouped by depth with one stable sort (a radix sort of the int16 depth: row order is kept
+    inside a level), then per level one searchsorted of its rows among the level above's: both sorted,
+    so the search walks forward (10 GB trace, 37M rows: 8.6 s -> ~1 s with one global sort of
+    depth * n + row and a searchsorted of unsorted queries). Not a pass over all rows per depth level:
+    python stacks reach depth > 6000 in compile traces, where a per-level loop over 3M rows took 20 s;
+    here a level costs only its own rows."""
     s = model.slices
     n = len(s)
     out = np.full(n, -1, dtype=np.int64)
@@ -28,31 +32,29 @@ def _parents(model: TraceModel) -> np.ndarray:
     rows = np.flatnonzero(~gpu_tracks[s.track])
     if not len(rows):
         return out
-    # key = depth * n + row: rows of one depth level are contiguous and in (track, ts) order; built in
-    # place and each temporary dropped once used (a 4M-row trace: ~60 instead of ~100 bytes per row)
-    keys = s.depth[rows].astype(np.int64)
-    keys *= n
-    keys += rows
-    order = np.argsort(keys, kind="stable")
-    sorted_keys = keys[order]
-    sorted_rows = rows[order]
-    del order
-    child = np.flatnonzero(keys >= n)  # depth > 0
-    q = keys[child]
-    del keys
-    q -= n  # (depth - 1) * n + row
-    crow = rows[child]
-    del rows, child
-    j = np.searchsorted(sorted_keys, q, side="left")
-    j -= 1
-    ok = j >= 0
-    np.maximum(j, 0, out=j)
-    ok &= sorted_keys[j] // n == q // n  # the candidate is one level up
-    del q, sorted_keys
-    p = sorted_rows[j]
-    del j, sorted_rows
-    ok &= s.track[p] == s.track[crow]
-    out[crow[ok]] = p[ok]
+    depth = s.depth[rows]
+    if depth.dtype.itemsize > 2 and int(depth.max(initial=0)) < 2**15:
+        depth = depth.astype(np.int16)
+    order = np.argsort(depth, kind="stable")
+    by_level = rows[order]  # rows of one depth level contiguous, ascending
+    level_of = depth[order]
+    del order, depth, rows
+    top = int(level_of[-1])
+    bounds = np.searchsorted(level_of, np.arange(top + 2), side="left")
+    del level_of
+    track = s.track
+    for d in range(1, top + 1):
+        kids = by_level[bounds[d]:bounds[d + 1]]
+        above = by_level[bounds[d - 1]:bounds[d]]
+        if not len(kids) or not len(above):
+            continue
+        j = np.searchsorted(above, kids, side="left")
+        j -= 1
+        ok = j >= 0
+        np.maximum(j, 0, out=j)
+        p = above[j]
+        ok &= track[p] == track[kids]
+        out[kids[ok]] = p[ok]
     return out
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from helpers import shared_trace
 from core.analysis import intervals, stats, steps, tree
@@ -75,6 +76,28 @@ def test_op_table_device_time_accounts_for_all_gpu_work():
     by_shapes = stats.op_table(m, by_shapes=True)
     assert len(by_shapes) >= len(ot)
     assert by_shapes.calls.sum() == ot.calls.sum()
+
+
+def _naive_parents(m) -> list[int]:
+    """The definition, row by row: the latest earlier row of the same track one level up."""
+    from core.trace.model import TrackKind
+    s = m.slices
+    gpu = {int(k) for k in (TrackKind.GPU_STREAM, TrackKind.GPU_ANNOTATION)}
+    out, last = [-1] * len(s), {}
+    for r, (t, d) in enumerate(zip(s.track.tolist(), s.depth.tolist())):
+        if int(m.tracks.kind[t]) in gpu:
+            continue
+        if d > 0:
+            out[r] = last.get((t, d - 1), -1)
+        last[(t, d)] = r
+    return out
+
+
+@pytest.mark.parametrize("name", ["gpu_issues.pt.trace.json.gz", "gpu_compile_small.pt.trace.json.gz",
+                                  "cpu_compile.pt.trace.json.gz"])
+def test_parents_equal_the_definition(name):
+    m = _model(name)
+    assert tree._parents(m).tolist() == _naive_parents(m)
 
 
 def test_parents_and_python_stack():
