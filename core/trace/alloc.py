@@ -7,13 +7,12 @@ mmaps and returns them on free; raising the threshold and the trim threshold mak
 temporary reuse already-touched memory (2-5x faster alloc/free cycles measured here). Peak RSS is
 unchanged; memory freed after a load stays with the process for the next one.
 
-Two more settings, for the same reason (bench/README.md, "Fresh pages"):
-- one malloc arena (M_ARENA_MAX=1): the scanner threads' chunk buffers would otherwise live in
-  per-thread arenas, where the main thread's merge and build can never reuse them once freed;
-- no transparent huge pages for numpy's big arrays (numpy madvises MADV_HUGEPAGE on each): with the
-  kernel's default `defrag=madvise`, a huge-page fault compacts memory in line when the page cache is
-  full (as it is right after reading a big trace) - first touching 1 GiB took 3.6 s that way here
-  against 0.8 s in 4 KiB pages. PTPROF_HUGEPAGES=1 keeps numpy's default.
+One more setting, for the same reason (bench/README.md, "Fresh pages"): one malloc arena
+(M_ARENA_MAX=1). The scanner threads' chunk buffers would otherwise live in per-thread arenas, where
+the main thread's merge and build can never reuse them once freed.
+Numpy's transparent huge pages are left on: turning them off was 10-20 % faster on this VM at
+1.1 GB (first touching 1 GiB in huge pages took 3.6 s here against 0.8 s in 4 KiB pages) but
+slower at 10 GB here and at 1.1 GB on the 16-core GPU host (bench/device_fresh_pages.sh).
 Disable all of it with PTPROF_MALLOC_TUNE=0.
 """
 from __future__ import annotations
@@ -45,20 +44,8 @@ def tune_malloc() -> bool:
             libc.mallopt(_M_ARENA_MAX, 1)  # threads started from now on share the main arena
     except (OSError, AttributeError):
         return False
-    if ok and os.environ.get("PTPROF_HUGEPAGES", "0") != "1":
-        _numpy_hugepages(False)
     _done = ok
     return ok
-
-
-def _numpy_hugepages(enabled: bool) -> None:
-    try:
-        from numpy._core import multiarray
-    except ImportError:  # pragma: no cover - numpy < 2
-        from numpy.core import multiarray
-    setter = getattr(multiarray, "_set_madvise_hugepage", None)
-    if setter is not None:
-        setter(enabled)
 
 
 def trim() -> None:
