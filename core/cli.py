@@ -53,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "_missing", False):
         print(f"ptprof: '{args.command}' is not available in this build", file=sys.stderr)
         return 2
+    from core.trace.alloc import single_arena
+    single_arena()  # no UI thread here: the loader's threads share one malloc arena (faster big loads)
     try:
         code = int(importlib.import_module(args._module).run(args) or 0)
         sys.stdout.flush()  # a full disk or /dev/full fails here, inside the handlers below

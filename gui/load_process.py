@@ -54,6 +54,8 @@ def _child(path: str, conn) -> None:
         os.nice(LOADER_NICE)
     except (AttributeError, OSError):
         pass
+    from core.trace.alloc import single_arena
+    single_arena()  # no UI thread in this process (see core/trace/alloc.py)
     from core.trace import query
     from core.trace.loader import iter_load
     from core.trace.model import TraceParseError

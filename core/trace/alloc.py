@@ -7,9 +7,12 @@ mmaps and returns them on free; raising the threshold and the trim threshold mak
 temporary reuse already-touched memory (2-5x faster alloc/free cycles measured here). Peak RSS is
 unchanged; memory freed after a load stays with the process for the next one.
 
-One more setting, for the same reason (bench/README.md, "Fresh pages"): one malloc arena
-(M_ARENA_MAX=1). The scanner threads' chunk buffers would otherwise live in per-thread arenas, where
-the main thread's merge and build can never reuse them once freed.
+`single_arena()`, for the same reason (bench/README.md, "Fresh pages"): the threads a process
+starts from then on share the main malloc arena. The scanner threads' chunk buffers would otherwise
+live in per-thread arenas, where the main thread's merge and build can never reuse them once freed.
+Only processes without a UI call it (the CLI, the GUI's loader child): in the window, the UI thread
+would wait on that arena's lock while a load thread frees or trims gigabytes (10 GB trace: UI gaps of
+200-660 ms at the end of the load, none without it).
 Numpy's transparent huge pages are left on: turning them off was 10-20 % faster on this VM at
 1.1 GB (first touching 1 GiB in huge pages took 3.6 s here against 0.8 s in 4 KiB pages) but
 slower at 10 GB here and at 1.1 GB on the 16-core GPU host (bench/device_fresh_pages.sh).
@@ -40,12 +43,22 @@ def tune_malloc() -> bool:
         global _libc
         _libc = libc
         ok = libc.mallopt(_M_MMAP_THRESHOLD, 1 << 30) == 1 and libc.mallopt(_M_TRIM_THRESHOLD, (1 << 31) - 1) == 1
-        if ok:
-            libc.mallopt(_M_ARENA_MAX, 1)  # threads started from now on share the main arena
     except (OSError, AttributeError):
         return False
     _done = ok
     return ok
+
+
+def single_arena() -> bool:
+    """Make threads started from now on share the main malloc arena (glibc; see the module doc).
+    Not for a process with a UI thread. Off with PTPROF_MALLOC_TUNE=0."""
+    if not sys.platform.startswith("linux") or os.environ.get("PTPROF_MALLOC_TUNE", "1") == "0":
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc.mallopt(_M_ARENA_MAX, 1) == 1
+    except (OSError, AttributeError):
+        return False
 
 
 def trim() -> None:
