@@ -200,14 +200,10 @@ def values(vals) -> np.ndarray:
 
 
 def _arg_concat(name: str, parts: list, dtype, n_rows: int) -> tuple[np.ndarray | None, np.ndarray | DenseParts]:
-    """One arg column from the chunks' (first row, index, values) parts: dense when every chunk
-    covered all its rows densely (values kept in pieces, no index column), else sparse."""
+    """One arg column from the chunks' (first row, index, values) parts: dense pieces (no index
+    column) when the chunks that ship it dense hold at least half the rows, else sparse pairs."""
     covered = sum(len(vals) for _, idx, vals in parts if idx is None)
-    if parts and covered == n_rows:
-        if len(parts) == 1:
-            return None, parts[0][2].astype(dtype, copy=False)
-        return None, DenseParts([vals for _, _, vals in parts], dtype)
-    if parts and covered * 2 >= n_rows:  # mostly dense (a few chunks of other events): dense pieces
+    if parts and covered * 2 >= n_rows:
         return None, _densified(name, parts, dtype, n_rows)
     pairs = [(first, *as_sparse(name, (idx, vals))) for first, idx, vals in parts]
     parts.clear()
