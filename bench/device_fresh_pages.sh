@@ -4,7 +4,8 @@
 # (.whl/old/core, a7774b6) and after, on 2 cores (taskset -c 0,1) and, for 1.1 GB, on all 16; `ptprof info
 # --no-cache`, alternated. (Run on 2026-12-03 with an intermediate build that also turned numpy's huge
 # pages off, and PTPROF_HUGEPAGES=1 to keep them: that part was dropped, see core/trace/alloc.py.)
-# Carried in .whl/: the msgspec wheel, gpu_big_stack.pt.trace.json.xz, old/core.
+# Carried in .whl/: the msgspec wheel, gpu_big_stack.pt.trace.json.xz, old/core, made with
+#   cp ../shared/traces/gpu_big_stack.pt.trace.json.xz .whl/; mkdir -p .whl/old && git archive a7774b6 core | tar -x -C .whl/old
 set -u
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/msgspec*.whl
 export PYTHONUNBUFFERED=1
