@@ -56,12 +56,12 @@ def _model_of_gpu(ts: TraceSet, gpu: str) -> int:
 
 
 class TraceView(QtWidgets.QWidget):
-    """A trace's tab. It opens in two event-loop turns, so that neither freezes the window for long on
-    a big trace: the timeline, tables (queued), details, search and legend first, then the first paint,
-    then the memory plot and, after its paint, the NVML plot, in the height already planned for them
-    (`ready`, `sig_ready`)."""
+    """A trace's tab. It opens in three event-loop turns, so that none freezes the window for long on
+    a big trace: the timeline, tables (queued), details, search and legend first, then (after the
+    timeline's first paint) the memory plot and, after its paint, the NVML plot, in the height already
+    planned for them (`ready`, `sig_ready`)."""
     sig_slice_selected = QtCore.Signal(int, int)  # (model index, slice row); -1 = none
-    sig_ready = QtCore.Signal()  # every part of the view is filled (the turn after the timeline's)
+    sig_ready = QtCore.Signal()  # every part of the view is filled (the NVML plot's turn, the last)
 
     def __init__(self, trace_set: TraceSet, indexes: list[query.SliceIndex] | None, theme: Theme,
                  parent=None) -> None:
@@ -149,8 +149,8 @@ class TraceView(QtWidgets.QWidget):
             panel.sig_range_requested.connect(self.show_range)
 
     def _load(self, indexes) -> None:
-        # the health check, the tables and the Issues analysis start once the view has painted its
-        # second turn (_load_plots), not beside either turn
+        # the health check, the tables and the Issues analysis start once the plots' turns have
+        # painted (_load_nvml releases the lane), not beside any turn
         self._release_lane = lane.hold()
         self.health.check(self.trace_set)
         self.timeline.set_models(self.models, indexes)
