@@ -229,8 +229,8 @@ def _stop_pool(pool) -> None:
     writes a result (a cancelled load: nobody reads results any more) dies holding the result queue's
     write lock, and CPython's terminate() then waits for that lock forever in the pool's task handler.
     So terminate runs in a helper thread; when it has not returned within a second, the workers are
-    killed, the lock a dead worker holds is freed and the half-written bytes are drained. Past POOL_STOP_S the pool is left to the process's
-    exit (logged) rather than hanging the caller."""
+    killed, the locks a dead worker holds are freed and its half-written bytes drained. Past
+    POOL_STOP_S the pool is left to the process's exit (logged) rather than hanging the caller."""
     done = threading.Event()
 
     def stop() -> None:
@@ -245,6 +245,7 @@ def _stop_pool(pool) -> None:
     threading.Thread(target=stop, name="ptprof-pool-stop", daemon=True).start()
     start = time.monotonic()
     deadline = start + POOL_STOP_S
+    unjammed = False
     while not done.wait(0.25):
         if time.monotonic() < start + 1.0:
             continue  # terminate() takes well under a second when nothing is jammed
@@ -254,33 +255,51 @@ def _stop_pool(pool) -> None:
                 p.kill()
                 p.join(1.0)
         if all(p.exitcode is not None for p in procs):
-            _unjam(pool)
+            _unjam(pool, result_lock=not unjammed)
+            unjammed = True
         if time.monotonic() > deadline:
             log.warning("the decode workers' pool did not stop in %.0f s; it ends with the process", POOL_STOP_S)
             return
 
 
-def _unjam(pool) -> None:
+def _unjam(pool, result_lock: bool) -> None:
     """Free the locks a dead worker can hold: the task queue's read lock (an idle worker waits for a
-    task holding it) and the result queue's write lock (mid-result); drain the half-written result.
-    Only called once every worker is dead, so no valid holder is left."""
-    for lock in (getattr(getattr(pool, "_inqueue", None), "_rlock", None),
-                 getattr(getattr(pool, "_outqueue", None), "_wlock", None)):
-        if lock is None:
-            continue
-        if lock.acquire(timeout=0.1):
-            lock.release()
-        else:
-            try:
-                lock.release()
-            except ValueError:
-                pass
-    try:
+    task holding it) and, when `result_lock`, the result queue's write lock (a worker killed
+    mid-result). Only called once every worker is dead, so no valid holder is left but the stopping
+    thread itself. The result lock is looked at once per stop: a jammed one has its half-written
+    result drained *before* it is released — after the release, terminate() writes the result
+    handler's sentinel into that pipe, and a drain then would steal it and leave terminate() waiting
+    for the handler forever (seen once under load in CI)."""
+    rlock = getattr(getattr(pool, "_inqueue", None), "_rlock", None)
+    if rlock is not None and not rlock.acquire(timeout=0.1):
+        _release(rlock)  # held by a dead worker, or by terminate() itself, which never releases it
+    elif rlock is not None:
+        rlock.release()
+    wlock = getattr(getattr(pool, "_outqueue", None), "_wlock", None)
+    if not result_lock or wlock is None:
+        return
+    if wlock.acquire(timeout=0.25):  # free: nothing is half-written, nothing to drain
+        wlock.release()
+        return
+    try:  # jammed by a dead worker: nobody writes the pipe until the lock is released
         fd = pool._outqueue._reader.fileno()
         os.set_blocking(fd, False)
-        while os.read(fd, 1 << 16):
+        try:
+            while os.read(fd, 1 << 16):
+                pass
+        except BlockingIOError:
             pass
+        finally:
+            os.set_blocking(fd, True)
     except (AttributeError, OSError, ValueError):
+        pass
+    _release(wlock)
+
+
+def _release(lock) -> None:
+    try:
+        lock.release()
+    except ValueError:  # released already
         pass
 
 

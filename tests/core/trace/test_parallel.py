@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import multiprocessing as mp
+import os
 import threading
 import signal
 import time
@@ -152,6 +153,42 @@ def test_stopping_a_pool_a_dead_worker_jammed_returns_and_leaves_no_worker():
     parallel._stop_pool(pool)
     assert time.monotonic() - t0 < parallel.POOL_STOP_S
     assert all(p.exitcode is not None for p in pool._pool)
+
+
+class _Queues:
+    """What `_unjam` reads of a pool: its two queues."""
+
+    def __init__(self, ctx):
+        self._inqueue = ctx.SimpleQueue()
+        self._outqueue = ctx.SimpleQueue()
+
+
+def test_unjam_never_drains_a_result_queue_whose_lock_is_free():
+    """Once the lock is free, terminate() writes the result handler's sentinel into that pipe: a drain
+    then would steal it and leave terminate() waiting for the handler until the stop gives up (the CI
+    failure of this test's neighbour, stop 22)."""
+    pool = _Queues(mp.get_context("fork"))
+    pool._outqueue.put(None)  # the sentinel, not read yet
+    parallel._unjam(pool, result_lock=True)
+    assert pool._outqueue._reader.poll(1.0)
+    assert pool._outqueue.get() is None
+    assert pool._outqueue._reader.fileno() >= 0 and pool._outqueue.empty()
+
+
+def test_unjam_drains_a_dead_writers_half_result_then_frees_its_lock():
+    ctx = mp.get_context("fork")
+    pool = _Queues(ctx)
+    holder = ctx.Process(target=pool._outqueue._wlock.acquire)  # dies holding the lock
+    holder.start()
+    holder.join()
+    pool._outqueue._writer.send_bytes(b"x" * 64)  # what a result looks like on the pipe...
+    os.write(pool._outqueue._writer.fileno(), (1000).to_bytes(4, "big") + b"half")  # ...and a torn one
+    parallel._unjam(pool, result_lock=True)
+    pool._outqueue.put("after")  # the lock is free and the stream starts at a message again
+    assert pool._outqueue.get() == "after"
+    parallel._unjam(pool, result_lock=False)  # later rounds leave the result queue alone
+    pool._outqueue.put(None)
+    assert pool._outqueue.get() is None
 
 
 # --- scanner threads ---------------------------------------------------------------------------------
