@@ -343,4 +343,5 @@ class MainWindow(QtWidgets.QMainWindow):
             self._stop_run_with_progress(run)
         for job in list(self.jobs):
             job.cancel()
+        actions.flush_recent()
         super().closeEvent(ev)

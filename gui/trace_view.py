@@ -56,10 +56,10 @@ def _model_of_gpu(ts: TraceSet, gpu: str) -> int:
 
 
 class TraceView(QtWidgets.QWidget):
-    """A trace's tab. It opens in three event-loop turns, so that none freezes the window for long on
+    """A trace's tab. It opens in four event-loop turns, so that none freezes the window for long on
     a big trace: the timeline, tables (queued), details, search and legend first, then (after the
-    timeline's first paint) the memory plot and, after its paint, the NVML plot, in the height already
-    planned for them (`ready`, `sig_ready`)."""
+    timeline's first paint) the memory plot's frame, its curves the turn after and, after their paint,
+    the NVML plot, in the height already planned for them (`ready`, `sig_ready`)."""
     sig_slice_selected = QtCore.Signal(int, int)  # (model index, slice row); -1 = none
     sig_ready = QtCore.Signal()  # every part of the view is filled (the NVML plot's turn, the last)
 
@@ -178,11 +178,18 @@ class TraceView(QtWidgets.QWidget):
         lane.after_first_paint(self.timeline, self._load_plots)
 
     def _load_plots(self) -> None:
-        """The open's second turn: the memory plot (a PlotItem and its curves: ~30 ms), in the place the
-        first turn planned for it; the NVML plot (as much again) after its paint."""
+        """The open's second turn: the memory plot's PlotItem (pyqtgraph builds its view box, axes and
+        menus: ~30 ms), in the place the first turn planned for it; its curves the turn after (with
+        their first paint they made one 70 + 35 ms gap at 10 GB); the NVML plot after their paint."""
         if not shiboken6.isValid(self) or self.ready or self._plots_started:  # closed / already done
             return
         self._plots_started = True
+        self.memory.prepare_plot()
+        QtCore.QTimer.singleShot(0, self._fill_plots)
+
+    def _fill_plots(self) -> None:
+        if not shiboken6.isValid(self) or self.ready:
+            return
         self.memory.set_trace(self.trace_set, None, nvml=False)
         self.memory.link_x(self.timeline.vb)
         lane.after_first_paint(self.memory, self._load_nvml)

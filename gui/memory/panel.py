@@ -135,6 +135,12 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
             for plot in self.plots():
                 plot.getViewBox().linkedViewChanged(vb, pg.ViewBox.XAxis)
 
+    def prepare_plot(self) -> None:
+        """The memory plot's empty PlotItem, fitted to the panel (set_trace then only adds curves)."""
+        if self.mem_plot is None:
+            self.mem_plot = self._new_plot(self.summary, "memory")
+            self._refit()
+
     def set_trace(self, ts: TraceSet, model_index: int | None = 0, nvml: bool = True) -> None:
         """Memory of model `model_index`, or of every rank (None; curves labelled by rank); the NVML
         plot too, unless `nvml` is False (then `set_nvml` follows: a view opening a trace draws the two

@@ -7,6 +7,9 @@ import pytest
 @pytest.fixture(autouse=True)
 def _isolated_settings(tmp_path, monkeypatch):
     monkeypatch.setenv("PTPROF_SETTINGS_DIR", str(tmp_path / "settings"))
+    yield
+    from gui import actions
+    actions.flush_recent()  # the recent list is written off the UI thread: done before the next test
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""A trace's tab opens in two event-loop turns (gui/trace_view.py): the timeline first, the memory plots
+"""A trace's tab opens in event-loop turns (gui/trace_view.py): the timeline first, the memory plots
 the turn after, in the height planned in the first - no layout jump when they arrive, no timeline pulled
 out to the whole trace by the plots' x link, and the lane's jobs wait for both."""
 from __future__ import annotations
@@ -58,3 +58,22 @@ def test_the_lane_waits_for_the_second_turn(qtbot):
     assert seen == [("ready", False, False)]  # jobs queued, none started before the plots were there
     for p in v.stats_panels():
         qtbot.waitUntil(lambda p=p: p.ready, timeout=60_000)
+
+
+def test_the_memory_plots_frame_comes_a_turn_before_its_curves(qtbot):
+    """Its PlotItem (~30 ms of pyqtgraph) in one turn, the curves in the next: together with their
+    first paint they were one 100+ ms freeze at 10 GB."""
+    from core.trace.loader import load
+    from gui.theme import load_theme
+    from gui.trace_view import TraceView
+    from helpers import shared_trace
+
+    ts = load(shared_trace("gpu_memory.pt.trace.json.gz"), use_cache=False)
+    v = TraceView(ts, None, load_theme(dark=False))
+    qtbot.addWidget(v)
+    v.resize(1400, 900)
+    v._load_plots()  # noqa: SLF001 - the turn the timeline's first paint starts
+    assert v.memory.mem_plot is not None and not v.memory.curves and not v.ready
+    v.show()
+    qtbot.waitUntil(lambda: v.ready, timeout=10_000)
+    assert v.memory.curves and v.memory.mem_plot.getViewBox().sceneBoundingRect().height() > 30
