@@ -15,6 +15,9 @@ orjson = read (+ISA-L gunzip for .gz) + orjson.loads, gc disabled. HTA = TraceAn
 holding only a link to the trace; skipped above --hta-max-mb (HTA needs ~7x the JSON size in RAM
 and minutes: 148 s / 7.6 GB for 1.15 GB measured here) and reported 'unavailable' if it fails.
 Results: a table on stdout and bench/results/<time>.{md,json}.
+Every child runs with bytecode caching on (`PYTHONDONTWRITEBYTECODE` removed from its environment,
+the modules compiled once before the first timing), as after a `pip install`: with it set - as in
+this project's sandbox shells - each run recompiled ~45 modules, +0.08 s on every `ptprof info`.
 """
 from __future__ import annotations
 
@@ -79,6 +82,7 @@ def _rss_kb(pid: int) -> int:
 
 def measure(argv: list[str], env: dict | None = None, timeout: float = 600, cwd: Path = REPO) -> dict:
     """Run argv; wall seconds, ru_maxrss of that process, sampled peak RSS of its tree, rc."""
+    env = {k: v for k, v in (os.environ if env is None else env).items() if k != "PYTHONDONTWRITEBYTECODE"}
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd)
     peak = [0]
@@ -212,6 +216,8 @@ def main(argv=None) -> int:
     ap.add_argument("--baseline", type=Path, help="a checkout (its C scanner built) to time side by side")
     args = ap.parse_args(argv)
     traces = args.traces or [p for p in DEFAULT_TRACES if p.exists()]
+    for cwd in [REPO] + ([args.baseline] if args.baseline else []):  # write the .pyc files once
+        measure([sys.executable, "-c", "import core.cli, core.commands.info, core.trace.loader"], cwd=cwd)
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     results = []
     for p in traces:

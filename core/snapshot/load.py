@@ -9,30 +9,15 @@ import numpy as np
 from core.analysis.tree import is_library_frame
 from core.snapshot.model import (ACTION_CODES, BLOCK_STATE_CODES, Action, BlockState, BlockTable, DeviceTrace,
                                  MemorySnapshot, SegmentTable, StackTable, Window)
+from core.snapshot.detect import SNAPSHOT_SUFFIXES, is_snapshot_path  # noqa: F401 (re-exported)
 from core.snapshot.unpickle import read_pickle_bytes, safe_loads
 from core.trace.model import TraceParseError
 
 log = logging.getLogger(__name__)
 
-SNAPSHOT_SUFFIXES = (".pickle", ".pkl", ".pickle.gz", ".pkl.gz")
 MAX_STACK_FRAMES = 512  # deeper stacks are cut (real ones are ~40-80 frames incl. C++)
 MAX_DEVICES = 1024  # distinct device ids (a node has <= 16 GPUs); more would make the per-device views quadratic
 MAX_SETTING_CHARS = 1000  # an allocator setting is a short value
-_PICKLE_PROTO = b"\x80"
-
-
-def is_snapshot_path(path: str | Path) -> bool:
-    """By name (.pickle/.pkl[.gz]) or, for a plain file, by the pickle protocol byte."""
-    p = Path(path)
-    if p.name.lower().endswith(SNAPSHOT_SUFFIXES):
-        return True
-    try:
-        if p.is_file():
-            with open(p, "rb") as fh:
-                return fh.read(1) == _PICKLE_PROTO
-    except OSError:
-        return False
-    return False
 
 
 def load_snapshot(path: str | Path) -> MemorySnapshot:
