@@ -195,3 +195,26 @@ def test_gpu_lag_at_window_start_is_information_and_skew_a_warning(tmp_path):
     kernel["ts"] = call["ts"] - 50.0  # 50 µs before its launch
     skew = {h.code: h for h in check(load(write(tmp_path, events), use_cache=False))}
     assert skew["clock_skew"].severity == "warning" and skew["clock_skew"].count == 1
+
+
+def test_profiler_overhead_counts_kinetos_activities_not_user_code_named_overhead(tmp_path):
+    """Kineto's overhead activities (cat "overhead") are the profiler's; a Python frame or a user annotation
+    whose name holds "overhead" is the user's code (torch/_logging's get_structured_logging_overhead is in
+    every with_stack trace) and was counted as profiler overhead, with the sum of row ids as its count."""
+    from core.analysis.health import check
+    events, _ = loop(steps=4)
+    steps = sorted((e for e in events if e["name"].startswith("ProfilerStep#")), key=lambda e: e["ts"])
+    first = steps[0]
+    def x(name, cat, dur):
+        return {"ph": "X", "name": name, "cat": cat, "ts": first["ts"] + 1.0, "dur": dur, "pid": 1, "tid": 1,
+                "args": {}}
+    total = sum(e["dur"] for e in steps)
+    buffer_us = 0.02 * total  # 2 % of step time: an "info"
+    events += [x("Activity Buffer Request", "overhead", buffer_us),
+               x("torch/_logging/_internal.py(1356): get_structured_logging_overhead", "python_function",
+                 0.5 * first["dur"]),
+               x("measure_overhead", "user_annotation", 0.5 * first["dur"])]
+    found = {h.code: h for h in check(load(write(tmp_path, events), use_cache=False))}
+    h = found["profiler_overhead"]
+    assert h.severity == "info" and h.count == 1
+    assert f"{100 * buffer_us / total:.1f} %" in h.message
