@@ -11,7 +11,11 @@ import importlib
 import logging
 import sys
 
-from core.trace.model import LoadCancelled, TraceParseError
+from core.blas import one_blas_thread
+
+one_blas_thread()  # before numpy's first import (core.blas)
+
+from core.trace.model import LoadCancelled, TraceParseError  # noqa: E402
 
 COMMANDS = {
     "info": ("core.commands.info", "what a trace holds: events, kernels, steps, ranks, devices, load time"),

@@ -36,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     if cannot_start:  # Qt would abort the process with a long plugin message instead
         print(cannot_start, file=sys.stderr)
         return 2
+    from core.blas import one_blas_thread
+    one_blas_thread()  # before pyqtgraph imports numpy: OpenBLAS's spinning threads took CPU from the loader
     from PySide6 import QtWidgets
     import pyqtgraph as pg
 

@@ -19,7 +19,11 @@ import threading
 from collections.abc import Generator
 from pathlib import Path
 
-from core.trace.loader import Progress
+from core.blas import one_blas_thread
+
+one_blas_thread()  # in the spawned loader child, before numpy's first import (no-op in the window)
+
+from core.trace.loader import Progress  # noqa: E402
 
 PROCESS_MIN_BYTES = 5 * 1024 * 1024  # inputs this big load in a child process (gpu_gpt_big.gz: 8.7 MB)
 # with the scanner, inputs this big still load in a child process handing its model over through the
