@@ -21,7 +21,6 @@ Disable all of it with PTPROF_MALLOC_TUNE=0.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import sys
 
@@ -32,6 +31,16 @@ _done = False
 _libc = None
 
 
+def _glibc() -> ctypes.CDLL:
+    """glibc by its soname (`ctypes.util.find_library` runs `ldconfig -p` in a child process and its
+    import pulls in subprocess: ~13 ms of every CLI start), found the slow way only where that fails."""
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:
+        from ctypes.util import find_library
+        return ctypes.CDLL(find_library("c") or "libc.so.6")
+
+
 def tune_malloc() -> bool:
     global _done
     if _done:
@@ -39,7 +48,7 @@ def tune_malloc() -> bool:
     if not sys.platform.startswith("linux") or os.environ.get("PTPROF_MALLOC_TUNE", "1") == "0":
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc = _glibc()
         global _libc
         _libc = libc
         ok = libc.mallopt(_M_MMAP_THRESHOLD, 1 << 30) == 1 and libc.mallopt(_M_TRIM_THRESHOLD, (1 << 31) - 1) == 1
@@ -55,8 +64,7 @@ def single_arena() -> bool:
     if not sys.platform.startswith("linux") or os.environ.get("PTPROF_MALLOC_TUNE", "1") == "0":
         return False
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc.mallopt(_M_ARENA_MAX, 1) == 1
+        return _glibc().mallopt(_M_ARENA_MAX, 1) == 1
     except (OSError, AttributeError):
         return False
 
