@@ -53,6 +53,8 @@ def start(worker, priority: int) -> None:
 
 def _pump() -> None:
     if _RUNNING or _HOLDS or not _QUEUE:
+        if _WHEN_IDLE and not _RUNNING and not _HOLDS:
+            QtCore.QTimer.singleShot(IDLE_SETTLE_MS, _fire_idle)  # still idle then: the work is done
         return
     item = max(_QUEUE, key=lambda it: (it[0], -it[1]))
     _QUEUE.remove(item)
@@ -149,6 +151,35 @@ def hold_until_painted(widget, timeout_ms: int = 1000) -> None:
     analysis started beside it), at most `timeout_ms`; at once when the widget is not shown. A job
     already running goes on."""
     after_first_paint(widget, hold(timeout_ms + 1000), timeout_ms)
+
+
+_WHEN_IDLE: list = []  # callbacks waiting for the lane to be idle (no job, no hold)
+IDLE_SETTLE_MS = 500  # an open queues its jobs over a few turns: look only after these
+
+
+def when_idle(fn, timeout_ms: int = 15000) -> None:
+    """Call `fn` once on the UI thread when the lane has no job running or queued and no hold open (the
+    window's after-open work is done), at the latest after `timeout_ms`."""
+    done: list = []
+
+    def once() -> None:
+        if not done:
+            done.append(True)
+            if entry in _WHEN_IDLE:
+                _WHEN_IDLE.remove(entry)
+            fn()
+
+    entry = once
+    _WHEN_IDLE.append(entry)
+    QtCore.QTimer.singleShot(IDLE_SETTLE_MS, _fire_idle)
+    QtCore.QTimer.singleShot(timeout_ms, once)
+
+
+def _fire_idle() -> None:
+    if _RUNNING or _QUEUE or _HOLDS:
+        return
+    for fn in list(_WHEN_IDLE):
+        fn()
 
 
 def idle() -> bool:

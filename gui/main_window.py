@@ -219,6 +219,10 @@ class MainWindow(QtWidgets.QMainWindow):
             actions.add_recent(trace_set.path)
             self._refresh_recent()
         self.sig_trace_loaded.emit(trace_set)
+        # a big parsed model's cache write waits for the after-open work (gui/workers._thread_gen)
+        from core.trace import cache
+        from gui import lane
+        lane.when_idle(cache.release_behind)
 
     def _add_snapshot_tab(self, report) -> None:
         from gui.snapshot.view import SnapshotView

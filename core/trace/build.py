@@ -245,9 +245,27 @@ def _assign_tracks(kind, step_rows, pid, tid, device, stream) -> tuple[np.ndarra
     ucode, inv = np.unique(code, return_inverse=True)
     uniq = np.stack([ucode // 8 // 4 // len(tu) // len(pu), pu[ucode // 8 // 4 // len(tu) % len(pu)],
                      tu[ucode // 8 // 4 % len(tu)], ucode // 8 % 4, ucode % 8], axis=1)
-    run_of_row = np.cumsum(change, dtype=np.int32 if n < 2**31 else np.int64)
+    run_of_row = _running_count(change)
     run_of_row -= 1
     return inv.reshape(-1).astype(np.int32)[run_of_row], uniq
+
+
+CUMSUM_BLOCK = 1 << 22
+
+
+def _running_count(flags: np.ndarray) -> np.ndarray:
+    """np.cumsum of a bool column as int32 (int64 past 2**31 rows), in blocks of 4M rows: numpy's
+    cumsum holds the GIL throughout (37M rows: ~100 ms that the window waited when a trace loaded
+    in its thread); between blocks it can switch."""
+    n = len(flags)
+    out = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)
+    carry = 0
+    for lo in range(0, n, CUMSUM_BLOCK):
+        part = out[lo:lo + CUMSUM_BLOCK]
+        np.cumsum(flags[lo:lo + CUMSUM_BLOCK], dtype=out.dtype, out=part)
+        part += carry
+        carry = int(part[-1])
+    return out
 
 
 def _sort_order(track: np.ndarray, ts_ns: np.ndarray, dur_ns: np.ndarray) -> np.ndarray:

@@ -46,7 +46,11 @@ def load(path: str | Path, use_cache: bool = True) -> TraceSet:
             return stop.value
 
 
-def iter_load(path: str | Path, use_cache: bool = True) -> Generator[Progress, None, TraceSet]:
+def iter_load(path: str | Path, use_cache: bool = True,
+              deferred: list | None = None) -> Generator[Progress, None, TraceSet]:
+    """`deferred`: a list that receives (source path, model) of every parsed file instead of writing it
+    to the cache; the caller writes them (`cache.store_soon`) when it is ready to (the window: after
+    its first-paint indexes)."""
     t0 = time.perf_counter()
     tune_malloc()
     found = io.discover(path)
@@ -57,7 +61,7 @@ def iter_load(path: str | Path, use_cache: bool = True) -> Generator[Progress, N
     for i, src in enumerate(found.sources):
         lo, hi = i / n_files, (i + 1) / n_files
         try:
-            model, hit = yield from _load_source(src, lo, hi, use_cache)
+            model, hit = yield from _load_source(src, lo, hi, use_cache, deferred)
         except TraceParseError as exc:
             if n_files == 1:
                 raise
@@ -82,21 +86,24 @@ def _rel(root: Path, path) -> str:
         return Path(path).name
 
 
-def _load_source(src: io.TraceSource, lo: float, hi: float, use_cache: bool) -> Generator[Progress, None, tuple[TraceModel, bool]]:
+def _load_source(src: io.TraceSource, lo: float, hi: float, use_cache: bool,
+                 deferred: list | None = None) -> Generator[Progress, None, tuple[TraceModel, bool]]:
     """One file's model (from the cache or parsed) and whether it was a cache hit."""
     model = None
     if use_cache:
         from core.trace import cache
         model = cache.load(src.path)
-        if model is not None:
-            yield Progress("cache", hi, src.path.name)
+    if model is not None:
+        yield Progress("cache", hi, src.path.name)
     hit = model is not None
     if model is None:
         try:
             model = yield from _load_file(src, lo, hi)
         except MemoryError:
             raise TraceParseError(src.path, "out of memory while loading this trace") from None
-        if use_cache:
+        if use_cache and deferred is not None:
+            deferred.append((src.path, model))
+        elif use_cache:
             from core.trace import cache
             yield Progress("cache", hi, src.path.name)
             cache.store_soon(src.path, model)

@@ -113,3 +113,30 @@ def test_a_closed_views_queued_tables_are_dropped(qtbot):
     qtbot.waitUntil(lambda: not any(it[2] is w for it in lane._QUEUE for w in queued), timeout=5000)
     gate.set()
     qtbot.waitUntil(lane.idle, timeout=10_000)
+
+
+def test_when_idle_waits_for_the_queued_jobs_and_fires_once(qtbot, held_view):
+    _w, log = held_view
+    lane.start(_job(log, "a", 0.05), lane.VISIBLE)
+    lane.start(_job(log, "b", 0.05), lane.HIDDEN)
+    fired: list = []
+    lane.when_idle(lambda: fired.append(list(log)), timeout_ms=20000)
+    qtbot.waitUntil(lambda: bool(fired), timeout=10000)
+    assert fired == [["a", "b"]]  # after every job, not at once
+    qtbot.wait(lane.IDLE_SETTLE_MS + 200)
+    lane.start(_job(log, "c"), lane.VISIBLE)  # a later job's end does not fire it again
+    qtbot.waitUntil(lambda: "c" in log, timeout=5000)
+    qtbot.wait(lane.IDLE_SETTLE_MS + 200)
+    assert len(fired) == 1
+
+
+def test_when_idle_fires_at_its_timeout_while_the_lane_stays_busy(qtbot):
+    release = lane.hold(timeout_ms=60000)  # the lane held: never idle
+    try:
+        fired: list = []
+        lane.when_idle(lambda: fired.append(True), timeout_ms=800)
+        qtbot.waitUntil(lambda: bool(fired), timeout=5000)
+        qtbot.wait(lane.IDLE_SETTLE_MS + 200)
+        assert fired == [True]
+    finally:
+        release()

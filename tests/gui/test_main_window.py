@@ -294,3 +294,35 @@ def test_disabled_widgets_look_disabled_in_both_themes(qtbot):
     for pal in (dark_palette(), light):
         for role in (R.ButtonText, R.WindowText, R.Text):
             assert pal.color(G.Disabled, role) != pal.color(G.Active, role)
+
+
+def test_a_big_models_cache_write_waits_for_the_after_open_work(qtbot, main_window, open_and_wait, tmp_path, monkeypatch):
+    """A model over cache.ASYNC_MIN_BYTES parsed in the window's load thread is written once the lane
+    (tables, health, Issues) is idle - not beside the indexes and the open."""
+    import shutil
+    from core.trace import cache
+    from core.trace.loader import load
+    from gui import lane
+    monkeypatch.setattr(cache, "ASYNC_MIN_BYTES", 0)  # this small trace counts as big
+    started: list = []
+    real_release = cache.release_behind
+    monkeypatch.setattr(cache, "release_behind", lambda: started.append(lane.idle()) or real_release())
+    path = tmp_path / "t.pt.trace.json.gz"
+    shutil.copy(shared_trace("gpu_issues.pt.trace.json.gz"), path)
+    open_and_wait(main_window, path)  # 1 MB: loads in the window's thread
+    assert not cache.has_entry(path)  # open, but not written yet
+    qtbot.waitUntil(lambda: bool(started), timeout=30_000)
+    assert started == [True]  # released when the lane had nothing left
+    assert cache.flush(60) and cache.has_entry(path)
+    assert load(path).cache_hit
+
+
+def test_running_count_in_blocks_equals_cumsum(monkeypatch):
+    from core.trace import build
+    monkeypatch.setattr(build, "CUMSUM_BLOCK", 7)
+    rng = np.random.default_rng(3)
+    for n in (1, 6, 7, 8, 14, 15, 1000):
+        flags = rng.random(n) < 0.3
+        flags[0] = True
+        got = build._running_count(flags)  # noqa: SLF001
+        assert got.dtype == np.int32 and np.array_equal(got, np.cumsum(flags, dtype=np.int32)), n

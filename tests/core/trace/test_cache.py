@@ -194,3 +194,42 @@ def test_a_big_model_is_cached_by_a_background_write(tmp_path, monkeypatch):
     assert again.cache_hit
     assert again.primary.counts == first.primary.counts
     assert (again.primary.slices.ts_ns == first.primary.slices.ts_ns).all()
+
+
+def test_write_behind_waits_for_release_then_writes_in_the_background(trace, monkeypatch):
+    monkeypatch.setattr(cache, "ASYNC_MIN_BYTES", 0)  # every model goes through the writer thread
+    model = load(trace, use_cache=False).primary
+    cache.write_behind(trace, model)
+    assert entries() == []  # queued, not written
+    assert cache.release_behind() == 1
+    assert cache.flush(60)
+    assert len(entries()) == 1 and load(trace).cache_hit
+    assert cache.release_behind() == 0  # nothing left queued
+
+
+def test_write_behind_never_released_is_written_at_exit(trace):
+    model = load(trace, use_cache=False).primary
+    cache.write_behind(trace, model)
+    cache._write_behind_now()  # what atexit runs  # noqa: SLF001
+    assert len(entries()) == 1 and load(trace).cache_hit
+
+
+def test_the_background_writer_lowers_only_its_own_priority(trace, monkeypatch):
+    if not hasattr(os, "setpriority") or not hasattr(os, "getpriority"):
+        pytest.skip("no per-thread priority here")
+    monkeypatch.setattr(cache, "ASYNC_MIN_BYTES", 0)
+    seen: list = []
+    real_store = cache.store
+
+    def store(path, model):
+        tid = __import__("threading").get_native_id()
+        seen.append(os.getpriority(os.PRIO_PROCESS, tid))
+        return real_store(path, model)
+
+    monkeypatch.setattr(cache, "store", store)
+    before = os.getpriority(os.PRIO_PROCESS, 0)
+    t = cache.store_soon(trace, load(trace, use_cache=False).primary)
+    assert t is not None and cache.flush(60)
+    assert seen == [min(19, before + cache.WRITER_NICE)]
+    assert os.getpriority(os.PRIO_PROCESS, 0) == before  # the caller's own priority is untouched
+    assert len(entries()) == 1
