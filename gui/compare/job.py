@@ -99,9 +99,17 @@ class CompareJob(QtCore.QObject):
             return
         self._done = True
         self.sig_compare_ready.emit(result, self.loaded[0], self.loaded[1])
+        _release_cache_writes()
 
     def _on_worker_errored(self, exc: BaseException) -> None:
         if self._done:
             return
         self._done = True
         self.sig_compare_failed.emit(self.paths[1], f"comparison failed: {type(exc).__name__}: {exc}"[:300])
+        _release_cache_writes()
+
+
+def _release_cache_writes() -> None:
+    """The loads' big cache writes (queued by gui/workers._thread_gen) start once the comparison is done."""
+    from core.trace import cache
+    cache.release_behind()

@@ -144,3 +144,16 @@ def test_both_runs_load_in_parallel_with_progress(qtbot, main_window, monkeypatc
     assert {s[:2] for s, _ in stages} >= {"A:", "B:"} and "comparing" in [s for s, _ in stages]
     assert all(0.0 <= f <= 1.0 for _, f in stages) and stages[-1][1] >= 0.9
     qtbot.waitUntil(lambda: main_window.progress.isHidden(), timeout=5_000)
+
+
+def test_big_loads_cache_writes_start_once_the_comparison_is_done(qtbot, main_window, monkeypatch):
+    from core.trace import cache
+    monkeypatch.setattr(cache, "ASYNC_MIN_BYTES", 0)  # these small runs count as big: queued writes
+    released: list = []
+    real_release = cache.release_behind
+    monkeypatch.setattr(cache, "release_behind", lambda: released.append(real_release()) or released[-1])
+    _compare(qtbot, main_window, PAIRS / "gemm_bf16", PAIRS / "item_gpubound")
+    qtbot.waitUntil(lambda: bool(released), timeout=30_000)
+    assert sum(released) >= 2  # both runs' files were queued, then released together
+    assert cache.flush(60)
+    assert cache.release_behind() == 0
