@@ -153,7 +153,8 @@ def _stream_waits(model: TraceModel, rows, track, launch_ts, lthread) -> tuple[n
     recs = np.flatnonzero(rt & np.isin(s.name, model.strings.ids_matching(lambda n: n in RECORD_CALLS)))
     # the waiting stream, from CUPTI's sync record of the call (same correlation) when there is one
     sync_rec = np.flatnonzero(np.isin(s.name, model.strings.ids_matching(lambda n: n == "Stream Wait Event")))
-    stream_of_corr = dict(zip(s.correlation[sync_rec].tolist(), s.stream[sync_rec].tolist())) if len(sync_rec) else {}
+    stream_of_corr = dict(zip(s.at("correlation", sync_rec).tolist(), s.stream[sync_rec].tolist())) \
+        if len(sync_rec) else {}
     gpu_tracks = {int(t): int(model.tracks.tid[t]) for t in np.unique(track).tolist()}
     dst_l, src_l = [], []
     for thread in np.unique(s.track[waits]).tolist():
@@ -175,7 +176,7 @@ def _stream_waits(model: TraceModel, rows, track, launch_ts, lthread) -> tuple[n
             if a < 0:
                 continue
             after = mine[np.searchsorted(mine_ts, t, side="right"):]  # ops launched after the wait
-            want = stream_of_corr.get(int(s.correlation[row]), -1)
+            want = stream_of_corr.get(int(s.at("correlation", row)), -1)
             if want is not None and want >= 0:
                 after = after[np.array([gpu_tracks.get(int(x), -2) == want for x in track[after]], bool)] \
                     if len(after) else after

@@ -248,7 +248,7 @@ def _op_flops(model: TraceModel) -> OpFlops:
     s = model.slices
     st = model.strings
     rows, backward = _leaf_candidates(model)
-    keys = np.stack([s.name[rows].astype(np.int64), s.input_dims[rows].astype(np.int64)], axis=1)
+    keys = np.stack([s.name[rows].astype(np.int64), s.at("input_dims", rows).astype(np.int64)], axis=1)
     uniq, first, inv = np.unique(keys, axis=0, return_index=True, return_inverse=True)
     inv = inv.reshape(-1)
     out_of_conv = _conv_outputs_from_backward(model)
@@ -268,7 +268,7 @@ def _op_flops(model: TraceModel) -> OpFlops:
             per_key[j] = np.nan
     _fill_conv_from_file(model, rep_rows, names, pending_conv, per_key)
     flops = per_key[inv] if len(rows) else np.zeros(0)
-    type_ids = s.input_types[rows]
+    type_ids = s.at("input_types", rows)
     dtype_of = {int(t): _dtype(st[int(t)]) for t in np.unique(type_ids).tolist()}
     types = np.array([dtype_of[int(t)] for t in type_ids.tolist()], dtype=object)
     counted = ~np.isnan(flops)
@@ -305,7 +305,7 @@ def _conv_outputs_from_backward(model: TraceModel) -> dict[tuple, tuple]:
     out: dict[tuple, tuple] = {}
     if sid < 0:
         return out
-    for dims_id in np.unique(s.input_dims[s.name == sid]).tolist():
+    for dims_id in np.unique(s.at("input_dims", s.name == sid)).tolist():
         try:
             d = json.loads(model.strings[int(dims_id)])
             out[(tuple(d[1]), tuple(d[2]))] = tuple(d[0][2:])
@@ -318,7 +318,7 @@ def _concrete_inputs(model: TraceModel, row: int) -> list:
     """The event's Concrete Inputs, re-read from the file ([] when it cannot be)."""
     from core.trace.rawevent import read_event
 
-    offset = int(model.slices.src_offset[row])
+    offset = int(model.slices.at("src_offset", row))
     ev = read_event(model.path, offset) if offset >= 0 else None
     concrete = ((ev or {}).get("args") or {}).get("Concrete Inputs")
     return concrete if isinstance(concrete, list) else []
@@ -361,7 +361,7 @@ def step_flops(model: TraceModel, windows: tuple | None = None) -> StepFlops:
     entry = device_peaks(device) if device else {}
     peaks = {k: float(v) for k, v in entry.items() if k in ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")}
     n = len(number)
-    has_shapes = bool((s.input_dims[s.kind == Kind.CPU_OP] > 0).any())
+    has_shapes = bool((s.at("input_dims", s.kind == Kind.CPU_OP) > 0).any())
     if not has_shapes:
         nan = np.full(n, np.nan)
         return StepFlops(number, nan, nan.copy(), nan.copy(), np.zeros(n, bool), device, peaks)

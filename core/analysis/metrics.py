@@ -116,7 +116,9 @@ def launch_delays(model: TraceModel, span: tuple[int, int]) -> tuple[dict, int]:
 
 def memcpy_bandwidth(model: TraceModel, span: tuple[int, int]) -> list[dict]:
     s = model.slices
-    rows = np.flatnonzero((s.kind == Kind.MEMCPY) & (s.bytes >= 0) & (s.ts_ns >= span[0]) & (s.ts_ns < span[1]))
+    rows = s.present_rows("bytes")
+    rows = rows[(s.kind[rows] == Kind.MEMCPY) & (s.at("bytes", rows) >= 0) & (s.ts_ns[rows] >= span[0])
+                & (s.ts_ns[rows] < span[1])]
     groups: dict[tuple[str, str], list[int]] = {}
     for sid in np.unique(s.name[rows]).tolist():
         mt = MEMCPY_NAME.match(model.strings[sid])
@@ -125,7 +127,7 @@ def memcpy_bandwidth(model: TraceModel, span: tuple[int, int]) -> list[dict]:
     out = []
     for (direction, memory), ids in sorted(groups.items()):
         r = rows[np.isin(s.name[rows], ids)]
-        nbytes, dur = int(s.bytes[r].sum()), int(s.dur_ns[r].sum())
+        nbytes, dur = int(s.at("bytes", r).sum()), int(s.dur_ns[r].sum())
         out.append({"direction": direction, "memory": memory, "count": int(len(r)), "bytes": nbytes,
                     "dur_us": round(dur / 1000.0, 3), "gbps": round(nbytes / dur, 3) if dur else None})
     return out

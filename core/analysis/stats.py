@@ -107,7 +107,7 @@ def _kernel_table(model: TraceModel, kinds: tuple[Kind, ...]) -> KernelTable:
     sq = np.bincount(inv, weights=(dur - mean[inv]) ** 2, minlength=k)
     stddev = np.where(calls > 1, np.sqrt(sq / np.maximum(calls - 1, 1)), 0.0)
     rep = rows[order[starts + calls - 1]]  # representative launch config: the longest call's
-    occ = s.occupancy[rows].astype(np.float64)
+    occ = s.at("occupancy", rows).astype(np.float64)
     valid = ~np.isnan(occ)
     occ_sum = np.bincount(inv[valid], weights=occ[valid], minlength=k)
     occ_n = np.bincount(inv[valid], minlength=k)
@@ -117,8 +117,8 @@ def _kernel_table(model: TraceModel, kinds: tuple[Kind, ...]) -> KernelTable:
     srt = np.lexsort((-total, kind))
     return KernelTable(name=names[srt], kind=kind[srt], calls=calls[srt], total_ns=total[srt], mean_ns=mean[srt],
                        min_ns=mn[srt], max_ns=mx[srt], p50_ns=p50[srt], p95_ns=p95[srt], stddev_ns=stddev[srt],
-                       gpu_pct=share[srt], grid=s.grid[rep][srt], block=s.block[rep][srt],
-                       registers=s.registers[rep][srt], occupancy_pct=occupancy[srt])
+                       gpu_pct=share[srt], grid=s.at("grid", rep)[srt], block=s.at("block", rep)[srt],
+                       registers=s.at("registers", rep)[srt], occupancy_pct=occupancy[srt])
 
 
 def device_time_per_row(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
@@ -181,7 +181,7 @@ def op_table(model: TraceModel, by_shapes: bool = False) -> OpTable:
     p = par[rows]
     nested_same = (p >= 0) & (s.name[np.maximum(p, 0)] == s.name[rows])
     dev_self, dev_incl = device_time_per_row(model)
-    keys = np.stack([s.name[rows], s.input_dims[rows] if by_shapes else np.zeros(len(rows), np.int32)], axis=1)
+    keys = np.stack([s.name[rows], s.at("input_dims", rows) if by_shapes else np.zeros(len(rows), np.int32)], axis=1)
     uniq, inv = _group(keys)
     k = len(uniq)
     calls = np.bincount(inv, minlength=k).astype(np.int64)

@@ -142,7 +142,7 @@ def source_of(model: TraceModel, row: int) -> Source | None:
     for _ in range(64):
         if r < 0:
             break
-        cs = int(s.call_stack[r])
+        cs = int(s.at("call_stack", r))
         if cs:
             src = parse_call_stack(model.strings[cs])
             if src:
@@ -153,7 +153,7 @@ def source_of(model: TraceModel, row: int) -> Source | None:
 
 
 def has_stacks(model: TraceModel) -> bool:
-    return bool((model.slices.call_stack > 0).any() or (model.tracks.kind == TrackKind.PYTHON).any())
+    return bool(len(model.slices.present_rows("call_stack")) or (model.tracks.kind == TrackKind.PYTHON).any())
 
 
 def truncated(model: TraceModel) -> bool:
@@ -177,7 +177,7 @@ def no_gpu_words(model: TraceModel) -> str:
 
 
 def has_shapes(model: TraceModel) -> bool:
-    return bool((model.slices.input_dims > 0).any())
+    return bool(len(model.slices.present_rows("input_dims")))
 
 
 def evidence(model: TraceModel, rows: Iterable[int], **extra) -> list[dict]:

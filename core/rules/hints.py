@@ -82,7 +82,7 @@ def _overwrites(m, zeros_row: int, copy_row: int, par: np.ndarray) -> bool:
 
 def _dims(m, row: int, k: int):
     import json
-    text = m.strings[int(m.slices.input_dims[row])]
+    text = m.strings[int(m.slices.at("input_dims", row))]
     if not text:
         return None
     try:

@@ -58,7 +58,7 @@ def non_contiguous_input(ctx: RuleContext) -> RuleOutput:
             keep = steps.index_of(s.ts_ns[clones]) >= 0
             clones, p = clones[keep], p[keep]
         if len(clones) and c.has_shapes(m):
-            uniq, inv = np.unique(s.input_strides[clones], return_inverse=True)
+            uniq, inv = np.unique(s.at("input_strides", clones), return_inverse=True)
             expanded = _has_zero_stride(m, uniq)[inv]
             clones, p = clones[~expanded], p[~expanded]
         if not len(clones):
@@ -146,8 +146,8 @@ def _layout_finding(ctx: RuleContext, m, i: int, groups: list[dict], title: str,
     for g in groups:
         part = c.evidence(m, g["p"], asked_by=g["op"])
         for e in part:
-            e["input_dims"] = m.strings[int(s.input_dims[e["row"]])]
-            e["input_strides"] = m.strings[int(s.input_strides[e["row"]])]
+            e["input_dims"] = m.strings[int(s.at("input_dims", e["row"]))]
+            e["input_strides"] = m.strings[int(s.at("input_strides", e["row"]))]
         ev.extend(part if len(groups) == 1 else part[:2])
     first = groups[0]
     a0 = int(first["a"][0])

@@ -58,12 +58,13 @@ def _backward_fix(m, g: dict, node: int, window: int) -> tuple[str, list[dict], 
     tr = li.transpose_after(m, fwd, window)
     ev = [{"name": f"forward op of {node_name}: {m.name(fwd)}", "ts_ns": int(s.ts_ns[fwd]),
            "dur_ns": int(s.dur_ns[fwd]), "rank": m.rank, "row": int(fwd),
-           "input_dims": m.strings[int(s.input_dims[fwd])], "input_strides": m.strings[int(s.input_strides[fwd])]}]
+           "input_dims": m.strings[int(s.at("input_dims", fwd))],
+           "input_strides": m.strings[int(s.at("input_strides", fwd))]}]
     if tr >= 0:
         ev.append({"name": f"transpose after it in forward: {m.name(tr)}", "ts_ns": int(s.ts_ns[tr]),
                    "dur_ns": int(s.dur_ns[tr]), "rank": m.rank, "row": int(tr),
-                   "input_dims": m.strings[int(s.input_dims[tr])],
-                   "input_strides": m.strings[int(s.input_strides[tr])]})
+                   "input_dims": m.strings[int(s.at("input_dims", tr))],
+                   "input_strides": m.strings[int(s.at("input_strides", tr))]})
         lib = li.direct_call_owner(m, tr)
         inside = f" inside {lib}" if lib and lib != "user" else ""
         cause = f"the {m.name(tr)}{inside} that follows it in forward{_at(c.source_of(m, tr) or src)}"
@@ -88,7 +89,7 @@ def conversion_finding(ctx: RuleContext, m, i: int, g: dict):
     order = np.argsort(s.ts_ns[g["a"]], kind="stable")
     entry_ev, inputs, seen = [], {}, set()
     for a, cl in zip(g["a"][order].tolist(), g["c"][order].tolist()):
-        copied = li.tensors(m.strings[int(s.input_dims[cl])])
+        copied = li.tensors(m.strings[int(s.at("input_dims", cl))])
         got = li.conv_input(m, a, copied[0] if copied else None)
         if got is None:
             continue
@@ -114,8 +115,8 @@ def conversion_finding(ctx: RuleContext, m, i: int, g: dict):
         a = int(g["a"][np.flatnonzero(g["p"] == e["row"])[0]])
         got = inputs.get(a)
         e["input_dims"], e["input_strides"] = (str(got[0]), str(got[1])) if got else ("", "")
-        e["copied_dims"] = m.strings[int(s.input_dims[e["row"]])]
-        e["copied_strides"] = m.strings[int(s.input_strides[e["row"]])]
+        e["copied_dims"] = m.strings[int(s.at("input_dims", e["row"]))]
+        e["copied_strides"] = m.strings[int(s.at("input_strides", e["row"]))]
         e["converted_to"] = fmt
         ev.append(e)
     src = None
@@ -123,8 +124,8 @@ def conversion_finding(ctx: RuleContext, m, i: int, g: dict):
         src = c.source_of(m, perm)
         entry_ev.insert(0, {"name": "aten::permute that makes the input NHWC", "ts_ns": int(s.ts_ns[perm]),
                             "dur_ns": int(s.dur_ns[perm]), "rank": m.rank, "row": int(perm),
-                            "input_dims": m.strings[int(s.input_dims[perm])],
-                            "input_strides": m.strings[int(s.input_strides[perm])]})
+                            "input_dims": m.strings[int(s.at("input_dims", perm))],
+                            "input_strides": m.strings[int(s.at("input_strides", perm))]})
     src = src or c.source_of(m, first) or c.forward_source(m, first)
     shown = f" ({_fmt(first_in[0])} strides {_fmt(first_in[1])})" if first_in else ""
     if fmt == "channels_last":

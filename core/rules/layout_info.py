@@ -80,13 +80,13 @@ def format_conversions(m, clones: np.ndarray, askers: np.ndarray) -> np.ndarray:
         return out
     par = parents(m)
     copies = c.rows_with_names(m, "aten::copy_", c.exact("aten::copy_"), [Kind.CPU_OP])
-    dst = {int(p): int(s.input_strides[r]) for p, r in zip(par[copies].tolist(), copies.tolist())}
+    dst = {int(p): int(s.at("input_strides", r)) for p, r in zip(par[copies].tolist(), copies.tolist())}
     conv = c.name_ids(m, "conv-ops", lambda n: n.startswith("aten::") and "convolution" in n)
     is_conv = np.isin(s.name[askers], conv)
     memo: dict[tuple[int, int, int], str] = {}
     for k in np.flatnonzero(is_conv).tolist():
         cl = int(clones[k])
-        key = (int(s.input_dims[cl]), int(s.input_strides[cl]), dst.get(cl, 0))
+        key = (int(s.at("input_dims", cl)), int(s.at("input_strides", cl)), dst.get(cl, 0))
         if key not in memo:
             dims, src, to = (tensors(m.strings[key[0]]), tensors(m.strings[key[1]]), tensors(m.strings[key[2]]))
             memo[key] = ""
@@ -102,7 +102,8 @@ def conv_input(m, asker: int, copied_dims) -> tuple[list, list] | None:
     """(dims, strides) of the activation a convolution op reads: the first >= 4-D input that is not
     the copied tensor (convolution_backward's inputs are grad_output, input, weight: input is second)."""
     s = m.slices
-    dims, strides = tensors(m.strings[int(s.input_dims[asker])]), tensors(m.strings[int(s.input_strides[asker])])
+    dims = tensors(m.strings[int(s.at("input_dims", asker))])
+    strides = tensors(m.strings[int(s.at("input_strides", asker))])
     order = list(range(len(dims)))
     if "backward" in m.name(asker) and len(order) > 1:
         order = [1, 0] + order[2:]
@@ -123,7 +124,7 @@ def permute_feeding(m, rows: np.ndarray, dims: list, strides: list) -> int:
     want = json.dumps(nhwc)
     ids = c.name_ids(m, f"permute-in:{want}", lambda t: t.startswith(f"[{want}"))
     perm = c.rows_with_names(m, "aten::permute", c.exact("aten::permute"), [Kind.CPU_OP])
-    perm = perm[np.isin(m.slices.input_dims[perm], ids)] if len(ids) else perm[:0]
+    perm = perm[np.isin(m.slices.at("input_dims", perm), ids)] if len(ids) else perm[:0]
     if not len(perm):
         return -1
     t0 = int(m.slices.ts_ns[rows].min())
@@ -148,11 +149,11 @@ def transpose_after(m, fwd: int, window: int = 3) -> int:
     """A transpose/permute recorded right after forward op `fwd` (next autograd sequence numbers on its
     thread): the op that made the gradient reaching `fwd`'s backward non-contiguous. -1 if none."""
     s = m.slices
-    seq = int(s.seq[fwd])
+    seq = int(s.at("seq", fwd))
     if seq < 0:
         return -1
     rows = c.rows_with_names(m, "transposes", c.exact(*TRANSPOSES), [Kind.CPU_OP])
-    rows = rows[(s.track[rows] == s.track[fwd]) & (s.seq[rows] > seq) & (s.seq[rows] <= seq + window)
+    rows = rows[(s.track[rows] == s.track[fwd]) & (s.at("seq", rows) > seq) & (s.at("seq", rows) <= seq + window)
                 & (s.ts_ns[rows] > s.ts_ns[fwd])]
     return int(rows[0]) if len(rows) else -1
 

@@ -53,7 +53,7 @@ def pageable_memcpy(ctx: RuleContext) -> RuleOutput:
             parts = np.concatenate([g, gs[gs >= 0], g_sync])
             us, ue = intervals.union(s.ts_ns[parts], s.ts_ns[parts] + s.dur_ns[parts])
             cost = int((ue - us).sum())
-            nbytes = int(np.maximum(s.bytes[g], 0).sum())
+            nbytes = int(np.maximum(s.at("bytes", g), 0).sum())
             first = int(gop[gop >= 0][0]) if (gop >= 0).any() else int(gs[0])
             if d == "HtoD":
                 title = f"Host→device copies from pageable memory ({len(g)}×, {nbytes / 2**20:.1f} MiB)"
@@ -65,7 +65,7 @@ def pageable_memcpy(ctx: RuleContext) -> RuleOutput:
                        "event), or keep the data on the GPU.")
             ev = c.evidence(m, g, bytes=None)
             for e in ev:
-                e["bytes"] = int(s.bytes[e["row"]])
+                e["bytes"] = int(s.at("bytes", e["row"]))
             rows_all = np.concatenate([g, gs[gs >= 0], ops, g_sync])
             # `source`, not `src`: src holds the launch rows of every direction and the loop comes back to it
             source = c.source_of(m, first) if first >= 0 else None

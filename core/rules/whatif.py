@@ -89,9 +89,11 @@ def _pinned_bandwidth(model: TraceModel, direction: str, cfg: dict) -> tuple[flo
     else resources/whatif.toml by GPU name."""
     s = model.slices
     ids = model.strings.ids_matching(lambda n: direction in n and "Pinned" in n)
-    m = np.isin(s.name, ids) & (s.kind == Kind.MEMCPY) & (s.bytes >= 65536) & (s.dur_ns > 0)
-    if int(m.sum()) >= 3:
-        return float(np.median(s.bytes[m] / s.dur_ns[m])), "this trace's pinned copies"
+    rows = s.present_rows("bytes")  # copies and sets carry bytes: no pass over every slice's bytes
+    nbytes = s.at("bytes", rows)
+    keep = np.isin(s.name[rows], ids) & (s.kind[rows] == Kind.MEMCPY) & (nbytes >= 65536) & (s.dur_ns[rows] > 0)
+    if int(keep.sum()) >= 3:
+        return float(np.median(nbytes[keep] / s.dur_ns[rows[keep]])), "this trace's pinned copies"
     names = [str(p.get("name", "")) for p in model.meta.device_properties]
     table = cfg.get("pinned_gbps", {})
     for key, gbps in table.items():
@@ -111,7 +113,7 @@ def _pageable(model, finding, rp, cfg, ctx) -> Edit:
         if not sel.any():
             continue
         bw, how = _pinned_bandwidth(model, direction, cfg)
-        pinned_ns = np.maximum(s.bytes[copies[sel]], 0) / max(bw, 1e-9)
+        pinned_ns = np.maximum(s.at("bytes", copies[sel]), 0) / max(bw, 1e-9)
         scale[sel] = np.minimum(pinned_ns / np.maximum(s.dur_ns[copies[sel]], 1), 1.0)
     calls = _of_kind(model, rows, Kind.RUNTIME)
     return Edit(label=f"copies at pinned bandwidth ({how}), async", scale_rows=copies, scale=scale,

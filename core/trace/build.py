@@ -16,6 +16,7 @@ from core.trace.beside import Beside
 from core.trace.kineto import CORRUPT_MARK
 from core.trace.limits import limits
 from core.trace.merge import Merged, dense
+from core.trace.sparse import Sparse, from_pairs, sparsify
 from core.trace.model import (
     NONE, EventCounts, Kind, SliceTable, StepTable, TraceModel, TrackKind, unknown_categories,
 )
@@ -24,8 +25,7 @@ TRIM_MIN_ROWS = 16_000_000  # loads this big hand freed heap pages back between 
 GPU_TRACK_KINDS = np.array([Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET], dtype=np.int8)
 _COLLECTIVE_HINTS = ("nccl:", "gloo:", "c10d::", "record_param_comms")
 _DENSE = ("ts_ns", "dur_ns", "track", "name", "cat", "kind", "device", "stream")
-_FILL = {"occupancy": np.nan, "grid": 0, "block": 0, "input_dims": 0, "input_strides": 0, "input_types": 0,
-         "call_stack": 0}
+_FILL = SliceTable.FILL
 SLICE_COLUMNS = ("ts_ns", "dur_ns", "track", "name", "cat", "kind", "correlation", "external_id", "stream",
                  "device", "bytes", "grid", "block", "registers", "occupancy", "input_dims", "input_strides",
                  "input_types", "call_stack", "python_id", "python_parent_id", "seq", "src_offset")
@@ -171,8 +171,22 @@ def _build_threads(n: int) -> bool:
     return cores >= 2 and PARALLEL_MIN_ROWS <= n < TRIM_MIN_ROWS
 
 
-def _scatter_args(a: dict, keys: list[str], n: int, position: np.ndarray | None) -> dict[str, np.ndarray]:
-    return {k: dense(a.pop(k), n, _FILL.get(k, NONE), position) for k in keys}
+def _scatter_args(a: dict, keys: list[str], n: int, position: np.ndarray | None) -> dict[str, np.ndarray | Sparse]:
+    return {k: _arg_column(k, a.pop(k), n, position) for k in keys}
+
+
+def _arg_column(k: str, arg: tuple, n: int, position: np.ndarray | None) -> np.ndarray | Sparse:
+    """One arg column in sorted row order: Sparse pairs when few rows hold it (core/trace/sparse.py), else
+    dense. Pairs from the merge are never spread over n rows when they stay pairs; a dense column from the
+    merge is checked for how many rows hold a value (one pass)."""
+    fill = _FILL.get(k, NONE)
+    idx, vals = arg
+    if k not in SliceTable.SPARSE_COLUMNS:
+        return dense(arg, n, fill, position)
+    if idx is not None:
+        rows = idx if position is None else position[idx]
+        return from_pairs(n, rows, vals, fill, vals.dtype)
+    return sparsify(dense(arg, n, fill, position), fill)
 
 
 def _us_to_ns(t_us: np.ndarray, origin_us: float) -> np.ndarray:

@@ -2,9 +2,9 @@
 
 One entry per source file, a directory named by a hash of (resolved path, size, mtime_ns,
 FORMAT_VERSION) under `cache_dir()` ($PTPROF_CACHE_DIR, else the user cache dir, e.g.
-~/.cache/ptprof). An entry holds `<table>.<column>.npy` for every column of every table,
-`entry.json` (source key, strings, meta, counts, warnings, column list) and the marker file that
-says the folder is ours (cache_evict.py: only such folders are ever removed). Writes go to a
+~/.cache/ptprof). An entry holds `<table>.<column>.npy` for every column of every table (a sparse
+slice column as `slices.<column>.rows.npy` + `.values.npy`, core/trace/sparse.py), `entry.json`
+(source key, strings, meta, counts, warnings, column list) and the marker file that says the folder is ours (cache_evict.py: only such folders are ever removed). Writes go to a
 temporary directory renamed into place, so readers never see half an entry. Nothing in an entry is
 trusted: every file is opened only when it is a regular file (a FIFO never blocks), and the columns
 are checked on open (cache_check.py: dtypes, lengths, id ranges); anything unusable is a miss,
@@ -28,15 +28,19 @@ import msgspec
 import numpy as np
 
 from core.trace import cache_evict
-from core.trace.cache_check import TABLES, check_entry, check_fingerprints, check_model, fingerprint, open_npy
+from core.trace.cache_check import (
+    TABLES, check_entry, check_fingerprints, check_model, fingerprint, open_npy, stored_columns,
+)
 from core.trace.model import EventCounts, TraceMeta, TraceModel
 from core.trace.safefile import read_regular
+from core.trace.sparse import Sparse
 from core.trace.strings import StringTable
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 5  # bump when a column's meaning changes (2: every Kineto category; 3: marker file, checked columns;
-# 4: device sync-record track labels, headers with Kineto-mangled quotes read; 5: column fingerprints)
+FORMAT_VERSION = 6  # bump when a column's meaning changes (2: every Kineto category; 3: marker file, checked columns;
+# 4: device sync-record track labels, headers with Kineto-mangled quotes read; 5: column fingerprints;
+# 6: sparse slice arg columns as <col>.rows.npy + <col>.values.npy, listed in entry.json "sparse")
 DEFAULT_MAX_BYTES = 5 * 10**9
 MAX_ENTRY_JSON_BYTES = 1 << 30  # strings of the biggest traces are tens of MB
 _ENTRY = "entry.json"
@@ -143,7 +147,15 @@ def _read(d: Path, key: dict) -> TraceModel:
     check_entry(entry, key)
     tables = {}
     for name, cls in TABLES.items():
-        cols = {col: open_npy(d / f"{name}.{col}.npy", entry["shapes"][name][col]) for col in _field_names(cls)}
+        pairs = entry["sparse"].get(name, {})
+        cols = {}
+        for col in _field_names(cls):
+            shape = entry["shapes"][name][col]
+            if col in pairs:
+                cols[col] = Sparse(shape[0], open_npy(d / f"{name}.{col}.rows.npy", [pairs[col]]),
+                                   open_npy(d / f"{name}.{col}.values.npy", [pairs[col]]), cls.FILL[col])
+            else:
+                cols[col] = open_npy(d / f"{name}.{col}.npy", shape)
         tables[name] = cls(**cols)
     strings = entry["strings"]
     model = TraceModel(
@@ -170,16 +182,23 @@ def store(path: Path, model: TraceModel) -> bool:
         cache_evict.write_marker(tmp)
         shapes: dict[str, dict[str, list[int]]] = {}
         prints: dict[str, dict[str, str]] = {}
+        sparse: dict[str, dict[str, int]] = {}
         for name in TABLES:
             table = getattr(model, name)
             shapes[name], prints[name] = {}, {}
-            for col, arr in table.columns().items():
-                np.save(tmp / f"{name}.{col}.npy", np.ascontiguousarray(arr), allow_pickle=False)
-                shapes[name][col] = list(arr.shape)
+            for col, arr in stored_columns(table).items():
+                if isinstance(arr, Sparse):  # its pairs, as held (core/trace/sparse.py)
+                    sparse.setdefault(name, {})[col] = len(arr.rows)
+                    np.save(tmp / f"{name}.{col}.rows.npy", np.ascontiguousarray(arr.rows), allow_pickle=False)
+                    np.save(tmp / f"{name}.{col}.values.npy", np.ascontiguousarray(arr.values), allow_pickle=False)
+                    shapes[name][col] = [len(arr)]
+                else:
+                    np.save(tmp / f"{name}.{col}.npy", np.ascontiguousarray(arr), allow_pickle=False)
+                    shapes[name][col] = list(arr.shape)
                 prints[name][col] = fingerprint(arr)
         entry = {"key": key, "path": model.path, "rank": model.rank, "strings": model.strings.to_list(),
                  "meta": model.meta.to_json(), "counts": asdict(model.counts), "warnings": list(model.warnings),
-                 "shapes": shapes, "fingerprints": prints}
+                 "shapes": shapes, "sparse": sparse, "fingerprints": prints}
         (tmp / _ENTRY).write_bytes(msgspec.json.encode(entry))
         if os.path.lexists(final):
             if not cache_evict.remove(final):
@@ -203,7 +222,7 @@ _pending_lock = threading.Lock()
 
 
 def model_bytes(model: TraceModel) -> int:
-    return sum(int(arr.nbytes) for name in TABLES for arr in getattr(model, name).columns().values())
+    return sum(int(arr.nbytes) for name in TABLES for arr in stored_columns(getattr(model, name)).values())
 
 
 def store_soon(path: Path, model: TraceModel) -> threading.Thread | None:
@@ -285,5 +304,7 @@ def evict(limit: int, keep: Path | None = None) -> int:
 
 
 def _field_names(cls) -> list[str]:
+    if hasattr(cls, "COLUMNS"):  # SliceTable
+        return list(cls.COLUMNS)
     from dataclasses import fields
     return [f.name for f in fields(cls)]

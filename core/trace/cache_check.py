@@ -13,6 +13,7 @@ import stat
 import numpy as np
 from numpy.lib import format as npy_format
 
+from core.trace.sparse import Sparse
 from core.trace.model import (
     CounterTable, FlowKind, FlowTable, InstantTable, Kind, MemoryTable, SliceTable, StepTable, TrackKind, TrackTable,
 )
@@ -113,16 +114,25 @@ def open_npy(path, shape) -> np.ndarray:
 FINGERPRINT_ITEMS = 512  # from each end of a column
 
 
-def fingerprint(arr: np.ndarray) -> str:
+def fingerprint(arr: np.ndarray | Sparse) -> str:
     """Length, dtype and the first and last FINGERPRINT_ITEMS values of a column, hashed: two touched pages
     per column (a mapped column stays unread). Stored in entry.json, it tells a column swapped with
     another of the same type and range (name <-> cat, correlation <-> external_id) - which the range
-    checks below let through, showing wrong names - from the column that was written there."""
+    checks below let through, showing wrong names - from the column that was written there. A sparse
+    column: its length, then its rows and its values the same way."""
     h = hashlib.blake2b(digest_size=8)
+    parts = (arr.rows, arr.values) if isinstance(arr, Sparse) else (arr,)
     h.update(f"{len(arr)}:{arr.dtype.str}:".encode())
-    h.update(np.ascontiguousarray(arr[:FINGERPRINT_ITEMS]).tobytes())
-    h.update(np.ascontiguousarray(arr[-FINGERPRINT_ITEMS:]).tobytes())
+    for a in parts:
+        h.update(f"{len(a)}:".encode())
+        h.update(np.ascontiguousarray(a[:FINGERPRINT_ITEMS]).tobytes())
+        h.update(np.ascontiguousarray(a[-FINGERPRINT_ITEMS:]).tobytes())
     return h.hexdigest()
+
+
+def stored_columns(table) -> dict:
+    """A table's columns as held (SliceTable: arrays and Sparse pairs; never builds a dense column)."""
+    return table.stored() if hasattr(table, "stored") else table.columns()
 
 
 def check_fingerprints(model, fingerprints) -> None:
@@ -132,7 +142,7 @@ def check_fingerprints(model, fingerprints) -> None:
         want = fingerprints.get(name)
         if not isinstance(want, dict):
             raise BadEntry(f"{name}: no column fingerprints")
-        for col, arr in getattr(model, name).columns().items():
+        for col, arr in stored_columns(getattr(model, name)).items():
             if want.get(col) != fingerprint(arr):
                 raise BadEntry(f"{name}.{col}: not the column written there (swapped or edited)")
 
@@ -156,6 +166,13 @@ def check_entry(entry, key: dict) -> None:
             shape = got[col]
             if not (isinstance(shape, list) and len(shape) == 1 and isinstance(shape[0], int) and shape[0] >= 0):
                 raise BadEntry(f"{name}.{col}: bad shape")
+    sparse = entry.get("sparse")
+    if not isinstance(sparse, dict) or set(sparse) - {"slices"}:
+        raise BadEntry("bad sparse column list")
+    for col, k in sparse.get("slices", {}).items():
+        if col not in SliceTable.SPARSE_COLUMNS or not isinstance(k, int) or isinstance(k, bool) or \
+                not 0 <= k <= shapes["slices"][col][0]:
+            raise BadEntry(f"slices.{col}: bad sparse column")
     if not isinstance(entry.get("warnings"), list) or not all(isinstance(w, str) for w in entry["warnings"]):
         raise BadEntry("bad warnings")
     if not isinstance(entry.get("counts"), dict) or not isinstance(entry.get("meta"), dict):
@@ -196,17 +213,37 @@ def _sorted_within_tracks(ts: np.ndarray, offsets: np.ndarray) -> bool:
     return True
 
 
+def _values(arr):
+    return arr.values if isinstance(arr, Sparse) else arr
+
+
+def _check_pairs(name: str, sp: Sparse) -> None:
+    """A sparse column's rows: int64, strictly increasing, in [0, n), one per value (in pieces)."""
+    rows = sp.rows.view(np.ndarray)
+    if rows.dtype != _I64 or len(rows) != len(sp.values) or len(rows) > sp.n:
+        raise BadEntry(f"{name}: bad sparse rows")
+    if len(rows) and (int(rows[0]) < 0 or int(rows[-1]) >= sp.n):
+        raise BadEntry(f"{name}: sparse row out of range")
+    for a in range(1, len(rows), _PIECE):
+        b = min(len(rows), a + _PIECE)
+        if not bool((rows[a:b] > rows[a - 1:b - 1]).all()):
+            raise BadEntry(f"{name}: sparse rows not increasing")
+
+
 def check_model(model, n_strings: int) -> None:
     """dtypes, equal lengths, id ranges and the track index of a model read from the cache."""
     n_tracks = len(model.tracks.kind)
     n_slices = len(model.slices.ts_ns)
     for name, cols in DTYPES.items():
         table = getattr(model, name)
+        held = stored_columns(table)
         lengths = set()
         for col, dtype in cols.items():
-            arr = getattr(table, col)
+            arr = held[col]
             if arr.dtype != dtype:
                 raise BadEntry(f"{name}.{col}: dtype {arr.dtype}, expected {dtype}")
+            if isinstance(arr, Sparse):
+                _check_pairs(f"{name}.{col}", arr)
             if name == "slices" and col in _PER_TRACK:
                 if len(arr) != n_tracks + _PER_TRACK[col]:
                     raise BadEntry(f"slices.{col}: length does not match the tracks")
@@ -215,10 +252,10 @@ def check_model(model, n_strings: int) -> None:
         if len(lengths) > 1:
             raise BadEntry(f"{name}: columns of different lengths")
         for col in STRING_COLUMNS.get(name, ()):
-            if not _in_range(getattr(table, col), 0, n_strings):
+            if not _in_range(_values(held[col]), 0, n_strings):
                 raise BadEntry(f"{name}.{col}: string id out of range")
         for col in TRACK_COLUMNS.get(name, ()):
-            if not _in_range(getattr(table, col), -1 if name in _NO_TRACK_OK else 0, n_tracks):
+            if not _in_range(_values(held[col]), -1 if name in _NO_TRACK_OK else 0, n_tracks):
                 raise BadEntry(f"{name}.{col}: track id out of range")
     offsets = model.slices.track_offsets
     if offsets[0] != 0 or offsets[-1] != n_slices or (n_tracks and bool(np.any(np.diff(offsets) < 0))):

@@ -241,7 +241,7 @@ def _has_gpu(m: TraceModel) -> bool:
 
 def shift_model(m: TraceModel, delta_ns: int) -> TraceModel:
     d = np.int64(delta_ns)
-    sl = replace(m.slices, ts_ns=m.slices.ts_ns + d)
+    sl = m.slices.with_columns(ts_ns=m.slices.ts_ns + d)
     mem = replace(m.memory, ts_ns=m.memory.ts_ns + d)
     ins = replace(m.instants, ts_ns=m.instants.ts_ns + d)
     cnt = replace(m.counters, ts_ns=m.counters.ts_ns + d)

@@ -69,14 +69,20 @@ def cpu_track_of(tracks: TrackTable, pid: np.ndarray, tid: np.ndarray) -> np.nda
 def flows(slices: SliceTable, fl: dict, tracks: TrackTable, to_ns, strings: StringTable) -> FlowTable:
     src_parts, dst_parts, kind_parts = [], [], []
     # CPU launch -> GPU event by correlation id
-    corr = slices.correlation
-    launch = np.flatnonzero(((slices.kind == Kind.RUNTIME) | (slices.kind == Kind.DRIVER)) & (corr >= 0))
-    gpu = np.flatnonzero(np.isin(slices.kind, _GPU_KINDS) & (corr >= 0))
+    # only the rows that carry a correlation id (a sparse column's own rows: no pass over every slice)
+    has = slices.present_rows("correlation")
+    corr_of = slices.at("correlation", has)
+    has_kind = slices.kind[has]
+    keep = corr_of >= 0
+    is_launch = keep & ((has_kind == Kind.RUNTIME) | (has_kind == Kind.DRIVER))
+    is_gpu = keep & np.isin(has_kind, _GPU_KINDS)
+    launch, launch_corr = has[is_launch], corr_of[is_launch]
+    gpu, gpu_corr = has[is_gpu], corr_of[is_gpu]
     if len(launch) and len(gpu):
-        lo = launch[np.argsort(corr[launch], kind="stable")]
-        lc = corr[lo]
-        pos = np.minimum(np.searchsorted(lc, corr[gpu]), len(lc) - 1)
-        ok = lc[pos] == corr[gpu]
+        srt = np.argsort(launch_corr, kind="stable")
+        lo, lc = launch[srt], launch_corr[srt]
+        pos = np.minimum(np.searchsorted(lc, gpu_corr), len(lc) - 1)
+        ok = lc[pos] == gpu_corr
         src_parts.append(lo[pos[ok]])
         dst_parts.append(gpu[ok])
         kind_parts.append(np.full(int(ok.sum()), FlowKind.LAUNCH, dtype=np.int8))

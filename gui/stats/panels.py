@@ -322,11 +322,10 @@ class OpsPanel(StatsPanel):
     def occurrences_of(self, part: Part, row: int) -> np.ndarray:
         s = part.model.slices
         ot = part.state["ot"]
-        hit = s.name == ot.name[row]
+        rows = np.flatnonzero((s.name == ot.name[row]) & np.isin(
+            s.kind, np.array([Kind.CPU_OP, Kind.ANNOTATION, Kind.COLLECTIVE], np.int8)))
         if part.state["by_shapes"]:
-            hit &= s.input_dims == ot.input_dims[row]
-        rows = np.flatnonzero(hit & np.isin(s.kind, np.array([Kind.CPU_OP, Kind.ANNOTATION, Kind.COLLECTIVE],
-                                                             np.int8)))
+            rows = rows[s.at("input_dims", rows) == ot.input_dims[row]]
         return rows[np.argsort(s.ts_ns[rows], kind="stable")]
 
 

@@ -28,19 +28,19 @@ def slice_details_html(m: TraceModel, mi: int, row: int) -> str:
            f"<p>{kind.name.lower()} on <b>{html.escape(m.track_label(int(s.track[row])))}</b><br>"
            f"start {fmt_ns(s.ts_ns[row])} · duration <b>{fmt_ns(s.dur_ns[row])}</b></p>"]
     args = []
-    for label, col in (("correlation", s.correlation), ("external id", s.external_id), ("stream", s.stream),
-                       ("device", s.device), ("sequence", s.seq), ("registers", s.registers)):
-        v = int(col[row])
+    for label, col in (("correlation", "correlation"), ("external id", "external_id"), ("stream", "stream"),
+                       ("device", "device"), ("sequence", "seq"), ("registers", "registers")):
+        v = int(s.at(col, row))
         if v != NONE:
             args.append((label, str(v)))
-    if s.bytes[row] != NONE:
-        args.append(("bytes", fmt_bytes(s.bytes[row])))
-    if not np.isnan(s.occupancy[row]):
-        args.append(("est. occupancy", f"{float(s.occupancy[row]):.1f} %"))
-    for label, col in (("grid", s.grid), ("block", s.block), ("input dims", s.input_dims),
-                       ("input strides", s.input_strides), ("input types", s.input_types),
-                       ("call stack", s.call_stack)):
-        text = m.strings[col[row]]
+    if s.at("bytes", row) != NONE:
+        args.append(("bytes", fmt_bytes(s.at("bytes", row))))
+    if not np.isnan(s.at("occupancy", row)):
+        args.append(("est. occupancy", f"{float(s.at('occupancy', row)):.1f} %"))
+    for label, col in (("grid", "grid"), ("block", "block"), ("input dims", "input_dims"),
+                       ("input strides", "input_strides"), ("input types", "input_types"),
+                       ("call stack", "call_stack")):
+        text = m.strings[s.at(col, row)]
         if text:
             args.append((label, text))
     if args:
@@ -126,7 +126,7 @@ class DetailsPanel(QtWidgets.QTextBrowser):
             return
         m = self.models[mi]
         self._html = slice_details_html(m, mi, row)
-        offset = int(m.slices.src_offset[row])
+        offset = int(m.slices.at("src_offset", row))
         if offset < 0:  # loaded without the C scanner: the model's args are all there is
             self.setHtml(self._html)
             return

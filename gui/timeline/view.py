@@ -324,15 +324,15 @@ def slice_tooltip(m: TraceModel, row: int) -> str:
     lines = [f"<b>{html.escape(m.name(row)[:200])}</b>",
              f"{Kind(int(s.kind[row])).name.lower()} · {html.escape(m.track_label(int(s.track[row])))}",
              f"duration {fmt_ns(s.dur_ns[row])} · start {fmt_ns(s.ts_ns[row])}"]
-    dims = m.strings[s.input_dims[row]]
+    dims = m.strings[s.at("input_dims", row)]
     if dims and dims != "[]":
         lines.append(f"shapes {html.escape(dims[:160])}")
-    types = m.strings[s.input_types[row]]
+    types = m.strings[s.at("input_types", row)]
     if types and types != "[]":
         lines.append(f"dtypes {html.escape(types[:160])}")
-    grid = m.strings[s.grid[row]]
+    grid = m.strings[s.at("grid", row)]
     if grid:
-        lines.append(f"grid {grid} · block {m.strings[s.block[row]]}")
+        lines.append(f"grid {grid} · block {m.strings[s.at('block', row)]}")
     return "<br>".join(lines)
 
 

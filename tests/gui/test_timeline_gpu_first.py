@@ -80,5 +80,8 @@ def test_the_layout_does_not_jump_after_a_trace_opened(qtbot, main_window, open_
         qtbot.waitUntil(lambda p=panel: p.ready, timeout=60_000)
     qtbot.wait(200)
     assert view.split.sizes() == first
+    # neither the Issues rules nor the tables built a dense array of a sparse arg column
+    assert view.trace_set.primary.slices.sparse_names()
+    assert all(m.slices.materialized() == [] for m in view.trace_set.models)
     # the findings table stays where it was when the analysis ends (its Cancel button hides)
     assert table.mapTo(main_window, table.rect().topLeft()).y() == table_top

@@ -137,6 +137,8 @@ def _resave(d: Path, name: str, arr: np.ndarray, fix_shape: bool = True) -> None
 
 
 @pytest.mark.parametrize("poison", ["swap_columns", "swap_same_type", "swap_ids", "retype", "string_id", "track_id", "flow_id", "step_slice",
+                                    "sparse_unsorted", "sparse_out_of_range", "sparse_string_id", "sparse_count",
+                                    "sparse_not_sparse",
                                     "offsets", "kind", "object_dtype", "entry_not_dict", "strings_not_str",
                                     "short_file", "two_d"])
 def test_poisoned_entry_is_a_miss_and_rebuilt(trace, poison):
@@ -151,11 +153,43 @@ def test_poisoned_entry_is_a_miss_and_rebuilt(trace, poison):
         tmp.rename(b)
     elif poison in ("swap_same_type", "swap_ids"):  # same dtype, same length, values in range for both:
         # only the fingerprints in entry.json tell them apart (these loaded, showing categories as names)
-        a, b = ("slices.name.npy", "slices.cat.npy") if poison == "swap_same_type" else \
-            ("slices.correlation.npy", "slices.external_id.npy")
-        data_a, data_b = (d / a).read_bytes(), (d / b).read_bytes()
-        (d / a).write_bytes(data_b)
-        (d / b).write_bytes(data_a)
+        if poison == "swap_same_type":
+            pairs = [("slices.name.npy", "slices.cat.npy")]
+        else:  # correlation is sparse in this trace, external_id dense: make both sparse pairs alike
+            sp = reference.slices.sparse("correlation")
+            assert sp is not None and reference.slices.sparse("external_id") is None
+            ext = reference.slices.external_id
+            rows = sp.rows
+            np.save(d / "slices.external_id.rows.npy", rows, allow_pickle=False)
+            np.save(d / "slices.external_id.values.npy", np.ascontiguousarray(ext[rows]), allow_pickle=False)
+            (d / "slices.external_id.npy").unlink()
+            entry = json.loads((d / "entry.json").read_text())
+            entry["sparse"]["slices"]["external_id"] = len(rows)
+            (d / "entry.json").write_text(json.dumps(entry))
+            pairs = [("slices.correlation.values.npy", "slices.external_id.values.npy")]
+        for a, b in pairs:
+            data_a, data_b = (d / a).read_bytes(), (d / b).read_bytes()
+            (d / a).write_bytes(data_b)
+            (d / b).write_bytes(data_a)
+    elif poison == "sparse_unsorted":  # a sparse column's rows out of order
+        rows = np.load(d / "slices.grid.rows.npy")
+        _resave(d, "slices.grid.rows.npy", rows[::-1].copy(), fix_shape=False)
+    elif poison == "sparse_out_of_range":
+        rows = np.load(d / "slices.grid.rows.npy")
+        rows[-1] = len(reference.slices) + 3
+        _resave(d, "slices.grid.rows.npy", rows, fix_shape=False)
+    elif poison == "sparse_string_id":
+        vals = np.load(d / "slices.grid.values.npy")
+        vals[0] = n_strings + 1
+        _resave(d, "slices.grid.values.npy", vals, fix_shape=False)
+    elif poison == "sparse_count":  # entry.json says more pairs than the files hold
+        entry = json.loads((d / "entry.json").read_text())
+        entry["sparse"]["slices"]["grid"] += 1
+        (d / "entry.json").write_text(json.dumps(entry))
+    elif poison == "sparse_not_sparse":  # a column that may not be sparse listed as sparse
+        entry = json.loads((d / "entry.json").read_text())
+        entry["sparse"]["slices"]["ts_ns"] = 3
+        (d / "entry.json").write_text(json.dumps(entry))
     elif poison == "retype":
         _resave(d, "slices.ts_ns.npy", np.asarray(reference.slices.ts_ns, np.float64))
     elif poison == "string_id":
@@ -262,6 +296,7 @@ def test_value_checks_in_pieces_catch_a_bad_row_anywhere(monkeypatch, piece):
     from dataclasses import replace
 
     from core.trace import cache_check
+    from core.trace.sparse import Sparse
     from helpers import SAMPLE
     monkeypatch.setattr(cache_check, "_PIECE", piece)
     model = load(SAMPLE, use_cache=False).primary
@@ -274,7 +309,16 @@ def test_value_checks_in_pieces_catch_a_bad_row_anywhere(monkeypatch, piece):
     bad_ts[mid] = bad_ts[mid - 1] - 1
     bad_dur = s.dur_ns.copy()
     bad_dur[len(bad_dur) // 2] = -1
+    rows = s.present_rows("input_dims")  # a sparse string column: its rows and values are checked in pieces too
+    sp = Sparse(len(s), rows, np.ascontiguousarray(s.input_dims[rows]), 0)
+    cache_check.check_model(replace(model, slices=s.with_columns(input_dims=sp)), len(model.strings))
+    bad_rows = sp.rows.copy()
+    bad_rows[-1] = bad_rows[-2]
+    bad_vals = sp.values.copy()
+    bad_vals[-1] = len(model.strings)
     for col, arr, why in (("name", bad_name, "string id"), ("ts_ns", bad_ts, "not sorted"),
-                          ("dur_ns", bad_dur, "negative")):
+                          ("dur_ns", bad_dur, "negative"),
+                          ("input_dims", Sparse(sp.n, bad_rows, sp.values, sp.fill), "not increasing"),
+                          ("input_dims", Sparse(sp.n, sp.rows, bad_vals, sp.fill), "string id")):
         with pytest.raises(cache_check.BadEntry, match=why):
-            cache_check.check_model(replace(model, slices=replace(s, **{col: arr})), len(model.strings))
+            cache_check.check_model(replace(model, slices=s.with_columns(**{col: arr})), len(model.strings))
