@@ -190,12 +190,22 @@ def _arg_column(k: str, arg: tuple, n: int, position: np.ndarray | None) -> np.n
 
 
 def _us_to_ns(t_us: np.ndarray, origin_us: float) -> np.ndarray:
-    """(t - origin) µs -> int64 ns, in place on t_us (which the caller gives up)."""
+    """(t - origin) µs -> int64 ns, in place on t_us (which the caller gives up): the int64 values are
+    written over the float64 ones in row pieces (numpy buffers each piece, as the two views share it),
+    so no n-sized array of fresh pages is touched (10 GB trace: astype 0.55 s for ts and dur, ~600 MB)."""
     if origin_us:
         t_us -= origin_us
     t_us *= 1000.0
     np.rint(t_us, out=t_us)
-    return t_us.astype(np.int64)
+    if t_us.dtype != np.float64 or not t_us.flags.c_contiguous or not t_us.flags.writeable:
+        return t_us.astype(np.int64)
+    as_int = t_us.view(np.int64)
+    for p0 in range(0, len(t_us), CONVERT_ROWS):
+        as_int[p0:p0 + CONVERT_ROWS] = t_us[p0:p0 + CONVERT_ROWS]
+    return as_int
+
+
+CONVERT_ROWS = 1 << 20  # rows per in-place float -> int piece (8 MB: the copy numpy makes of it stays in cache)
 
 
 _KIND_TABLE_GPU_SIDE = np.zeros(256, dtype=bool)  # kernels, memcpy, memset and GPU annotations
@@ -405,11 +415,12 @@ def compute_depth(ts: np.ndarray, dur: np.ndarray, offsets: np.ndarray, track: n
     key += ts  # start keys, non-decreasing
     dtype = np.int32 if n < 2**31 else np.int64
     depth = np.empty(n, dtype=dtype)
-    for p0 in range(0, n, PIECE_ROWS):
-        p1 = min(n, p0 + PIECE_ROWS)
-        d = np.searchsorted(end, key[p0:p1], side="right")
-        np.subtract(np.arange(p0, p1, dtype=np.int64), d, out=d)
-        depth[p0:p1] = d
+    if not _depth_merge(end, key, depth):
+        for p0 in range(0, n, PIECE_ROWS):
+            p1 = min(n, p0 + PIECE_ROWS)
+            d = np.searchsorted(end, key[p0:p1], side="right")
+            np.subtract(np.arange(p0, p1, dtype=np.int64), d, out=d)
+            depth[p0:p1] = d
     del end
     zero = np.flatnonzero(dur == 0)
     if len(zero):
@@ -430,6 +441,16 @@ def compute_depth(ts: np.ndarray, dur: np.ndarray, offsets: np.ndarray, track: n
     for p0 in range(0, n, PIECE_ROWS):
         out[p0:p0 + PIECE_ROWS] = np.clip(depth[p0:p0 + PIECE_ROWS], 0, 32767)
     return out
+
+
+def _depth_merge(end: np.ndarray, key: np.ndarray, depth: np.ndarray) -> bool:
+    """depth = row - #(end <= key) by the scanner's linear merge (`_scan.depth_merge`, no GIL); False
+    without the scanner (the caller's searchsorted pieces then do it: 10 GB trace 0.84 s vs ~0.15 s)."""
+    from core.trace import columns
+    fn = getattr(columns._scan, "depth_merge", None) if columns.scan_available() else None  # noqa: SLF001
+    if fn is None or end.dtype != np.int64 or key.dtype != np.int64:
+        return False
+    return bool(fn(np.ascontiguousarray(end), np.ascontiguousarray(key), depth))
 
 
 def _max_end(ts: np.ndarray, dur: np.ndarray, first: np.ndarray) -> np.ndarray:

@@ -60,6 +60,44 @@ def test_depth_in_pieces_equals_one_shot(monkeypatch, piece, seed):
     assert np.array_equal(build.compute_depth(ts, dur, offsets), ref)  # shift built from offsets
 
 
+@pytest.mark.parametrize("merge", [True, False])
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_depth_by_the_scanners_merge_equals_searchsorted(monkeypatch, merge, seed):
+    """compute_depth's count of ended rows: the scanner's linear merge (_scan.depth_merge) or numpy's
+    searchsorted pieces give the same depths (ties, zero durations, empty tracks)."""
+    from core.trace import columns
+    if merge and columns._scan is None:  # noqa: SLF001
+        pytest.skip("the C scanner is not built")
+    calls = []
+    real = build._depth_merge  # noqa: SLF001
+    monkeypatch.setattr(build, "_depth_merge", lambda *a: calls.append(1) and False or (merge and real(*a)))
+    track, ts, dur, offsets = _random_rows(seed, 5000, 3 + seed)
+    assert np.array_equal(build.compute_depth(ts, dur, offsets, track), _depth_one_shot(ts, dur, offsets))
+    assert calls
+
+
+def test_depth_merge_refuses_bad_input():
+    from core.trace import columns
+    scan = columns._scan  # noqa: SLF001
+    if scan is None:
+        pytest.skip("the C scanner is not built")
+    end = np.array([1, 3, 5], np.int64)
+    key = np.array([0, 3, 4, 9], np.int64)
+    for dt in (np.int32, np.int64):
+        out = np.empty(4, dt)
+        assert scan.depth_merge(end, key, out) is True
+        assert out.tolist() == (np.arange(4) - np.searchsorted(end, key, side="right")).tolist()
+    assert scan.depth_merge(end, key[::-1].copy(), np.empty(4, np.int32)) is False  # key decreases
+    with pytest.raises(ValueError):
+        scan.depth_merge(end, key, np.empty(3, np.int32))
+    with pytest.raises(ValueError):
+        scan.depth_merge(end, key, np.empty(4, np.int16))
+    with pytest.raises(TypeError):
+        scan.depth_merge(end, key, np.empty(4, np.int32)[::2].copy().data.toreadonly())
+    empty = np.zeros(0, np.int64)
+    assert scan.depth_merge(empty, empty, np.empty(0, np.int32)) is True
+
+
 @pytest.mark.parametrize("piece", [1, 5, 1 << 22])
 def test_repeat_and_identity_in_pieces(monkeypatch, piece):
     monkeypatch.setattr(build, "PIECE_ROWS", piece)
