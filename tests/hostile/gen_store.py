@@ -219,6 +219,31 @@ def _poison(entry: Path, how: str) -> None:
         (entry / "entry.json").write_text('"just a string"')
     elif how == "marker_missing":
         (entry / ".ptprof-cache-entry").unlink()
+    # sparse slice columns (cache format 6): slices.<col>.rows.npy + .values.npy, counted in entry.json
+    elif how == "sparse_rows_unsorted":
+        f = entry / "slices.grid.rows.npy"
+        f.write_bytes(_npy(np.load(f)[::-1].copy()))
+    elif how == "sparse_rows_out_of_range":
+        f = entry / "slices.grid.rows.npy"
+        rows = np.load(f)
+        rows[-1] = 1 << 40
+        f.write_bytes(_npy(rows))
+    elif how == "sparse_values_fifo":
+        f = entry / "slices.correlation.values.npy"
+        f.unlink()
+        os.mkfifo(f)
+    elif how == "sparse_count_lies":
+        data = json.loads((entry / "entry.json").read_text())
+        data["sparse"]["slices"]["grid"] = 10**12
+        (entry / "entry.json").write_text(json.dumps(data))
+    elif how == "sparse_count_not_int":
+        data = json.loads((entry / "entry.json").read_text())
+        data["sparse"]["slices"]["grid"] = [1, 2]
+        (entry / "entry.json").write_text(json.dumps(data))
+    elif how == "sparse_dense_column_listed":  # a column that may never be sparse, listed as sparse
+        data = json.loads((entry / "entry.json").read_text())
+        data["sparse"]["slices"]["name"] = 1
+        (entry / "entry.json").write_text(json.dumps(data))
     else:
         raise ValueError(how)
 
@@ -226,7 +251,9 @@ def _poison(entry: Path, how: str) -> None:
 CACHE_POISONS = ("fifo_column", "fifo_entry_json", "string_ids_out_of_range", "track_ids_out_of_range",
                  "flow_ids_out_of_range", "retyped_column", "swapped_columns", "swapped_same_type",
                  "edited_fingerprints", "truncated_column", "header_lies",
-                 "symlinked_column", "entry_json_deep", "entry_json_not_dict", "marker_missing")
+                 "symlinked_column", "entry_json_deep", "entry_json_not_dict", "marker_missing",
+                 "sparse_rows_unsorted", "sparse_rows_out_of_range", "sparse_values_fifo", "sparse_count_lies",
+                 "sparse_count_not_int", "sparse_dense_column_listed")
 
 
 def poisoned_cache(root: Path, how: str) -> tuple[Path, Path]:
