@@ -153,7 +153,7 @@ def _stream_waits(model: TraceModel, rows, track, launch_ts, lthread) -> tuple[n
     recs = np.flatnonzero(rt & np.isin(s.name, model.strings.ids_matching(lambda n: n in RECORD_CALLS)))
     # the waiting stream, from CUPTI's sync record of the call (same correlation) when there is one
     sync_rec = np.flatnonzero(np.isin(s.name, model.strings.ids_matching(lambda n: n == "Stream Wait Event")))
-    stream_of_corr = dict(zip(s.at("correlation", sync_rec).tolist(), s.stream[sync_rec].tolist())) \
+    stream_of_corr = dict(zip(s.at("correlation", sync_rec).tolist(), s.at("stream", sync_rec).tolist())) \
         if len(sync_rec) else {}
     gpu_tracks = {int(t): int(model.tracks.tid[t]) for t in np.unique(track).tolist()}
     dst_l, src_l = [], []

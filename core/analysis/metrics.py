@@ -89,8 +89,8 @@ def queue_lengths(model: TraceModel, span: tuple[int, int]) -> list[dict]:
     out = []
     if not len(src):
         return out
-    stream = s.stream[dst].astype(np.int64)
-    device = s.device[dst].astype(np.int64)
+    stream = s.at("stream", dst).astype(np.int64)
+    device = s.at("device", dst).astype(np.int64)
     for dev, st in sorted(set(zip(device.tolist(), stream.tolist()))):
         m = (device == dev) & (stream == st)
         ts = np.concatenate([s.ts_ns[src[m]], s.ts_ns[dst[m]]])

@@ -53,9 +53,9 @@ def gpu_busy_union(model: TraceModel, device: int | None = None) -> tuple[np.nda
     """Disjoint sorted intervals where any GPU kernel/memcpy/memset runs (optionally one device)."""
     def compute():
         s = model.slices
-        m = np.isin(s.kind, np.asarray(GPU_KINDS, dtype=np.int8))
+        m = np.flatnonzero(np.isin(s.kind, np.asarray(GPU_KINDS, dtype=np.int8)))
         if device is not None:
-            m &= s.device == device
+            m = m[s.at("device", m) == device]
         return intervals.union(s.ts_ns[m], s.ts_ns[m] + s.dur_ns[m])
     return cached(model, f"gpu_busy:{device}", compute)
 

@@ -16,7 +16,8 @@ from core.trace.beside import Beside
 from core.trace.kineto import CORRUPT_MARK
 from core.trace.limits import limits
 from core.trace.merge import Merged, dense
-from core.trace.sparse import Sparse, from_pairs, sparsify
+from core.trace.merge import values as merge_values
+from core.trace.sparse import Sparse, from_pairs, pairs, sparsify, values_at
 from core.trace.model import (
     NONE, EventCounts, Kind, SliceTable, StepTable, TraceModel, TrackKind, unknown_categories,
 )
@@ -24,7 +25,7 @@ from core.trace.model import (
 TRIM_MIN_ROWS = 16_000_000  # loads this big hand freed heap pages back between stages (alloc.trim)
 GPU_TRACK_KINDS = np.array([Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET], dtype=np.int8)
 _COLLECTIVE_HINTS = ("nccl:", "gloo:", "c10d::", "record_param_comms")
-_DENSE = ("ts_ns", "dur_ns", "track", "name", "cat", "kind", "device", "stream")
+_DENSE = ("ts_ns", "dur_ns", "track", "name", "cat", "kind")
 _FILL = SliceTable.FILL
 SLICE_COLUMNS = ("ts_ns", "dur_ns", "track", "name", "cat", "kind", "correlation", "external_id", "stream",
                  "device", "bytes", "grid", "block", "registers", "occupancy", "input_dims", "input_strides",
@@ -69,8 +70,7 @@ def build_model(m: Merged, meta_doc: dict, path: str, warnings: list[str]) -> Tr
         dur_us[neg] = 0.0
     del missing, neg
     cols = {"ts_ns": _us_to_ns(r.pop("ts"), origin_us), "dur_ns": _us_to_ns(dur_us, 0.0),
-            "name": r.pop("name"), "cat": r.pop("cat"), "kind": r.pop("kind"),
-            "device": dense(a.pop("device"), n, NONE), "stream": dense(a.pop("stream"), n, NONE)}
+            "name": r.pop("name"), "cat": r.pop("cat"), "kind": r.pop("kind")}
     del dur_us
     kind, name = cols["kind"], cols["name"]
     warnings.extend(_unknown_category_warnings(strings, cols["cat"], kind))
@@ -78,18 +78,26 @@ def build_model(m: Merged, meta_doc: dict, path: str, warnings: list[str]) -> Tr
     if len(coll_ids):
         kind[_named_rows(name, kind, coll_ids, Kind.ANNOTATION)] = Kind.COLLECTIVE
     pid, tid = r.pop("pid"), r.pop("tid")
+    # device and stream: values on GPU-side rows (and wherever an event carried them), NONE elsewhere -
+    # held as pairs over those rows only (`gpu_side`), never as n-row columns (10 GB trace: 220 MB)
     gpu_rows = np.flatnonzero(_KIND_TABLE_GPU_SIDE[kind.view(np.uint8)])
+    dev_rows, dev_vals = _arg_pairs(a.pop("device"), np.int16)
+    st_rows, st_vals = _arg_pairs(a.pop("stream"), np.int32)
+    gpu_side = np.union1d(np.union1d(dev_rows, st_rows), gpu_rows)
+    device = values_at(dev_rows, dev_vals, gpu_side, NONE, np.int16)
+    stream = values_at(st_rows, st_vals, gpu_side, NONE, np.int32)
+    del dev_rows, dev_vals, st_rows, st_vals
     # GPU events: pid is the device, tid the stream, when args lack them
-    device, stream = cols["device"], cols["stream"]
-    miss = gpu_rows[device[gpu_rows] < 0]
-    device[miss] = np.clip(pid[miss], -1, 32767).astype(np.int16)
-    miss = gpu_rows[stream[gpu_rows] < 0]
-    stream[miss] = np.clip(tid[miss], -1, 2**31 - 1).astype(np.int32)
+    is_gpu = _KIND_TABLE_GPU_SIDE[kind[gpu_side].view(np.uint8)]
+    miss = np.flatnonzero(is_gpu & (device < 0))
+    device[miss] = np.clip(pid[gpu_side[miss]], -1, 32767).astype(np.int16)
+    miss = np.flatnonzero(is_gpu & (stream < 0))
+    stream[miss] = np.clip(tid[gpu_side[miss]], -1, 2**31 - 1).astype(np.int32)
 
     step_name_ids = strings.ids_matching(lambda s: s.startswith("ProfilerStep#"))
     step_rows = _named_rows(name, kind, step_name_ids, Kind.ANNOTATION)
-    track, uniq = _assign_tracks(kind, step_rows, pid, tid, device, stream)
-    del pid, tid, step_rows, gpu_rows, miss
+    track, uniq = _assign_tracks(kind, step_rows, pid, tid, gpu_side, device, stream)
+    del pid, tid, step_rows, gpu_rows, miss, is_gpu
     n_tracks = len(uniq)
     cpu_op = strings.find("cpu_op")
     counts = EventCounts(
@@ -98,7 +106,7 @@ def build_model(m: Merged, meta_doc: dict, path: str, warnings: list[str]) -> Tr
         python=int((kind == Kind.PYTHON).sum()), runtime=int((kind == Kind.RUNTIME).sum()),
         memory=len(m.memory.get("ts", ())),
     )
-    del kind, name, device, stream
+    del kind, name
 
     # --- sort rows by (track, ts, -dur) ------------------------------------------------------
     cols["track"] = track
@@ -108,6 +116,10 @@ def build_model(m: Merged, meta_doc: dict, path: str, warnings: list[str]) -> Tr
     if not _is_identity(order):
         position = np.empty(n, dtype=np.int32 if n < 2**31 else np.int64)
         position[order] = np.arange(n, dtype=position.dtype)
+    at = gpu_side if position is None else position[gpu_side]
+    cols["device"] = from_pairs(n, at, device, NONE, np.int16)
+    cols["stream"] = from_pairs(n, at, stream, NONE, np.int32)
+    del at, gpu_side, device, stream
     # arg columns: one scatter each straight into sorted order; the dense ones (python ids, offsets
     # on with_stack traces) first, so their merged-order arrays are freed before the others grow
     arg_keys = sorted((k for k in SLICE_COLUMNS if k not in cols), key=lambda k: a[k][0] is not None)
@@ -175,6 +187,16 @@ def _scatter_args(a: dict, keys: list[str], n: int, position: np.ndarray | None)
     return {k: _arg_column(k, a.pop(k), n, position) for k in keys}
 
 
+def _arg_pairs(arg: tuple, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """An int arg column from the merge (pairs, or dense values) as ascending (rows, values), NONE dropped."""
+    idx, vals = arg
+    if idx is None:
+        vals = merge_values(vals)
+        rows = np.flatnonzero(vals != NONE)
+        return rows, vals[rows].astype(dtype, copy=False)
+    return pairs(idx, vals, NONE, dtype)
+
+
 def _arg_column(k: str, arg: tuple, n: int, position: np.ndarray | None) -> np.ndarray | Sparse:
     """One arg column in sorted row order: Sparse pairs when few rows hold it (core/trace/sparse.py), else
     dense. Pairs from the merge are never spread over n rows when they stay pairs; a dense column from the
@@ -223,14 +245,15 @@ def _named_rows(name: np.ndarray, kind: np.ndarray, ids: np.ndarray, of_kind: in
     return rows[lut[names]]
 
 
-def _assign_tracks(kind, step_rows, pid, tid, device, stream) -> tuple[np.ndarray, np.ndarray]:
+def _assign_tracks(kind, step_rows, pid, tid, gpu_side, device, stream) -> tuple[np.ndarray, np.ndarray]:
     """Track row per slice and the sorted unique track keys (order_class, pid, tid, sub, TrackKind).
 
     Order: per CPU thread its steps, ops, python rows; then GPU streams (annotations after their
     stream); profiler spans last. A slice's track is a function of its (kind, pid, tid, device,
     stream, is it a ProfilerStep); events of one thread come in long runs of equal values, so the
     rows are cut into runs where any of them changes (a step row is a run of its own) and the track
-    keys are worked out per run, not per row.
+    keys are worked out per run, not per row. `device` and `stream` are the values at the ascending
+    rows `gpu_side`; every other row has NONE for both.
     """
     n = len(kind)
     if n == 0:
@@ -238,8 +261,9 @@ def _assign_tracks(kind, step_rows, pid, tid, device, stream) -> tuple[np.ndarra
     change = np.empty(n, dtype=bool)
     change[0] = True
     np.not_equal(pid[1:], pid[:-1], out=change[1:])
-    for col in (tid, kind, device, stream):
+    for col in (tid, kind):
         change[1:] |= col[1:] != col[:-1]
+    _pair_changes(change, gpu_side, device, stream)
     after = step_rows + 1
     change[step_rows] = True
     change[after[after < n]] = True
@@ -257,8 +281,8 @@ def _assign_tracks(kind, step_rows, pid, tid, device, stream) -> tuple[np.ndarra
     tc[cpu & (k == Kind.PYTHON)] = TrackKind.PYTHON
     tc[cpu & on_step] = TrackKind.STEPS
     is_gpu_side = (tc == TrackKind.GPU_STREAM) | (tc == TrackKind.GPU_ANNOTATION)
-    track_pid = np.where(is_gpu_side, device[run_start].astype(np.int64), p)
-    track_tid = np.where(is_gpu_side, stream[run_start].astype(np.int64), t)
+    track_pid = np.where(is_gpu_side, values_at(gpu_side, device, run_start, NONE, np.int64), p)
+    track_tid = np.where(is_gpu_side, values_at(gpu_side, stream, run_start, NONE, np.int64), t)
     order_class = np.where(tc == TrackKind.SPANS, 3, np.where(is_gpu_side, 1, 0))
     sub = np.select([tc == TrackKind.STEPS, tc == TrackKind.CPU_THREAD, tc == TrackKind.PYTHON,
                      tc == TrackKind.GPU_ANNOTATION], [0, 1, 2, 1], 0)
@@ -272,6 +296,29 @@ def _assign_tracks(kind, step_rows, pid, tid, device, stream) -> tuple[np.ndarra
     run_of_row = _running_count(change)
     run_of_row -= 1
     return inv.reshape(-1).astype(np.int32)[run_of_row], uniq
+
+
+def _pair_changes(change: np.ndarray, rows: np.ndarray, *cols: np.ndarray) -> None:
+    """change[r] |= some column's value at r differs from its value at r - 1, for columns that hold values
+    only at the ascending unique `rows` (NONE elsewhere): only those rows and the rows right after them
+    can differ from the row before."""
+    if not len(rows):
+        return
+    n = len(change)
+    prev_held = np.zeros(len(rows), dtype=bool)  # is row r - 1 one of `rows`?
+    prev_held[1:] = rows[1:] == rows[:-1] + 1
+    next_held = np.zeros(len(rows), dtype=bool)
+    next_held[:-1] = prev_held[1:]
+    differs = np.zeros(len(rows), dtype=bool)  # at r (in rows) vs r - 1
+    holds = np.zeros(len(rows), dtype=bool)  # a value other than NONE at r
+    for v in cols:
+        prev = np.full(len(rows), NONE, dtype=v.dtype)
+        prev[1:][prev_held[1:]] = v[:-1][prev_held[1:]]
+        differs |= v != prev
+        holds |= v != NONE
+    change[rows[differs & (rows >= 1)]] = True
+    after = rows + 1  # NONE at r + 1 (not in rows) vs a value at r
+    change[after[holds & ~next_held & (after < n)]] = True
 
 
 CUMSUM_BLOCK = 1 << 22

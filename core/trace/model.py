@@ -126,9 +126,9 @@ class SliceTable:
     # seq (autograd sequence number), src_offset (byte offset of the event in its file's JSON) int64.
     # Integer args are NONE and string ids 0 where absent (FILL). Per track: track_offsets int64, n_tracks + 1
     # (rows of track t are [off[t], off[t+1])); max_dur_ns int64, the longest slice (for range culling).
-    SPARSE_COLUMNS = ("correlation", "external_id", "bytes", "grid", "block", "registers", "occupancy",
-                      "input_dims", "input_strides", "input_types", "call_stack", "python_id", "python_parent_id",
-                      "seq", "src_offset")
+    SPARSE_COLUMNS = ("correlation", "external_id", "stream", "device", "bytes", "grid", "block", "registers",
+                      "occupancy", "input_dims", "input_strides", "input_types", "call_stack", "python_id",
+                      "python_parent_id", "seq", "src_offset")
     FILL: dict[str, float | int] = {c: NONE for c in SPARSE_COLUMNS} | {
         "occupancy": float("nan"), "grid": 0, "block": 0, "input_dims": 0, "input_strides": 0, "input_types": 0,
         "call_stack": 0}

@@ -92,18 +92,14 @@ def worth_it(n: int, k: int, dtype) -> bool:
     return k * (8 + item) <= MAX_SPARSE_SHARE * n * item
 
 
-def from_pairs(n: int, rows: np.ndarray, values: np.ndarray, fill, dtype) -> Sparse | np.ndarray:
-    """The column of n rows with values at rows (any order; where a row repeats the last pair wins,
-    as a scatter into the dense column would): Sparse when worth it, else the dense column."""
+def pairs(rows: np.ndarray, values: np.ndarray, fill, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """(rows, values) as a Sparse holds them: the fill dropped, rows ascending and unique (where a row
+    repeats the last pair wins, as a scatter into the dense column would)."""
     rows = np.asarray(rows, dtype=np.int64)
     values = np.asarray(values).astype(dtype, copy=False)
     keep = present(values, fill)
     if not keep.all():
         rows, values = rows[keep], values[keep]
-    if not worth_it(n, len(rows), dtype):
-        out = np.zeros(n, dtype=dtype) if fill == 0 else np.full(n, fill, dtype=dtype)
-        out[rows] = values
-        return out
     if len(rows) > 1 and not bool((rows[1:] > rows[:-1]).all()):
         order = np.argsort(rows, kind="stable")
         rows, values = rows[order], values[order]
@@ -111,7 +107,28 @@ def from_pairs(n: int, rows: np.ndarray, values: np.ndarray, fill, dtype) -> Spa
         last[:-1] = rows[1:] != rows[:-1]
         if not last.all():
             rows, values = rows[last], values[last]
-    return Sparse(n, np.ascontiguousarray(rows), np.ascontiguousarray(values), fill)
+    return np.ascontiguousarray(rows), np.ascontiguousarray(values)
+
+
+def values_at(rows: np.ndarray, values: np.ndarray, at: np.ndarray, fill, dtype) -> np.ndarray:
+    """The values of the (ascending, unique) pairs at rows `at`, fill where none."""
+    out = np.full(len(at), fill, dtype=dtype)
+    if len(rows) and len(at):
+        pos = np.minimum(np.searchsorted(rows, at), len(rows) - 1)
+        hit = rows[pos] == at
+        out[hit] = values[pos[hit]]
+    return out
+
+
+def from_pairs(n: int, rows: np.ndarray, values: np.ndarray, fill, dtype) -> Sparse | np.ndarray:
+    """The column of n rows with values at rows (any order; where a row repeats the last pair wins,
+    as a scatter into the dense column would): Sparse when worth it, else the dense column."""
+    rows, values = pairs(rows, values, fill, dtype)
+    if not worth_it(n, len(rows), dtype):
+        out = np.zeros(n, dtype=dtype) if fill == 0 else np.full(n, fill, dtype=dtype)
+        out[rows] = values
+        return out
+    return Sparse(n, rows, values, fill)
 
 
 def sparsify(col: np.ndarray, fill) -> Sparse | np.ndarray:

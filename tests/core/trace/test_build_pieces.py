@@ -121,3 +121,22 @@ def test_sort_order_matches_lexsort():
     ref = np.lexsort((-dur, ts, track))
     key = lambda o: np.stack([track[o], ts[o], -dur[o]])  # ties may order either way: compare the keys
     assert np.array_equal(key(order), key(ref))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_run_changes_from_gpu_side_pairs_equal_the_dense_columns(seed):
+    """_assign_tracks cuts runs where device or stream change; they are held only at the GPU-side rows
+    (NONE elsewhere): the changes found from those pairs are the ones the dense columns give."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    held = np.flatnonzero(rng.random(n) < rng.choice([0.0, 0.05, 0.5, 1.0]))
+    device = np.full(n, build.NONE, np.int16)
+    stream = np.full(n, build.NONE, np.int32)
+    device[held] = rng.integers(-1, 3, len(held))  # -1 (NONE) may be held too
+    stream[held] = rng.integers(-1, 4, len(held))
+    want = np.zeros(n, bool)
+    want[1:] = (device[1:] != device[:-1]) | (stream[1:] != stream[:-1])
+    got = np.zeros(n, bool)
+    build._pair_changes(got, held.astype(np.int64), device[held], stream[held])  # noqa: SLF001
+    got[0] = want[0] = False
+    assert np.array_equal(got, want)
