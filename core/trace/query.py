@@ -59,31 +59,41 @@ def view_indexes(trace_set) -> list["SliceIndex"]:
     return [SliceIndex(m) for m in trace_set.models]
 
 
+def _count_groups(n_groups: int, n_rows: int) -> bool:
+    """Size SliceIndex's groups with a bincount over every possible (track, depth) id? Not when the ids
+    are far more than the rows (a few tracks nested thousands deep): a bincount that long costs more."""
+    return n_groups <= max(65536, 2 * n_rows)
+
+
 class SliceIndex:
     """Slices of one TraceModel grouped by (track, depth), each group time ordered."""
 
     def __init__(self, model: TraceModel) -> None:
         s = model.slices
         n_depth = int(s.depth.max(initial=0)) + 1
-        if len(s) and int(s.track.max()) * n_depth + n_depth < 65536:  # 16-bit keys: numpy radix-sorts
-            small = s.track.astype(np.int64) * n_depth + s.depth
-            order = np.argsort(small.astype(np.uint16), kind="stable")
-        else:
-            order = np.argsort(s.track.astype(np.int64) * n_depth + s.depth, kind="stable")
-        # rows are (track, ts) sorted already, so a stable sort keeps each group time ordered
-        key = s.track.astype(np.int64) * 65536 + s.depth.astype(np.int64)
-        self.order = order.astype(np.int64)
-        self.ts_ns = s.ts_ns[order]
-        end = (s.ts_ns + s.dur_ns)[order]
-        keys = key[order]
-        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if len(keys) else np.zeros(0, np.int64)
-        bounds = np.r_[starts, len(keys)]
+        n_groups = (int(s.track.max()) + 1) * n_depth if len(s) else 0
+        # group id = track * n_depth + depth; rows are (track, ts) sorted already, so a stable sort by
+        # group keeps each group time ordered (16-bit ids: numpy radix-sorts)
+        gid = s.track.astype(np.int64) * n_depth + s.depth
+        order = np.argsort(gid.astype(np.uint16) if n_groups <= 65536 else gid, kind="stable")
+        if _count_groups(n_groups, len(s)):  # each group's size by counting its ids (no n-row gather)
+            counts = np.bincount(gid, minlength=n_groups) if len(s) else np.zeros(0, np.int64)
+            present = np.flatnonzero(counts)
+            sizes = counts[present]
+        else:  # sparse ids (a few tracks nested very deep): the ids in sorted order
+            present, sizes = np.unique(gid[order], return_counts=True)
+        del gid
+        self.order = order.astype(np.int64, copy=False)
+        del order
+        self.ts_ns = s.ts_ns[self.order]
+        end = s.dur_ns[self.order]
+        end += self.ts_ns
+        bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self._groups: dict[tuple[int, int], tuple[int, int]] = {}
         self.run_end_ns = np.empty_like(end)
-        for g, a in enumerate(starts.tolist()):
-            b = int(bounds[g + 1])
-            k = int(keys[a])
-            self._groups[(k >> 16, k & 0xFFFF)] = (a, b)
+        for g, gi in enumerate(present.tolist()):
+            a, b = int(bounds[g]), int(bounds[g + 1])
+            self._groups[(gi // n_depth, gi % n_depth)] = (a, b)
             self.run_end_ns[a:b] = np.maximum.accumulate(end[a:b])
         self.end_ns = end
         self._levels: dict[tuple[int, int, int], Spans] = {}

@@ -127,6 +127,36 @@ def test_sample_index_counts_every_slice():
     assert total == len(m.slices)
 
 
+def _index_reference(m):
+    """SliceIndex as built before its groups were sized by a bincount: the (track, depth) keys gathered
+    in sorted order and cut where they change."""
+    s = m.slices
+    n_depth = int(s.depth.max(initial=0)) + 1
+    order = np.argsort(s.track.astype(np.int64) * n_depth + s.depth, kind="stable")
+    keys = (s.track.astype(np.int64) * 65536 + s.depth)[order]
+    end = (s.ts_ns + s.dur_ns)[order]
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    bounds = np.r_[starts, len(keys)]
+    groups, run_end = {}, np.empty_like(end)
+    for g, a in enumerate(starts.tolist()):
+        b = int(bounds[g + 1])
+        groups[(int(keys[a]) >> 16, int(keys[a]) & 0xFFFF)] = (a, b)
+        run_end[a:b] = np.maximum.accumulate(end[a:b])
+    return order, s.ts_ns[order], end, run_end, groups
+
+
+@pytest.mark.parametrize("counts", [True, False])
+@pytest.mark.parametrize("name", ["sample", "gpu_compile_small.pt.trace.json.gz", "cpu_train.pt.trace.json.gz"])
+def test_index_groups_equal_the_gathered_keys(monkeypatch, counts, name):
+    monkeypatch.setattr(query, "_count_groups", lambda *_: counts)  # both ways of sizing the groups
+    m = load(SAMPLE if name == "sample" else shared_trace(name), use_cache=False).primary
+    ix = query.SliceIndex(m)
+    order, ts, end, run_end, groups = _index_reference(m)
+    assert ix.order.dtype == np.int64 and np.array_equal(ix.order, order)
+    assert np.array_equal(ix.ts_ns, ts) and np.array_equal(ix.end_ns, end) and np.array_equal(ix.run_end_ns, run_end)
+    assert ix._groups == groups  # noqa: SLF001
+
+
 @pytest.mark.parametrize("name", ["gpu_memory.pt.trace.json.gz", "gpu_gpt_big.pt.trace.json.gz"])
 def test_distinct_kernel_names_tell_every_kernel_apart(name):
     from core.analysis.stats import kernel_table
