@@ -137,7 +137,8 @@ def ui_stalls(path: Path, in_process: bool | None, paint: bool = False, whole_wi
     from gui.workers import LoadJob
 
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication([])
-    cache_dir = tempfile.mkdtemp(prefix="ptprof-bench-")  # a cold load; removed at the end (GBs)
+    keep = os.environ.get("PTPROF_BENCH_CACHE_DIR")  # --cache-dir: a reopen from the entry a run before wrote
+    cache_dir = keep or tempfile.mkdtemp(prefix="ptprof-bench-")  # else a cold load; removed at the end (GBs)
     os.environ["PTPROF_CACHE_DIR"] = cache_dir
     ticks: list[float] = []
     timer = QtCore.QTimer(interval=10)
@@ -238,8 +239,9 @@ def ui_stalls(path: Path, in_process: bool | None, paint: bool = False, whole_wi
     out["cpu_s"] = round(sum(resource.getrusage(resource.RUSAGE_SELF)[:2]), 1)
     from core.trace import cache
     cache.flush()
-    import shutil
-    shutil.rmtree(cache_dir, ignore_errors=True)
+    if not keep:
+        import shutil
+        shutil.rmtree(cache_dir, ignore_errors=True)
     return out
 
 
@@ -250,6 +252,8 @@ def main() -> int:
     ap.add_argument("--size", default="1600x1000")
     ap.add_argument("--expand", action="store_true", help="expand collapsed (python) tracks first")
     ap.add_argument("--ui-stalls", action="store_true", help="measure UI freezes during a cold load instead")
+    ap.add_argument("--cache-dir", type=Path, help="with --ui-stalls: this cache folder, kept (run twice: the "
+                    "second run is a reopen from the cache)")
     ap.add_argument("--thread", action="store_true", help="with --ui-stalls: load in a thread, not a process")
     ap.add_argument("--process", action="store_true", help="with --ui-stalls: load in a child process")
     ap.add_argument("--app", action="store_true",
@@ -258,6 +262,9 @@ def main() -> int:
                     help="with --ui-stalls: then the TraceView's first paint after opening, and peak RSS")
     a = ap.parse_args()
     size = tuple(int(x) for x in a.size.split("x"))
+    if a.cache_dir is not None:
+        a.cache_dir.mkdir(parents=True, exist_ok=True)
+        os.environ["PTPROF_BENCH_CACHE_DIR"] = str(a.cache_dir)
     for p in a.traces or DEFAULTS:
         if not p.exists():
             print(f"skip {p}: not found", file=sys.stderr)

@@ -74,8 +74,12 @@ class SliceIndex:
         n_groups = (int(s.track.max()) + 1) * n_depth if len(s) else 0
         # group id = track * n_depth + depth; rows are (track, ts) sorted already, so a stable sort by
         # group keeps each group time ordered (16-bit ids: numpy radix-sorts)
-        gid = s.track.astype(np.int64) * n_depth + s.depth
-        order = np.argsort(gid.astype(np.uint16) if n_groups <= 65536 else gid, kind="stable")
+        # the narrowest id type (fewer fresh pages: 10 GB trace, 37M rows: 74 MB of uint16, not 296 of int64)
+        gtype = np.uint16 if n_groups <= 65536 else np.int32 if n_groups < 2**31 else np.int64
+        gid = s.track.astype(gtype)
+        gid *= gtype(n_depth)
+        gid += s.depth.astype(gtype)
+        order = np.argsort(gid, kind="stable")
         if _count_groups(n_groups, len(s)):  # each group's size by counting its ids (no n-row gather)
             counts = np.bincount(gid, minlength=n_groups) if len(s) else np.zeros(0, np.int64)
             present = np.flatnonzero(counts)
