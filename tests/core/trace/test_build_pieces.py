@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core.trace import build
+from core.trace import build, depth
 
 
 def _depth_one_shot(ts, dur, offsets):
@@ -53,11 +53,11 @@ def _random_rows(seed: int, n: int, n_tracks: int):
 @pytest.mark.parametrize("piece", [1, 7, 64, 1 << 22])
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_depth_in_pieces_equals_one_shot(monkeypatch, piece, seed):
-    monkeypatch.setattr(build, "PIECE_ROWS", piece)
+    monkeypatch.setattr(depth, "PIECE_ROWS", piece)
     track, ts, dur, offsets = _random_rows(seed, 3000, 5 + seed)  # some tracks empty
     ref = _depth_one_shot(ts, dur, offsets)
-    assert np.array_equal(build.compute_depth(ts, dur, offsets, track), ref)
-    assert np.array_equal(build.compute_depth(ts, dur, offsets), ref)  # shift built from offsets
+    assert np.array_equal(depth.compute_depth(ts, dur, offsets, track), ref)
+    assert np.array_equal(depth.compute_depth(ts, dur, offsets), ref)  # shift built from offsets
 
 
 @pytest.mark.parametrize("merge", [True, False])
@@ -69,10 +69,10 @@ def test_depth_by_the_scanners_merge_equals_searchsorted(monkeypatch, merge, see
     if merge and columns._scan is None:  # noqa: SLF001
         pytest.skip("the C scanner is not built")
     calls = []
-    real = build._depth_merge  # noqa: SLF001
-    monkeypatch.setattr(build, "_depth_merge", lambda *a: calls.append(1) and False or (merge and real(*a)))
+    real = depth._depth_merge  # noqa: SLF001
+    monkeypatch.setattr(depth, "_depth_merge", lambda *a: calls.append(1) and False or (merge and real(*a)))
     track, ts, dur, offsets = _random_rows(seed, 5000, 3 + seed)
-    assert np.array_equal(build.compute_depth(ts, dur, offsets, track), _depth_one_shot(ts, dur, offsets))
+    assert np.array_equal(depth.compute_depth(ts, dur, offsets, track), _depth_one_shot(ts, dur, offsets))
     assert calls
 
 
@@ -100,16 +100,16 @@ def test_depth_merge_refuses_bad_input():
 
 @pytest.mark.parametrize("piece", [1, 5, 1 << 22])
 def test_repeat_and_identity_in_pieces(monkeypatch, piece):
-    monkeypatch.setattr(build, "PIECE_ROWS", piece)
+    monkeypatch.setattr(depth, "PIECE_ROWS", piece)
     rng = np.random.default_rng(3)
     values = rng.integers(-5, 5, 40)
     counts = rng.integers(0, 4, 40)
     counts[[0, -1]] = 0  # empty groups at both ends
-    assert np.array_equal(build.repeat(values, counts), np.repeat(values, counts))
-    assert build._is_identity(np.arange(23))
+    assert np.array_equal(depth.repeat(values, counts), np.repeat(values, counts))
+    assert depth._is_identity(np.arange(23))
     swapped = np.arange(23)
     swapped[[10, 11]] = swapped[[11, 10]]
-    assert not build._is_identity(swapped)
+    assert not depth._is_identity(swapped)
 
 
 def test_sort_order_matches_lexsort():
