@@ -18,10 +18,10 @@ from core.trace.kineto import CORRUPT_MARK
 from core.trace.limits import limits
 from core.trace.merge import Merged, dense
 from core.trace.merge import values as merge_values
-from core.trace.sparse import Sparse, from_pairs, pairs, sparsify, values_at
 from core.trace.model import (
     NONE, EventCounts, Kind, SliceTable, StepTable, TraceModel, TrackKind, unknown_categories,
 )
+from core.trace.sparse import Sparse, from_pairs, pairs, sparsify, values_at
 
 TRIM_MIN_ROWS = 16_000_000  # loads this big hand freed heap pages back between stages (alloc.trim)
 GPU_TRACK_KINDS = np.array([Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET], dtype=np.int8)
@@ -184,7 +184,7 @@ def _build_threads(n: int) -> bool:
     return cores >= 2 and PARALLEL_MIN_ROWS <= n < TRIM_MIN_ROWS
 
 
-def _scatter_args(a: dict, keys: list[str], n: int, position: np.ndarray | None) -> dict[str, np.ndarray | Sparse]:
+def _scatter_args(a: dict, keys: list[str], n: int, position: np.ndarray | None) -> dict:
     return {k: _arg_column(k, a.pop(k), n, position) for k in keys}
 
 

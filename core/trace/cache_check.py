@@ -13,10 +13,10 @@ import stat
 import numpy as np
 from numpy.lib import format as npy_format
 
-from core.trace.sparse import Sparse
 from core.trace.model import (
     CounterTable, FlowKind, FlowTable, InstantTable, Kind, MemoryTable, SliceTable, StepTable, TrackKind, TrackTable,
 )
+from core.trace.sparse import Sparse
 
 TABLES = {"slices": SliceTable, "tracks": TrackTable, "memory": MemoryTable, "instants": InstantTable,
           "counters": CounterTable, "flows": FlowTable, "steps": StepTable}
@@ -167,7 +167,7 @@ def check_entry(entry, key: dict) -> None:
             if not (isinstance(shape, list) and len(shape) == 1 and isinstance(shape[0], int) and shape[0] >= 0):
                 raise BadEntry(f"{name}.{col}: bad shape")
     sparse = entry.get("sparse")
-    if not isinstance(sparse, dict) or set(sparse) - {"slices"}:
+    if not isinstance(sparse, dict) or set(sparse) - {"slices"} or not isinstance(sparse.get("slices", {}), dict):
         raise BadEntry("bad sparse column list")
     for col, k in sparse.get("slices", {}).items():
         if col not in SliceTable.SPARSE_COLUMNS or not isinstance(k, int) or isinstance(k, bool) or \

@@ -240,6 +240,10 @@ def _poison(entry: Path, how: str) -> None:
         data = json.loads((entry / "entry.json").read_text())
         data["sparse"]["slices"]["grid"] = [1, 2]
         (entry / "entry.json").write_text(json.dumps(data))
+    elif how == "sparse_table_not_dict":
+        data = json.loads((entry / "entry.json").read_text())
+        data["sparse"]["slices"] = ["grid", 3]
+        (entry / "entry.json").write_text(json.dumps(data))
     elif how == "sparse_dense_column_listed":  # a column that may never be sparse, listed as sparse
         data = json.loads((entry / "entry.json").read_text())
         data["sparse"]["slices"]["name"] = 1
@@ -253,7 +257,7 @@ CACHE_POISONS = ("fifo_column", "fifo_entry_json", "string_ids_out_of_range", "t
                  "edited_fingerprints", "truncated_column", "header_lies",
                  "symlinked_column", "entry_json_deep", "entry_json_not_dict", "marker_missing",
                  "sparse_rows_unsorted", "sparse_rows_out_of_range", "sparse_values_fifo", "sparse_count_lies",
-                 "sparse_count_not_int", "sparse_dense_column_listed")
+                 "sparse_count_not_int", "sparse_table_not_dict", "sparse_dense_column_listed")
 
 
 def poisoned_cache(root: Path, how: str) -> tuple[Path, Path]:
