@@ -65,7 +65,7 @@ def _child(path: str, conn) -> None:
     from core.trace.model import TraceParseError
 
     try:
-        gen = iter_load(path)
+        gen = iter_load(path)  # writes each parsed model's cache entry as it goes (in line: PTPROF_CACHE_SYNC)
         while True:
             try:
                 p = next(gen)
@@ -73,6 +73,9 @@ def _child(path: str, conn) -> None:
                 trace_set = stop.value
                 break
             conn.send(("progress", p.stage, p.fraction, p.detail))
+        if any(_index_missing(m) for m in trace_set.models):
+            conn.send(("progress", "indexing", 1.0, Path(path).name))
+            _add_indexes(trace_set)
         if _all_cached(path, trace_set):
             del trace_set
             conn.send(("cached",))
@@ -86,6 +89,22 @@ def _child(path: str, conn) -> None:
         conn.send(("error", path, error_reason(exc)))
     finally:
         conn.close()
+
+
+def _index_missing(model) -> bool:
+    """A big model whose cache entry keeps no timeline index yet (core/trace/index_store.py)."""
+    from core.trace import cache, index_store
+    entry = cache.entry_of(model)
+    return entry is not None and index_store.worth_storing(model) and not index_store.has_index(entry)
+
+
+def _add_indexes(trace_set) -> None:
+    """Build and add the timeline index of each big model whose entry has none: the window then maps it
+    (a reopen of the 10 GB trace built its 37M-slice index for ~2 s in the window)."""
+    from core.trace import cache, query
+    for m in trace_set.models:
+        if _index_missing(m):
+            cache.add_index(m, query.SliceIndex(m))
 
 
 def _all_cached(path: str, trace_set) -> bool:
@@ -145,7 +164,10 @@ class ProcessLoad:
         yield Progress("opening", 0.95, Path(self.path).name)
         trace_set = yield from iter_load(self.path)  # cache hits: mmap, nothing parsed
         yield Progress("indexing", 1.0, Path(self.path).name)
-        return trace_set, window_indexes(trace_set)
+        indexes = window_indexes(trace_set)  # the child's kept indexes, mapped (else built here)
+        from core.trace import index_store
+        index_store.keep([], trace_set.models, indexes, behind=True)  # one it could not keep (or a bad one)
+        return trace_set, indexes
 
     def _receive(self) -> Generator[Progress, None, tuple | None]:
         with self._lock:

@@ -17,20 +17,17 @@ log = logging.getLogger(__name__)
 
 def _thread_gen(path: str):
     """iter_load, then the timeline indexes (so the first paint needs no sorting on the UI thread). The
-    cache writes of the parsed files come after: a small model's here, a big one's
+    cache writes of the parsed files (with their indexes) come after: a small model's here, a big one's
     (`cache.ASYNC_MIN_BYTES`) queued until the window's after-open work is done (`cache.write_behind`,
     released by MainWindow through `lane.when_idle`): beside the indexes, the write's page faults and
-    theirs contended (1.1 GB trace: first paint 1.6-3.1 s -> 1.3 s; 10 GB: indexes 2.5 -> 8 s)."""
-    from core.trace import cache
+    theirs contended (1.1 GB trace: first paint 1.6-3.1 s -> 1.3 s; 10 GB: indexes 2.5 -> 8 s). So are
+    the indexes built for models opened from an entry that kept none (core/trace/index_store.py)."""
+    from core.trace import index_store
     parsed: list = []
     trace_set = yield from iter_load(path, deferred=parsed)
     yield Progress("indexing", 1.0, Path(path).name)
     indexes = window_indexes(trace_set)
-    for src, model in parsed:
-        if cache.model_bytes(model) >= cache.ASYNC_MIN_BYTES:
-            cache.write_behind(src, model)
-        else:
-            cache.store(src, model)
+    index_store.keep(parsed, trace_set.models, indexes, behind=True)
     return trace_set, indexes
 
 

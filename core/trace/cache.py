@@ -22,13 +22,14 @@ import os
 import sys
 import tempfile
 import threading
+import weakref
 from dataclasses import asdict
 from pathlib import Path
 
 import msgspec
 import numpy as np
 
-from core.trace import cache_evict
+from core.trace import cache_evict, index_store
 from core.trace.cache_check import (
     TABLES, check_entry, check_fingerprints, check_model, fingerprint, open_npy, stored_columns,
 )
@@ -46,6 +47,8 @@ DEFAULT_MAX_BYTES = 5 * 10**9
 MAX_ENTRY_JSON_BYTES = 1 << 30  # strings of the biggest traces are tens of MB
 _ENTRY = "entry.json"
 _warned: set[str] = set()
+_ENTRY_OF: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # SliceTable -> entry folder it maps
+_entry_lock = threading.Lock()
 
 __all__ = ["TABLES", "cache_dir", "max_bytes", "load", "store", "evict", "source_key", "entry_dir"]
 
@@ -132,7 +135,36 @@ def load(path: Path) -> TraceModel | None:
         cache_evict.remove(d)
         return None
     cache_evict.touch(d)  # LRU clock
+    with _entry_lock:
+        _ENTRY_OF[model.slices] = d
     return model
+
+
+def entry_of(model: TraceModel) -> Path | None:
+    """The cache entry `model`'s columns were opened from or written to by this process, else None."""
+    with _entry_lock:
+        return _ENTRY_OF.get(model.slices)
+
+
+def add_index(model: TraceModel, index) -> bool:
+    """Keep `index` in the cache entry `model` was opened from, when it has none and the model is worth it
+    (core/trace/index_store.py). False when there is nothing to do or it could not be written."""
+    d = entry_of(model)
+    if d is None or index.stored or not index_store.worth_storing(model) or index_store.has_index(d):
+        return False
+    try:
+        if not cache_evict.is_entry(d):
+            return False
+        nbytes = index_store.write(d, index, model)
+        if not os.path.isfile(d / _ENTRY):  # evicted meanwhile: leave no orphan files behind
+            index_store.remove_orphan(d)
+            return False
+    except (OSError, ValueError) as exc:
+        log.warning("could not add the timeline index to %s: %s", d, exc)
+        index_store.remove(d)
+        return False
+    cache_evict.note_added(d.parent, nbytes, max_bytes(), keep=d)
+    return True
 
 
 def has_entry(path: Path) -> bool:
@@ -169,8 +201,9 @@ def _read(d: Path, key: dict) -> TraceModel:
     return model
 
 
-def store(path: Path, model: TraceModel) -> bool:
-    """Write `model` as the cache entry of `path`. Returns False (and logs) when it could not."""
+def store(path: Path, model: TraceModel, index=None) -> bool:
+    """Write `model` as the cache entry of `path`, with its timeline index (`query.SliceIndex`) when given
+    and worth keeping (core/trace/index_store.py). Returns False (and logs) when it could not."""
     key = source_key(path)
     root = cache_dir()
     if key is None or root is None:
@@ -200,6 +233,8 @@ def store(path: Path, model: TraceModel) -> bool:
         entry = {"key": key, "path": model.path, "rank": model.rank, "strings": model.strings.to_list(),
                  "meta": model.meta.to_json(), "counts": asdict(model.counts), "warnings": list(model.warnings),
                  "shapes": shapes, "sparse": sparse, "fingerprints": prints}
+        if index is not None and index_store.worth_storing(model):
+            index_store.write(tmp, index, model)
         (tmp / _ENTRY).write_bytes(msgspec.json.encode(entry))
         if os.path.lexists(final):
             if not cache_evict.remove(final):
@@ -213,6 +248,8 @@ def store(path: Path, model: TraceModel) -> bool:
     finally:
         if tmp is not None:
             cache_evict.remove(tmp)
+    with _entry_lock:  # its index may be added later (`add_index`)
+        _ENTRY_OF[model.slices] = final
     cache_evict.note_stored(root, final, max_bytes(), keep=final)
     return True
 
@@ -226,15 +263,16 @@ def model_bytes(model: TraceModel) -> int:
     return sum(int(arr.nbytes) for name in TABLES for arr in stored_columns(getattr(model, name)).values())
 
 
-def store_soon(path: Path, model: TraceModel) -> threading.Thread | None:
+def store_soon(path: Path, model: TraceModel, index=None) -> threading.Thread | None:
     """`store`, in a background thread for a big model: the loaded model is the caller's at once (a 10 GB
     trace is open ~20 s earlier) while its columns go to disk. The thread is not a daemon: the interpreter
     waits for it at exit, so `ptprof info` prints first and leaves a complete entry. Small models (and
-    PTPROF_CACHE_SYNC=1) are written before this returns. `flush()` waits for the pending writes."""
+    PTPROF_CACHE_SYNC=1) are written before this returns. `flush()` waits for the pending writes.
+    `path` None: add `index` to the entry `model` was opened from (`add_index`), the same way."""
     if os.environ.get("PTPROF_CACHE_SYNC", "") not in ("", "0") or model_bytes(model) < ASYNC_MIN_BYTES:
-        store(path, model)
+        _write(path, model, index)
         return None
-    t = threading.Thread(target=_store_behind, args=(path, model), name="ptprof-cache-write", daemon=False)
+    t = threading.Thread(target=_store_behind, args=(path, model, index), name="ptprof-cache-write", daemon=False)
     with _pending_lock:
         _pending[:] = [p for p in _pending if p.is_alive()]
         _pending.append(t)
@@ -242,18 +280,23 @@ def store_soon(path: Path, model: TraceModel) -> threading.Thread | None:
     return t
 
 
-_behind: list = []  # (path, model) queued by write_behind, not yet started
+def _write(path: Path | None, model: TraceModel, index) -> bool:
+    return store(path, model, index) if path is not None else add_index(model, index)
 
 
-def write_behind(path: Path, model: TraceModel) -> None:
-    """Queue `model`'s cache write until `release_behind()` (the window: once the after-open work is
+_behind: list = []  # (path or None, model, index) queued by write_behind, not yet started
+
+
+def write_behind(path: Path | None, model: TraceModel, index=None) -> None:
+    """Queue `model`'s cache write (with its timeline index; `path` None: only the index, added to the
+    entry the model was opened from) until `release_behind()` (the window: once the after-open work is
     done - a 1.1 GB trace's 0.5 GB write beside the open took 0.3 s from its first paint, and beside the
     after-open jobs it froze the window 100-220 ms). Written at interpreter exit if never released."""
     import atexit
     with _pending_lock:
         if not _behind:
             atexit.register(_write_behind_now)
-        _behind.append((path, model))
+        _behind.append((path, model, index))
 
 
 def release_behind() -> int:
@@ -261,8 +304,8 @@ def release_behind() -> int:
     with _pending_lock:
         queued = list(_behind)
         _behind.clear()
-    for path, model in queued:
-        store_soon(path, model)
+    for path, model, index in queued:
+        store_soon(path, model, index)
     return len(queued)
 
 
@@ -270,14 +313,14 @@ def _write_behind_now() -> None:
     with _pending_lock:
         queued = list(_behind)
         _behind.clear()
-    for path, model in queued:  # at exit: threads would no longer be waited for
-        store(path, model)
+    for path, model, index in queued:  # at exit: threads would no longer be waited for
+        _write(path, model, index)
 
 
 WRITER_NICE = 10
 
 
-def _store_behind(path: Path, model: TraceModel) -> None:
+def _store_behind(path: Path | None, model: TraceModel, index) -> None:
     """`store` at a lower CPU priority of this thread only (Linux: a thread is a task with its own nice
     value): the write's page faults are system CPU that took a core from the window while it opened the
     trace (a 1.1 GB trace's open turn froze 221 ms beside it); nothing waits for it."""
@@ -286,7 +329,7 @@ def _store_behind(path: Path, model: TraceModel) -> None:
         os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + WRITER_NICE))
     except (AttributeError, OSError):
         pass  # not Linux, or not allowed: the write goes at the caller's priority
-    store(path, model)
+    _write(path, model, index)
 
 
 def flush(timeout: float | None = None) -> bool:

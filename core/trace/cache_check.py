@@ -184,7 +184,7 @@ def check_entry(entry, key: dict) -> None:
 _PIECE = 1 << 18  # elements per piece: min and max of a piece read it once from memory, once from cache
 
 
-def _in_range(arr: np.ndarray, lo: int, hi: int) -> bool:
+def in_range(arr: np.ndarray, lo: int, hi: int) -> bool:
     """Every value in [lo, hi) (an empty column passes). In cache-sized pieces: a reopen of a 37M-row
     model reads ~2 GB of columns, and two whole-column passes (min, then max) read it twice."""
     arr = arr.view(np.ndarray)
@@ -252,10 +252,10 @@ def check_model(model, n_strings: int) -> None:
         if len(lengths) > 1:
             raise BadEntry(f"{name}: columns of different lengths")
         for col in STRING_COLUMNS.get(name, ()):
-            if not _in_range(_values(held[col]), 0, n_strings):
+            if not in_range(_values(held[col]), 0, n_strings):
                 raise BadEntry(f"{name}.{col}: string id out of range")
         for col in TRACK_COLUMNS.get(name, ()):
-            if not _in_range(_values(held[col]), -1 if name in _NO_TRACK_OK else 0, n_tracks):
+            if not in_range(_values(held[col]), -1 if name in _NO_TRACK_OK else 0, n_tracks):
                 raise BadEntry(f"{name}.{col}: track id out of range")
     offsets = model.slices.track_offsets
     if offsets[0] != 0 or offsets[-1] != n_slices or (n_tracks and bool(np.any(np.diff(offsets) < 0))):
@@ -264,11 +264,11 @@ def check_model(model, n_strings: int) -> None:
         raise BadEntry("slices.dur_ns: negative durations")
     if not _sorted_within_tracks(model.slices.ts_ns, offsets):
         raise BadEntry("slices.ts_ns: not sorted within its tracks")
-    if not _in_range(model.slices.kind, 0, max(Kind) + 1) or not _in_range(model.tracks.kind, 0, max(TrackKind) + 1):
+    if not in_range(model.slices.kind, 0, max(Kind) + 1) or not in_range(model.tracks.kind, 0, max(TrackKind) + 1):
         raise BadEntry("kind out of range")
     flows = model.flows
-    if not (_in_range(flows.src, 0, n_slices) and _in_range(flows.dst, 0, n_slices)
-            and _in_range(flows.kind, 0, max(FlowKind) + 1)):
+    if not (in_range(flows.src, 0, n_slices) and in_range(flows.dst, 0, n_slices)
+            and in_range(flows.kind, 0, max(FlowKind) + 1)):
         raise BadEntry("flows: slice id out of range")
-    if not _in_range(model.steps.slice, -1, n_slices):
+    if not in_range(model.steps.slice, -1, n_slices):
         raise BadEntry("steps.slice: slice id out of range")

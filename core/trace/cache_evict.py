@@ -111,6 +111,16 @@ def note_stored(root: Path, entry: Path, limit: int, keep: Path | None = None) -
     return 0
 
 
+def note_added(root: Path, nbytes: int, limit: int, keep: Path | None = None) -> int:
+    """Account for `nbytes` added to an entry already counted (its timeline index); evict when the
+    running total passes `limit`."""
+    if _tally is not None and _tally.root == str(root):
+        _tally.total_bytes += nbytes
+        if _tally.total_bytes <= limit:
+            return 0
+    return evict(root, limit, keep=keep)
+
+
 def evict(root: Path, limit: int, keep: Path | None = None) -> int:
     """One scan: remove stale temporaries of ours, then least recently used entries until the cache is
     at LOW_WATER x limit (or `limit` itself when nothing would be left). Returns entries removed."""

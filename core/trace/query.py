@@ -52,11 +52,12 @@ _EMPTY = Spans(*(np.zeros(0, np.int64) for _ in range(4)))
 
 
 def view_indexes(trace_set) -> list["SliceIndex"]:
-    """What a window needs before its first paint, built off the UI thread: each model's SliceIndex,
-    and its span (memoised on the model) so the view does no pass over every slice."""
+    """What a window needs before its first paint, built off the UI thread: each model's SliceIndex
+    (opened from its cache entry when kept there: core/trace/index_store.py), and its span (memoised on the model) so the view does no pass over every slice."""
+    from core.trace import index_store  # it imports this module
     for m in trace_set.models:
         m.span_ns  # noqa: B018 - fills the model's memo
-    return [SliceIndex(m) for m in trace_set.models]
+    return [index_store.index_for(m) for m in trace_set.models]
 
 
 def _count_groups(n_groups: int, n_rows: int) -> bool:
@@ -66,7 +67,12 @@ def _count_groups(n_groups: int, n_rows: int) -> bool:
 
 
 class SliceIndex:
-    """Slices of one TraceModel grouped by (track, depth), each group time ordered."""
+    """Slices of one TraceModel grouped by (track, depth), each group time ordered.
+
+    Held per group position k (into `order`): the slice row `order[k]` (int32 below 2**31 rows), its
+    start `ts_ns[k]` and the running maximum of the group's ends up to k, `run_end_ns[k]` (ends
+    themselves are ts + dur of the few rows a query returns). Built from the model here, or opened
+    memory-mapped from its cache entry (core/trace/index_store.py, `from_arrays`)."""
 
     def __init__(self, model: TraceModel) -> None:
         s = model.slices
@@ -87,20 +93,45 @@ class SliceIndex:
         else:  # sparse ids (a few tracks nested very deep): the ids in sorted order
             present, sizes = np.unique(gid[order], return_counts=True)
         del gid
-        self.order = order.astype(np.int64, copy=False)
-        del order
-        self.ts_ns = s.ts_ns[self.order]
-        end = s.dur_ns[self.order]
-        end += self.ts_ns
+        order = order.astype(order_dtype(len(s)), copy=False)
+        ts_ns = s.ts_ns[order]
+        run_end = s.dur_ns[order]
+        run_end += ts_ns
         bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        self._groups: dict[tuple[int, int], tuple[int, int]] = {}
-        self.run_end_ns = np.empty_like(end)
-        for g, gi in enumerate(present.tolist()):
-            a, b = int(bounds[g]), int(bounds[g + 1])
-            self._groups[(gi // n_depth, gi % n_depth)] = (a, b)
-            self.run_end_ns[a:b] = np.maximum.accumulate(end[a:b])
-        self.end_ns = end
+        for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            np.maximum.accumulate(run_end[a:b], out=run_end[a:b])
+        self._set(s, n_depth, order, ts_ns, run_end, present.astype(np.int64), bounds)
+
+    @classmethod
+    def from_arrays(cls, model: TraceModel, n_depth: int, order: np.ndarray, ts_ns: np.ndarray,
+                    run_end_ns: np.ndarray, group_ids: np.ndarray, bounds: np.ndarray) -> "SliceIndex":
+        """An index from its arrays (as `arrays()` gives them; checked by the caller)."""
+        self = cls.__new__(cls)
+        self._set(model.slices, n_depth, order, ts_ns, run_end_ns, group_ids, bounds)
+        return self
+
+    def _set(self, s, n_depth: int, order, ts_ns, run_end_ns, group_ids, bounds) -> None:
+        self.n_depth = n_depth
+        self.order = order
+        self.ts_ns = ts_ns
+        self.run_end_ns = run_end_ns
+        self.group_ids = group_ids  # int64, increasing: track * n_depth + depth of each group
+        self.bounds = bounds  # int64, len(group_ids) + 1: group g is positions [bounds[g], bounds[g + 1])
+        self._dur_ns = s.dur_ns
+        b = bounds.tolist()
+        self._groups: dict[tuple[int, int], tuple[int, int]] = {
+            (gi // n_depth, gi % n_depth): (b[g], b[g + 1]) for g, gi in enumerate(group_ids.tolist())}
         self._levels: dict[tuple[int, int, int], Spans] = {}
+        self.stored = False  # opened from a cache entry (core/trace/index_store.py)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """What `from_arrays` takes (besides the model and n_depth), by name: what a cache entry stores."""
+        return {"order": self.order, "ts_ns": self.ts_ns, "run_end_ns": self.run_end_ns,
+                "group_ids": self.group_ids, "bounds": self.bounds}
+
+    @property
+    def nbytes(self) -> int:
+        return sum(int(a.nbytes) for a in self.arrays().values())
 
     def group(self, track: int, depth: int) -> tuple[int, int]:
         return self._groups.get((int(track), int(depth)), (0, 0))
@@ -115,9 +146,13 @@ class SliceIndex:
         return lo, max(lo, hi)
 
     def rows(self, track: int, depth: int, t0_ns: float, t1_ns: float) -> np.ndarray:
-        """SliceTable rows of one row (track, depth) overlapping [t0, t1], time ordered."""
+        """SliceTable rows of one row (track, depth) overlapping [t0, t1], time ordered (int64)."""
         lo, hi = self.window(track, depth, t0_ns, t1_ns)
-        return self.order[lo:hi]
+        return self.order[lo:hi].astype(np.int64)
+
+    def end_ns(self, lo: int, hi: int) -> np.ndarray:
+        """Ends (ts + dur) of positions [lo, hi)."""
+        return self.ts_ns[lo:hi] + self._dur_ns[self.order[lo:hi]]
 
     def count(self, track: int, depth: int, t0_ns: float, t1_ns: float) -> int:
         lo, hi = self.window(track, depth, t0_ns, t1_ns)
@@ -128,8 +163,9 @@ class SliceIndex:
         else a merged level whose resolution is below one pixel."""
         lo, hi = self.window(track, depth, t0_ns, t1_ns)
         if hi - lo <= RAW_LIMIT or ns_per_px < _LEVEL_BASE:
-            rows = self.order[lo:hi]
-            return Spans(self.ts_ns[lo:hi], self.end_ns[lo:hi], rows, np.ones(len(rows), np.int64))
+            rows = self.order[lo:hi].astype(np.int64)
+            return Spans(self.ts_ns[lo:hi], self.ts_ns[lo:hi] + self._dur_ns[rows], rows,
+                         np.ones(len(rows), np.int64))
         level = int(math.log(max(ns_per_px, 1.0), _LEVEL_BASE))
         sp = self._level(track, depth, level)
         a = int(sp.end_ns.searchsorted(ns_floor(t0_ns), side="left"))
@@ -142,7 +178,7 @@ class SliceIndex:
         sp = self._levels.get(key)
         if sp is None:
             a, b = self.group(track, depth)
-            sp = merge_gaps(self.ts_ns[a:b], self.end_ns[a:b], self.order[a:b], _LEVEL_BASE ** level)
+            sp = merge_runs(self.ts_ns[a:b], self.run_end_ns[a:b], self.order[a:b], _LEVEL_BASE ** level)
             self._levels[key] = sp
         return sp
 
@@ -151,22 +187,33 @@ class SliceIndex:
         lo, hi = self.window(track, depth, t_ns - tol_ns, t_ns + tol_ns)
         if lo == hi:
             return -1
-        ts, end = self.ts_ns[lo:hi], self.end_ns[lo:hi]
+        ts, end = self.ts_ns[lo:hi], self.end_ns(lo, hi)
         dist = np.maximum(0, np.maximum(ts - t_ns, t_ns - end))
         i = int(np.argmin(dist))
         return int(self.order[lo + i]) if dist[i] <= tol_ns else -1
 
 
+def order_dtype(n_rows: int) -> np.dtype:
+    """Row numbers below 2**31 fit int32: half the pages of int64 (148 MB at 37M rows)."""
+    return np.dtype(np.int32) if n_rows < 2**31 else np.dtype(np.int64)
+
+
 def merge_gaps(ts_ns: np.ndarray, end_ns: np.ndarray, rows: np.ndarray, min_gap_ns: float) -> Spans:
     """Merge time-ordered slices whose gap to the running end is below min_gap_ns into spans."""
+    if len(ts_ns) == 0:
+        return _EMPTY
+    return merge_runs(ts_ns, np.maximum.accumulate(end_ns), rows, min_gap_ns)
+
+
+def merge_runs(ts_ns: np.ndarray, run_end_ns: np.ndarray, rows: np.ndarray, min_gap_ns: float) -> Spans:
+    """merge_gaps given the running maximum of the ends (what SliceIndex holds)."""
     n = len(ts_ns)
     if n == 0:
         return _EMPTY
-    run_end = np.maximum.accumulate(end_ns)
-    brk = np.flatnonzero(ts_ns[1:] - run_end[:-1] >= min_gap_ns) + 1
+    brk = np.flatnonzero(ts_ns[1:] - run_end_ns[:-1] >= min_gap_ns) + 1
     starts = np.concatenate(([0], brk))
     lasts = np.concatenate((brk - 1, [n - 1]))
-    return Spans(ts_ns[starts], run_end[lasts], rows[starts], lasts - starts + 1)
+    return Spans(ts_ns[starts], run_end_ns[lasts], rows[starts].astype(np.int64), lasts - starts + 1)
 
 
 def pixel_spans(sp: Spans, t0_ns: float, ns_per_px: float, narrow_px: float = 2.0,

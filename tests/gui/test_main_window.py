@@ -208,6 +208,31 @@ def test_process_loader_hands_the_model_over_through_the_cache(qtbot, monkeypatc
         assert len(indexes) == 1 and len(indexes[0].order) == len(direct.primary.slices)
 
 
+def test_process_loader_keeps_the_timeline_index_with_the_entry(qtbot, monkeypatch, tmp_path):
+    """The loader child writes the entry with the model's timeline index; the window maps that index (no
+    sort in this process), on the first open and on a reopen; equal to one built here."""
+    import numpy as np
+    from core.trace import index_store, query
+    from core.trace.loader import load
+    from gui.workers import LoadJob
+    monkeypatch.setenv("PTPROF_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PTPROF_INDEX_MIN_SLICES", "0")  # the child reads it too
+    path = shared_trace("gpu_issues.pt.trace.json.gz")
+    fresh = query.SliceIndex(load(path, use_cache=False).primary)
+    for _ in range(2):  # first open (the child parses), then a reopen (all from the cache)
+        got = []
+        job = LoadJob(path, in_process=True)
+        job.sig_job_loaded.connect(lambda ts, idx: got.append((ts, idx)))
+        with qtbot.waitSignal(job.sig_job_loaded, timeout=120_000):
+            job.start()
+        ts, (index,) = got[0]
+        assert ts.cache_hit and index.stored
+        for name, arr in fresh.arrays().items():
+            assert np.array_equal(index.arrays()[name], arr), name
+        assert index_store.has_index(tmp_path / "cache" / next(
+            d.name for d in (tmp_path / "cache").iterdir() if not d.name.startswith(".")))
+
+
 def test_process_loader_cancel_stops_the_child(qtbot, main_window):
     job = main_window.open_path(str(shared_trace("gpu_dataloader.pt.trace.json.gz")), in_process=True)
     qtbot.waitUntil(lambda: job.process.proc.is_alive(), timeout=30_000)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from hostile import gen_index as gi
 from hostile import gen_store as g
 
 pytestmark = pytest.mark.timeout(300)
@@ -85,3 +86,23 @@ def test_poisoned_cache_opens_from_the_source(how, qtbot, main_window, dialogs, 
         main_window.open_path(str(trace))
     assert not blocker.args[0].cache_hit  # the bad entry was a miss: rebuilt from the trace
     _check("loaded", dialogs, main_window)
+
+
+@pytest.mark.parametrize("how", gi.INDEX_POISONS)
+def test_poisoned_index_opens_with_a_rebuilt_one(how, qtbot, main_window, dialogs, tmp_path, monkeypatch):
+    """A kept timeline index that fails its checks is rebuilt for the view, and a good one replaces it
+    once the window's after-open work is done (the write behind it)."""
+    from core.trace import cache, index_store
+    monkeypatch.setenv("PTPROF_INDEX_MIN_SLICES", "0")
+    trace, cdir, entry = gi.poisoned_index(tmp_path, how)
+    monkeypatch.setenv("PTPROF_CACHE_DIR", str(cdir))
+    loaded = []
+    main_window.sig_trace_loaded.connect(lambda ts: loaded.append(ts))
+    assert _open(qtbot, main_window, trace) == "loaded"
+    _check("loaded", dialogs, main_window)
+    assert loaded[0].cache_hit  # the entry's columns were fine
+    index = main_window.current_view().timeline.indexes[0]
+    assert not index.stored and index.count(0, 0, -1e18, 1e18) >= 0
+    qtbot.waitUntil(lambda: index_store.has_index(entry), timeout=60_000)  # the write behind the open
+    cache.flush(60)
+    assert index_store.open_index(entry, loaded[0].primary) is not None

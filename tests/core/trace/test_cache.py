@@ -221,10 +221,10 @@ def test_the_background_writer_lowers_only_its_own_priority(trace, monkeypatch):
     seen: list = []
     real_store = cache.store
 
-    def store(path, model):
+    def store(path, model, index=None):
         tid = __import__("threading").get_native_id()
         seen.append(os.getpriority(os.PRIO_PROCESS, tid))
-        return real_store(path, model)
+        return real_store(path, model, index)
 
     monkeypatch.setattr(cache, "store", store)
     before = os.getpriority(os.PRIO_PROCESS, 0)

@@ -55,7 +55,7 @@ def test_spans_cover_rows_and_merge_below_resolution(issues, index):
     assert np.all(x1 - x0 >= 1.0)
     # a merged level loses no time: every slice lies inside some span
     rows = index.rows(gpu, 0, s0, s1)
-    lv = query.merge_gaps(index.ts_ns[:0], index.end_ns[:0], rows[:0], 1)
+    lv = query.merge_gaps(index.ts_ns[:0], index.end_ns(0, 0), rows[:0], 1)
     assert len(lv) == 0
     ts, end = m.slices.ts_ns[rows], m.slices.ts_ns[rows] + m.slices.dur_ns[rows]
     merged = query.merge_gaps(np.sort(ts), end[np.argsort(ts)], rows, 10_000)
@@ -152,9 +152,12 @@ def test_index_groups_equal_the_gathered_keys(monkeypatch, counts, name):
     m = load(SAMPLE if name == "sample" else shared_trace(name), use_cache=False).primary
     ix = query.SliceIndex(m)
     order, ts, end, run_end, groups = _index_reference(m)
-    assert ix.order.dtype == np.int64 and np.array_equal(ix.order, order)
-    assert np.array_equal(ix.ts_ns, ts) and np.array_equal(ix.end_ns, end) and np.array_equal(ix.run_end_ns, run_end)
+    assert ix.order.dtype == np.int32 and np.array_equal(ix.order, order)  # int32 below 2**31 rows
+    assert np.array_equal(ix.ts_ns, ts) and np.array_equal(ix.run_end_ns, run_end)
+    assert np.array_equal(ix.end_ns(0, len(order)), end)
     assert ix._groups == groups  # noqa: SLF001
+    assert [(int(g) // ix.n_depth, int(g) % ix.n_depth) for g in ix.group_ids] == list(groups)
+    assert ix.bounds.tolist() == [a for a, _b in groups.values()] + [len(order)]
 
 
 @pytest.mark.parametrize("name", ["gpu_memory.pt.trace.json.gz", "gpu_gpt_big.pt.trace.json.gz"])
