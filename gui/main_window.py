@@ -21,7 +21,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from core.snapshot import is_snapshot_path
 from core.trace.model import TraceSet
-from gui import actions
+from gui import actions, gc_guard
 from gui.start_page import StartPage
 from gui.theme import load_theme
 from gui.trace_view import TraceView
@@ -35,6 +35,7 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def __init__(self) -> None:
         super().__init__()
+        gc_guard.install()  # cyclic GC only from the UI thread's event loop (gui/gc_guard.py)
         self.setWindowTitle("ptprof")
         self.fit_to_screen()
         self.setAcceptDrops(True)

@@ -43,6 +43,24 @@ def _signal_handlers_restored():
 
 
 @pytest.fixture(autouse=True)
+def _gc_on_the_ui_thread():
+    """As in the app (gui/gc_guard.py, installed by MainWindow): cyclic garbage collected only from the UI
+    thread's event loop in every test that has a QApplication - an automatic collection inside a Qt
+    disconnect deadlocked a GUI test. Stopped after each test: later tests get automatic collection back."""
+    from PySide6 import QtWidgets
+
+    from gui import gc_guard
+    app = QtWidgets.QApplication.instance()
+    if app is not None:
+        gc_guard.install(app)
+    yield
+    app = QtWidgets.QApplication.instance()
+    if app is not None:
+        for guard in app.findChildren(gc_guard.UiThreadGC):
+            guard.stop()
+
+
+@pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path, monkeypatch):
     """Every test gets its own columnar cache dir: no test sees another's cache."""
     monkeypatch.setenv("PTPROF_CACHE_DIR", str(tmp_path / "ptprof-cache"))
