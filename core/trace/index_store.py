@@ -207,8 +207,9 @@ def index_for(model: TraceModel) -> SliceIndex:
 
 def keep(parsed: list, models: list[TraceModel], indexes: list[SliceIndex | None], behind: bool) -> None:
     """Write the cache entries of the `parsed` (source path, model) pairs with their indexes, and add the
-    indexes built for models opened from an entry that had none (an index None: nothing to keep). `behind`: queue the big writes until the
-    window's after-open work is done (`cache.write_behind`), else write everything now."""
+    indexes built for models opened from an entry that had none (an index None: nothing to keep).
+    `behind`: queue the big writes until the window's after-open work is done (`cache.write_behind`),
+    else write everything now."""
     from core.trace import cache
     by_table = {id(m.slices): ix for m, ix in zip(models, indexes)}
     mine = set()
