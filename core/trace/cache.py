@@ -29,9 +29,11 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
+from core.env import env_int
 from core.trace import cache_evict, index_store
 from core.trace.cache_check import (
-    TABLES, check_entry, check_fingerprints, check_model, fingerprint, open_npy, stored_columns,
+    TABLES, check_entry, check_fingerprints, check_model, fingerprint, open_npy, packed_bytes, packed_column,
+    stored_columns,
 )
 from core.trace.model import EventCounts, TraceMeta, TraceModel
 from core.trace.safefile import read_regular
@@ -40,12 +42,18 @@ from core.trace.strings import StringTable
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 6  # bump when a column's meaning changes (2: every Kineto category; 3: marker file, checked columns;
+FORMAT_VERSION = 7  # bump when a column's meaning changes (2: every Kineto category; 3: marker file, checked columns;
 # 4: device sync-record track labels, headers with Kineto-mangled quotes read; 5: column fingerprints;
-# 6: sparse slice arg columns as <col>.rows.npy + <col>.values.npy, listed in entry.json "sparse")
+# 6: sparse slice arg columns as <col>.rows.npy + <col>.values.npy, listed in entry.json "sparse";
+# 7: a small model's columns packed in one columns.bin, laid out in entry.json "packed")
 DEFAULT_MAX_BYTES = 5 * 10**9
 MAX_ENTRY_JSON_BYTES = 1 << 30  # strings of the biggest traces are tens of MB
+# models with at most this many bytes of columns are written as one file (PTPROF_CACHE_PACK_MAX_BYTES): one
+# .npy per column cost ~66 file creates per entry, and a 422-cycle bundle's first open took 9-21 s against
+# 1.4 s without the cache; such columns are read into memory on open anyway (cache_check.MAP_FROM_BYTES)
+PACK_MAX_BYTES = 8 << 20
 _ENTRY = "entry.json"
+_PACKED = "columns.bin"
 _warned: set[str] = set()
 _ENTRY_OF: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # SliceTable -> entry folder it maps
 _entry_lock = threading.Lock()
@@ -178,17 +186,25 @@ def has_entry(path: Path) -> bool:
 def _read(d: Path, key: dict) -> TraceModel:
     entry = msgspec.json.decode(read_regular(d / _ENTRY, MAX_ENTRY_JSON_BYTES, follow_symlinks=False))
     check_entry(entry, key)
+    if entry.get("packed") is not None:
+        buf = read_regular(d / _PACKED, packed_bytes(entry), follow_symlinks=False)
+
+        def column(stem: str, n: int) -> np.ndarray:
+            return packed_column(buf, entry["packed"], stem, n)
+    else:
+        def column(stem: str, n: int) -> np.ndarray:
+            return open_npy(d / f"{stem}.npy", [n])
     tables = {}
     for name, cls in TABLES.items():
         pairs = entry["sparse"].get(name, {})
         cols = {}
         for col in _field_names(cls):
-            shape = entry["shapes"][name][col]
+            n = entry["shapes"][name][col][0]
             if col in pairs:
-                cols[col] = Sparse(shape[0], open_npy(d / f"{name}.{col}.rows.npy", [pairs[col]]),
-                                   open_npy(d / f"{name}.{col}.values.npy", [pairs[col]]), cls.FILL[col])
+                cols[col] = Sparse(n, column(f"{name}.{col}.rows", pairs[col]),
+                                   column(f"{name}.{col}.values", pairs[col]), cls.FILL[col])
             else:
-                cols[col] = open_npy(d / f"{name}.{col}.npy", shape)
+                cols[col] = column(f"{name}.{col}", n)
         tables[name] = cls(**cols)
     strings = entry["strings"]
     model = TraceModel(
@@ -199,6 +215,29 @@ def _read(d: Path, key: dict) -> TraceModel:
     check_model(model, len(strings))
     check_fingerprints(model, entry.get("fingerprints"))
     return model
+
+
+def pack_max_bytes() -> int:
+    return env_int("PTPROF_CACHE_PACK_MAX_BYTES", PACK_MAX_BYTES, lo=0, hi=1 << 40)
+
+
+_ALIGN = 8
+
+
+def _write_packed(path: Path, files: dict[str, np.ndarray]) -> dict[str, list[int]]:
+    """Every column's bytes in one file, each at an offset aligned to 8; returns {stem: [offset, count]}
+    (the dtype of each is the schema's: cache_check.packed_dtype)."""
+    layout: dict[str, list[int]] = {}
+    offset = 0
+    with open(path, "wb") as fh:
+        for stem, arr in files.items():
+            data = np.ascontiguousarray(arr).tobytes()
+            layout[stem] = [offset, len(arr)]
+            fh.write(data)
+            pad = -len(data) % _ALIGN
+            fh.write(b"\0" * pad)
+            offset += len(data) + pad
+    return layout
 
 
 def store(path: Path, model: TraceModel, index=None) -> bool:
@@ -217,22 +256,28 @@ def store(path: Path, model: TraceModel, index=None) -> bool:
         shapes: dict[str, dict[str, list[int]]] = {}
         prints: dict[str, dict[str, str]] = {}
         sparse: dict[str, dict[str, int]] = {}
+        files: dict[str, np.ndarray] = {}  # "<table>.<column>[.rows|.values]" -> array
         for name in TABLES:
             table = getattr(model, name)
             shapes[name], prints[name] = {}, {}
             for col, arr in stored_columns(table).items():
                 if isinstance(arr, Sparse):  # its pairs, as held (core/trace/sparse.py)
                     sparse.setdefault(name, {})[col] = len(arr.rows)
-                    np.save(tmp / f"{name}.{col}.rows.npy", np.ascontiguousarray(arr.rows), allow_pickle=False)
-                    np.save(tmp / f"{name}.{col}.values.npy", np.ascontiguousarray(arr.values), allow_pickle=False)
+                    files[f"{name}.{col}.rows"], files[f"{name}.{col}.values"] = arr.rows, arr.values
                     shapes[name][col] = [len(arr)]
                 else:
-                    np.save(tmp / f"{name}.{col}.npy", np.ascontiguousarray(arr), allow_pickle=False)
+                    files[f"{name}.{col}"] = arr
                     shapes[name][col] = list(arr.shape)
                 prints[name][col] = fingerprint(arr)
+        packed = None
+        if sum(int(a.nbytes) for a in files.values()) <= pack_max_bytes():
+            packed = _write_packed(tmp / _PACKED, files)
+        else:
+            for stem, arr in files.items():
+                np.save(tmp / f"{stem}.npy", np.ascontiguousarray(arr), allow_pickle=False)
         entry = {"key": key, "path": model.path, "rank": model.rank, "strings": model.strings.to_list(),
                  "meta": model.meta.to_json(), "counts": asdict(model.counts), "warnings": list(model.warnings),
-                 "shapes": shapes, "sparse": sparse, "fingerprints": prints}
+                 "shapes": shapes, "sparse": sparse, "fingerprints": prints, "packed": packed}
         if index is not None and index_store.worth_storing(model):
             index_store.write(tmp, index, model)
         (tmp / _ENTRY).write_bytes(msgspec.json.encode(entry))

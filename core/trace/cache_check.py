@@ -173,12 +173,67 @@ def check_entry(entry, key: dict) -> None:
         if col not in SliceTable.SPARSE_COLUMNS or not isinstance(k, int) or isinstance(k, bool) or \
                 not 0 <= k <= shapes["slices"][col][0]:
             raise BadEntry(f"slices.{col}: bad sparse column")
+    _check_packed_layout(entry.get("packed"), shapes, sparse)
     if not isinstance(entry.get("warnings"), list) or not all(isinstance(w, str) for w in entry["warnings"]):
         raise BadEntry("bad warnings")
     if not isinstance(entry.get("counts"), dict) or not isinstance(entry.get("meta"), dict):
         raise BadEntry("bad counts/meta")
     if not isinstance(entry.get("rank"), int) or not isinstance(entry.get("path"), str):
         raise BadEntry("bad rank/path")
+
+
+def _is_count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 62
+
+
+def packed_stems(shapes: dict, sparse: dict) -> dict[str, int]:
+    """{"<table>.<column>[.rows|.values]": element count} of every array an entry holds."""
+    stems = {}
+    for name, cols in DTYPES.items():
+        pairs = sparse.get(name, {})
+        for col in cols:
+            if col in pairs:
+                stems[f"{name}.{col}.rows"] = stems[f"{name}.{col}.values"] = pairs[col]
+            else:
+                stems[f"{name}.{col}"] = shapes[name][col][0]
+    return stems
+
+
+def packed_dtype(stem: str) -> np.dtype:
+    """The schema's dtype of a packed array (a sparse column's rows are int64)."""
+    name, col, *part = stem.split(".")
+    return _I64 if part == ["rows"] else DTYPES[name][col]
+
+
+def _check_packed_layout(packed, shapes: dict, sparse: dict) -> None:
+    """entry.json "packed": None (one .npy per column), or {stem: [offset, count]} naming exactly the entry's
+    arrays, each with its count, at an aligned offset (the file's length is checked when it is read)."""
+    if packed is None:
+        return
+    want = packed_stems(shapes, sparse)
+    if not isinstance(packed, dict) or set(packed) != set(want):
+        raise BadEntry("bad packed column list")
+    for stem, n in want.items():
+        place = packed[stem]
+        if not (isinstance(place, list) and len(place) == 2 and _is_count(place[0]) and _is_count(place[1])):
+            raise BadEntry(f"{stem}: bad packed place")
+        if place[1] != n or place[0] % packed_dtype(stem).itemsize:
+            raise BadEntry(f"{stem}: packed count or alignment wrong")
+
+
+def packed_bytes(entry: dict) -> int:
+    """How long the packed file of a (checked) entry is at most: the end of its last array, padded."""
+    ends = [off + n * packed_dtype(stem).itemsize for stem, (off, n) in entry["packed"].items()]
+    return max(ends, default=0) + 8
+
+
+def packed_column(buf: bytes, packed: dict, stem: str, n: int) -> np.ndarray:
+    """One array of a packed entry, a read-only view of the file's bytes (placed by `_check_packed_layout`)."""
+    offset, count = packed[stem]
+    dtype = packed_dtype(stem)
+    if count != n or offset + count * dtype.itemsize > len(buf):
+        raise BadEntry(f"{stem}: outside the packed file")
+    return np.frombuffer(buf, dtype=dtype, count=count, offset=offset)
 
 
 _PIECE = 1 << 18  # elements per piece: min and max of a piece read it once from memory, once from cache

@@ -138,26 +138,28 @@ BUNDLE_CASES: dict[str, Callable[[Path], Path]] = {
 
 # ---- cache entries (poisoned after a real store) ----
 
-def make_cache_entry(root: Path, tag: str) -> tuple[Path, Path, Path]:
-    """(trace, cache dir, entry folder): a copy of the small trace, stored in its own cache."""
-    from core.trace import cache, cache_evict
+def make_cache_entry(root: Path, tag: str, packed: bool = False) -> tuple[Path, Path, Path]:
+    """(trace, cache dir, entry folder): a copy of the small trace, stored in its own cache; one .npy per
+    column (as a big model's entry), or `packed` in one columns.bin (as a small model's, the default)."""
+    from core.trace import cache_evict
     from core.trace.loader import load
     work = root / tag
     work.mkdir()
     trace = work / SMALL_TRACE.name
     shutil.copy(SMALL_TRACE, trace)
     cdir = work / "cache"
-    old = os.environ.get("PTPROF_CACHE_DIR")
+    saved = {k: os.environ.get(k) for k in ("PTPROF_CACHE_DIR", "PTPROF_CACHE_PACK_MAX_BYTES")}
     os.environ["PTPROF_CACHE_DIR"] = str(cdir)
+    os.environ["PTPROF_CACHE_PACK_MAX_BYTES"] = str(1 << 30 if packed else 0)
     try:
         load(trace)
         (entry,) = [d for d in cdir.iterdir() if cache_evict.is_entry(d)]
     finally:
-        if old is None:
-            os.environ.pop("PTPROF_CACHE_DIR")
-        else:
-            os.environ["PTPROF_CACHE_DIR"] = old
-    del cache
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     return trace, cdir, entry
 
 
@@ -248,20 +250,79 @@ def _poison(entry: Path, how: str) -> None:
         data = json.loads((entry / "entry.json").read_text())
         data["sparse"]["slices"]["name"] = 1
         (entry / "entry.json").write_text(json.dumps(data))
+    elif how.startswith("packed_"):
+        _poison_packed(entry, how)
     else:
         raise ValueError(how)
 
+
+def _packed_layout(entry: Path, edit: Callable[[dict], None]) -> None:
+    data = json.loads((entry / "entry.json").read_text())
+    edit(data["packed"])
+    (entry / "entry.json").write_text(json.dumps(data))
+
+
+def _poison_packed(entry: Path, how: str) -> None:
+    """A small model's entry: every column in columns.bin, placed by entry.json "packed" {stem: [offset, count]}."""
+    import numpy as np
+    blob = entry / "columns.bin"
+    if how == "packed_file_fifo":
+        blob.unlink()
+        os.mkfifo(blob)
+    elif how == "packed_file_symlinked":
+        target = entry.parent.parent / "elsewhere.bin"
+        blob.rename(target)
+        blob.symlink_to(target)
+    elif how == "packed_file_truncated":
+        blob.write_bytes(blob.read_bytes()[:len(blob.read_bytes()) // 2])
+    elif how == "packed_file_grown":  # longer than its layout says: not the file written there
+        with open(blob, "ab") as fh:
+            fh.write(b"\0" * (1 << 20))
+    elif how == "packed_layout_not_dict":
+        data = json.loads((entry / "entry.json").read_text())
+        data["packed"] = [1, 2]
+        (entry / "entry.json").write_text(json.dumps(data))
+    elif how == "packed_offset_out_of_range":
+        _packed_layout(entry, lambda p: p.__setitem__("slices.name", [1 << 40, p["slices.name"][1]]))
+    elif how == "packed_offset_negative":
+        _packed_layout(entry, lambda p: p.__setitem__("slices.ts_ns", [-8, p["slices.ts_ns"][1]]))
+    elif how == "packed_offset_misaligned":
+        _packed_layout(entry, lambda p: p.__setitem__("slices.ts_ns", [p["slices.ts_ns"][0] + 1, p["slices.ts_ns"][1]]))
+    elif how == "packed_count_lies":
+        _packed_layout(entry, lambda p: p.__setitem__("slices.name", [p["slices.name"][0], 10**9]))
+    elif how == "packed_place_not_list":
+        _packed_layout(entry, lambda p: p.__setitem__("slices.name", "0:941"))
+    elif how == "packed_column_missing":
+        _packed_layout(entry, lambda p: p.pop("slices.kind"))
+    elif how == "packed_column_extra":
+        _packed_layout(entry, lambda p: p.__setitem__("slices.evil", [0, 1]))
+    elif how == "packed_columns_swapped":  # same dtype and count: only the fingerprints tell
+        _packed_layout(entry, lambda p: p.update({"slices.name": p["slices.cat"], "slices.cat": p["slices.name"]}))
+    elif how == "packed_string_ids_out_of_range":
+        data = json.loads((entry / "entry.json").read_text())
+        off, n = data["packed"]["slices.name"]
+        raw = bytearray(blob.read_bytes())
+        raw[off:off + 4 * n] = np.full(n, 1 << 30, np.int32).tobytes()
+        blob.write_bytes(bytes(raw))
+    else:
+        raise ValueError(how)
+
+
+PACKED_POISONS = ("packed_file_fifo", "packed_file_symlinked", "packed_file_truncated", "packed_file_grown",
+                  "packed_layout_not_dict", "packed_offset_out_of_range", "packed_offset_negative",
+                  "packed_offset_misaligned", "packed_count_lies", "packed_place_not_list", "packed_column_missing",
+                  "packed_column_extra", "packed_columns_swapped", "packed_string_ids_out_of_range")
 
 CACHE_POISONS = ("fifo_column", "fifo_entry_json", "string_ids_out_of_range", "track_ids_out_of_range",
                  "flow_ids_out_of_range", "retyped_column", "swapped_columns", "swapped_same_type",
                  "edited_fingerprints", "truncated_column", "header_lies",
                  "symlinked_column", "entry_json_deep", "entry_json_not_dict", "marker_missing",
                  "sparse_rows_unsorted", "sparse_rows_out_of_range", "sparse_values_fifo", "sparse_count_lies",
-                 "sparse_count_not_int", "sparse_table_not_dict", "sparse_dense_column_listed")
+                 "sparse_count_not_int", "sparse_table_not_dict", "sparse_dense_column_listed") + PACKED_POISONS
 
 
 def poisoned_cache(root: Path, how: str) -> tuple[Path, Path]:
-    trace, cdir, entry = make_cache_entry(root, f"cache_{how}")
+    trace, cdir, entry = make_cache_entry(root, f"cache_{how}", packed=how.startswith("packed_"))
     _poison(entry, how)
     return trace, cdir
 

@@ -116,7 +116,7 @@ def _strategies(work: Path):
 
     entry_files = ["entry.json", "slices.name.npy", "slices.ts_ns.npy", "slices.track.npy", "slices.kind.npy",
                    "slices.track_offsets.npy", "tracks.label.npy", "flows.src.npy", "steps.slice.npy",
-                   "counters.series.npy", ".ptprof-cache-entry"]
+                   "counters.series.npy", "columns.bin", ".ptprof-cache-entry"]
     dtypes = st.sampled_from(["int8", "int16", "int32", "int64", "float32", "float64", "uint8", "bool"])
     mutation = st.one_of(
         st.tuples(st.just("flip"), st.sampled_from(entry_files), st.lists(st.integers(0, 10**6), min_size=1,
@@ -126,10 +126,11 @@ def _strategies(work: Path):
                                                                                  st.integers(-(2**40), 2**40))),
         st.tuples(st.just("bytes"), st.sampled_from(entry_files), st.binary(max_size=500)),
         st.tuples(st.just("json"), st.sampled_from(["strings", "shapes", "rank", "counts", "meta", "warnings", "key",
-                                                    "path"]), json_values),
+                                                    "path", "packed"]), json_values),
         st.tuples(st.just("fifo"), st.sampled_from(entry_files), st.none()),
         st.tuples(st.just("symlink"), st.sampled_from(entry_files), st.none()))
-    cache_case = st.lists(mutation, min_size=1, max_size=4)
+    # an entry of each layout: one .npy per column (a big model's) or packed in columns.bin (a small one's)
+    cache_case = st.tuples(st.booleans(), st.lists(mutation, min_size=1, max_size=4))
 
     frames = st.lists(st.fixed_dictionaries({"filename": scalars, "line": scalars, "name": scalars}), max_size=5)
     block = st.fixed_dictionaries({}, optional={"address": scalars, "size": st.one_of(st.integers(0, 2**40), scalars),
@@ -241,15 +242,20 @@ def _child(n_cases: int, root: Path) -> dict:
             for kind in ("item", "copy_h2d", None):
                 sync_sites.match(ctx, 0, kind)
 
-    trace, cdir, entry = g.make_cache_entry(root, "cache")
-    pristine = root / "pristine"
-    shutil.copytree(entry, pristine, symlinks=True)
-    os.environ["PTPROF_CACHE_DIR"] = str(cdir)
+    layouts = {}
+    for packed in (False, True):
+        trace, cdir, entry = g.make_cache_entry(root, f"cache{int(packed)}", packed=packed)
+        pristine = root / f"pristine{int(packed)}"
+        shutil.copytree(entry, pristine, symlinks=True)
+        layouts[packed] = (trace, cdir, entry, pristine)
 
-    def restore() -> None:
+    def restore(packed: bool):
+        trace, cdir, entry, pristine = layouts[packed]
+        os.environ["PTPROF_CACHE_DIR"] = str(cdir)
         if os.path.lexists(entry):
             shutil.rmtree(entry) if not os.path.islink(entry) else entry.unlink()
         shutil.copytree(pristine, entry, symlinks=True)
+        return trace, entry
 
     def npy_bytes(dtype: str, n: int, fill: int) -> bytes:
         import io as stdio
@@ -261,7 +267,8 @@ def _child(n_cases: int, root: Path) -> dict:
     @given(mutations=cache_strategy)
     @guarded
     def cache_reader(mutations):
-        restore()
+        packed, mutations = mutations
+        trace, entry = restore(packed)
         for how, name, arg in mutations:
             p = entry / name
             if how == "json":

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import shared_trace
+from helpers import REPO, shared_trace
 from core.cli import main
 from core.trace import cache, cache_check, cache_evict
 from core.trace.loader import load
@@ -44,7 +44,44 @@ def test_round_trip_is_exact_and_memory_mapped(trace, models_equal):
     assert warm.primary.strings.find("aten::conv2d") > 0
 
 
+def test_a_small_model_is_one_packed_file_a_big_one_a_file_per_column(trace, models_equal, monkeypatch):
+    """Up to PACK_MAX_BYTES of columns an entry is entry.json + columns.bin + the marker (one .npy per column
+    cost ~66 file creates per entry: a 422-cycle bundle's first open took 9-21 s against 1.4 s without the
+    cache); bigger models keep one memory-mappable .npy per column. Both read back exactly."""
+    cold = load(trace)
+    (entry,) = entries()
+    assert sorted(p.name for p in entry.iterdir()) == [".ptprof-cache-entry", "columns.bin", "entry.json"]
+    layout = json.loads((entry / "entry.json").read_text())["packed"]
+    assert all(off % 8 == 0 for off, _n in layout.values())
+    warm = load(trace)
+    assert warm.cache_hit
+    models_equal(warm.primary, cold.primary)
+    assert not warm.primary.slices.ts_ns.flags.writeable
+    model_bytes = cache.model_bytes(cold.primary)
+    monkeypatch.setenv("PTPROF_CACHE_PACK_MAX_BYTES", str(model_bytes - 1))  # one byte short: a file per column
+    assert cache.store(trace, cold.primary)
+    (entry,) = entries()
+    names = {p.name for p in entry.iterdir()}
+    assert "columns.bin" not in names and "slices.ts_ns.npy" in names
+    assert json.loads((entry / "entry.json").read_text())["packed"] is None
+    models_equal(load(trace).primary, cold.primary)
+
+
+def test_a_bundle_of_many_small_files_is_quick_to_cache(tmp_path, monkeypatch):
+    """The first open of 60 cycle files writes 60 packed entries: 3 files each, not ~66."""
+    folder = tmp_path / "bundle"
+    folder.mkdir()
+    for i in range(60):
+        shutil.copy(REPO / "tests" / "data" / "gpu_print.pt.trace.json.gz", folder / f"cycle{i}.pt.trace.json.gz")
+    cold = load(folder)
+    assert len(entries()) == 60 and all(len(list(e.iterdir())) == 3 for e in entries())
+    warm = load(folder)
+    assert warm.cache_hit and len(warm.models) == 60
+    assert all(np.array_equal(a.slices.ts_ns, b.slices.ts_ns) for a, b in zip(cold.models, warm.models))
+
+
 def test_big_columns_are_memory_mapped(trace, models_equal, monkeypatch):
+    monkeypatch.setenv("PTPROF_CACHE_PACK_MAX_BYTES", "0")  # one .npy per column, as a big model's entry
     cold = load(trace)
     monkeypatch.setattr(cache_check, "MAP_FROM_BYTES", 1)
     warm = load(trace)
@@ -95,11 +132,12 @@ def test_changed_file_misses(trace):
 def test_corrupt_entry_is_ignored_and_rebuilt(trace, damage, models_equal):
     reference = load(trace).primary
     (d,) = entries()
+    packed = d / "columns.bin"  # a small model's columns, in one file
     if damage == "truncate_column":
-        f = d / "slices.ts_ns.npy"
+        f = packed if packed.exists() else d / "slices.ts_ns.npy"
         f.write_bytes(f.read_bytes()[:200])
     elif damage == "delete_column":
-        (d / "slices.name.npy").unlink()
+        (packed if packed.exists() else d / "slices.name.npy").unlink()
     elif damage == "garbage_entry":
         (d / "entry.json").write_bytes(b"\x00garbage{")
     elif damage == "wrong_shape":

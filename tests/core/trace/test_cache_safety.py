@@ -17,6 +17,13 @@ REPO = Path(__file__).resolve().parents[3]
 SMALL = REPO / "tests" / "data" / "gpu_print.pt.trace.json.gz"
 
 
+@pytest.fixture(autouse=True)
+def _one_file_per_column(monkeypatch):
+    """These tests poison single column files: entries written one .npy per column (as a big model's; a
+    small model's packed columns.bin has its own poisons in tests/hostile/gen_store.py)."""
+    monkeypatch.setenv("PTPROF_CACHE_PACK_MAX_BYTES", "0")
+
+
 @pytest.fixture
 def trace(tmp_path):
     path = tmp_path / SMALL.name

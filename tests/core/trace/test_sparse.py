@@ -2,6 +2,8 @@
 the cache, pickling and every rule and table (none of them builds a dense column)."""
 from __future__ import annotations
 
+import json
+
 import pickle
 import threading
 
@@ -119,7 +121,9 @@ def test_with_stack_trace_holds_most_arg_columns_sparse(name, share):
     assert s.nbytes < share * dense_bytes
 
 
-def test_cache_keeps_the_pairs(tmp_path):
+@pytest.mark.parametrize("packed", [True, False])
+def test_cache_keeps_the_pairs(tmp_path, monkeypatch, packed):
+    monkeypatch.setenv("PTPROF_CACHE_PACK_MAX_BYTES", str(1 << 30 if packed else 0))
     path = REPO / "tests" / "data" / "gpu_print.pt.trace.json.gz"
     first = load(path).primary.slices
     again = load(path)
@@ -131,7 +135,11 @@ def test_cache_keeps_the_pairs(tmp_path):
         assert np.array_equal(a.rows, b.rows) and np.array_equal(a.values, b.values, equal_nan=True)
     assert s.materialized() == []  # the checks on open read the pairs, not a dense column
     entry = next(p for p in (tmp_path / "cache").iterdir() if (p / "entry.json").exists())
-    assert (entry / "slices.grid.rows.npy").exists() and not (entry / "slices.grid.npy").exists()
+    if packed:
+        layout = json.loads((entry / "entry.json").read_text())["packed"]
+        assert "slices.grid.rows" in layout and "slices.grid" not in layout
+    else:
+        assert (entry / "slices.grid.rows.npy").exists() and not (entry / "slices.grid.npy").exists()
 
 
 def test_pickle_round_trip_keeps_the_pairs():
