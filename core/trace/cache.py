@@ -3,9 +3,10 @@
 One entry per source file, a directory named by a hash of (resolved path, size, mtime_ns,
 FORMAT_VERSION) under `cache_dir()` ($PTPROF_CACHE_DIR, else the user cache dir, e.g.
 ~/.cache/ptprof). An entry holds `<table>.<column>.npy` for every column of every table (a sparse
-slice column as `slices.<column>.rows.npy` + `.values.npy`, core/trace/sparse.py), `entry.json`
-(source key, strings, meta, counts, warnings, column list) and the marker file that says the folder is
-ours (cache_evict.py: only such folders are ever removed). Writes go to a temporary directory renamed
+slice column as `slices.<column>.rows.npy` + `.values.npy`, core/trace/sparse.py) - or, for a small
+model (PACK_MAX_BYTES), all of them in one `columns.bin` placed by entry.json's "packed" -, `entry.json`
+(source key, strings, meta, counts, warnings, column list), a big model's timeline index
+(index_store.py) and the marker file that says the folder is ours (cache_evict.py: only such folders are ever removed). Writes go to a temporary directory renamed
 into place, so readers never see half an entry. Nothing in an entry is trusted: every file is opened
 only when it is a regular file (a FIFO never blocks), and the columns are checked on open
 (cache_check.py: dtypes, lengths, id ranges); anything unusable is a miss, deleted and rebuilt - never
