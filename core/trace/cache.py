@@ -6,12 +6,12 @@ FORMAT_VERSION) under `cache_dir()` ($PTPROF_CACHE_DIR, else the user cache dir,
 slice column as `slices.<column>.rows.npy` + `.values.npy`, core/trace/sparse.py) - or, for a small
 model (PACK_MAX_BYTES), all of them in one `columns.bin` placed by entry.json's "packed" -, `entry.json`
 (source key, strings, meta, counts, warnings, column list), a big model's timeline index
-(index_store.py) and the marker file that says the folder is ours (cache_evict.py: only such folders are ever removed). Writes go to a temporary directory renamed
-into place, so readers never see half an entry. Nothing in an entry is trusted: every file is opened
-only when it is a regular file (a FIFO never blocks), and the columns are checked on open
-(cache_check.py: dtypes, lengths, id ranges); anything unusable is a miss, deleted and rebuilt - never
-an error. The cache is bounded (PTPROF_CACHE_MAX_BYTES, default 5 GB),
-evicting least recently used entries, amortized over stores.
+(index_store.py) and the marker file that says the folder is ours (cache_evict.py: only such folders
+are ever removed). Writes go to a temporary directory renamed into place, so readers never see half an
+entry. Nothing in an entry is trusted: every file is opened only when it is a regular file (a FIFO
+never blocks), and the columns are checked on open (cache_check.py: dtypes, lengths, id ranges);
+anything unusable is a miss, deleted and rebuilt - never an error. The cache is bounded
+(PTPROF_CACHE_MAX_BYTES, default 5 GB), evicting least recently used entries, amortized over stores.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from core.env import env_int
 from core.trace import cache_evict, index_store
 from core.trace.cache_check import (
     TABLES, check_entry, check_fingerprints, check_model, fingerprint, open_npy, packed_bytes, packed_column,
-    stored_columns,
+    packed_dtype, stored_columns,
 )
 from core.trace.model import EventCounts, TraceMeta, TraceModel
 from core.trace.safefile import read_regular
@@ -232,6 +232,8 @@ def _write_packed(path: Path, files: dict[str, np.ndarray]) -> dict[str, list[in
     offset = 0
     with open(path, "wb") as fh:
         for stem, arr in files.items():
+            if arr.dtype != packed_dtype(stem):  # the reader takes the schema's: never reinterpret bytes
+                raise ValueError(f"{stem}: dtype {arr.dtype}, the cache schema says {packed_dtype(stem)}")
             data = np.ascontiguousarray(arr).tobytes()
             layout[stem] = [offset, len(arr)]
             fh.write(data)

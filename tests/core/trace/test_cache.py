@@ -271,3 +271,14 @@ def test_the_background_writer_lowers_only_its_own_priority(trace, monkeypatch):
     assert seen == [min(19, before + cache.WRITER_NICE)]
     assert os.getpriority(os.PRIO_PROCESS, 0) == before  # the caller's own priority is untouched
     assert len(entries()) == 1
+
+
+def test_a_column_of_another_dtype_is_never_packed(trace):
+    """The packed reader takes each array's dtype from the schema: a model whose column has another dtype
+    (a builder bug) is not written, rather than read back as reinterpreted bytes."""
+    from dataclasses import replace
+    m = load(trace, use_cache=False).primary
+    bad = replace(m, tracks=replace(m.tracks, kind=m.tracks.kind.astype(np.int64)))
+    assert not cache.store(trace, bad)
+    assert entries() == []
+    assert cache.store(trace, m) and load(trace).cache_hit
