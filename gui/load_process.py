@@ -166,7 +166,7 @@ class ProcessLoad:
         yield Progress("indexing", 1.0, Path(self.path).name)
         indexes = window_indexes(trace_set)  # the child's kept indexes, mapped (else built here)
         from core.trace import index_store
-        index_store.keep([], trace_set.models, indexes, behind=True)  # one it could not keep (or a bad one)
+        index_store.keep([], trace_set.models, indexes)  # one it could not keep (or a bad one)
         return trace_set, indexes
 
     def _receive(self) -> Generator[Progress, None, tuple | None]:

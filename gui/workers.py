@@ -27,7 +27,7 @@ def _thread_gen(path: str):
     trace_set = yield from iter_load(path, deferred=parsed)
     yield Progress("indexing", 1.0, Path(path).name)
     indexes = window_indexes(trace_set)
-    index_store.keep(parsed, trace_set.models, indexes, behind=True)
+    index_store.keep(parsed, trace_set.models, indexes)
     return trace_set, indexes
 
 

@@ -112,8 +112,7 @@ def test_an_index_is_added_to_an_entry_that_has_none_and_counted(tmp_path, cdir,
     assert_same_index(again, ts2.primary)
 
 
-def test_keep_writes_parsed_entries_with_their_index_and_queues_the_rest(tmp_path, cdir, keep_all):
-    path = _copy(tmp_path)
+def _load_deferred(path):
     parsed: list = []
     from core.trace.loader import iter_load
     gen = iter_load(path, deferred=parsed)
@@ -121,12 +120,34 @@ def test_keep_writes_parsed_entries_with_their_index_and_queues_the_rest(tmp_pat
         while True:
             next(gen)
     except StopIteration as stop:
-        ts = stop.value
-    indexes = query.view_indexes(ts)
-    index_store.keep(parsed, ts.models, indexes, behind=False)
+        return stop.value, parsed
+
+
+def test_keep_writes_parsed_entries_with_their_index_and_queues_the_rest(tmp_path, cdir, keep_all, monkeypatch):
+    path = _copy(tmp_path)
+    ts, parsed = _load_deferred(path)
+    index_store.keep(parsed, ts.models, query.view_indexes(ts))  # a small model: written now, with its index
     assert index_store.has_index(_entry(cdir))
     (index,) = query.view_indexes(load(path))
     assert index.stored
+    # a big model's entry waits for the window's after-open work; so does an index added to an entry
+    monkeypatch.setattr(cache, "ASYNC_MIN_BYTES", 0)
+    monkeypatch.setenv("PTPROF_CACHE_SYNC", "1")  # released writes in line: nothing to wait for
+    (tmp_path / "other").mkdir()
+    other = _copy(tmp_path / "other")
+    ts, parsed = _load_deferred(other)
+    index_store.keep(parsed, ts.models, query.view_indexes(ts))
+    assert not cache.has_entry(other)
+    assert cache.release_behind() == 1
+    assert cache.has_entry(other) and index_store.has_index(cache.entry_dir(cache.source_key(other)))
+    index_store.remove(cache.entry_dir(cache.source_key(other)))
+    ts = load(other)
+    (index,) = query.view_indexes(ts)
+    assert not index.stored
+    index_store.keep([], ts.models, [index])
+    assert cache.release_behind() == 1
+    (again,) = query.view_indexes(load(other))
+    assert again.stored
 
 
 def test_an_entry_evicted_while_its_index_is_added_leaves_nothing(tmp_path, cdir, keep_all, monkeypatch):
