@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from hostile.gen_store import _npy, deep_json, make_cache_entry
+from hostile.gen_store import _npy, deep_json, fifo_in_place, link_from_elsewhere, make_cache_entry
 
 
 def make_indexed_entry(root: Path, tag: str) -> tuple[Path, Path, Path]:
@@ -76,12 +76,9 @@ def _poison_index(entry: Path, how: str) -> None:
     elif how == "index_stale":  # an index of another build of the entry's columns
         _index_meta(entry, lambda d: d["built_from"].__setitem__("ts_ns", "0" * 16))
     elif how == "index_array_fifo":
-        order.unlink()
-        os.mkfifo(order)
+        fifo_in_place(order)
     elif how == "index_array_symlinked":
-        target = entry.parent.parent / "elsewhere-index.npy"
-        order.rename(target)
-        order.symlink_to(target)
+        link_from_elsewhere(order, entry.parent.parent / "elsewhere-index.npy")
     elif how == "index_array_truncated":
         order.write_bytes(order.read_bytes()[:100])
     elif how == "index_array_retyped":

@@ -172,6 +172,18 @@ def _npy(arr) -> bytes:
     return buf.getvalue()
 
 
+def fifo_in_place(path: Path) -> None:
+    """Replace a file of an entry with a FIFO of the same name (a reader that opened it would block)."""
+    path.unlink()
+    os.mkfifo(path)
+
+
+def link_from_elsewhere(path: Path, target: Path) -> None:
+    """Move a file of an entry to `target` and leave a symlink to it under its name."""
+    path.rename(target)
+    path.symlink_to(target)
+
+
 def _poison(entry: Path, how: str) -> None:
     import numpy as np
     col = entry / "slices.name.npy"
@@ -267,12 +279,9 @@ def _poison_packed(entry: Path, how: str) -> None:
     import numpy as np
     blob = entry / "columns.bin"
     if how == "packed_file_fifo":
-        blob.unlink()
-        os.mkfifo(blob)
+        fifo_in_place(blob)
     elif how == "packed_file_symlinked":
-        target = entry.parent.parent / "elsewhere.bin"
-        blob.rename(target)
-        blob.symlink_to(target)
+        link_from_elsewhere(blob, entry.parent.parent / "elsewhere.bin")
     elif how == "packed_file_truncated":
         blob.write_bytes(blob.read_bytes()[:len(blob.read_bytes()) // 2])
     elif how == "packed_file_grown":  # longer than its layout says: not the file written there
