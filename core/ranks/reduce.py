@@ -77,10 +77,6 @@ def shift_evidence(e, d: int):
     return e
 
 
-def label(summaries: list[RankSummary], index: int) -> str:
-    return SummaryContext.label(SimpleNamespace(models=summaries), index)
-
-
 def reduce(root: str, summaries: list[RankSummary], config: dict, rule_ids, cause_of, all_warnings: list[str],
            elapsed_map_s: float = 0.0) -> Analysis:
     """`summaries` in the run's model order, already shifted (`shift_summary`). `cause_of(index, t0, t1)` asks
@@ -129,7 +125,7 @@ def _run(ctx, fn, per_rule, not_run_by_rule, rule_id: str | None = None) -> None
 
 
 def _summary(root: str, summaries: list[RankSummary], findings, not_run, all_warnings, elapsed: float) -> dict:
-    real = [s for s in summaries if len(s.effective_ns) or not s.synthetic]
+    real = summaries  # a rank whose steps are synthetic has empty step-time arrays
     durs = np.concatenate([s.effective_ns for s in real] or [np.zeros(0, np.int64)])
     cpu = np.concatenate([s.cpu_ns for s in real] or [np.zeros(0, np.int64)])
     gpu = np.concatenate([s.gpu_ns for s in real] or [np.zeros(0, np.int64)])

@@ -69,7 +69,6 @@ def analyze_run(path, executor: Executor | None = None, rules=None, use_cache: b
     Raises TraceParseError when no rank can be read, AnalysisCancelled when `cancelled()` turns true."""
     from core.ranks import stored as st
     from core.rules import AnalysisCancelled
-    from core.rules.config import load_config
     t0 = time.perf_counter()
     found = io.discover(path)
     tasks = tasks_of(found, rules, use_cache)
@@ -112,8 +111,6 @@ def _reduce(found, tasks, results, ex, rules, map_s: float, mapped: int) -> RunA
         raise TraceParseError(found.root, f"none of the {len(tasks)} trace files could be read "
                                           f"({Path(first[1]).name}: {first[2]})")
     skipped = [f"{_rel(found.root, p)}: not loaded ({reason})" for _e, p, reason in failed]
-    # the rank hint of the folder layout, as the loader applies it
-    good = [(t, _with_hint(t, s)) for t, s in good]
     good.sort(key=lambda ts: (ts[1].rank, ts[1].path))
     deltas = rd.time_deltas([s for _t, s in good])
     summaries = [rd.shift_summary(s, d) for (_t, s), d in zip(good, deltas)]
@@ -136,10 +133,6 @@ def _reduce(found, tasks, results, ex, rules, map_s: float, mapped: int) -> RunA
              "rank_analysis_s": round(sum(s.analysis_s for s in summaries), 3)}
     return RunAnalysis(analysis, summaries, [s.metrics for s in summaries], rd.health(summaries),
                        getattr(ex, "name", ""), mapped, stats)
-
-
-def _with_hint(task: MapTask, s: RankSummary) -> RankSummary:
-    return s  # the map's loader applied the hint already (core.trace.loader._load_source)
 
 
 def _cycles_by_name(paths: list[str]) -> bool:

@@ -375,19 +375,18 @@ def pin_run(paths) -> None:
     then hold more than the bound until a later store of another run."""
     global _pinned
     root = cache_dir()
-    if root is None:
-        return
     dirs = set()
-    for p in paths:
+    for p in paths if root is not None else ():
         key = source_key(Path(p))
         d = entry_dir(key, root) if key is not None else None
         if d is not None:
             dirs.add(d)
-    _pinned = frozenset(dirs)
+    _pinned = frozenset(dirs)  # () unpins
 
 
 def _keep(final: Path):
-    return (_pinned | {final}) if _pinned else final
+    pins = _pinned
+    return (pins | {final}) if pins and final in pins else final
 
 
 ASYNC_MIN_BYTES = 256 << 20  # models this big are written by a background thread (10 GB trace: 4.3 GB, ~23 s)

@@ -58,21 +58,26 @@ def iter_load(path: str | Path, use_cache: bool = True,
     models: list[TraceModel] = []
     failed: list[TraceParseError] = []
     hits = 0
-    if use_cache and n_files > 1:
+    pinned = use_cache and n_files > 1
+    if pinned:  # the run's own stores never evict its other files' entries (the bound scales with the input)
         from core.trace import cache
         cache.pin_run([s.path for s in found.sources])
-    for i, src in enumerate(found.sources):
-        lo, hi = i / n_files, (i + 1) / n_files
-        try:
-            model, hit = yield from _load_source(src, lo, hi, use_cache, deferred)
-        except TraceParseError as exc:
-            if n_files == 1:
-                raise
-            failed.append(exc)  # one bad rank / cycle: load the others, say which failed
-            yield Progress("reading", hi, src.path.name)
-            continue
-        hits += hit
-        models.append(model)
+    try:
+        for i, src in enumerate(found.sources):
+            lo, hi = i / n_files, (i + 1) / n_files
+            try:
+                model, hit = yield from _load_source(src, lo, hi, use_cache, deferred)
+            except TraceParseError as exc:
+                if n_files == 1:
+                    raise
+                failed.append(exc)  # one bad rank / cycle: load the others, say which failed
+                yield Progress("reading", hi, src.path.name)
+                continue
+            hits += hit
+            models.append(model)
+    finally:
+        if pinned:
+            cache.pin_run(())
     if not models:
         first = failed[0]
         raise TraceParseError(found.root, f"none of the {n_files} trace files could be read "
