@@ -55,19 +55,33 @@ def _load_one(task: MapTask):
 
 
 def map_rank(task: MapTask) -> RankSummary:
+    from core.rules import analyze
+    from core.rules.config import load_config
+    ts, hit, load_s = _load_one(task)
+    t0 = time.perf_counter()
+    cfg = load_config()
+    result = analyze(ts, cfg, rules=per_rank_rules(task.rules), world_hint=task.world_hint)
+    summary = summarize(ts, result, cfg)
+    summary.load_s, summary.cache_hit, summary.source = round(load_s, 4), hit, _source(task.path)
+    summary.analysis_s = round(time.perf_counter() - t0, 4)
+    del ts, result
+    _drop()
+    return summary
+
+
+def per_rank_rules(rule_ids=None) -> list:
+    from core.rules import all_rules
+    return [r for r in all_rules() if r.id not in CROSS_RANK and (rule_ids is None or r.id in rule_ids)]
+
+
+def summarize(ts, result, cfg) -> RankSummary:
+    """The summary of a one-model set `ts` and its per-rank analysis `result`."""
     from core.analysis import health
     from core.analysis.metrics import rank_metrics
     from core.analysis.step_times import step_times
-    from core.rules import all_rules, analyze
-    from core.rules.base import RuleContext
-    from core.rules.config import load_config
     from core.rules import _capability_notes
-    ts, hit, load_s = _load_one(task)
-    t0 = time.perf_counter()
+    from core.rules.base import RuleContext
     model = ts.models[0]
-    cfg = load_config()
-    rules = [r for r in all_rules() if r.id not in CROSS_RANK and (task.rules is None or r.id in task.rules)]
-    result = analyze(ts, cfg, rules=rules, world_hint=task.world_hint)
     ctx = RuleContext(ts, cfg)
     caps = _capability_notes(ctx)
     cap_keys = {(n.rule, n.reason) for n in caps}
@@ -75,7 +89,7 @@ def map_rank(task: MapTask) -> RankSummary:
     times = step_times(model, cfg)
     checks = health.check(ts, cfg)
     replay = [dict(e) for e in result.summary.get("replay", ())]
-    summary = RankSummary(
+    return RankSummary(
         path=str(model.path), rank=int(model.rank), base_unix_ns=int(model.meta.base_unix_ns),
         distributed_info=model.meta.distributed_info if isinstance(model.meta.distributed_info, dict) else None,
         warnings=list(model.warnings), findings=list(result.findings), capability_notes=caps,
@@ -91,11 +105,7 @@ def map_rank(task: MapTask) -> RankSummary:
         health=[h.to_json() for h in checks if h.code not in SET_HEALTH],
         set_health=[h.to_json() for h in checks if h.code in SET_HEALTH],
         replay=replay[0] if replay else None, inflation=result.summary.get("recording_inflation"),
-        breakdown=_breakdown(model, cfg), kernels=_kernels(model), ops=_ops(model), memory_peak=_memory(model),
-        load_s=round(load_s, 4), analysis_s=round(time.perf_counter() - t0, 4), cache_hit=hit,
-        source=_source(task.path))
-    _drop(ts, model)
-    return summary
+        breakdown=_breakdown(model, cfg), kernels=_kernels(model), ops=_ops(model), memory_peak=_memory(model))
 
 
 def cause_task(task: MapTask, t0: np.ndarray, t1: np.ndarray) -> tuple[str, int, list[dict], tuple[int, ...]]:
@@ -107,12 +117,13 @@ def cause_task(task: MapTask, t0: np.ndarray, t1: np.ndarray) -> tuple[str, int,
     name, ns, rows = cause_of_lateness(model, np.asarray(t0, np.int64), np.asarray(t1, np.int64))
     ev = c.evidence(model, rows, role="what the straggler was doing") if name else []
     out = (name, int(ns), [dict(e) for e in ev], tuple(int(r) for r in rows[:c.MAX_EVIDENCE]))
-    _drop(ts, model)
+    del ts, model
+    _drop()
     return out
 
 
-def _drop(ts, model) -> None:
-    del ts, model
+def _drop() -> None:
+    """After the caller dropped its model: collect it (the rules' memo holds cycles) and give its pages back."""
     gc.collect()
     from core.trace.alloc import trim
     trim()  # the rank's freed columns must not stay in this worker's RSS under the next rank

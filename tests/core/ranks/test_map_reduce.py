@@ -145,3 +145,27 @@ def test_cli_analyze_multi_rank_json_matches(cache_dir, tmp_path, capsys):
     old = analyze(load(run))
     assert [(f["rule"], f["title"]) for f in doc["findings"]] == [(f.rule, f.title) for f in old.findings]
     assert len(doc["metrics"]) == 2 and doc["health"] is not None
+
+
+@pytest.mark.parametrize("name", ["multi", "ddp2", "generated"])
+def test_the_window_analysis_of_a_loaded_set_is_the_same(name, cache_dir, tmp_path):
+    """gui/issues: a multi-rank set in memory is analyzed rank by rank (core.ranks.inset), same findings."""
+    from core.ranks.inset import iter_analyze_set
+    from core.rules import analyze as whole
+    if name == "generated":
+        src = tmp_path / "gen"
+        _gen().generate(shared_trace("gpu_issues.pt.trace.json.gz"), 3, src, slow=1, per_step=3)
+    else:
+        src = MULTI if name == "multi" else shared_trace("gpu_ddp2")
+    ts = load(src)
+    old = whole(ts)
+    gen = iter_analyze_set(ts)
+    fractions = []
+    while True:
+        try:
+            fractions.append(next(gen)[0])
+        except StopIteration as stop:
+            new = stop.value
+            break
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    _same(old, new)
