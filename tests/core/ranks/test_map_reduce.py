@@ -169,3 +169,19 @@ def test_the_window_analysis_of_a_loaded_set_is_the_same(name, cache_dir, tmp_pa
             break
     assert fractions == sorted(fractions) and fractions[-1] == 1.0
     _same(old, new)
+
+
+def test_the_launcher_summarises_a_finished_bundle(cache_dir, tmp_path, capsys):
+    """core/commands/record.py calls this after the run (the ranks' interpreters have no ptprof analysis)."""
+    from core.commands.record import _summarise
+    from core.ranks.stored import summarise_bundle
+    run = tmp_path / "run"
+    shutil.copytree(MULTI, run)
+    _summarise(run, quiet=False)
+    assert "2 rank summaries written" in capsys.readouterr().err
+    assert summarise_bundle(run) == 0  # all valid: nothing to do
+    ra = analyze_run(run, InProcess())
+    assert ra.mapped == 0 and ra.analysis.findings
+    plain = tmp_path / "plain"
+    shutil.copytree(shared_trace("gpu_ddp2"), plain)
+    assert summarise_bundle(plain) == 0 and not (plain / ".ptprof-summaries").exists()  # not a bundle: not ours
