@@ -16,7 +16,7 @@ from core.units import fmt_ns
 
 MANY_RANKS = 16  # from this many ranks the timeline opens with every rank folded under this strip
 MAX_STEP_ROWS = 12
-CELL_PX = 4
+CELL_PX = 6
 
 
 class RankStrip(QtWidgets.QWidget):
