@@ -55,3 +55,16 @@ def iter_analyze_set(trace_set: TraceSet, config: dict | None = None, rule_ids=N
                          time.perf_counter() - t0)
     yield 1.0, "done"
     return analysis
+
+
+def analyze_any(trace_set: TraceSet, config: dict | None = None) -> Analysis:
+    """`core.rules.analyze` for one model; rank by rank + across ranks for several (`report`, `diff`)."""
+    if len(trace_set.models) < 2:
+        from core.rules import analyze
+        return analyze(trace_set, config)
+    gen = iter_analyze_set(trace_set, config)
+    while True:
+        try:
+            next(gen)
+        except StopIteration as stop:
+            return stop.value
