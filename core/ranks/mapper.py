@@ -101,11 +101,29 @@ def summarize(ts, result, cfg) -> RankSummary:
         gpu_ns=np.zeros(0, np.int64) if times.synthetic else np.asarray(times.gpu_ns, np.int64),
         bound=[] if times.synthetic else [str(b) for b in times.bound],
         pct_total_ns=int(steps.total_ns if steps.synthetic else times.effective_ns.sum()),
-        colls=_colls(model), metrics=rank_metrics(model).to_json(),
+        colls=_safe(_colls, model, default=None) or _no_colls(), metrics=_safe(lambda m: rank_metrics(m).to_json(),
+                                                                                model, default={"rank": int(model.rank), "overlap_pct": None}),
         health=[h.to_json() for h in checks if h.code not in SET_HEALTH],
         set_health=[h.to_json() for h in checks if h.code in SET_HEALTH],
         replay=replay[0] if replay else None, inflation=result.summary.get("recording_inflation"),
-        breakdown=_breakdown(model, cfg), kernels=_kernels(model), ops=_ops(model), memory_peak=_memory(model))
+        breakdown=_breakdown(model, cfg), kernels=_safe(_kernels, model, default=[]), ops=_safe(_ops, model, default=[]),
+        memory_peak=_safe(_memory, model, default=[]))
+
+
+def _safe(fn, model, default):
+    """A summary part that fails is left empty (logged): it must not lose the rank's findings."""
+    try:
+        return fn(model)
+    except Exception:  # noqa: BLE001
+        import logging
+        logging.getLogger(__name__).warning("rank summary part %s failed", getattr(fn, "__name__", fn), exc_info=True)
+        return default
+
+
+def _no_colls():
+    from core.analysis.collectives import CollRows
+    z = np.zeros(0, np.int64)
+    return CollRows(np.zeros(0, dtype=str), z, z, z)
 
 
 def cause_task(task: MapTask, t0: np.ndarray, t1: np.ndarray) -> tuple[str, int, list[dict], tuple[int, ...]]:
