@@ -52,6 +52,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--no-memory", action="store_true")
     p.add_argument("--with-stack", action="store_true")
     p.add_argument("--no-sync-debug", action="store_true")
+    p.add_argument("--memory-history", action="store_true")  # memhist.py: the allocator's history + snapshot
+    p.add_argument("--max-entries", type=int, default=100000)
     p.add_argument("--module", action="store_true", help="SCRIPT is a module name, run like `python -m`")
     p.add_argument("script")
     p.add_argument("args", nargs=argparse.REMAINDER)
@@ -67,6 +69,7 @@ _Terminated, _Signals, _Orphan, _LogFallback = _guards.Terminated, _guards.Signa
 _on_sigterm, _user_frames = _guards.on_sigterm, _guards.user_frames
 _stepsource, _syncsite, _target = _load_sibling("stepsource"), _load_sibling("syncsite"), _load_sibling("target")
 _devinfo = _load_sibling("devinfo")
+_memhist = _load_sibling("memhist")  # allocator history, the snapshot at an OOM (issue 32)
 
 
 class ChildRunner:
@@ -100,6 +103,8 @@ class ChildRunner:
         self.sites = _syncsite.SiteFinder(os.path.dirname(torch.__file__), str(_HERE))
         self.sync_sites: dict[tuple, dict] = {}
         self._sync_meta_n = 0
+        self.memhist = _memhist.MemoryHistory(torch, self.bundle, self.rank, self.ev.emit, opts.memory_history,
+                                              opts.max_entries, (os.path.dirname(torch.__file__), str(_HERE)))
 
     @property
     def source(self) -> str:
@@ -274,6 +279,8 @@ class ChildRunner:
         if phase != self._phase:
             self._phase = phase
             self.ev.emit("phase", phase=phase, step=self.step, source=self.source)
+            if phase == "done":
+                self.memhist.window_done()
         if phase in ("warmup", "active") and len(self.sync_sites) != self._sync_meta_n:
             self._sync_meta_n = len(self.sync_sites)
             try:
@@ -369,6 +376,7 @@ class ChildRunner:
             self.step_aside("the script uses torch.profiler itself: ptprof does not add a second profiler "
                             "(steps and GPU are still monitored; the script's own traces are not in the bundle)")
         self.install()
+        self.memhist.start()
         exit_code = 0
         try:
             target.run(args)
@@ -381,6 +389,7 @@ class ChildRunner:
             self.ev.emit("notice", code="interrupted", message="stopped by SIGINT (Ctrl-C / Stop)")
         except BaseException as exc:  # the user's script failed: record it, keep the traces
             exit_code = 1
+            self.memhist.on_exception(exc)  # an OOM: its snapshot and figures (the failure itself goes on)
             tb = "".join(traceback.format_exception(type(exc), exc, _user_frames(exc.__traceback__)))
             self.ev.emit("exception", message=f"{type(exc).__name__}: {exc}", traceback=tb)
             sys.stderr.write(tb)
@@ -405,6 +414,7 @@ class ChildRunner:
             except Exception as exc:
                 self.ev.emit("notice", code="flush_failed", message=f"could not flush the profiler: {exc}")
         self.sources.remove()
+        self.memhist.finish()
         if self.capture is not None and self.rank == 0:
             try:
                 self.capture.write(self.bundle / "compile.json")
