@@ -113,7 +113,7 @@ def write_csv(result, path: str, trace_set) -> None:
     """findings.csv exactly as `ptprof report` writes it (README: findings.csv columns)."""
     from core.export.csv import write_findings
     from core.export.findings import wrap
-    write_findings(wrap(result).findings, path, trace_set)
+    write_findings(wrap(result).findings, path, trace_set, user_path=True)  # `-`, /dev/stdout, a FIFO: in place
 
 
 def format_table(result, metrics=(), checks=()) -> str:

@@ -23,6 +23,7 @@ import re
 import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -299,20 +300,27 @@ class ChildRunner:
             return
         self._cycle += 1
         name = f"rank{self.rank}.cycle{self._cycle}.pt.trace.json.gz"
-        tmp_json = self.traces / f".{name}.json.tmp"
         final = self.traces / name
         t0 = time.perf_counter()
-        try:
-            prof.export_chrome_trace(str(tmp_json))
-            part = final.with_name(final.name + ".part")
-            with open(tmp_json, "rb") as src, gzip.open(part, "wb", compresslevel=3) as dst:
+        tmp_json = part = None  # temp files are created exclusively under unique names (mkstemp: O_EXCL,
+        try:                    # never a link planted in an old bundle), then renamed over the final name
+            fd, tmp_json = tempfile.mkstemp(dir=str(self.traces), prefix=f".{name}.", suffix=".json.tmp")
+            os.close(fd)
+            prof.export_chrome_trace(tmp_json)
+            fd, part = tempfile.mkstemp(dir=str(self.traces), prefix=f".{name}.", suffix=".part")
+            os.chmod(part, 0o644)
+            with open(tmp_json, "rb") as src, os.fdopen(fd, "wb") as raw, \
+                    gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=3) as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
             os.replace(part, final)
+            part = None
         except Exception as exc:
             self.ev.emit("notice", code="export_failed", message=f"could not write trace {name}: {exc}")
             return
         finally:
-            tmp_json.unlink(missing_ok=True)
+            for leftover in (tmp_json, part):
+                if leftover is not None:
+                    Path(leftover).unlink(missing_ok=True)
         self.ev.emit("cycle", cycle=self._cycle, path=f"traces/{name}", bytes=final.stat().st_size,
                      export_s=round(time.perf_counter() - t0, 3), step=self.step, source=self.source)
 
