@@ -89,11 +89,7 @@ def run(args) -> int:
     checks = [h.to_json() for h in health.check(ts)]
     metrics = trace_metrics(ts)
     if args.json:
-        doc = {"health": checks} | result.to_json()
-        doc["summary"] = dict(doc["summary"], tflops=metrics[0].tflops if metrics else None,
-                              mfu_pct=metrics[0].mfu_pct if metrics else None)
-        doc["metrics"] = [rm.to_json() for rm in metrics]
-        json.dump(doc, sys.stdout)
+        json.dump(json_doc(result, checks, metrics), sys.stdout)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(printable(format_table(result, metrics, checks)))
@@ -135,17 +131,22 @@ def run_multi(args, rule_ids, extra=()) -> int:
             return 2
     metrics = [RankMetrics(**m) for m in ra.metrics]
     if args.json:
-        doc = {"health": ra.health} | result.to_json()
-        doc["summary"] = dict(doc["summary"], tflops=metrics[0].tflops if metrics else None,
-                              mfu_pct=metrics[0].mfu_pct if metrics else None)
-        doc["metrics"] = ra.metrics
-        json.dump(doc, sys.stdout)
+        json.dump(json_doc(result, ra.health, metrics), sys.stdout)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(printable(format_table(result, metrics, ra.health)))
     if args.fail_on and result.at_or_above(Severity.parse(args.fail_on)):
         return 1
     return 0
+
+
+def json_doc(result, checks: list[dict], metrics) -> dict:
+    """The `--json` document (also `ptprof.analyze(...).to_json()` and the MCP server's source)."""
+    doc = {"health": checks} | result.to_json()
+    doc["summary"] = dict(doc["summary"], tflops=metrics[0].tflops if metrics else None,
+                          mfu_pct=metrics[0].mfu_pct if metrics else None)
+    doc["metrics"] = [rm.to_json() for rm in metrics]
+    return doc
 
 
 def _bundle_only(args, findings, severity) -> int:
