@@ -52,6 +52,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--no-memory", action="store_true")
     p.add_argument("--with-stack", action="store_true")
     p.add_argument("--no-sync-debug", action="store_true")
+    p.add_argument("--stop-after-window", action="store_true", help="end the script once the last cycle is saved")
     p.add_argument("--module", action="store_true", help="SCRIPT is a module name, run like `python -m`")
     p.add_argument("script")
     p.add_argument("args", nargs=argparse.REMAINDER)
@@ -66,7 +67,7 @@ _guards = _load_sibling("guards")
 _Terminated, _Signals, _Orphan, _LogFallback = _guards.Terminated, _guards.Signals, _guards.Orphan, _guards.LogFallback
 _on_sigterm, _user_frames = _guards.on_sigterm, _guards.user_frames
 _stepsource, _syncsite, _target = _load_sibling("stepsource"), _load_sibling("syncsite"), _load_sibling("target")
-_devinfo = _load_sibling("devinfo")
+_devinfo, _loaderwatch = _load_sibling("devinfo"), _load_sibling("loaderwatch")
 
 
 class ChildRunner:
@@ -95,6 +96,7 @@ class ChildRunner:
         self._phase = "start"
         self._meta_cycle = -1
         self._autocast_seen: set[str] = set()
+        self.loaders = _loaderwatch.LoaderWatch()
         self.sources = _stepsource.StepSources(torch, self._on_switch, self._on_step, self._on_forward_pre,
                                                self._guarded)
         self.sites = _syncsite.SiteFinder(os.path.dirname(torch.__file__), str(_HERE))
@@ -135,7 +137,9 @@ class ChildRunner:
         if self.source == "forward":
             return 0, 1, max(1, self.o.fallback_steps), 1
         s = self.o
-        return s.wait, s.warmup, s.active, s.repeat
+        # a DataLoader with workers serves its first steps from batches prefetched while the script set up:
+        # the window waits until that queue has drained and spans one batch of every worker (loaderwatch.py)
+        return self.loaders.schedule(s.wait, s.warmup, s.active, s.repeat)
 
     def _run_meta(self) -> dict:
         t = self.torch
@@ -162,6 +166,7 @@ class ChildRunner:
             return
         self._patch_autocast()
         self._patch_profiler_start()
+        self.loaders.install(self.torch)
         self._install_sync_debug()
 
     def _guarded(self, hook):
@@ -205,6 +210,8 @@ class ChildRunner:
             if self.prof is None:
                 self.prof = self._make_profiler(*self._schedule())
                 self.prof.start()
+                if self.loaders.moved:
+                    self.ev.emit("notice", code="loader_schedule", message=self.loaders.moved)
             else:
                 if self.prof.current_action.name == "RECORD_AND_SAVE":
                     self._close_window_sync(self.prof)
@@ -274,6 +281,8 @@ class ChildRunner:
         if phase != self._phase:
             self._phase = phase
             self.ev.emit("phase", phase=phase, step=self.step, source=self.source)
+            if phase == "done" and self.o.stop_after_window and self._cycle:
+                raise _guards.WindowDone()  # ends the script here, in its main thread (not SIGINT)
         if phase in ("warmup", "active") and len(self.sync_sites) != self._sync_meta_n:
             self._sync_meta_n = len(self.sync_sites)
             try:
@@ -376,6 +385,10 @@ class ChildRunner:
             exit_code = _exit_code(exc.code)
             if isinstance(exc, _Terminated):
                 self.ev.emit("notice", code="terminated", message="stopped by SIGTERM")
+        except _guards.WindowDone:
+            exit_code = 0
+            self.ev.emit("notice", code="window_done", message="the last trace cycle is saved: the script was "
+                         "ended at that step (--stop-after-window)")
         except KeyboardInterrupt:
             exit_code = 130
             self.ev.emit("notice", code="interrupted", message="stopped by SIGINT (Ctrl-C / Stop)")
