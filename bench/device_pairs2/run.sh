@@ -38,7 +38,7 @@ wait $TP
 echo "gpu phase done at $(( $(date +%s) - start )) s"
 for mode in none profiler profiler_syncdebug; do
   for v in opt_fused_a launch_a; do
-    [ "$(left)" -gt 120 ] && timeout 40 python3 $P diag $v $mode --out $OUT/diag.jsonl 2>&1 | tail -1 | cut -c1-300
+    [ "$(left)" -gt 200 ] && timeout 40 python3 $P diag $v $mode --out $OUT/diag.jsonl 2>&1 | tail -1 | cut -c1-300
   done
 done
 timeout 150 python3 $P time $LOADER_PAIRS --out $OUT/timing_loader.json 2>&1 | cut -c1-400
