@@ -211,7 +211,8 @@ class ChildRunner:
                 self.prof = self._make_profiler(*self._schedule())
                 self.prof.start()
                 if self.loaders.moved:
-                    self.ev.emit("notice", code="loader_schedule", message=self.loaders.moved)
+                    self.ev.emit("notice", code="loader_schedule", message=self.loaders.moved,
+                                 workers=self.loaders.workers, queue=self.loaders.queue)
             else:
                 if self.prof.current_action.name == "RECORD_AND_SAVE":
                     self._close_window_sync(self.prof)
@@ -365,7 +366,7 @@ class ChildRunner:
         self.ev.emit("start", pid=os.getpid(), python=sys.executable, torch_version=torch.__version__,
                      cuda=torch.cuda.is_available(), devices=torch.cuda.device_count(), world_size=self.world,
                      argv=[target.label, *args], cwd=os.getcwd(), module=target.name if target.module else None,
-                     device_properties=_devinfo.device_properties(torch),
+                     device_properties=_devinfo.device_properties(torch), cpus=_cpus(),
                      schedule={k: getattr(self.o, k) for k in ("wait", "warmup", "active", "repeat")})
         try:
             target.check()
@@ -427,6 +428,14 @@ class ChildRunner:
                      step_source=self.sources.source)
         self.ev.close()
         _Signals.flushing = False
+
+
+def _cpus() -> int:
+    """CPUs this process may run on (DataLoader workers share them)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _exit_code(code) -> int:
