@@ -416,7 +416,7 @@ def block_ms(step, n):
     return 1e3 * (time.perf_counter() - t0) / n
 
 
-def time_pair(pair, rounds=3, block=40, warm=20):
+def time_pair(pair, rounds=3, block=int(os.environ.get("PAIRS_BLOCK", 30)), warm=15):
     before, after = PAIRS[pair][:2]
     with gpu_lock():
         t0 = time.perf_counter()

@@ -12,7 +12,7 @@ left() { echo $(( ${BUDGET:-500} - ($(date +%s) - start) )); }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.limit --format=csv,noheader
 mkdir -p /tmp/b
 GPU_PAIRS=${GPU_PAIRS:-"opt_fused zero_none item_tfm noncontig tf32_mlp cl_cnn adamw_tfm item_big launch_graphs zero_cnn sgd_foreach lstm_item cnn_pageable bf16_tfm sync_tfm launch_compile graph_break recompile"}
-LOADER_PAIRS=${LOADER_PAIRS:-"loader_nw loader_starved loader_pin loader_light"}
+LOADER_PAIRS=${LOADER_PAIRS:-"loader_nw loader_starved loader_pin"}
 variants() { python3 - "$@" <<'PY'
 import sys; sys.path.insert(0, "bench/device_pairs2"); import pairs2
 seen = []
@@ -31,18 +31,17 @@ record() {  # variant steps
   echo "record $v rc=$? $(( $(date +%s) - t0 )) s"
 }
 export -f record left; export P start
-( timeout 330 python3 $P time $GPU_PAIRS --out $OUT/timing_gpu.json 2>&1 | cut -c1-400 ) &
+timeout 120 python3 $P time $LOADER_PAIRS --out $OUT/timing_loader.json 2>&1 | cut -c1-400
+for v in $LOADER_VARIANTS; do record $v 50; done
+echo "loader phase done at $(( $(date +%s) - start )) s"
+( timeout $(( $(left) - 30 )) python3 $P time $GPU_PAIRS --out $OUT/timing_gpu.json 2>&1 | cut -c1-400 ) &
 TP=$!
-echo $GPU_VARIANTS | tr ' ' '\n' | xargs -P 3 -I{} bash -c 'record {} 14'
+echo $GPU_VARIANTS | tr ' ' '\n' | xargs -P 4 -I{} bash -c 'record {} 14'
 wait $TP
 echo "gpu phase done at $(( $(date +%s) - start )) s"
 for mode in none profiler profiler_syncdebug; do
-  for v in opt_fused_a launch_a; do
-    [ "$(left)" -gt 200 ] && timeout 40 python3 $P diag $v $mode --out $OUT/diag.jsonl 2>&1 | tail -1 | cut -c1-300
-  done
+  [ "$(left)" -gt 45 ] && timeout 30 python3 $P diag opt_fused_a $mode --out $OUT/diag.jsonl 2>&1 | tail -1 | cut -c1-300
 done
-timeout 150 python3 $P time $LOADER_PAIRS --out $OUT/timing_loader.json 2>&1 | cut -c1-400
-for v in $LOADER_VARIANTS; do record $v 50; done
 rm -f /tmp/b/*/nvml.csv.tmp
 du -sh /tmp/b | tail -1
 tar czf $OUT/pairs2.tgz -C /tmp b
