@@ -26,6 +26,7 @@ def price(ctx: RuleContext, findings: list[Finding]) -> tuple[list[Finding], dic
     inflation = _inflation(ctx)
     out: list[Finding] = []
     edits: dict[int, list[Edit]] = {}
+    loader: set[int] = set()  # models whose DataLoader fix is among the edits
     for f in findings:
         m = ctx.models[f.model_index]
         try:
@@ -36,7 +37,8 @@ def price(ctx: RuleContext, findings: list[Finding]) -> tuple[list[Finding], dic
         if edit is None:
             out.append(f)
             continue
-        sv = saving_of(m, edit, inflation=inflation)
+        sv = saving_of(m, edit, inflation=inflation, loader_fix=f.rule == "dataloader_bound",
+                       path=getattr(ctx.trace_set, "path", None))
         estimate = sv.estimate
         sev = f.severity
         if not f.hint:
@@ -46,10 +48,13 @@ def price(ctx: RuleContext, findings: list[Finding]) -> tuple[list[Finding], dic
         out.append(dataclasses.replace(f, saving_ns=sv.saving_ns, saving_pct=sv.saving_pct, estimate=estimate,
                                        severity=sev))
         edits.setdefault(f.model_index, []).append(edit)
-    return out, _together(ctx, edits, inflation)
+        if f.rule == "dataloader_bound":
+            loader.add(f.model_index)
+    return out, _together(ctx, edits, inflation, loader)
 
 
-def _together(ctx: RuleContext, edits: dict[int, list[Edit]], inflation: float | None) -> dict:
+def _together(ctx: RuleContext, edits: dict[int, list[Edit]], inflation: float | None,
+              loader: set[int] = frozenset()) -> dict:
     per_model = []
     for i, m in enumerate(ctx.models):
         if not m.devices:
@@ -67,7 +72,8 @@ def _together(ctx: RuleContext, edits: dict[int, list[Edit]], inflation: float |
             total = Edit()
             for e in edits[i]:
                 total = total + e
-            sv = saving_of(m, total, inflation=inflation)
+            sv = saving_of(m, total, inflation=inflation, loader_fix=i in loader,
+                           path=getattr(ctx.trace_set, "path", None))
             entry |= {"saving_ns": sv.saving_ns, "saving_pct": round(sv.saving_pct, 3)}
         per_model.append(entry)
     if not per_model:

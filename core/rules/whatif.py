@@ -274,37 +274,46 @@ def edit_for(model: TraceModel, finding, cfg: dict, ctx=None) -> Edit | None:
     return fn(model, finding, replay_input(model), cfg, ctx)
 
 
-def saving_of(model: TraceModel, edit: Edit, inflation: float | None = None) -> Saving:
-    """Per-step saving of an edit: replayed step - edited replayed step. With the bundle's recording
-    inflation (> 1: recorded / unprofiled CPU steps), both replays run the CPU side that much faster (the
-    GPU side as recorded): the saving in unprofiled time. A per-event overhead model (the profiler's cost
-    per recorded op) was tried and matched the H200 pairs worse (README of tests/data/device)."""
-    rp = replay_input(model)
-    scale = 1.0 / inflation if inflation and inflation > 1.0 else 1.0
-    base = simulate(rp, cpu_scale=scale)
-    edited = simulate(rp, edit, cpu_scale=scale)
-    per_step = np.clip(base.effective_ns - edited.effective_ns, 0, base.effective_ns)
-    med = int(np.median(per_step)) if len(per_step) else 0
-    step = float(np.median(base.effective_ns)) if len(per_step) else 0.0
-    pct = 100.0 * med / step if step > 0 else 0.0
+def saving_of(model: TraceModel, edit: Edit, inflation: float | None = None, *, loader_fix: bool = False,
+              path: str | None = None) -> Saving:
+    """Per-step saving of an edit: replayed step - replayed step with the edit, in unprofiled time when the
+    bundle knows its recording inflation (> 1: both replays run the CPU side that much faster; the GPU side as
+    recorded), both held at the DataLoader workers' period (core.analysis.unprofiled) - after the fix, at the
+    period the fixed loader delivers (`loader_fix`, whatif_data.py). The finding carries the mean over the
+    window (periodic stalls are the cost; a median over steps dropped them). A per-event overhead model (the
+    profiler's cost per recorded op) was tried and matched the H200 pairs worse (README of tests/data/device)."""
+    from core.analysis import unprofiled
+    floor = unprofiled.data_period_ns(model)
+    base = unprofiled.steps_ns(model, inflation, floor=floor)
+    how = ""
+    after_floor = floor
+    if loader_fix:
+        from core.rules.whatif_data import period_after_fix
+        after_floor, how = period_after_fix(model, path)
+    edited = unprofiled.steps_ns(model, inflation, edit, floor=after_floor)
+    per_step = np.clip(base - edited, 0, base).astype(np.int64)
+    # a loop the workers pace: the mean (its periodic stalls are the cost); else the median over steps (robust
+    # to one odd step: the mean lost 0.5 ms of the measured 3.5 ms on the H200 CUDA-graphs pair)
+    stat = np.mean if floor or loader_fix else np.median
+    mean = float(stat(per_step)) if len(per_step) else 0.0
+    step = float(stat(base)) if len(base) else 0.0
+    pct = 100.0 * mean / step if step > 0 else 0.0
     total = int(per_step.sum())
     where = (f"unprofiled replay (CPU side / {inflation:.2f}: this run's recorded vs unprofiled steps)"
-             if scale != 1.0 else "replay")
-    return Saving(med, pct, per_step, f"{where} with {edit.label}: step {_ms(step)} -> {_ms(step - med)} "
-                                      f"(median of {len(per_step)} steps; {_ms(total)} over the window)")
+             if inflation and inflation > 1.0 else "replay")
+    paced = f"; {how}" if how else ("; the DataLoader workers pace the loop (a batch every "
+                                    f"{_ms(floor)})" if floor else "")
+    return Saving(int(mean), pct, per_step, f"{where} with {edit.label}: step {_ms(step)} -> {_ms(step - mean)} "
+                                           f"({'mean' if stat is np.mean else 'median'} of {len(per_step)} steps; {_ms(total)} over the window)"
+                                           f"{paced}")
 
 
 def unprofiled_step_ns(model: TraceModel, inflation: float | None) -> int | None:
-    """The step the loop would take without the profiler: the median replayed step with the CPU side run
-    1 / inflation faster (the GPU side as recorded). None without a known inflation > 1 or without steps.
-    On the H200 pairs it lands within a few % of the unprofiled timing (docs/architecture.md)."""
-    if not inflation or inflation <= 1.0:
-        return None
-    rp = replay_input(model)
-    if not len(rp.times):
-        return None
-    base = simulate(rp, cpu_scale=1.0 / inflation)
-    return int(np.median(base.effective_ns)) if len(base.effective_ns) else None
+    """The step the loop would take without the profiler (core.analysis.unprofiled): the mean replayed step
+    with the CPU side 1 / inflation faster, held at the DataLoader workers' period. None without steps, or
+    without a known inflation > 1 on a loop the workers do not pace."""
+    from core.analysis import unprofiled
+    return unprofiled.unprofiled_step_ns(model, inflation)
 
 
 def _ms(ns: float) -> str:

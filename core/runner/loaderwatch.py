@@ -50,7 +50,8 @@ class LoaderWatch:
             w, a = wait, active
             if self.queue:
                 w = max(wait, min(2 * self.queue, MAX_WAIT))
-                a = max(active, min(self.workers, MAX_ACTIVE))
+                # whole rounds of the workers: a starved loader stalls once per round
+                a = max(active, min(-(-active // self.workers) * self.workers, MAX_ACTIVE))
             if (w, a) != (wait, active):
                 self.moved = (f"DataLoader with {self.workers} workers x {self.queue // max(self.workers, 1)} "
                               f"prefetched batches: the window starts after {w} steps (the prefetched batches "
