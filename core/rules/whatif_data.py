@@ -85,8 +85,9 @@ def period_after_fix(model: TraceModel, path: str | None) -> tuple[float | None,
                               f"{load / w_new / 1e6:.2f} ms")
     w = workers or 2
     w_new = fix_workers(w, cpus)
-    period = float(np.mean(t.effective_ns))
+    from core.analysis.unprofiled import data_period_ns
+    period = data_period_ns(model) or float(np.mean(t.effective_ns))
     load = period * w
     return load / w_new, (f"{w}{'' if workers else ' (assumed)'} workers deliver a batch every {period / 1e6:.2f} ms "
-                          f"(mean over the window); num_workers={w_new} "
+                          f"(over a round of the workers); num_workers={w_new} "
                           f"({'cores unknown' if not cpus else f'{cpus} CPUs'}): every {load / w_new / 1e6:.2f} ms")

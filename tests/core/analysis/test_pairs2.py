@@ -18,8 +18,6 @@ PAIRS2 = Path(__file__).resolve().parents[2] / "data" / "device" / "pairs2"
 # pair -> why the prediction misses (strict xfail)
 SAVING_MISSES = {
     "opt_fused": "13.8 ms for 20.8 (-34 %): its inflation comes from one wait step (1.89x; 1.56x measured)",
-    "loader_starved": "its 3-step window spans 1.5 rounds of 2 workers: the period is underestimated",
-    "loader_pin": "the copy's saving is not held at the workers' period",
     "noncontig": "0.10 ms for 0.06: no inflation > 1 from its one wait step, the copy's CPU time in recorded time",
 }
 ESTIMATE_MISSES = {
@@ -29,7 +27,6 @@ ESTIMATE_MISSES = {
     ("opt_fused", "b"): "its one wait step is the only unprofiled sample (wait=1 at the time)",
     ("noncontig", "a"): "no inflation > 1 from its one wait step: recorded time",
     ("noncontig", "b"): "no inflation > 1 from its one wait step: recorded time",
-    ("loader_starved", "a"): "its 3-step window spans 1.5 rounds of 2 workers",
     ("loader_starved", "b"): "one round of 8 workers in the window: 62.6 ms vs 56.7 (+10.5 %)",
 }
 SIGN_MISSES = {"zero_none": "recorded 18.8 vs 26.0 ms: both CPU-bound, recorded beside other recordings"}
