@@ -23,6 +23,7 @@ import re
 import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -53,6 +54,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--with-stack", action="store_true")
     p.add_argument("--no-sync-debug", action="store_true")
     p.add_argument("--stop-after-window", action="store_true", help="end the script once the last cycle is saved")
+    p.add_argument("--memory-history", action="store_true")  # memhist.py: the allocator's history + snapshot
+    p.add_argument("--max-entries", type=int, default=100000)
     p.add_argument("--module", action="store_true", help="SCRIPT is a module name, run like `python -m`")
     p.add_argument("script")
     p.add_argument("args", nargs=argparse.REMAINDER)
@@ -67,7 +70,8 @@ _guards = _load_sibling("guards")
 _Terminated, _Signals, _Orphan, _LogFallback = _guards.Terminated, _guards.Signals, _guards.Orphan, _guards.LogFallback
 _on_sigterm, _user_frames = _guards.on_sigterm, _guards.user_frames
 _stepsource, _syncsite, _target = _load_sibling("stepsource"), _load_sibling("syncsite"), _load_sibling("target")
-_devinfo, _loaderwatch = _load_sibling("devinfo"), _load_sibling("loaderwatch")
+_devinfo, _observe = _load_sibling("devinfo"), _load_sibling("observe")
+_memhist = _load_sibling("memhist")  # allocator history, the snapshot at an OOM (issue 32)
 
 
 class ChildRunner:
@@ -91,17 +95,17 @@ class ChildRunner:
         self._forward_done = False  # the bounded forward window ran: no further forward steps
         self._last_ns = time.perf_counter_ns()
         self._hook_ns = 0  # our own time in the last step hook (profiler transitions, export, device sync)
-        self._cycle = 0
-        self._discard = False
-        self._phase = "start"
+        self._cycle, self._discard, self._phase = 0, False, "start"
         self._meta_cycle = -1
         self._autocast_seen: set[str] = set()
-        self.loaders = _loaderwatch.LoaderWatch()
+        self.loaders = _observe.LoaderWatch()
         self.sources = _stepsource.StepSources(torch, self._on_switch, self._on_step, self._on_forward_pre,
                                                self._guarded)
         self.sites = _syncsite.SiteFinder(os.path.dirname(torch.__file__), str(_HERE))
         self.sync_sites: dict[tuple, dict] = {}
         self._sync_meta_n = 0
+        self.memhist = _memhist.MemoryHistory(torch, self.bundle, self.rank, self.ev.emit, opts.memory_history,
+                                              opts.max_entries, (os.path.dirname(torch.__file__), str(_HERE)))
 
     @property
     def source(self) -> str:
@@ -136,10 +140,8 @@ class ChildRunner:
     def _schedule(self) -> tuple[int, int, int, int]:
         if self.source == "forward":
             return 0, 1, max(1, self.o.fallback_steps), 1
-        s = self.o
-        # a DataLoader with workers serves its first steps from batches prefetched while the script set up:
-        # the window waits until that queue has drained and spans one batch of every worker (loaderwatch.py)
-        return self.loaders.schedule(s.wait, s.warmup, s.active, s.repeat)
+        # after a DataLoader's prefetched batches, a batch of every worker (observe.py)
+        return self.loaders.schedule(self.o.wait, self.o.warmup, self.o.active, self.o.repeat)
 
     def _run_meta(self) -> dict:
         t = self.torch
@@ -164,7 +166,7 @@ class ChildRunner:
             self.step_aside(f"torch {self.torch.__version__} has no global optimizer hook (needs torch >= 2.0): "
                             "the script runs without the profiler")
             return
-        self._patch_autocast()
+        _observe.patch_autocast(self.torch, self._autocast_seen)
         self._patch_profiler_start()
         self.loaders.install(self.torch)
         self._install_sync_debug()
@@ -211,8 +213,7 @@ class ChildRunner:
                 self.prof = self._make_profiler(*self._schedule())
                 self.prof.start()
                 if self.loaders.moved:
-                    self.ev.emit("notice", code="loader_schedule", message=self.loaders.moved,
-                                 workers=self.loaders.workers, queue=self.loaders.queue)
+                    self.ev.emit("notice", code="loader_schedule", **self.loaders.notice())
             else:
                 if self.prof.current_action.name == "RECORD_AND_SAVE":
                     self._close_window_sync(self.prof)
@@ -282,6 +283,8 @@ class ChildRunner:
         if phase != self._phase:
             self._phase = phase
             self.ev.emit("phase", phase=phase, step=self.step, source=self.source)
+            if phase == "done":
+                self.memhist.window_done()
             if phase == "done" and self.o.stop_after_window and self._cycle:
                 raise _guards.WindowDone()  # ends the script here, in its main thread (not SIGINT)
         if phase in ("warmup", "active") and len(self.sync_sites) != self._sync_meta_n:
@@ -302,20 +305,27 @@ class ChildRunner:
             return
         self._cycle += 1
         name = f"rank{self.rank}.cycle{self._cycle}.pt.trace.json.gz"
-        tmp_json = self.traces / f".{name}.json.tmp"
         final = self.traces / name
         t0 = time.perf_counter()
-        try:
-            prof.export_chrome_trace(str(tmp_json))
-            part = final.with_name(final.name + ".part")
-            with open(tmp_json, "rb") as src, gzip.open(part, "wb", compresslevel=3) as dst:
+        tmp_json = part = None  # temp files are created exclusively under unique names (mkstemp: O_EXCL,
+        try:                    # never a link planted in an old bundle), then renamed over the final name
+            fd, tmp_json = tempfile.mkstemp(dir=str(self.traces), prefix=f".{name}.", suffix=".json.tmp")
+            os.close(fd)
+            prof.export_chrome_trace(tmp_json)
+            fd, part = tempfile.mkstemp(dir=str(self.traces), prefix=f".{name}.", suffix=".part")
+            os.chmod(part, 0o644)
+            with open(tmp_json, "rb") as src, os.fdopen(fd, "wb") as raw, \
+                    gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=3) as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
             os.replace(part, final)
+            part = None
         except Exception as exc:
             self.ev.emit("notice", code="export_failed", message=f"could not write trace {name}: {exc}")
             return
         finally:
-            tmp_json.unlink(missing_ok=True)
+            for leftover in (tmp_json, part):
+                if leftover is not None:
+                    Path(leftover).unlink(missing_ok=True)
         self.ev.emit("cycle", cycle=self._cycle, path=f"traces/{name}", bytes=final.stat().st_size,
                      export_s=round(time.perf_counter() - t0, 3), step=self.step, source=self.source)
 
@@ -326,16 +336,6 @@ class ChildRunner:
         if self.o.no_sync_debug or not self.torch.cuda.is_available():
             return
         _syncsite.install_sync_debug(self)
-
-    def _patch_autocast(self) -> None:
-        cls = getattr(getattr(self.torch, "amp", None), "autocast", None) or self.torch.autocast
-        original = cls.__enter__
-        seen = self._autocast_seen
-
-        def __enter__(ac_self):
-            seen.add(str(getattr(ac_self, "device", "?")) + ":" + str(getattr(ac_self, "fast_dtype", "")))
-            return original(ac_self)
-        cls.__enter__ = __enter__
 
     def _patch_profiler_start(self) -> None:
         cls = self.torch.profiler.profile
@@ -366,7 +366,7 @@ class ChildRunner:
         self.ev.emit("start", pid=os.getpid(), python=sys.executable, torch_version=torch.__version__,
                      cuda=torch.cuda.is_available(), devices=torch.cuda.device_count(), world_size=self.world,
                      argv=[target.label, *args], cwd=os.getcwd(), module=target.name if target.module else None,
-                     device_properties=_devinfo.device_properties(torch), cpus=_cpus(),
+                     device_properties=_devinfo.device_properties(torch), cpus=_observe.cpus(),
                      teardown_cupti=os.environ.get("TEARDOWN_CUPTI") == "1",
                      schedule={k: getattr(self.o, k) for k in ("wait", "warmup", "active", "repeat")})
         try:
@@ -380,6 +380,7 @@ class ChildRunner:
             self.step_aside("the script uses torch.profiler itself: ptprof does not add a second profiler "
                             "(steps and GPU are still monitored; the script's own traces are not in the bundle)")
         self.install()
+        self.memhist.start()
         exit_code = 0
         try:
             target.run(args)
@@ -389,13 +390,13 @@ class ChildRunner:
                 self.ev.emit("notice", code="terminated", message="stopped by SIGTERM")
         except _guards.WindowDone:
             exit_code = 0
-            self.ev.emit("notice", code="window_done", message="the last trace cycle is saved: the script was "
-                         "ended at that step (--stop-after-window)")
+            self.ev.emit("notice", code="window_done", message=_guards.WindowDone.message)
         except KeyboardInterrupt:
             exit_code = 130
             self.ev.emit("notice", code="interrupted", message="stopped by SIGINT (Ctrl-C / Stop)")
         except BaseException as exc:  # the user's script failed: record it, keep the traces
             exit_code = 1
+            self.memhist.on_exception(exc)  # an OOM: its snapshot and figures (the failure itself goes on)
             tb = "".join(traceback.format_exception(type(exc), exc, _user_frames(exc.__traceback__)))
             self.ev.emit("exception", message=f"{type(exc).__name__}: {exc}", traceback=tb)
             sys.stderr.write(tb)
@@ -420,6 +421,7 @@ class ChildRunner:
             except Exception as exc:
                 self.ev.emit("notice", code="flush_failed", message=f"could not flush the profiler: {exc}")
         self.sources.remove()
+        self.memhist.finish()
         if self.capture is not None and self.rank == 0:
             try:
                 self.capture.write(self.bundle / "compile.json")
@@ -429,14 +431,6 @@ class ChildRunner:
                      step_source=self.sources.source)
         self.ev.close()
         _Signals.flushing = False
-
-
-def _cpus() -> int:
-    """CPUs this process may run on (DataLoader workers share them)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _exit_code(code) -> int:
@@ -472,11 +466,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype feature")
     # about our own global forward hooks (stepsource.py), which ignore the OptimizedModule's extra call
     warnings.filterwarnings("ignore", message="Using `torch.compile\\(module\\)` when there are global hooks")
-    # Kineto leaves CUPTI attached after the profiler stops unless TEARDOWN_CUPTI=1: every later step of the
-    # script ran 1.15-1.3x slower on the H100 pairs (tests/data/device/pairs2). One cycle only: a CUPTI
-    # re-init after a teardown can crash with CUDA graphs (torch's own FIXME in torch/_inductor)
-    if opts.repeat == 1 and "TEARDOWN_CUPTI" not in os.environ:
-        os.environ["TEARDOWN_CUPTI"] = "1"
+    _observe.cupti_teardown(opts.repeat)
     try:
         import torch
     except ImportError as exc:  # bad input (wrong interpreter): the launcher says it in one line

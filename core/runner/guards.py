@@ -24,6 +24,8 @@ class WindowDone(BaseException):
     is saved. A BaseException of ptprof's own: a script's `except KeyboardInterrupt` (checkpoint-and-exit
     handlers) and `except Exception` do not catch it, its `finally` blocks still run; the run ends with 0."""
 
+    message = "the last trace cycle is saved: the script was ended at that step (--stop-after-window)"
+
 
 class Signals:
     """Stop signals that arrive while one of our hooks is inside the profiler (prof.start/step) are held
@@ -365,7 +367,8 @@ class LogFallback:
             try:
                 return self._stream.write(text)
             except (BrokenPipeError, ValueError, OSError):
-                self._file = open(self._path, "a", encoding="utf-8", errors="replace")
+                fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+                self._file = open(fd, "a", encoding="utf-8", errors="replace")
                 Orphan.check()
         return self._file.write(text)
 

@@ -1,4 +1,8 @@
-"""DataLoader prefetch depth, for the default schedule (user's interpreter: stdlib + torch; Python 3.9).
+"""What the script sets up, seen from inside (user's interpreter: stdlib + torch; Python 3.9): the autocast
+devices (trace metadata), the CPUs it may use, the CUPTI teardown, and the DataLoader prefetch depth for the
+default schedule.
+
+DataLoader:
 
 A DataLoader with workers starts prefetching `num_workers x prefetch_factor` batches when its iterator is
 created, while the script still sets up (model build, CUDA start, the first step's autotune). The first steps
@@ -9,6 +13,8 @@ it drains) and records at least one batch of every worker (a starved loader stal
 workers: a shorter window sees no stall or only stalls).
 """
 from __future__ import annotations
+
+import os
 
 MAX_WAIT = 64  # steps: a deeper queue still gets its window
 MAX_ACTIVE = 16
@@ -40,6 +46,9 @@ class LoaderWatch:
             return original(dl_self)
         cls.__iter__ = __iter__
 
+    def notice(self) -> dict:
+        return {"message": self.moved, "workers": self.workers, "queue": self.queue}
+
     def seen(self, workers: int, prefetch: int) -> None:
         self.workers = max(self.workers, workers)
         self.queue = max(self.queue, workers * prefetch)
@@ -58,3 +67,30 @@ class LoaderWatch:
                               f"used up) and records {a} steps (a batch of every worker)")
             self._frozen = (w, warmup, a, repeat)
         return self._frozen
+
+
+def patch_autocast(torch, seen: set) -> None:
+    """Record each autocast context's device:dtype when entered (trace metadata `ptprof.autocast`)."""
+    cls = getattr(getattr(torch, "amp", None), "autocast", None) or torch.autocast
+    original = cls.__enter__
+
+    def __enter__(ac_self):
+        seen.add(str(getattr(ac_self, "device", "?")) + ":" + str(getattr(ac_self, "fast_dtype", "")))
+        return original(ac_self)
+    cls.__enter__ = __enter__
+
+
+def cpus() -> int:
+    """CPUs this process may run on (DataLoader workers share them)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def cupti_teardown(repeat: int) -> None:
+    """Kineto leaves CUPTI attached after the profiler stops unless TEARDOWN_CUPTI=1: every later step of the
+    script ran 1.15-1.3x slower on the H100 pairs (tests/data/device/pairs2). Set before `import torch`, for
+    one cycle only: a CUPTI re-init after a teardown can crash with CUDA graphs (torch/_inductor's FIXME)."""
+    if repeat == 1 and "TEARDOWN_CUPTI" not in os.environ:
+        os.environ["TEARDOWN_CUPTI"] = "1"
