@@ -29,6 +29,11 @@ def price(ctx: RuleContext, findings: list[Finding]) -> tuple[list[Finding], dic
     loader: set[int] = set()  # models whose DataLoader fix is among the edits
     for f in findings:
         m = ctx.models[f.model_index]
+        if f.rule == "recompile":  # a rare, huge cost: amortised over the run, not a median over steps
+            priced = _recompile(ctx, f, m, inflation)
+            if priced is not None:
+                out.append(priced)
+                continue
         try:
             edit = edit_for(m, f, cfg, ctx)
         except Exception:  # noqa: BLE001 - a broken what-if must not lose the finding
@@ -90,6 +95,23 @@ def _together(ctx: RuleContext, edits: dict[int, list[Edit]], inflation: float |
         if steps:  # what the user's loop takes without the profiler (the replay, CPU side / inflation)
             out["unprofiled_step_ns"] = int(np.median(steps))
     return out
+
+
+def _recompile(ctx: RuleContext, f: Finding, m, inflation) -> Finding | None:
+    from core.rules.whatif_compile import amortised
+    try:
+        from core.rules.whatif import unprofiled_step_ns
+        step = unprofiled_step_ns(m, inflation) or float(np.median(ctx.steps(f.model_index).t1_ns
+                                                                   - ctx.steps(f.model_index).t0_ns))
+        got = amortised(ctx, f, m, float(step))
+    except Exception:  # noqa: BLE001 - a broken estimate must not lose the finding
+        log.exception("recompile amortisation failed")
+        return None
+    if got is None:
+        return None
+    saving, pct, how = got
+    sev = ctx.severity(pct, saving)
+    return dataclasses.replace(f, saving_ns=saving, saving_pct=pct, estimate=how, severity=sev, hint=False)
 
 
 def _inflation(ctx: RuleContext) -> float | None:
