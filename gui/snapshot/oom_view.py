@@ -55,7 +55,7 @@ class MemoryBar(QtWidgets.QWidget):
             free = r.free_bytes or 0
             outside = max(r.total_bytes - r.reserved_bytes - free, 0)
             if outside:
-                parts.append(("outside PyTorch's allocator / the cap", outside, QtGui.QColor("#8c8c8c")))
+                parts.append(("outside PyTorch's allocator", outside, QtGui.QColor("#8c8c8c")))
             if free:
                 parts.append(("free", free, self.theme.background.darker(125) if not self.theme.dark
                               else self.theme.background.lighter(160)))
@@ -164,7 +164,7 @@ class OomView(QtWidgets.QWidget):
         r = self.r
         figures = [f"<b>{fmt_bytes(r.request_bytes)}</b> asked for"]
         for label, v in (("free", r.free_bytes), ("reserved", r.reserved_bytes), ("allocated", r.allocated_bytes),
-                         ("capacity (or cap)", r.total_bytes)):
+                         ("cap (set_per_process_memory_fraction)" if r.capped else "capacity", r.total_bytes)):
             if v is not None:
                 figures.append(f"{fmt_bytes(v)} {label}")
         where = f"<br>at <code>{html.escape(r.where)}</code>" if r.where else ""

@@ -31,7 +31,7 @@ def test_oom_bundle_opens_on_the_oom_view(qtbot, main_window, tmp_path):
     assert not view.open_traces.isVisible()  # no traces in this bundle
 
 
-@pytest.mark.parametrize("name", ["oom_a_batch_doubles", "oom_b_losses_kept", "oom_c_fragmentation"])
+@pytest.mark.parametrize("name", ["oom_a_batch_doubles", "oom_b_losses_kept"])
 def test_device_bundles_open(qtbot, main_window, name):
     bundle = DATA / name
     if not bundle.is_dir():
