@@ -19,6 +19,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from hostile.gen_fields import FIELD_POISONS, poison_fields
+
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data"
 BUNDLE = DATA / "bundles" / "e1"  # a small real run bundle: run.json, events.jsonl, nvml.csv, one trace
@@ -264,6 +266,8 @@ def _poison(entry: Path, how: str) -> None:
         (entry / "entry.json").write_text(json.dumps(data))
     elif how.startswith("packed_"):
         _poison_packed(entry, how)
+    elif how in FIELD_POISONS:
+        poison_fields(entry, how)
     else:
         raise ValueError(how)
 
@@ -327,7 +331,8 @@ CACHE_POISONS = ("fifo_column", "fifo_entry_json", "string_ids_out_of_range", "t
                  "edited_fingerprints", "truncated_column", "header_lies",
                  "symlinked_column", "entry_json_deep", "entry_json_not_dict", "marker_missing",
                  "sparse_rows_unsorted", "sparse_rows_out_of_range", "sparse_values_fifo", "sparse_count_lies",
-                 "sparse_count_not_int", "sparse_table_not_dict", "sparse_dense_column_listed") + PACKED_POISONS
+                 "sparse_count_not_int", "sparse_table_not_dict", "sparse_dense_column_listed") + PACKED_POISONS \
+    + FIELD_POISONS
 
 
 def poisoned_cache(root: Path, how: str) -> tuple[Path, Path]:
