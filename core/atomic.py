@@ -23,4 +23,4 @@ def atomic_write(path: str | Path, data: bytes) -> Path:
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
-    return atomic_write(path, text.encode("utf-8"))
+    return atomic_write(path, text.encode("utf-8", "backslashreplace"))  # a non-UTF-8 file name: \udcff

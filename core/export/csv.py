@@ -55,7 +55,7 @@ def write_table(table: ExportTable, path: str | Path) -> Path:
     w.writerow([neutralize(str(c)) for c in table.columns])
     for row in zip(*cols):
         w.writerow([_cell(v) for v in row])
-    return atomic_write(path, buf.getvalue().encode("utf-8"))
+    return atomic_write(path, buf.getvalue().encode("utf-8", "backslashreplace"))  # a non-UTF-8 file name: \udcff
 
 
 def write_kernels(ts: TraceSet, path: str | Path) -> Path:
