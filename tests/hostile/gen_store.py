@@ -119,6 +119,11 @@ BUNDLE_CASES: dict[str, Callable[[Path], Path]] = {
     "compile_wrong_types": _replace("compile.json", json.dumps(
         {"graph_breaks": [{"file": 5, "line": "x", "reason": None, "user_frames": "no", "count": "many"}],
          "recompiles": {"not": "a list"}, "counters": [1]}), "compile_wrong_types"),
+    "compile_frames_not_lists": _replace("compile.json", json.dumps(  # issue 37: a TypeError in three rules
+        {"graph_breaks": [{"file": "/x.py", "line": 3, "reason": "r", "user_frames": v, "user_frame": v, "count": 2}
+                          for v in (5, True, None, 1e300, {"file": "/y.py"}, "frames")],
+         "recompiles": [{"function": "f", "reasons": v} for v in (7, None, {"a": 1}, "0/0: x")],
+         "counters": {"graph_break": 5, "unimplemented": ["x"]}}), "compile_frames_not_lists"),
     "nvml_infinite_time": _nvml(["inf,0,1,1,1,1,1,1,1,1,1,", "-inf,0,1,1,1,1,1,1,1,1,1,", "nan,0,1,1,1,1,1,1,1,1,1,",
                                  _GOOD_ROW], "nvml_infinite_time"),
     "nvml_30_digit_time": _nvml(["1" * 30 + ",0,1,1,1,1,1,1,1,1,1,", "1e30,0,1,1,1,1,1,1,1,1,1,", _GOOD_ROW],
