@@ -75,6 +75,9 @@ def store(task: MapTask, summary: RankSummary, found=None) -> bool:
         try:
             with os.fdopen(fd, "w") as fh:
                 fh.write(text)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o644 & ~umask)  # mkstemp's 0600 would hide it from the cluster's other users
             os.replace(tmp, p)
         except BaseException:
             try:
