@@ -47,7 +47,7 @@ def load(task: MapTask) -> RankSummary | None:
     except (OSError, ValueError, Exception):  # noqa: BLE001 - absent or unreadable: a miss
         return None
     try:
-        doc = json.loads(raw)
+        doc = _decode(raw)
         if not isinstance(doc, dict) or doc.get("digest") != _digest(task):
             return None
         s = RankSummary.from_json(doc["summary"])
@@ -61,6 +61,18 @@ def load(task: MapTask) -> RankSummary | None:
     if s.source.get("size") != st.st_size or s.source.get("mtime_ns") != st.st_mtime_ns:
         return None
     return s
+
+
+def _decode(raw: bytes):
+    """JSON -> plain Python objects (msgspec is ~3x json's speed: a 1,024-rank reduce reads ~70 MB)."""
+    try:
+        import msgspec
+    except ImportError:  # pragma: no cover - a dependency
+        return json.loads(raw)
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def store(task: MapTask, summary: RankSummary, found=None) -> bool:
