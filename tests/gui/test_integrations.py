@@ -138,6 +138,8 @@ def test_the_hta_tab_is_built_when_first_opened(qtbot, main_window, open_and_wai
     (hta,) = view.findChildren(HtaTab)
     assert view.tabs.currentWidget() is hta and view.tabs.tabText(view.tabs.currentIndex()) == "HTA"
     assert view.tabs.indexOf(view.hta_placeholder) == -1
+    qtbot.wait(50)
+    assert hta._worker is None and hta.report() is None  # opening the tab runs nothing: Run HTA does
     view.tabs.setCurrentIndex(0)
     view.tabs.setCurrentWidget(hta)  # shown again: still the one tab
     assert len(view.findChildren(HtaTab)) == 1
