@@ -56,6 +56,13 @@ def is_trace_name(name: str) -> bool:
 
 
 _RANK_RE = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
+_CYCLE_RE = re.compile(r"\.cycle(\d{1,9})\.", re.IGNORECASE)
+
+
+def cycle_of_name(name: str) -> int | None:
+    """The profiler cycle a file name says (`rank0.cycle2.pt.trace.json.gz`: 2; the runner's layout), else None."""
+    m = _CYCLE_RE.search(name)
+    return int(m.group(1)) if m else None
 
 
 def _stat(p: Path) -> os.stat_result:
