@@ -56,7 +56,7 @@ def write_table(table: ExportTable, path: str | Path, user_path: bool = False) -
     w.writerow([neutralize(printable(str(c))) for c in table.columns])
     for row in zip(*cols):
         w.writerow([_cell(v) for v in row])
-    return atomic_write(path, buf.getvalue().encode("utf-8"), user_path)
+    return atomic_write(path, buf.getvalue().encode("utf-8", "backslashreplace"), user_path)  # a non-UTF-8 file name
 
 
 def write_kernels(ts: TraceSet, path: str | Path) -> Path:

@@ -5,7 +5,8 @@ FORMAT_VERSION) under `cache_dir()` ($PTPROF_CACHE_DIR, else the user cache dir,
 ~/.cache/ptprof). An entry holds `<table>.<column>.npy` for every column of every table (a sparse
 slice column as `slices.<column>.rows.npy` + `.values.npy`, core/trace/sparse.py) - or, for a small
 model (PACK_MAX_BYTES), all of them in one `columns.bin` placed by entry.json's "packed" -, `entry.json`
-(source key, strings, meta, counts, warnings, column list), a big model's timeline index
+(source key, strings, meta, counts, warnings, column list; strings that UTF-8 cannot hold - a file name
+that is not UTF-8 - escaped by jsontext.py), a big model's timeline index
 (index_store.py) and the marker file that says the folder is ours (cache_evict.py: only such folders
 are ever removed). Writes go to a temporary directory renamed into place, so readers never see half an
 entry. Nothing in an entry is trusted: every file is opened only when it is a regular file (a FIFO
@@ -31,7 +32,7 @@ import msgspec
 import numpy as np
 
 from core.env import env_int
-from core.trace import cache_evict, index_store
+from core.trace import cache_evict, index_store, jsontext
 from core.trace.cache_check import (
     TABLES, check_entry, check_fingerprints, check_model, fingerprint, open_npy, packed_bytes, packed_column,
     packed_dtype, stored_columns,
@@ -116,7 +117,7 @@ def entry_dir(key: dict, root: Path | None = None) -> Path | None:
     root = root if root is not None else cache_dir()
     if root is None:
         return None
-    digest = hashlib.sha1(msgspec.json.encode(key)).hexdigest()[:24]
+    digest = hashlib.sha1(jsontext.encode(key)[0]).hexdigest()[:24]  # a non-UTF-8 file name too
     return root / digest
 
 
@@ -229,6 +230,8 @@ def has_entry(path: Path) -> bool:
 
 def _read(d: Path, key: dict) -> TraceModel:
     entry = msgspec.json.decode(read_regular(d / _ENTRY, MAX_ENTRY_JSON_BYTES, follow_symlinks=False))
+    if isinstance(entry, dict) and entry.get("escaped") is True:  # names that were not UTF-8 (jsontext.py)
+        entry = jsontext.unescape(entry)
     check_entry(entry, key)
     if entry.get("packed") is not None:
         size = packed_bytes(entry)
@@ -345,7 +348,10 @@ def store(path: Path, model: TraceModel, index=None) -> bool:
                  "shapes": shapes, "sparse": sparse, "fingerprints": prints, "packed": packed}
         if index is not None and index_store.worth_storing(model):
             index_store.write(tmp, index, model)
-        (tmp / _ENTRY).write_bytes(msgspec.json.encode(entry))
+        data, escaped = jsontext.encode(entry)
+        if escaped:  # a file name or trace strings with surrogates: held escaped, marked so
+            data = jsontext.encode({**jsontext.escape(entry), "escaped": True})[0]
+        (tmp / _ENTRY).write_bytes(data)
         if os.path.lexists(final):
             if not cache_evict.remove(final):
                 log.info("not replacing %s: it is not a cache entry of ours", final)
