@@ -81,3 +81,19 @@ def test_mfu_of_fp32_on_tf32_tensor_cores_uses_the_tf32_peak(tmp_path):
     # same FLOPs and time: the MFU differs by the peaks' ratio (H100 SXM: 494.7 vs 67 TFLOP/s)
     assert tf32.mfu_pct[0] * tf32.peak_tflops["tf32"] == pytest.approx(plain.mfu_pct[0] * plain.peak_tflops["fp32"])
     assert tf32.mfu_pct[0] < plain.mfu_pct[0] / 5
+
+
+def test_older_kinetos_runtime_category_gets_launch_links(tmp_path):
+    """cat "Runtime" (older Kineto) for cudaLaunchKernel: its kernels are linked, so launch delay and the
+    launch-bound / host-wait split have data."""
+    from core.analysis.metrics import rank_metrics
+    from core.trace.model import FlowKind
+    ev = []
+    for i in range(3):
+        t = i * 1000
+        ev.append(_x(f"ProfilerStep#{i}", "user_annotation", t, 900))
+        ev.append(_x("cudaLaunchKernel", "Runtime", t + 100, 5, correlation=i + 1))
+        ev.append(_x("k", "Kernel", t + 110, 50, pid=0, tid=7, correlation=i + 1, device=0, stream=7))
+    m = _load(tmp_path, ev).primary
+    assert int((m.flows.kind == FlowKind.LAUNCH).sum()) == 3
+    assert rank_metrics(m).launch_delay_us["launches"] == 3
