@@ -112,8 +112,8 @@ def run_multi(args, rule_ids, extra=()) -> int:
         return 2
     try:
         ex = make_executor(args.scheduler, args.workers)
-    except (ImportError, OSError, ValueError, TimeoutError) as exc:
-        print(printable(f"ptprof: --scheduler {args.scheduler}: {exc}"), file=sys.stderr)
+    except (ImportError, OSError, ValueError, TimeoutError, RuntimeError) as exc:  # RuntimeError: a worker
+        print(printable(f"ptprof: --scheduler {args.scheduler}: {exc}"), file=sys.stderr)  # that did not start
         return 2
     try:
         ra = analyze_run(args.path, ex, rules=rule_ids, use_cache=not args.no_cache)
