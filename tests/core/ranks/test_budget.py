@@ -22,6 +22,8 @@ def test_big_ranks_one_at_a_time_small_ones_side_by_side(monkeypatch):
     monkeypatch.setenv("PTPROF_MAP_MEMORY_BYTES", "100")
     pool = LocalPool(2)
     try:
+        # forkserver / spawn (pytest's threads) start workers on demand: the first batch brings both up
+        list(pool.map_unordered(_span, range(4), weight=lambda t: 10))
         big = [r for _i, r in pool.map_unordered(_span, range(3), weight=lambda t: 80)]
         small = [r for _i, r in pool.map_unordered(_span, range(4), weight=lambda t: 10)]
     finally:
