@@ -250,3 +250,19 @@ def test_the_gui_opens_a_non_utf8_file_name(non_utf8_trace, qtbot, tmp_path, mon
 @pytest.mark.parametrize("kind", ["padding", "long_name", "surrogate_names", "hostile_shapes"])
 def test_the_new_kinds_generate_deterministically(kind):
     assert generate(kind, 5) == generate(kind, 5)
+
+
+# --- numeric settings from the environment ------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", ["abc", "-1", "inf", "nan", "0"])
+def test_an_invalid_inflate_bound_keeps_the_ratio_check(tmp_path, value):
+    """PTPROF_MAX_INFLATE_BYTES=abc switched the compression-ratio check off (a 4.7 MB bomb inflated to
+    1.15 GB); now it is one warning and the bomb is refused by the ratio, as with the variable unset."""
+    from hostile.gen_trace import _bomb
+    path = tmp_path / "bomb.pt.trace.json.gz"
+    path.write_bytes(_bomb("gz", 300 << 20))
+    proc = _cli(["info", "--no-cache", str(path)], env={"PTPROF_MAX_INFLATE_BYTES": value})
+    _clean(proc, rc=2)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 2 and "PTPROF_MAX_INFLATE_BYTES" in lines[0] and "not a byte count" in lines[0], lines
+    assert "implausible decompressed size" in lines[1]
