@@ -247,7 +247,7 @@ def test_the_gui_opens_a_non_utf8_file_name(non_utf8_trace, qtbot, tmp_path, mon
     assert outcome == ["loaded"] and not shown and win.tabs.count() == 1
 
 
-@pytest.mark.parametrize("kind", ["padding", "long_name", "surrogate_names", "hostile_shapes"])
+@pytest.mark.parametrize("kind", ["padding", "long_name", "surrogate_names", "hostile_shapes", "many"])
 def test_the_new_kinds_generate_deterministically(kind):
     assert generate(kind, 5) == generate(kind, 5)
 
