@@ -110,17 +110,17 @@ def _big(out: Path, manifest: list) -> None:
             _add(manifest, cls, path.name, [cmd, "--no-cache", path])
 
 
-def run(out: Path, repo: Path, timeout: float, name: str) -> Path:
+def run(out: Path, repo: Path, timeout: float, name: str, only: str | None = None) -> Path:
     sys.path.insert(0, str(repo / "tests"))
     import cli_fork  # the target checkout's: its own core.cli, warm
-    manifest = json.loads((out / "manifest.json").read_text())
+    manifest = [m for m in json.loads((out / "manifest.json").read_text()) if only is None or m["class"] == only]
     results = []
     for k, m in enumerate(manifest):
         env = {**os.environ, "PYTHONPATH": str(repo), "PTPROF_CACHE_DIR": str(out / "cache-run"), **m["env"]}
         t = time.monotonic()
         try:
             proc = cli_fork.run(m["args"], env, repo, MEMORY, timeout)
-            outcome = _outcome(proc)
+            outcome = _outcome(proc, m["env"])
             tail = proc.stderr.strip()[-300:]
         except subprocess.TimeoutExpired:
             outcome, tail = "over_limit", f"no answer in {timeout:.0f} s"
@@ -133,12 +133,14 @@ def run(out: Path, repo: Path, timeout: float, name: str) -> Path:
     return path
 
 
-def _outcome(proc) -> str:
+def _outcome(proc, env: dict) -> str:
+    """clean: exit 0, or exit 2 with one line (besides one warning per bad setting the case sets on purpose)."""
     if "Traceback" in proc.stderr:
         return "traceback"
     if proc.returncode in (-9, 137) or "MemoryError" in proc.stderr or "out of memory" in proc.stderr:
         return "over_limit"
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    settings = [k for k in env if k != "PTPROF_CACHE_DIR"]
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip() and not any(ln.startswith(f"{k}=") for k in settings)]
     if proc.returncode == 0 or (proc.returncode == 2 and len(lines) == 1):
         return "clean"
     return f"exit_{proc.returncode}"
@@ -178,13 +180,14 @@ def main() -> None:
     r.add_argument("--repo", type=Path, default=HERE.parents[2])
     r.add_argument("--timeout", type=float, default=60)
     r.add_argument("--name", default="after")
+    r.add_argument("--only", help="one class (re-run it)")
     t = sub.add_parser("table")
     t.add_argument("results", type=Path, nargs="+")
     a = ap.parse_args()
     if a.cmd == "generate":
         generate(a.out, a.seed, a.seeds)
     elif a.cmd == "run":
-        print(run(a.out, a.repo.resolve(), a.timeout, a.name))
+        print(run(a.out, a.repo.resolve(), a.timeout, a.name, a.only))
     else:
         print(table(a.results))
 
