@@ -64,11 +64,7 @@ def generate(out: Path, seed: int, seeds: int) -> None:
     for how in gen_index.INDEX_POISONS:
         trace, cdir, _entry = gen_index.poisoned_index(cache_root, how)
         _add(manifest, "index", how, ["info", trace], {"PTPROF_CACHE_DIR": str(cdir)})
-    findings_root = out / "findings"
-    findings_root.mkdir(exist_ok=True)
-    for how in gen_fields.FINDINGS_POISONS:
-        a, b, cdir = gen_fields.poisoned_findings(findings_root, how, gen_store.run_cli)
-        _add(manifest, "findings", how, ["diff", a, b], {"PTPROF_CACHE_DIR": str(cdir)})
+    _findings(out, manifest, None)
     for env in ({"PTPROF_MAX_INFLATE_BYTES": "abc"}, {"PTPROF_MAX_INFLATE_BYTES": "-1"}, {"PTPROF_WORKERS": "x"},
                 {"PTPROF_CACHE_MAX_BYTES": "inf"}, {"PTPROF_CHUNKS_PER_WORKER": "0"}):
         bomb = out / "traces" / "bomb300.pt.trace.json.gz"
@@ -78,6 +74,32 @@ def generate(out: Path, seed: int, seeds: int) -> None:
     _big(out, manifest)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=0))
     print(f"{len(manifest)} runs in {len(set(m['class'] for m in manifest))} classes -> {out / 'manifest.json'}")
+
+
+def _findings(out: Path, manifest: list, repo: Path | None) -> None:
+    """`diff`'s findings files, written by REPO's own CLI (their digest covers the rules' source: another
+    checkout's files are never read, only re-analysed)."""
+    import shutil
+
+    from hostile import gen_fields, gen_store
+    findings_root = out / "findings"
+    shutil.rmtree(findings_root, ignore_errors=True)
+    findings_root.mkdir()
+
+    def repo_cli(args, env=None):
+        return subprocess.run([sys.executable, "-m", "core.cli", *args], cwd=repo, capture_output=True, text=True,
+                              env={**os.environ, **(env or {}), "PYTHONPATH": str(repo)}, timeout=600)
+    for how in gen_fields.FINDINGS_POISONS:
+        a, b, cdir = gen_fields.poisoned_findings(findings_root, how, gen_store.run_cli if repo is None else repo_cli)
+        _add(manifest, "findings", how, ["diff", a, b], {"PTPROF_CACHE_DIR": str(cdir)})
+
+
+def findings_for(out: Path, repo: Path) -> None:
+    """Rewrite OUT's findings cases with REPO's CLI (for `run --repo REPO --only findings`)."""
+    sys.path.insert(0, str(HERE.parents[1]))
+    manifest = [m for m in json.loads((out / "manifest.json").read_text()) if m["class"] != "findings"]
+    _findings(out, manifest, repo.resolve())
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=0))
 
 
 def _big(out: Path, manifest: list) -> None:
@@ -181,11 +203,16 @@ def main() -> None:
     r.add_argument("--timeout", type=float, default=60)
     r.add_argument("--name", default="after")
     r.add_argument("--only", help="one class (re-run it)")
+    f = sub.add_parser("findings", help="re-write the findings cases with another checkout's CLI")
+    f.add_argument("out", type=Path)
+    f.add_argument("--repo", type=Path, required=True)
     t = sub.add_parser("table")
     t.add_argument("results", type=Path, nargs="+")
     a = ap.parse_args()
     if a.cmd == "generate":
         generate(a.out, a.seed, a.seeds)
+    elif a.cmd == "findings":
+        findings_for(a.out, a.repo)
     elif a.cmd == "run":
         print(run(a.out, a.repo.resolve(), a.timeout, a.name, a.only))
     else:
