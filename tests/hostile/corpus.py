@@ -71,6 +71,7 @@ def generate(out: Path, seed: int, seeds: int) -> None:
         if not bomb.exists():
             bomb.write_bytes(gen_trace._bomb("gz", 300 << 20))
         _add(manifest, "env", ",".join(f"{k}={v}" for k, v in env.items()), ["info", "--no-cache", bomb], env)
+    _names(out, manifest, rng)
     _big(out, manifest)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=0))
     print(f"{len(manifest)} runs in {len(set(m['class'] for m in manifest))} classes -> {out / 'manifest.json'}")
@@ -100,6 +101,21 @@ def findings_for(out: Path, repo: Path) -> None:
     manifest = [m for m in json.loads((out / "manifest.json").read_text()) if m["class"] != "findings"]
     _findings(out, manifest, repo.resolve())
     (out / "manifest.json").write_text(json.dumps(manifest, indent=0))
+
+
+def _names(out: Path, manifest: list, rng: random.Random) -> None:
+    """File and folder names that are not UTF-8 (and one with a control character), with the cache on."""
+    import shutil
+
+    from hostile.gen_store import SMALL_TRACE
+    for raw in (b"r\xffank0", b"\xe9t\xe9", b"caf\xc3", b"bell\x07"):
+        folder = out / "names" / os.fsdecode(raw + b"-" + str(rng.randrange(1000)).encode())
+        folder.mkdir(parents=True, exist_ok=True)
+        trace = folder / os.fsdecode(raw + b".pt.trace.json.gz")
+        shutil.copy(SMALL_TRACE, trace)
+        env = {"PTPROF_CACHE_DIR": str(out / "names-cache")}
+        for args in (["info", trace], ["info", "--json", trace], ["analyze", trace], ["info", folder]):
+            _add(manifest, "names", repr(raw), args, env)
 
 
 def _big(out: Path, manifest: list) -> None:
