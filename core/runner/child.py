@@ -67,6 +67,7 @@ _Terminated, _Signals, _Orphan, _LogFallback = _guards.Terminated, _guards.Signa
 _on_sigterm, _user_frames = _guards.on_sigterm, _guards.user_frames
 _stepsource, _syncsite, _target = _load_sibling("stepsource"), _load_sibling("syncsite"), _load_sibling("target")
 _devinfo = _load_sibling("devinfo")
+_compat = _load_sibling("compat")  # what this Python / torch can do (older torch: features off, said once)
 
 
 class ChildRunner:
@@ -96,10 +97,14 @@ class ChildRunner:
         self._meta_cycle = -1
         self._autocast_seen: set[str] = set()
         self.sources = _stepsource.StepSources(torch, self._on_switch, self._on_step, self._on_forward_pre,
-                                               self._guarded)
+                                               self._guarded, compat=_compat)
         self.sites = _syncsite.SiteFinder(os.path.dirname(torch.__file__), str(_HERE))
         self.sync_sites: dict[tuple, dict] = {}
         self._sync_meta_n = 0
+        try:
+            self.features = _compat.features(torch)
+        except Exception as exc:  # a probe that fails must not stop the run
+            self.features = {"probe": {"on": False, "why": f"{type(exc).__name__}: {exc}"}}
 
     @property
     def source(self) -> str:
@@ -112,17 +117,13 @@ class ChildRunner:
         if self.torch.cuda.is_available():
             acts.append(tp.ProfilerActivity.CUDA)
         extra = {}
-        config = getattr(tp, "_ExperimentalConfig", None)
         options = {"verbose": True} if self.o.with_stack else {}
         if len(acts) > 1:  # CUPTI's sync records: cross-stream waits (cudaStreamWaitEvent) for the critical path
             options["enable_cuda_sync_events"] = True
-        while options and config is not None:
-            try:
-                extra["experimental_config"] = config(**options)
-                break
-            except TypeError:  # an older torch without the option
-                if options.pop("enable_cuda_sync_events", None) is None:
-                    break
+        if options:  # an option this torch does not take is left out (compat.features said it at the start)
+            config, _ = _compat.experimental_config(tp, options)
+            if config is not None:
+                extra["experimental_config"] = config
         prof = tp.profile(activities=acts, schedule=tp.schedule(wait=wait, warmup=warmup, active=active,
                                                                  repeat=repeat),
                           on_trace_ready=self._on_trace_ready, record_shapes=not self.o.no_shapes,
@@ -160,9 +161,14 @@ class ChildRunner:
             self.step_aside(f"torch {self.torch.__version__} has no global optimizer hook (needs torch >= 2.0): "
                             "the script runs without the profiler")
             return
-        self._patch_autocast()
-        self._patch_profiler_start()
-        self._install_sync_debug()
+        patches = (("autocast_flags", self._patch_autocast), ("own_profiler_check", self._patch_profiler_start),
+                   ("sync_debug", self._install_sync_debug))
+        for name, patch in patches:
+            try:  # a torch without what a patch needs loses that feature, never the run
+                patch()
+            except Exception as exc:
+                self.ev.emit("notice", code="feature_off", feature=name,
+                             message=f"{name.replace('_', ' ')} off - {type(exc).__name__}: {exc}")
 
     def _guarded(self, hook):
         """Our hooks run inside the user's training step: a profiler failure must never break it."""
@@ -356,8 +362,10 @@ class ChildRunner:
         self.ev.emit("start", pid=os.getpid(), python=sys.executable, torch_version=torch.__version__,
                      cuda=torch.cuda.is_available(), devices=torch.cuda.device_count(), world_size=self.world,
                      argv=[target.label, *args], cwd=os.getcwd(), module=target.name if target.module else None,
-                     device_properties=_devinfo.device_properties(torch),
+                     device_properties=_devinfo.device_properties(torch), features=self.features,
                      schedule={k: getattr(self.o, k) for k in ("wait", "warmup", "active", "repeat")})
+        for name, message in _compat.off_notices(self.features):
+            self.ev.emit("notice", code="feature_off", feature=name, message=message)
         try:
             target.check()
         except _target.BadTarget as exc:  # bad input: Python's own few lines (file, line, caret), no runner frames
@@ -463,6 +471,11 @@ def main(argv: list[str] | None = None) -> int:
         if _Orphan.stopped and rank == 0:
             _guards.mark_orphaned(Path(opts.bundle), code)
         return code
+    too_old = _compat.too_old(torch)
+    if too_old:  # one line before anything starts (an older Python never gets here: start.py)
+        early.emit("exception", message=too_old, traceback="")
+        early.emit("end", exit_code=2, steps=0, cycles=0, step_source=None)
+        return 2
     sys.stdout = _LogFallback(sys.stdout, Path(opts.bundle) / "stdout.log")
     sys.stderr = _LogFallback(sys.stderr, Path(opts.bundle) / "stderr.log")
     capture = capture_mod.CompileCapture.install(torch)
