@@ -85,32 +85,6 @@ def experimental_config(profiler, options: dict):
 _NEWEST_FIRST = ("enable_cuda_sync_events", "verbose")
 
 
-def out_of_memory_errors(torch) -> tuple:
-    """The exception classes of a CUDA out-of-memory (torch.cuda.OutOfMemoryError since 1.13; a plain
-    RuntimeError whose message says so before)."""
-    oom = getattr(getattr(torch, "cuda", None), "OutOfMemoryError", None)
-    return (oom,) if isinstance(oom, type) and issubclass(oom, BaseException) else ()
-
-
-def record_memory_history(torch, enabled=True, **kwargs) -> str | None:
-    """torch.cuda.memory._record_memory_history with the 2.1+ arguments (enabled="all", context, stacks,
-    max_entries): arguments this torch does not take are left out. None when done, else why not."""
-    memory = getattr(getattr(torch, "cuda", None), "memory", None)
-    fn = getattr(memory, "_record_memory_history", None)
-    if fn is None:
-        return f"torch {getattr(torch, '__version__', '?')} has no torch.cuda.memory._record_memory_history"
-    try:
-        params = inspect.signature(fn).parameters
-        kwargs = {k: v for k, v in kwargs.items() if k in params}
-    except (TypeError, ValueError):
-        pass
-    try:
-        fn("all" if enabled is True else enabled, **kwargs)
-    except Exception as exc:
-        return f"_record_memory_history failed ({type(exc).__name__}: {exc})"
-    return None
-
-
 def _takes(fn, *names) -> bool:
     try:
         params = inspect.signature(fn).parameters
@@ -168,3 +142,38 @@ def features(torch, cuda=None) -> dict:
 def off_notices(feats: dict) -> list:
     """(feature, message) for every feature that is off (not those that do not apply)."""
     return [(name, f"{name.replace('_', ' ')} off - {f['why']}") for name, f in feats.items() if f["on"] is False]
+
+
+# -- what child.py calls (kept here: child.py stays small) ------------------------------------------------
+def features_or_why(torch) -> dict:
+    """features(torch), or the probe's own failure as one "off" feature: a probe never stops the run."""
+    try:
+        return features(torch)
+    except Exception as exc:
+        return {"probe": {"on": False, "why": f"{type(exc).__name__}: {exc}"}}
+
+
+def announce(emit, feats: dict) -> None:
+    """One `feature_off` notice per feature this torch lacks (run.json notices, the Run panel's console)."""
+    for name, message in off_notices(feats):
+        emit("notice", code="feature_off", feature=name, message=message)
+
+
+def refuse_if_too_old(torch, emit) -> bool:
+    """A torch older than MIN_TORCH: the one line as an `exception` event, then `end` (exit 2)."""
+    why = too_old(torch)
+    if why:
+        emit("exception", message=why, traceback="")
+        emit("end", exit_code=2, steps=0, cycles=0, step_source=None)
+    return bool(why)
+
+
+def each_or_notice(emit, **patches) -> None:
+    """Run each of the child's optional patches; one that this torch cannot take costs that feature (a
+    `feature_off` notice), never the run."""
+    for name, patch in patches.items():
+        try:
+            patch()
+        except Exception as exc:
+            emit("notice", code="feature_off", feature=name,
+                 message=f"{name.replace('_', ' ')} off - {type(exc).__name__}: {exc}")

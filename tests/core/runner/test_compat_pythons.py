@@ -64,7 +64,17 @@ def test_compat_probes_on_a_bare_module():
     assert compat.too_old(Bare, python=(3, 8, 1)).startswith("Python 3.8.1")
     assert compat.version_tuple("2.6.0a0+git12") == (2, 6) and compat.version_tuple("junk") == (0, 0)
     assert compat.experimental_config(None, {"verbose": True}) == (None, ["verbose"])
-    assert compat.record_memory_history(Bare) and compat.out_of_memory_errors(Bare) == ()
+    assert compat.features_or_why(None)["step_detection"]["on"] is False  # even a non-module answers
+    events = []
+    emit = lambda kind, **f: events.append((kind, f))  # noqa: E731
+    compat.announce(emit, feats)
+    assert [f["feature"] for _, f in events] == [n for n, f in feats.items() if f["on"] is False]
+    events.clear()
+    assert compat.refuse_if_too_old(Bare, emit) and [k for k, _ in events] == ["exception", "end"]
+    assert events[1][1]["exit_code"] == 2 and "too old for ptprof's runner" in events[0][1]["message"]
+    events.clear()
+    compat.each_or_notice(emit, works=lambda: None, broken=lambda: Bare.missing_api)
+    assert [(k, f["feature"], f["message"][:22]) for k, f in events] == [("notice", "broken", "broken off - Attribute")]
     assert [n for n, _ in compat.off_notices(feats)] == [n for n, f in feats.items() if f["on"] is False]
 
 
