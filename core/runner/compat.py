@@ -41,8 +41,8 @@ def too_old(torch=None, python=None) -> str | None:
 def optimizer_hooks(torch):
     """(register_optimizer_step_pre_hook, register_optimizer_step_post_hook) - torch >= 2.0 - or None."""
     try:  # torch.optim does not expose its `optimizer` submodule as an attribute (2.13): import it
-        optim = importlib.import_module(getattr(torch, "__name__", "torch") + ".optim.optimizer")
-    except Exception:
+        optim = importlib.import_module(torch.__name__ + ".optim.optimizer")
+    except Exception:  # not a module (no __name__), no torch.optim.optimizer
         return None
     pre = getattr(optim, "register_optimizer_step_pre_hook", None)
     post = getattr(optim, "register_optimizer_step_post_hook", None)
@@ -57,7 +57,7 @@ def is_compiling(torch):
     fn = getattr(getattr(torch, "compiler", None), "is_compiling", None)
     if callable(fn):
         return fn
-    dynamo = sys.modules.get(getattr(torch, "__name__", "torch") + "._dynamo")
+    dynamo = sys.modules.get(f"{getattr(torch, '__name__', '')}._dynamo")
     fn = getattr(dynamo, "is_compiling", None)
     return fn if callable(fn) else None
 

@@ -19,7 +19,7 @@ if float(_os.environ.get("FAKE_TORCH_IMPORT_S", "0") or 0) > 0:
 
 from torch import version  # noqa: E402
 from torch._tensor import Tensor, tensor, randn  # noqa: E402,F401
-from torch import autograd, backends, cuda, nn, optim, profiler, amp, _logging  # noqa: E402,F401
+from torch import _C, autograd, backends, cuda, nn, optim, profiler, amp, _logging  # noqa: E402,F401
 # torch._dynamo is not imported by `import torch` (as in torch 2.2: it loads with torch.compile)
 
 if not LEGACY:
