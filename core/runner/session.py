@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 
 from core.gpu.backend import GpuBackend, open_backend
 from core.gpu.sampler import Sampler
+from core.commands.terminal import printable
 from core.runner import bundle as bl
+from core.runner.auth import RunKey
 from core.runner.config import RunConfig
 from core.runner.launch import build_argv, build_env
 from core.runner.process import ChildProcess, StopPlan
@@ -61,29 +63,43 @@ class LiveState:
             self.step = max(self.step, e["step"]) if e.get("rank", 0) == 0 else self.step
             if e.get("rank", 0) == 0:
                 self.last_step_ns = e.get("dur_ns", 0)
-                self.step_source = e.get("source", self.step_source)
+                self.step_source = printable(e.get("source", self.step_source))
         elif t == "phase" and e.get("rank", 0) == 0:
             self.phase = e.get("phase", self.phase)
         elif t == "cycle" and e.get("rank", 0) == 0:  # every rank saves each cycle: count rank 0's
             self.cycles += 1
         elif t == "start":
-            self.torch_version = e.get("torch_version", "")
+            self.torch_version = printable(e.get("torch_version", ""))
             self.phase = "running"
             self.started = True
         elif t == "notice":
-            msg = e.get("message", "")
+            msg = printable(e.get("message", ""))  # stored in run.json and shown: no raw ESC / bidi
             if msg not in self.notices:  # ranks repeat the same notice
                 self.notices.append(msg)
             if e.get("code") == "step_aside":
                 self.stepped_aside = True
         elif t == "sync":
-            site = f"{e.get('file')}:{e.get('line')}"
+            site = printable(f"{e.get('file')}:{e.get('line')}")
             if site not in self.syncs:
                 self.syncs.append(site)
         elif t == "exception" and not self.exception:
-            self.exception = e.get("message", "")
+            self.exception = printable(e.get("message", ""))
         elif t == "oom" and len(self.ooms) < 1024:
-            self.ooms.append({k: v for k, v in e.items() if k not in ("type", "t_ns")})
+            self.ooms.append(escaped({k: v for k, v in e.items() if k not in ("type", "t_ns", "seq", "mac")}))
+
+
+def escaped(value, depth: int = 0):
+    """Every string in `value` (nested lists / dicts from an event) with control and bidi characters
+    escaped visibly (core.commands.terminal.printable); deeper than 8 levels is dropped."""
+    if isinstance(value, str):
+        return printable(value)
+    if depth >= 8:
+        return None
+    if isinstance(value, dict):
+        return {printable(str(k)): escaped(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [escaped(v, depth + 1) for v in value]
+    return value
 
 
 class RunSession:
@@ -97,7 +113,9 @@ class RunSession:
         self.plan = plan
         self.proc: ChildProcess | None = None
         self.sampler: Sampler | None = None
-        self.tail = EventTail(str(self.bundle.events))
+        self.key = RunKey()  # only lines the child signed with this run's key are believed (auth.py)
+        self.tail = EventTail(str(self.bundle.events), verify=self.key.check_line)
+        self.forged_events = 0  # lines without a valid MAC, or replays: written by someone else
         self.state = LiveState()
         self.started_ns = 0
         self.ended_ns = 0
@@ -136,16 +154,20 @@ class RunSession:
         bl.write_json(self.bundle.run_json, self._run_json)
         env = build_env(cfg, self.bundle.root, plan=self.plan)
         backend = self._backend if self._backend is not None else open_backend(env.get("CUDA_VISIBLE_DEVICES"))
+        key_env, key_fds = self.key.child_env(cfg.torchrun)
+        env.update(key_env)
         self.proc = ChildProcess(argv, cfg.workdir, env, self.bundle.stdout_log, self.bundle.stderr_log, self.plan,
-                                 marker=f"PTPROF_BUNDLE={env['PTPROF_BUNDLE']}", await_ready=True)
+                                 marker=f"PTPROF_BUNDLE={env['PTPROF_BUNDLE']}", await_ready=True, pass_fds=key_fds)
         self._started_mono = time.monotonic()
         try:
             self.proc.start()
         except OSError as exc:
+            self.key.close_child_end()
             backend.close()
             self.state.exception = f"could not start {cfg.python}: {exc.strerror or exc}"
             self._finalize(127, extra={"error": self.state.exception})
             return self
+        self.key.close_child_end()
         proc = self.proc
         self.sampler = Sampler(backend, cfg.nvml_hz, csv_path=self.bundle.nvml_csv,
                                pids=proc.pids).start()
@@ -182,6 +204,10 @@ class RunSession:
 
     def _take_events(self) -> list[dict]:
         raw = self.tail.poll()
+        authentic = [e for e in raw if self.key.fresh(e)]
+        self.forged_events += len(raw) - len(authentic) + self.tail.rejected
+        self.tail.rejected = 0
+        raw = authentic
         events = [e for e in raw if valid(e) and (e["type"] != "start" or self._plausible_start(e))]
         self.bad_events += len(raw) - len(events) + self.tail.skipped
         if len(raw) != len(events) or self.tail.skipped:
@@ -199,7 +225,7 @@ class RunSession:
                 self.ranks_started.add(rank)
                 self.proc.adopt_rank(e["pid"])  # signalled only if it is one of the run's own processes
                 if self._run_json.get("environment") is None:
-                    self._run_json["environment"] = {k: e.get(k) for k in ("python", "torch_version", "cuda",
+                    self._run_json["environment"] = {k: escaped(e.get(k)) for k in ("python", "torch_version", "cuda",
                                                                             "devices", "world_size", "cwd",
                                                                             "device_properties", "features")}
                 if isinstance(e.get("world_size"), int):
@@ -272,6 +298,10 @@ class RunSession:
                                                   if window else ""))
             self.final_notices.append(msg)
             extra.update(end_seen=False, lost_window=window)
+        if self.forged_events:
+            self.final_notices.append(f"events.jsonl: {self.forged_events} line(s) not written by ptprof's runner "
+                                      "(the script wrote to the file?) were ignored")
+            extra["forged_event_lines"] = self.forged_events
         if self.bad_events:
             self.final_notices.append(f"events.jsonl: {self.bad_events} malformed line(s) skipped")
             extra["bad_event_lines"] = self.bad_events
