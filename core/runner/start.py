@@ -23,20 +23,51 @@ def _bundle(argv):
     return None
 
 
-def refuse(argv):
+def _run_key():
+    """The run's key, as protocol.take_key reads it (the launcher's pipe, or the environment under torchrun):
+    the launcher believes only signed lines (core/runner/auth.py)."""
+    import binascii
+    hex_key = os.environ.pop("PTPROF_RUN_KEY", None)
+    try:
+        fd_text = os.environ.pop("PTPROF_KEY_FD", None)
+        if fd_text:
+            fd = int(fd_text)
+            try:
+                hex_key = os.read(fd, 1024).decode("ascii").strip()
+            finally:
+                os.close(fd)
+        return binascii.unhexlify(str(hex_key)) if hex_key else None
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _signed(event, key, n):
+    """One events.jsonl line as protocol.EventWriter writes it: "seq", then "mac" (HMAC-SHA256) last."""
+    import hashlib
+    import hmac
     import json
+    if key is None:
+        return json.dumps(event, separators=(",", ":"))
+    event["seq"] = "%d.%d" % (os.getpid(), n)
+    line = json.dumps(event, separators=(",", ":"))
+    mac = hmac.new(key, line.encode("ascii"), hashlib.sha256).hexdigest()[:32]
+    return line[:-1] + ',"mac":"' + mac + '"}'
+
+
+def refuse(argv):
     import time
     version = ".".join(str(v) for v in sys.version_info[:3])
     line = ("ptprof: Python %s at %s is too old for ptprof's runner: it needs Python %d.%d or newer "
             "(with torch 2.1 or newer)" % (version, sys.executable, MIN_PYTHON[0], MIN_PYTHON[1]))
     bundle = _bundle(argv)
     try:  # the launcher says the line (ptprof record, the Run panel); stderr only when it cannot hear it
+        key = _run_key()
         fd = os.open(os.path.join(bundle, "events.jsonl"), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 420)
         rank = int(os.environ.get("RANK", "0") or 0)
-        for event in ({"type": "exception", "message": line[len("ptprof: "):], "traceback": ""},
-                      {"type": "end", "exit_code": 2, "steps": 0, "cycles": 0, "step_source": None}):
+        for n, event in enumerate(({"type": "exception", "message": line[len("ptprof: "):], "traceback": ""},
+                                   {"type": "end", "exit_code": 2, "steps": 0, "cycles": 0, "step_source": None})):
             event.update(t_ns=int(time.time() * 1e9), rank=rank)
-            os.write(fd, (json.dumps(event) + "\n").encode("utf-8"))
+            os.write(fd, (_signed(event, key, n + 1) + "\n").encode("ascii"))
         os.close(fd)
     except (OSError, ValueError, TypeError, AttributeError):
         sys.stderr.write(line + "\n")
