@@ -23,6 +23,7 @@ from core.runner.config import RunConfig
 from core.runner.launch import build_argv, build_env
 from core.runner.process import ChildProcess, StopPlan
 from core.runner.events_check import valid
+from core.runner.livestate import LiveState  # noqa: F401 (folded here; the remote agent folds it too)
 from core.runner.protocol import EventTail
 
 log = logging.getLogger(__name__)
@@ -33,54 +34,6 @@ class Update:
     events: list[dict] = field(default_factory=list)
     lines: list[tuple[str, str]] = field(default_factory=list)
     exit_code: int | None = None  # set once, on the poll that saw the run end
-
-
-@dataclass(slots=True)
-class LiveState:
-    """What the status line / live panel shows: folded from events."""
-
-    step: int = 0
-    last_step_ns: int = 0
-    phase: str = "starting"
-    cycles: int = 0
-    torch_version: str = ""
-    notices: list[str] = field(default_factory=list)
-    exception: str = ""
-    step_source: str = "optimizer"
-    syncs: list[str] = field(default_factory=list)  # "file:line" of implicit host syncs (CUDA sync debug)
-    started: bool = False  # a rank sent its start event (the interpreter ran the child)
-    stepped_aside: bool = False  # the script runs its own torch.profiler
-
-    def fold(self, e: dict) -> None:
-        """`e` passed core.runner.events_check.valid: its fields have the types read here."""
-        t = e.get("type")
-        if t == "step":
-            if e.get("rank", 0) == 0 and e.get("source", self.step_source) != self.step_source:
-                self.step = 0  # a stronger step source took over (child stepsource.py): steps count anew
-            self.step = max(self.step, e["step"]) if e.get("rank", 0) == 0 else self.step
-            if e.get("rank", 0) == 0:
-                self.last_step_ns = e.get("dur_ns", 0)
-                self.step_source = e.get("source", self.step_source)
-        elif t == "phase" and e.get("rank", 0) == 0:
-            self.phase = e.get("phase", self.phase)
-        elif t == "cycle" and e.get("rank", 0) == 0:  # every rank saves each cycle: count rank 0's
-            self.cycles += 1
-        elif t == "start":
-            self.torch_version = e.get("torch_version", "")
-            self.phase = "running"
-            self.started = True
-        elif t == "notice":
-            msg = e.get("message", "")
-            if msg not in self.notices:  # ranks repeat the same notice
-                self.notices.append(msg)
-            if e.get("code") == "step_aside":
-                self.stepped_aside = True
-        elif t == "sync":
-            site = f"{e.get('file')}:{e.get('line')}"
-            if site not in self.syncs:
-                self.syncs.append(site)
-        elif t == "exception" and not self.exception:
-            self.exception = e.get("message", "")
 
 
 class RunSession:
