@@ -140,6 +140,15 @@ def cmd_start() -> int:
     sub = lambda v: str(v).replace(BUNDLE_TOKEN, str(bundle)).replace(RUNNER_TOKEN, runner)  # noqa: E731
     spec.update(argv=[sub(a) for a in argv], env={str(k): sub(v) for k, v in dict(spec.get("env") or {}).items()},
                 bundle=str(bundle), cwd=cwd)
+    run_json = spec.get("run_json")
+    if isinstance(run_json, dict):
+        run_json["command"] = spec["argv"]
+        if script:  # as a local run.json says it: the script's absolute path on this host
+            full = os.path.abspath(os.path.join(cwd, os.path.expanduser(script)))
+            if isinstance(run_json.get("argv"), list) and run_json["argv"][:1] == [script]:
+                run_json["argv"][0] = full
+            if isinstance(run_json.get("config"), dict):
+                run_json["config"].update(script=full, cwd=cwd)
     write_json(ctl / "spec.json", spec)
     with open(ctl / "agent.log", "ab") as log:
         sup = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "supervise", run_id],

@@ -48,6 +48,13 @@ MAX_BAD_FRAMES = 10_000
 ENDED = ("finished", "lost", "failed")
 
 
+def _mirror_of(root: Path) -> str:
+    """The remote run id a local folder mirrors (its placeholder run.json), or ""."""
+    data = bl.read_json(Path(root) / bl.RUN_JSON) if (Path(root) / bl.RUN_JSON).is_file() else None
+    remote = data.get("remote") if isinstance(data, dict) and data.get("format") == bl.FORMAT else None
+    return str(remote.get("id") or "") if isinstance(remote, dict) else ""
+
+
 class RemoteStartError(RuntimeError):
     """The remote run could not start; str(exc) is one line."""
 
@@ -81,11 +88,14 @@ class _RemoteProc:
 
 class RemoteSession:
     def __init__(self, cfg: RunConfig, host: SshHost, plan: StopPlan = StopPlan(), doctor: dict | None = None,
-                 helper: Helper | None = None, out_dir: str | Path | None = None):
+                 helper: Helper | None = None, out_dir: str | Path | None = None, resume_id: str = ""):
         self.cfg, self.host, self.plan, self.doctor = cfg, host, plan, doctor
         self.helper = helper or Helper(host, python=cfg.python)
-        root = out_dir or cfg.out_dir or bl.default_dir(cfg.bundle_stem or "run")
-        self.bundle = bl.prepare(root)
+        root = Path(out_dir or cfg.out_dir or bl.default_dir(cfg.bundle_stem or "run")).expanduser()
+        if resume_id and _mirror_of(root) == resume_id:  # the folder of an earlier follow: resume it
+            self.bundle = bl.Bundle(root.resolve())
+        else:
+            self.bundle = bl.prepare(root)
         self.state = LiveState()
         self.tail = EventTail(str(self.bundle.events))
         self.proc = _RemoteProc(self)
@@ -173,7 +183,11 @@ class RemoteSession:
             raise RemoteStartError(f"no run {run_id!r} on {host.label} (ptprof remote runs {host.label})")
         info = runs[run_id]
         cfg = RunConfig(script=str(info.get("script") or run_id), python=python)
-        s = cls(cfg, host, plan=plan, helper=helper, out_dir=out_dir or bl.default_dir(run_id))
+        try:
+            s = cls(cfg, host, plan=plan, helper=helper, out_dir=out_dir or Path("ptprof-runs") / run_id,
+                    resume_id=run_id)
+        except bl.BundleError as exc:
+            raise RemoteStartError(str(exc)) from None
         s._t_start = time.monotonic()
         for name, file_name in LIVE_FILES.items():  # resume: what the folder already holds is not asked again
             path = s.bundle.root / file_name
@@ -187,6 +201,13 @@ class RemoteSession:
     def _begin(self, answer: dict) -> None:
         self.run_id = str(answer.get("id") or "")
         self.remote = answer
+        if _mirror_of(self.bundle.root) != self.run_id:
+            # until the fetch replaces it: which host and run this folder mirrors (attach resumes it; a
+            # reader sees a bundle still running)
+            bl.write_json(self.bundle.run_json, {
+                "format": bl.FORMAT, "status": "running", "config": self.cfg.to_dict(),
+                "remote": {"host": self.host.label, "ssh_config": self.host.config_file, "id": self.run_id,
+                           "python": self.helper.python}})
         names = answer.get("gpus") if isinstance(answer.get("gpus"), list) else []
         self.sampler = MirrorSampler([str(n) for n in names][:64], str(answer.get("gpu_reason") or ""),
                                      self.cfg.nvml_hz)

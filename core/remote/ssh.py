@@ -12,6 +12,7 @@ through a local shell.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shlex
@@ -101,7 +102,10 @@ class SshHost:
         self.askpass = askpass  # program path: the GUI's password / host key dialog
         self.interactive = interactive  # a terminal may ask for a password (the CLI's first connection)
         self.ssh = ssh
-        self.socket = str(control_dir() / "%C")
+        # one master per (config file, host): %C alone (a hash of host, port, user) would let a master opened
+        # through one config file serve another with other keys / known_hosts
+        tag = hashlib.sha256(f"{self.config_file}\0{self.spec.label}".encode()).hexdigest()[:12]
+        self.socket = str(control_dir() / f"{tag}-%C")
 
     @property
     def label(self) -> str:
