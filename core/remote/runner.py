@@ -82,7 +82,7 @@ class Helper:
         """sh -c 'exec PY "$HOME/.cache/..."/agent.py "$@"' sh ARGS...: only the fixed folder is shell text,
         every argument (the interpreter, run ids, paths) is a quoted word."""
         folder, root = _sh_path(self.dir), _sh_path(self.root)
-        script = f'PTPROF_REMOTE_ROOT={root} exec "$0" {folder}/agent.py "$@"'
+        script = f'PTPROF_REMOTE_ROOT={root} PYTHONDONTWRITEBYTECODE=1 exec "$0" {folder}/agent.py "$@"'
         return ["sh", "-c", script, self.python, *args]
 
     def ensure(self) -> "Helper":

@@ -425,8 +425,8 @@ class RemoteSession:
         data = bl.read_json(self.bundle.run_json) if self.fetched is not None else None
         self._run_json = data if data is not None else {"status": end.get("state"), "error": self.fetch_error or None}
         code = end.get("exit_code", self._run_json.get("exit_code"))
-        if not isinstance(code, int) or isinstance(code, bool):
-            code = 1 if end.get("state") != "finished" else 0
+        if not isinstance(code, int) or isinstance(code, bool) or not -(1 << 16) < code < 1 << 16:
+            code = 1  # no exit code from the host (lost, garbage): never called a success
         notices = end.get("final_notices") if isinstance(end.get("final_notices"), list) else []
         self.final_notices.extend(str(n)[:2000] for n in notices)
         if end.get("state") == "lost":

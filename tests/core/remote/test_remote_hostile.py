@@ -82,7 +82,10 @@ def hostile(sshd, remote_root):
 
 
 def _outside(tmp_path: Path, dest: Path) -> set[str]:
-    return {str(p) for p in tmp_path.rglob("*") if dest not in p.parents and p != dest}
+    """Every path under tmp_path but the local folder and the (loopback) host's own files."""
+    host = tmp_path / "remote-root"
+    return {str(p) for p in tmp_path.rglob("*") if dest not in p.parents and p != dest
+            and host not in p.parents and p != host}
 
 
 @pytest.mark.timeout(60)
@@ -90,6 +93,7 @@ def _outside(tmp_path: Path, dest: Path) -> set[str]:
                                   "oversized", "big"])
 def test_bundle_tar_from_a_hostile_host_is_refused(hostile, tmp_path, kind):
     dest = tmp_path / "local" / "bundle"
+    dest.parent.mkdir()
     before = _outside(tmp_path, dest)
     with pytest.raises(fetch_mod.FetchError) as info:
         fetch_mod.fetch(hostile, kind, dest)
