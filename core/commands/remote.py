@@ -68,7 +68,25 @@ def record_remote(args) -> int:
         print(printable(f"ptprof: running on {host.label} as {session.run_id} (it goes on if this connection "
                         f"drops: ptprof remote attach {host.label} {session.run_id})"), file=sys.stderr)
     code = drive(session, args, started=True)
+    _log_timings(session)
     return 2 if session.fetch_error and code == 0 else code
+
+
+def _log_timings(session) -> None:
+    """With -v: what the connection cost (run -> first live step, GPU sample latency, fetch)."""
+    import logging
+    log = logging.getLogger("ptprof.remote")
+    lat = sorted(session.sampler.latencies_ns) if session.sampler is not None else []
+    if session.first_step_s is not None:
+        log.info("remote: first live step %.2f s after Run (connect, upload check, start, torch import)",
+                 session.first_step_s)
+    if lat:
+        log.info("remote: %d GPU samples, arrival latency median %.0f ms, p95 %.0f ms, max %.0f ms", len(lat),
+                 lat[len(lat) // 2] / 1e6, lat[int(len(lat) * 0.95)] / 1e6, lat[-1] / 1e6)
+    if session.fetched is not None:
+        f = session.fetched
+        log.info("remote: fetched %d file(s), %.2f MB (%.2f MB over SSH) in %.2f s", f.files, f.bytes / 1e6,
+                 f.wire_bytes / 1e6, f.seconds)
 
 
 def _remove_if_empty(root) -> None:
