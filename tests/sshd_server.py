@@ -129,3 +129,27 @@ def _descendants(root: int, only_sshd: bool) -> list[int]:
         out += sorted(kids)
         frontier = kids
     return out
+
+
+def _fixtures():
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def sshd(tmp_path_factory):
+        why = available()
+        if why:
+            pytest.skip(why)
+        server = Sshd(tmp_path_factory.mktemp("sshd")).start()
+        yield server
+        server.stop()
+
+    @pytest.fixture
+    def remote_root(tmp_path, monkeypatch):
+        """Each test's own folder on the host (PTPROF_REMOTE_ROOT): runs never mix."""
+        root = tmp_path / "remote-root"
+        monkeypatch.setenv("PTPROF_REMOTE_ROOT", str(root))
+        return root
+    return sshd, remote_root
+
+
+sshd_fixture, remote_root_fixture = _fixtures()  # conftest.py: `sshd = sshd_server.sshd_fixture`

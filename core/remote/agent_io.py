@@ -5,8 +5,9 @@
         {"k": "data", "f": "events"|"stdout"|"stderr"|"nvml", "o": OFFSET, "d": BASE64}
         {"k": "state", ...agent.json}   {"k": "hb"} (every second)   {"k": "end", ...agent.json}
     list                                          the runs on this host, with their state
-    manifest ID                                   {"files": [[relative path, bytes]], "total": bytes}
-    pack ID                                       the bundle as a gzip'd tar on stdout (regular files only)
+    manifest ID|PATH                              {"files": [[relative path, bytes]], "total": bytes}
+    pack ID|PATH                                  the bundle (a folder, a file) as a gzip'd tar on stdout
+                                                  (regular files only)
     ls PATH                                       a folder's entries (remote file picker)
     interpreters DIR                              Python interpreters worth offering (PATH, conda, venvs)
 """
@@ -106,10 +107,18 @@ def runs(agent) -> list:
 
 
 def manifest(agent, run_id: str) -> dict:
-    agent.ctl_dir(run_id)
-    bundle = Path(agent_state(agent, run_id).get("bundle") or "")
+    """A run's bundle, or (an argument starting with / or ~) any folder or file: File > Open Remote."""
+    if run_id.startswith(("/", "~")):
+        target = Path(os.path.expanduser(run_id))
+        if target.is_file() and not target.is_symlink():
+            return {"ok": True, "bundle": str(target.parent), "files": [[target.name, target.stat().st_size]],
+                    "total": target.stat().st_size}
+        bundle = target
+    else:
+        agent.ctl_dir(run_id)
+        bundle = Path(agent_state(agent, run_id).get("bundle") or "")
     if not bundle.is_dir():
-        return {"ok": False, "error": f"no bundle for run {run_id} on this host"}
+        return {"ok": False, "error": f"no bundle or folder {run_id} on this host"}
     files = []
     for dirpath, dirnames, filenames in os.walk(bundle):
         dirnames[:] = sorted(d for d in dirnames if not os.path.islink(os.path.join(dirpath, d)))

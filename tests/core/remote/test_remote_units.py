@@ -85,3 +85,16 @@ def test_mirror_sampler_rows_in_any_cut():
     t, last = s.rings[0].last()
     assert t == 1700000000100000000 and last[0] != last[0] and last[2] == 1.0  # inf / junk -> NaN
     assert MirrorSampler([], "no GPU telemetry on this host (nvidia-smi not found)").reason.startswith("no GPU")
+
+
+def test_ssh_config_hosts_with_includes(tmp_path, monkeypatch):
+    from core.remote.hosts import config_hosts
+    monkeypatch.setenv("HOME", str(tmp_path))
+    ssh = tmp_path / ".ssh"
+    (ssh / "conf.d").mkdir(parents=True)
+    (ssh / "config").write_text("Include conf.d/*.conf\nHost gpu-box gpu2 *.corp !bad\n  HostName 10.0.0.1\n"
+                                "Host=eq-host\nHost *\n  ServerAliveInterval 5\nInclude ~/.ssh/config\n")
+    (ssh / "conf.d" / "a.conf").write_text("Host cluster-login\n  ProxyJump gpu-box\n")
+    (ssh / "conf.d" / "b.conf").write_text("host  lower\n")
+    assert config_hosts() == ["cluster-login", "lower", "gpu-box", "gpu2", "eq-host"]
+    assert config_hosts(tmp_path / "missing") == []
