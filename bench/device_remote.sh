@@ -17,6 +17,7 @@ SSHD_ENV=""; ldd $P/usr/sbin/sshd | grep "not found" && SSHD_ENV="LD_LIBRARY_PAT
 id sshd >/dev/null 2>&1 || useradd -r -M -d /run/sshd -s /usr/sbin/nologin sshd 2>/dev/null \
   || echo "sshd:x:74:65534::/run/sshd:/usr/sbin/nologin" >> /etc/passwd
 mkdir -p -m 755 /run/sshd
+env LD_LIBRARY_PATH=$LIBS ldd $P/usr/sbin/sshd | grep "not found"
 ssh-keygen -q -t ed25519 -N '' -f $K/hk && ssh-keygen -q -t ed25519 -N '' -f $K/ck && cp $K/ck.pub $K/ak
 cat > $K/sshd_config <<CFG
 ListenAddress 127.0.0.1
@@ -36,13 +37,13 @@ sleep 1
 ssh -F $K/cfg -o BatchMode=yes 127.0.0.1 'echo login ok; uname -r; command -v nvidia-smi; nvidia-smi -L' 2>&1
 PY=$(command -v python3)
 E=resources/examples/train_small.py; A=${A:-"--steps 400 --width 2048 --batch 2048"}
-t0=$(date +%s.%N)
-timeout 150 python3 -m core.cli -v record --host 127.0.0.1 --ssh-config $K/cfg --python $PY --cwd $PWD \
+t0=$(date +%s%N)
+timeout 110 python3 -m core.cli -v record --host 127.0.0.1 --ssh-config $K/cfg --python $PY --cwd $PWD \
   --out /tmp/rb --wait 5 --warmup 2 --active 5 $E $A 2>&1 | grep -v "^step\|USDT\|CPUAllocator" | tail -25
-echo "remote record wall=$(echo "$(date +%s.%N) - $t0" | bc)"
-t0=$(date +%s.%N)
-timeout 90 python3 -m core.cli record --quiet --out /tmp/lb --wait 5 --warmup 2 --active 5 $E $A 2>&1 | tail -3
-echo "local record wall=$(echo "$(date +%s.%N) - $t0" | bc)"
+echo "remote record wall_ms=$(( ($(date +%s%N) - t0) / 1000000 ))"
+t0=$(date +%s%N)
+timeout 60 python3 -m core.cli record --quiet --out /tmp/lb --wait 5 --warmup 2 --active 5 $E $A 2>&1 | tail -3
+echo "local record wall_ms=$(( ($(date +%s%N) - t0) / 1000000 ))"
 du -sb /tmp/rb; ls -la /tmp/rb /tmp/rb/traces; head -3 /tmp/rb/nvml.csv; wc -l /tmp/rb/nvml.csv /tmp/lb/nvml.csv
 python3 -c "
 import json; r=json.load(open('/tmp/rb/run.json')); print({k: r.get(k) for k in ('status','steps','cycles','traces','gpu','nvml','duration_s')})"

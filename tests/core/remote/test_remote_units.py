@@ -98,3 +98,22 @@ def test_ssh_config_hosts_with_includes(tmp_path, monkeypatch):
     (ssh / "conf.d" / "b.conf").write_text("host  lower\n")
     assert config_hosts() == ["cluster-login", "lower", "gpu-box", "gpu2", "eq-host"]
     assert config_hosts(tmp_path / "missing") == []
+
+
+def test_bundle_fetched_from_an_h100_host_loads_with_its_nvidia_smi_samples():
+    """tests/data/bundles/remote_h100_smi: `ptprof record --host 127.0.0.1` on the H100 machine (sshd from
+    carried .debs, bench/device_remote.sh), brought back by fetch: nvml.csv from nvidia-smi loads as the
+    local sampler's does, on the trace's clock."""
+    import json
+
+    from core.trace.loader import load
+    from helpers import REPO
+    root = REPO / "tests" / "data" / "bundles" / "remote_h100_smi"
+    run = json.loads((root / "run.json").read_text())
+    assert run["gpu"]["backend"] == "nvidia-smi" and run["steps"] == 400 and run["status"] == "ok"
+    ts = load(str(root), use_cache=False)
+    names = {ts.nvml_strings[int(i)] for i in set(ts.nvml.series.tolist())}
+    assert {"gpu0/gpu_util", "gpu0/mem_used_mb", "gpu0/power_w", "gpu0/sm_clock_mhz"} <= names
+    assert not any(n.startswith("gpu0/pcie") for n in names)  # nvidia-smi has no PCIe throughput: blank, as NaN
+    util = [v for i, v in zip(ts.nvml.series.tolist(), ts.nvml.value.tolist()) if ts.nvml_strings[int(i)] == "gpu0/gpu_util"]
+    assert len(util) == run["nvml"]["samples"] == 139 and max(util) > 50  # 10 Hz, the GPU worked
