@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 
 import pytest
-from PySide6 import QtCore
+from PySide6 import QtCore, QtWidgets
 
 from core.remote.session import validate_remote
 from core.remote.ssh import SshHost
@@ -78,3 +79,30 @@ def test_run_dialog_with_a_host(qtbot, sshd, remote_root, tmp_path, monkeypatch)
     assert dlg.accepted_config is not None and dlg.accepted_host is not None
     assert dlg.accepted_host.label == ALIAS and dlg.accepted_config.cwd == str(tmp_path)
     assert host_row.recent_hosts()[0] == ALIAS
+
+
+@pytest.mark.timeout(120)
+def test_open_remote_fetches_a_trace_and_opens_it(qtbot, sshd, remote_root, tmp_path, monkeypatch):
+    from helpers import SAMPLE
+
+    from gui.remote import open_remote
+    monkeypatch.setattr(open_remote, "CACHE", tmp_path / "cache")
+    monkeypatch.setattr(open_remote, "make_host", lambda text: SshHost(text, config_file=str(sshd.config)))
+    opened = []
+
+    class Win(QtWidgets.QMainWindow):
+        def open_path(self, path):
+            opened.append(path)
+    win = Win()
+    qtbot.addWidget(win)
+    flow = open_remote.OpenRemote(win)
+    helpers = []
+    flow.sig_connected.disconnect(flow._on_connected)
+    flow.sig_connected.connect(helpers.append)
+    flow.connect(ALIAS)
+    _until(qtbot, lambda: bool(helpers), 60)
+    assert not isinstance(helpers[0], str), helpers[0]
+    flow.fetch(helpers[0], str(SAMPLE))  # a trace file on the host
+    _until(qtbot, lambda: bool(opened), 60)
+    assert Path(opened[0]).name == SAMPLE.name and Path(opened[0]).read_bytes() == SAMPLE.read_bytes()
+    assert (tmp_path / "cache") in Path(opened[0]).parents
