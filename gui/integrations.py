@@ -132,6 +132,8 @@ def install_all(win) -> Integrations:
     run_panel.sig_bundle_ready.connect(win.open_path)
     from gui.remote.open_remote import install_open_remote
     win.open_remote = install_open_remote(win)  # File > Open Remote… (SSH host: browse, fetch, open)
+    from gui.remote.reattach import install_reattach
+    install_reattach(win, run_panel, lambda: show_run_dock(win, run_dock))  # remote runs left going
 
     # --- export: File > Export report… and Export as > PNG / CSV --------------------------------
     exporter = install_export(win, findings_for=lambda ts: analyses.get(ts), run_panel=run_panel)

@@ -55,6 +55,22 @@ def _mirror_of(root: Path) -> str:
     return str(remote.get("id") or "") if isinstance(remote, dict) else ""
 
 
+def unfinished_mirrors(root: str | Path) -> list[tuple[Path, dict]]:
+    """Local folders of remote runs nobody finished following (the app was closed, the desktop died):
+    (folder, its run.json "remote": host, ssh_config, id, python), newest first."""
+    out = []
+    try:
+        folders = sorted(Path(root).expanduser().iterdir(), key=lambda p: p.name, reverse=True)[:500]
+    except OSError:
+        return out
+    for folder in folders:
+        data = bl.read_json(folder / bl.RUN_JSON) if (folder / bl.RUN_JSON).is_file() else None
+        if isinstance(data, dict) and data.get("status") == "running" and isinstance(data.get("remote"), dict) \
+                and data["remote"].get("id") and data["remote"].get("host") and "exit_code" not in data:
+            out.append((folder, data["remote"]))
+    return out
+
+
 class RemoteStartError(RuntimeError):
     """The remote run could not start; str(exc) is one line."""
 

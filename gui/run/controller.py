@@ -48,7 +48,7 @@ class RunController(QtCore.QObject):
 
     @property
     def is_running(self) -> bool:
-        return self.session is not None and not self.session.finished
+        return self._state == "connecting" or (self.session is not None and not self.session.finished)
 
     @property
     def state(self) -> str:
@@ -101,6 +101,33 @@ class RunController(QtCore.QObject):
         self._worker.start()
         return True
 
+    def attach(self, host, run_id: str, out_dir: str) -> bool:
+        """Follow a remote run that goes on without us (the app was closed, the desktop died): the same
+        signals as a run started here, from where the local folder stops."""
+        if self.is_running:
+            self.sig_run_failed.emit("a run is already in progress: stop it first")
+            return False
+        from superqt.utils import create_worker
+
+        from core.remote.session import RemoteSession, RemoteStartError
+        self._set_state("connecting")
+        box = {}
+
+        def go() -> str:
+            try:
+                box["session"] = RemoteSession.attach(host, run_id, out_dir=out_dir, plan=self.plan)
+                return ""
+            except RemoteStartError as exc:
+                return str(exc)
+
+        def done(error: str) -> None:
+            self.session = box.get("session")
+            self.sig_remote_started.emit(error)
+        self._worker = create_worker(go, _start_thread=False, _ignore_errors=True)
+        self._worker.returned.connect(done)
+        self._worker.start()
+        return True
+
     def _on_remote_started(self, error: str) -> None:
         self._worker = None
         if error:
@@ -126,6 +153,8 @@ class RunController(QtCore.QObject):
     def shutdown(self) -> None:
         """Blocking stop for app exit: the whole escalation, then the last events are delivered. A remote
         run is left going on its host (ptprof remote attach / fetch it later)."""
+        if self._state == "connecting":
+            return  # a remote start in its worker: the run (if it starts) goes on on its host
         if self.is_running and self.remote:
             self._timer.stop()
             self.session.detach("the app was closed")
@@ -148,6 +177,9 @@ class RunController(QtCore.QObject):
             return
         up = s.poll()
         connection = getattr(s, "connection", "")
+        if getattr(s, "fetching", False) and connection == "connected":
+            done, total = s.fetch_progress
+            connection = f"fetching the bundle ({done / 1e6:.1f} of {total / 1e6:.1f} MB)"
         if connection != self._connection:
             self._connection = connection
             self.sig_connection_changed.emit(connection)

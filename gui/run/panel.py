@@ -92,6 +92,12 @@ class RunPanel(QtWidgets.QWidget):
             self.status.setText(f"Connecting to {host.label} …")
         return self.controller.start(cfg, doctor, host=host)
 
+    def attach(self, host, run_id: str, folder: str) -> bool:
+        """Follow a remote run again (File > Reattach Remote Run…) into its local folder."""
+        self.console.clear()
+        self.status.setText(f"Reattaching to {run_id} on {host.label} …")
+        return self.controller.attach(host, run_id, folder)
+
     def stop(self) -> None:
         self.controller.stop()
 
@@ -123,6 +129,10 @@ class RunPanel(QtWidgets.QWidget):
         """A remote run: the link to its host (the run goes on there while it is down)."""
         s = self.controller.session
         if s is None or not connection:
+            return
+        if connection.startswith("fetching"):
+            self.status.setText(f"{s.host.label}: run ended · {connection}")
+            self.live.set_connection("")
             return
         if connection == "connected":
             self.status.setText(f"Running on {s.host.label} · " + self.live.state_line())

@@ -106,3 +106,31 @@ def test_open_remote_fetches_a_trace_and_opens_it(qtbot, sshd, remote_root, tmp_
     _until(qtbot, lambda: bool(opened), 60)
     assert Path(opened[0]).name == SAMPLE.name and Path(opened[0]).read_bytes() == SAMPLE.read_bytes()
     assert (tmp_path / "cache") in Path(opened[0]).parents
+
+
+@pytest.mark.timeout(200)
+def test_closing_the_app_leaves_a_remote_run_going_then_reattach(qtbot, sshd, remote_root, tmp_path):
+    from core.remote.session import unfinished_mirrors
+    script = tmp_path / "slow.py"
+    script.write_text(SLOW)
+    runs = tmp_path / "ptprof-runs"
+    cfg = validate_remote(RunConfig(script=str(script), python=sys.executable, cwd=str(tmp_path),
+                                    env=(("OMP_NUM_THREADS", "1"),), schedule=Schedule(1, 1, 2, 1),
+                                    out_dir=str(runs / "slow-1")))
+    host = SshHost(ALIAS, config_file=str(sshd.config))
+    first = RunPanel()
+    qtbot.addWidget(first)
+    assert first.start(cfg, None, host=host)
+    _until(qtbot, lambda: first.controller.session is not None and first.controller.session.state.step >= 2, 90)
+    first.shutdown()  # the app closes: the run goes on on the host, nothing is stopped
+    assert first.controller.session.exit_code == -1 and not first.controller.session.stopping_requested
+    found = unfinished_mirrors(runs)
+    assert [f.name for f, _ in found] == ["slow-1"] and found[0][1]["host"] == ALIAS
+    second = RunPanel()
+    qtbot.addWidget(second)
+    ready = []
+    second.sig_bundle_ready.connect(ready.append)
+    assert second.attach(host, found[0][1]["id"], str(found[0][0]))
+    _until(qtbot, lambda: bool(ready), 150)
+    assert second.status.text().startswith("Finished · 40 steps")
+    assert unfinished_mirrors(runs) == []  # the fetched run.json replaced the placeholder
