@@ -1,4 +1,4 @@
-"""`ptprof` command line: info | analyze | record | report | diff.
+"""`ptprof` command line: info | analyze | record | report | diff | mcp.
 
 Each subcommand lives in core/commands/<name>.py with `add_arguments(parser)` and `run(args) -> int`,
 imported only when used. Exit codes (ARCHITECTURE.md): 0 ok, 1 findings at/above --fail-on,
@@ -24,6 +24,7 @@ COMMANDS = {
     "report": ("core.commands.report", "write PNGs, CSVs and a self-contained report.html"),
     "diff": ("core.commands.diff", "compare two runs: step time, breakdown, kernels, ops, findings, memory"),
     "remote": ("core.commands.remote", "runs on an SSH host: list them, fetch a bundle, attach to a running one"),
+    "mcp": ("core.commands.mcp", "serve the analysis to AI assistants over the Model Context Protocol (stdio)"),
 }
 
 

@@ -374,6 +374,9 @@ class Supervisor:
         status = "ok" if code == 0 else ("stopped" if stopping else "failed")
         if self.start_timed_out:
             status = "failed"
+        elif st.ooms and code != 0:
+            status = "oom"  # memhist.py: the failing allocation is in run.json "oom"
+            extra["oom"] = st.ooms
         elif lost and status == "ok":
             status = "incomplete"
         traces = sorted(p for p in (self.bundle / "traces").glob("*.pt.trace.json*")) \

@@ -50,6 +50,8 @@ class RunConfig:
     fallback_steps: int = 5  # forward-stepped window length when no optimizer ever steps
     module: str = ""  # run `python -m MODULE` instead of a script (cwd = the working directory, as python -m)
     stop_after_window: bool = False  # stop the script (as Stop does) once every rank saved its last cycle
+    memory_history: bool = False  # torch.cuda.memory._record_memory_history -> memory.snapshot.pickle (memhist.py)
+    max_entries: int = 100_000  # the allocator trace ring it keeps
 
     @property
     def workdir(self) -> str:
@@ -81,6 +83,7 @@ class RunConfig:
             "record_shapes": self.record_shapes, "profile_memory": self.profile_memory,
             "with_stack": self.with_stack, "sync_debug": self.sync_debug, "nproc": self.nproc, "torchrun": self.torchrun,
             "nvml_hz": self.nvml_hz, "module": self.module, "stop_after_window": self.stop_after_window,
+            "memory_history": self.memory_history, "max_entries": self.max_entries,
         }
 
 
@@ -137,6 +140,8 @@ def check_values(cfg: RunConfig) -> None:
         raise ConfigError(f"--nproc-per-node must be >= 1 (got {cfg.nproc})")
     if not 0 < cfg.nvml_hz <= 1000:
         raise ConfigError(f"NVML rate must be in (0, 1000] Hz (got {cfg.nvml_hz})")
+    if cfg.memory_history and not 1 <= cfg.max_entries <= 100_000_000:
+        raise ConfigError(f"--max-entries must be in 1 .. 100,000,000 (got {cfg.max_entries})")
     for key, _ in cfg.env:
         if not key or "=" in key or "\0" in key:
             raise ConfigError(f"bad environment variable name: {key!r}")

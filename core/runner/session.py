@@ -231,6 +231,9 @@ class RunSession:
         status = "ok" if code == 0 else ("stopped" if self.stopping_requested else "failed")
         if self.start_timed_out:
             status = "failed"
+        elif st.ooms and code != 0:
+            status = "oom"  # core/runner/memhist.py: the failing allocation is in run.json "oom"
+            extra["oom"] = st.ooms
         elif lost and status == "ok":
             status = "incomplete"
         self._run_json.update({
