@@ -182,6 +182,9 @@ def fetch(helper: Helper, run_id: str, dest: str | Path, progress=None, cancel=N
         err = proc.stderr.read(4096).decode("utf-8", "replace").strip().splitlines() if proc.stderr else []
         raise FetchError(f"the bundle from {helper.host.label} is not a valid archive "
                          f"({type(exc).__name__}{': ' + err[-1][:200] if err else ''})") from None
+    except BaseException:  # Ctrl-C, cancel: the stream is not read any more, so the host's pack is ended now
+        proc.kill()
+        raise
     finally:
         try:
             proc.wait(timeout=10)
