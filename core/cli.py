@@ -57,6 +57,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    _escape_unencodable()
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
@@ -91,6 +92,17 @@ def main(argv: list[str] | None = None) -> int:
     except MemoryError:
         print("ptprof: out of memory while loading", file=sys.stderr)
         return 2
+
+
+def _escape_unencodable() -> None:
+    """Text that the terminal's encoding cannot hold - a name's lone surrogate (JSON "\\ud800"), a file name's
+    byte that is not UTF-8 - is written as a \\u escape, never a UnicodeEncodeError after the work is done."""
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) not in (None, "backslashreplace") and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # closed, or not ours to change
+                pass
 
 
 def _silence_stdout() -> None:

@@ -61,6 +61,10 @@ def install_all(win) -> Integrations:
         ts = getattr(issues, "_trace_set", None)
         if ts is not None:
             analyses[ts] = analysis
+            late = next((f for f in getattr(analysis, "findings", ()) if f.rule == "straggler"), None)
+            for view in win.views() if late is not None else ():
+                if view.trace_set is ts:
+                    view.set_straggler(late.model_index)  # marked on a many-rank run's rank strip
 
     def _on_finding_selected(model_index: int, t0_ns, t1_ns, rows) -> None:
         view = win.current_view()

@@ -180,31 +180,36 @@ def _conv(x, w, out_spatial) -> float:
 def _conv_out(x, w, stride, padding, dilation) -> tuple | None:
     n_sp = len(x) - 2
     try:
-        st = _expand(stride, n_sp, 1)
-        pad = _expand(padding, n_sp, 0)
-        dil = _expand(dilation, n_sp, 1)
-    except (TypeError, ValueError):
+        st = _expand(stride, n_sp, 1, 1)
+        pad = _expand(padding, n_sp, 0, 0)
+        dil = _expand(dilation, n_sp, 1, 1)
+    except (TypeError, ValueError, RecursionError):
         return None
     out = tuple((x[2 + i] + 2 * pad[i] - dil[i] * (w[2 + i] - 1) - 1) // st[i] + 1 for i in range(n_sp))
     return out if all(o > 0 for o in out) else None
 
 
-def _expand(value, n: int, default: int) -> list[int]:
+def _expand(value, n: int, default: int, lo: int) -> list[int]:
+    """A conv argument (stride / padding / dilation) from Concrete Inputs: ints >= lo (a stride of 0 or
+    1e999 is no conv the trace could have run: ValueError)."""
     if value is None or value == "":
         return [default] * n
-    v = json.loads(value) if isinstance(value, str) else value
+    v = json.loads(value) if isinstance(value, str) and len(value) < 256 else value
     v = v if isinstance(v, list) else [v]
-    v = [int(x) for x in v]
+    if not all(type(x) is int and lo <= x < MAX_DIM for x in v) or len(v) not in (1, n):
+        raise ValueError("not a conv argument")
     return v * n if len(v) == 1 else v
 
 
 def _dtype(types_text: str) -> str:
+    """The first known dtype of the op's Input type (a list of strings; null, a number, 1e999, nested lists
+    or objects there: unknown)."""
     try:
         types = json.loads(types_text) if types_text else []
-    except ValueError:
+    except (ValueError, RecursionError):
         return ""
-    for t in types:
-        if t in DTYPES:
+    for t in types if isinstance(types, list) else ():
+        if isinstance(t, str) and t in DTYPES:
             return DTYPES[t]
     return ""
 
@@ -243,6 +248,29 @@ def _leaf_candidates(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
     return rows[keep], backward[keep]
 
 
+MAX_DIM = 1 << 48  # no tensor dimension is larger (a product of a few stays far inside a float64)
+
+
+def _shape(value) -> tuple:
+    """A tensor's dims as Kineto writes them (a list of ints >= 0); () for anything else - a scalar, a JSON
+    object, a nested list (a TensorList), strings, booleans, 1e999 or a 400-digit number - which no count
+    accepts (every rule needs its tensors' ranks), so the op is counted as unknown."""
+    if not isinstance(value, list) or len(value) > 64:
+        return ()
+    if all(type(v) is int and 0 <= v < MAX_DIM for v in value):
+        return tuple(value)
+    return ()
+
+
+def input_shapes(text: str) -> list[tuple]:
+    """The Input Dims of an op (JSON text from the trace, not trusted): one shape per input (see _shape)."""
+    try:
+        dims = json.loads(text)
+    except (ValueError, RecursionError):
+        return []
+    return [_shape(v) for v in dims] if isinstance(dims, list) else []
+
+
 def _op_flops(model: TraceModel) -> OpFlops:
     """FLOPs once per distinct (op name, input dims): a training loop repeats a few hundred signatures."""
     s = model.slices
@@ -257,14 +285,10 @@ def _op_flops(model: TraceModel) -> OpFlops:
     rep_rows = rows[first]
     names = st.lookup(uniq[:, 0]) if len(uniq) else []
     for j, (row, name, dims_id) in enumerate(zip(rep_rows.tolist(), names, uniq[:, 1].tolist())):
-        try:
-            d = json.loads(st[dims_id]) if dims_id > 0 else []
-        except ValueError:
-            d = []
-        d = d if isinstance(d, list) else []
+        d = input_shapes(st[dims_id]) if dims_id > 0 else []
         try:
             per_key[j] = _flops_of(model, row, name, d, out_of_conv, pending_conv, j)
-        except (TypeError, ValueError, IndexError):
+        except (TypeError, ValueError, IndexError, ArithmeticError):  # a shape the counts do not fit: unknown
             per_key[j] = np.nan
     _fill_conv_from_file(model, rep_rows, names, pending_conv, per_key)
     flops = per_key[inv] if len(rows) else np.zeros(0)
@@ -306,11 +330,9 @@ def _conv_outputs_from_backward(model: TraceModel) -> dict[tuple, tuple]:
     if sid < 0:
         return out
     for dims_id in np.unique(s.at("input_dims", s.name == sid)).tolist():
-        try:
-            d = json.loads(model.strings[int(dims_id)])
-            out[(tuple(d[1]), tuple(d[2]))] = tuple(d[0][2:])
-        except (ValueError, TypeError, IndexError):
-            continue
+        d = input_shapes(model.strings[int(dims_id)]) if dims_id > 0 else []
+        if len(d) >= 3 and len(d[0]) >= 3:
+            out[(d[1], d[2])] = d[0][2:]
     return out
 
 

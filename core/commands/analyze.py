@@ -34,6 +34,11 @@ def add_arguments(p) -> None:
                         "and the change is significant")
     p.add_argument("--metric", choices=("step", "gpu_busy", "memory_peak"), default="step",
                    help="what --fail-on-regression compares (default: the median step time)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="several trace files (ranks): analyze N ranks at a time (default: one per core)")
+    p.add_argument("--scheduler", metavar="ADDR",
+                   help="several trace files: run the per-rank analysis on a Dask cluster (tcp://HOST:8786, or "
+                        "local:N for N local Dask workers; pip install \".[cluster]\")")
 
 
 def run(args) -> int:
@@ -53,6 +58,13 @@ def run(args) -> int:
     from core.trace.model import TraceParseError
     wanted_ids = None if rules is None else {r.id for r in rules} | ({"oom"} & set(args.rules.split(",")))
     extra = [f for f in bundle_findings(args.path) if wanted_ids is None or f.rule in wanted_ids]
+    if not args.baseline:
+        from core.ranks import is_multi
+        if is_multi(args.path):
+            return run_multi(args, None if rules is None else [r.id for r in rules], extra)
+    elif args.scheduler:
+        print("ptprof: --scheduler works without --baseline only", file=sys.stderr)
+        return 2
     try:
         ts = load(args.path, use_cache=not args.no_cache)
     except TraceParseError:
@@ -81,6 +93,48 @@ def run(args) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(printable(format_table(result, metrics, checks)))
+    if args.fail_on and result.at_or_above(Severity.parse(args.fail_on)):
+        return 1
+    return 0
+
+
+def run_multi(args, rule_ids, extra=()) -> int:
+    """Several trace files: rank by rank on the local process pool or a Dask cluster, then across ranks
+    (core/ranks); the same output as the whole-set path."""
+    from types import SimpleNamespace
+
+    from core.analysis.metrics import RankMetrics
+    from core.ranks import analyze_run
+    from core.ranks.executor import make_executor
+    from core.rules import Severity
+    if args.workers is not None and args.workers < 1:
+        print("ptprof: --workers must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        ex = make_executor(args.scheduler, args.workers)
+    except (ImportError, OSError, ValueError, TimeoutError) as exc:
+        print(printable(f"ptprof: --scheduler {args.scheduler}: {exc}"), file=sys.stderr)
+        return 2
+    try:
+        ra = analyze_run(args.path, ex, rules=rule_ids, use_cache=not args.no_cache)
+    finally:
+        ex.close()
+    result = ra.analysis
+    if extra:  # a bundle's own findings (oom: run.json and the allocator snapshots)
+        import dataclasses
+        result = dataclasses.replace(result, findings=tuple(extra) + tuple(result.findings))
+    if args.csv:
+        try:
+            write_csv(result, args.csv, SimpleNamespace(models=ra.summaries))
+        except OSError as exc:
+            print(f"ptprof: cannot write {args.csv}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+    metrics = [RankMetrics(**m) for m in ra.metrics]
+    if args.json:
+        json.dump(json_doc(result, ra.health, metrics), sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(printable(format_table(result, metrics, ra.health)))
     if args.fail_on and result.at_or_above(Severity.parse(args.fail_on)):
         return 1
     return 0

@@ -72,10 +72,9 @@ def run(args) -> int:
     if args.json:
         json.dump(result.to_json(), sys.stdout)
         sys.stdout.write("\n")
-    elif args.markdown:
-        sys.stdout.write(markdown(result))
-    else:
-        sys.stdout.write(text(result))
+    else:  # kernel / op names come from the traces: no raw control or bidi characters on the terminal
+        from core.commands.terminal import printable
+        sys.stdout.write(printable(markdown(result) if args.markdown else text(result)))
     return 0
 
 

@@ -50,6 +50,9 @@ def add_arguments(p) -> None:
     p.add_argument("--stop-after-window", action="store_true",
                    help="stop the script (as Ctrl-C does) once the last trace cycle is saved; exit 0")
     p.add_argument("--quiet", action="store_true", help="no status line, no script output echo")
+    p.add_argument("--no-summaries", action="store_true",
+                   help="several trace files: do not write each rank's analysis summary into the bundle at the end "
+                        "(they make a later `ptprof analyze` of a many-rank run reduce only)")
     p.add_argument("--start-timeout", type=float, default=60.0, metavar="S",
                    help="give up when the interpreter has not started ptprof's runner after S seconds (default 60)")
     p.add_argument("-m", dest="module_argv", nargs=argparse.REMAINDER, metavar="MODULE ARGS",
@@ -193,7 +196,25 @@ def drive(session, args, started: bool = False) -> int:
             session.stop_and_wait()
     if shown:
         sys.stderr.write("\r\033[K")
+    if not getattr(args, "no_summaries", False) and len(session.bundle.trace_files()) > 1:
+        _summarise(session.bundle.root, args.quiet)
     return _summary(session, args.quiet)
+
+
+def _summarise(root, quiet: bool) -> None:
+    """The launcher writes the rank summaries after the run (the ranks' interpreters cannot: stdlib + torch
+    only): core/ranks/stored.py. A failure only costs the later analyze a map."""
+    try:
+        from core.ranks.stored import summarise_bundle
+        t0 = time.monotonic()
+        n = summarise_bundle(root)
+        if n and not quiet:
+            sys.stderr.write(printable(f"ptprof: {n} rank summaries written in {time.monotonic() - t0:.1f} s "
+                                       "(a later ptprof analyze only reduces)") + "\n")
+    except Exception as exc:  # noqa: BLE001 - the run is recorded; its summaries are an optimisation
+        if not quiet:
+            sys.stderr.write(printable(f"ptprof: note: rank summaries not written ({type(exc).__name__}: {exc})")
+                             + "\n")
 
 
 def _summary(session, quiet: bool) -> int:

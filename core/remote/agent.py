@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
@@ -36,6 +37,7 @@ ROOT = Path(os.path.expanduser(os.environ.get("PTPROF_REMOTE_ROOT") or "~/.cache
 RUN_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,120}$")
 BUNDLE_TOKEN, RUNNER_TOKEN = "@@PTPROF_BUNDLE@@", "@@PTPROF_RUNNER@@"  # placeholders in the spec's argv / env
 TICK_S = 0.05
+VERIFIED = "events.verified.jsonl"  # in ctl/<id>/: the events the supervisor believed, for the live view
 
 
 def _load(name: str):
@@ -176,7 +178,14 @@ class Supervisor:
         plan = self.spec.get("plan") or [10.0, 5.0, 60.0, 60.0]
         self.sigint_s, self.sigterm_s, self.flush_s, self.start_timeout_s = (float(x) for x in plan)
         self.tree_mod, self.protocol, self.check = _load("tree"), _load("protocol"), _load("events_check")
-        self.state = _load("livestate").LiveState()
+        # auth.py imports core.runner.protocol: the uploaded copy stands in for the package here
+        for name in ("core", "core.runner"):
+            sys.modules.setdefault(name, types.ModuleType(name))
+        sys.modules["core.runner.protocol"] = self.protocol
+        self.key = _load("auth").RunKey()  # only lines the child signed with this run's key count (auth.py)
+        self.forged_events = 0
+        self.livestate = _load("livestate")
+        self.state = self.livestate.LiveState()
         self.agent = {"id": run_id, "state": "starting", "pid": os.getpid(), "start_ticks": proc_start_ticks(os.getpid()),
                       "bundle": str(self.bundle), "script": self.spec.get("label", ""), "host": platform.node()}
         self.run_json = dict(self.spec.get("run_json") or {})
@@ -212,20 +221,24 @@ class Supervisor:
         write_json(b / "run.json", self.run_json)
         feed = _load("agent_gpu").SmiFeed(str(b / "nvml.csv"), float(spec.get("nvml_hz") or 10.0),
                                           env.get("CUDA_VISIBLE_DEVICES"), _load("backend").visible_devices).open()
+        key_env, key_fds = self.key.child_env(bool(spec.get("torchrun")))
+        env.update(key_env)
         try:
             with open(b / "stdout.log", "wb") as out, open(b / "stderr.log", "wb") as err:
                 child = subprocess.Popen(spec["argv"], cwd=spec["cwd"], env=env, stdin=subprocess.DEVNULL,
-                                         stdout=out, stderr=err, start_new_session=True)
+                                         stdout=out, stderr=err, start_new_session=True, pass_fds=key_fds)
         except OSError as exc:
+            self.key.close_child_end()
             self.state.exception = f"could not start {spec['argv'][0]}: {exc.strerror or exc}"
             self.finish(127, started_ns, feed, None, extra={"error": self.state.exception})
             return 0
+        self.key.close_child_end()
         feed.start()
         self.run_json["gpu"] = {"backend": "nvidia-smi" if feed.available else "none", "devices": feed.names,
                                 "facts": feed.facts, "nvml_index": feed.physical or None, "reason": feed.reason}
         write_json(b / "run.json", self.run_json)
         tree = self.tree_mod.RunTree(child.pid, f"PTPROF_BUNDLE={b}".encode("utf-8", "surrogateescape"))
-        tail = self.protocol.EventTail(str(b / "events.jsonl"))
+        tail = self.protocol.EventTail(str(b / "events.jsonl"), verify=self.key.check_line)
         self.publish(state="running", child_pid=child.pid, gpus=feed.names, gpu_reason=feed.reason,
                      started_at=iso_utc(started_ns))
         t0, last_pub = time.monotonic(), 0.0
@@ -260,11 +273,19 @@ class Supervisor:
     def take(self, tail, tree, child) -> None:
         while True:
             raw = tail.poll()
-            for e in raw:
+            authentic = [e for e in raw if self.key.fresh(e)]
+            self.forged_events += len(raw) - len(authentic) + tail.rejected
+            tail.rejected = 0
+            believed = []
+            for e in authentic:
                 if not self.check.valid(e) or (e["type"] == "start" and not self.plausible_start(e, tree, child)):
                     self.bad_events += 1
                     continue
                 self.fold(e, child, tree)
+                believed.append(json.dumps(e, separators=(",", ":")) + "\n")
+            if believed:  # what `follow` streams live: only lines the child signed (the bundle keeps the file as is)
+                with open(self.ctl / VERIFIED, "a") as fh:
+                    fh.write("".join(believed))
             self.bad_events += tail.skipped
             tail.skipped = 0
             if not tail.more:
@@ -287,7 +308,7 @@ class Supervisor:
         if kind == "start":
             self.ranks_started.add(rank)
             if self.run_json.get("environment") is None:
-                self.run_json["environment"] = {k: e.get(k) for k in ("python", "torch_version", "cuda", "devices",
+                self.run_json["environment"] = {k: self.livestate.escaped(e.get(k)) for k in ("python", "torch_version", "cuda", "devices",
                                                                        "world_size", "cwd", "device_properties")}
             if isinstance(e.get("world_size"), int):
                 self.world = max(self.world, e["world_size"])
@@ -365,6 +386,10 @@ class Supervisor:
                            f"or a kill, exit {code})" + (f": the trace window in progress at step {st.step} was lost"
                                                         if window else ""))
             extra.update(end_seen=False, lost_window=window)
+        if self.forged_events:
+            notices.append(f"events.jsonl: {self.forged_events} line(s) not written by ptprof's runner "
+                           "(the script wrote to the file?) were ignored")
+            extra["forged_event_lines"] = self.forged_events
         if self.bad_events:
             notices.append(f"events.jsonl: {self.bad_events} malformed line(s) skipped")
             extra["bad_event_lines"] = self.bad_events

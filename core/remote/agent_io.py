@@ -2,7 +2,8 @@
 
     follow ID events=N,stdout=N,stderr=N,nvml=N   frames, one JSON object a line, until the run has ended
                                                   and every byte was sent:
-        {"k": "data", "f": "events"|"stdout"|"stderr"|"nvml", "o": OFFSET, "d": BASE64}
+        {"k": "data", "f": "events"|"stdout"|"stderr"|"nvml", "o": OFFSET, "d": BASE64}   (events: the
+        lines the supervisor verified, ctl/ID/events.verified.jsonl; the others: the bundle's files)
         {"k": "state", ...agent.json}   {"k": "hb"} (every second)   {"k": "end", ...agent.json}
     list                                          the runs on this host, with their state
     manifest ID|PATH                              {"files": [[relative path, bytes]], "total": bytes}
@@ -68,10 +69,13 @@ def follow(agent, run_id: str, offsets_arg: str) -> int:
     bundle = Path(state.get("bundle") or agent.ROOT / "runs" / run_id)
     out = sys.stdout
     last_state, last_hb = None, 0.0
+    ctl = agent.ROOT / "ctl" / run_id
     while True:
         sent = False
         for name, file_name in LIVE.items():
-            data = _read_from(bundle / file_name, offsets[name], FRAME_BYTES)
+            # events: the lines the supervisor verified (signed by the child), not events.jsonl as written
+            path = ctl / agent.VERIFIED if name == "events" else bundle / file_name
+            data = _read_from(path, offsets[name], FRAME_BYTES)
             if data:
                 out.write(json.dumps({"k": "data", "f": name, "o": offsets[name],
                                       "d": base64.b64encode(data).decode("ascii")}) + "\n")

@@ -19,7 +19,7 @@ from core.remote.ssh import SshError, SshHost
 RUNNER_DIR = Path(__file__).resolve().parents[1] / "runner"
 REMOTE_DIR = Path(__file__).resolve().parent
 AGENT_FILES = ("agent.py", "agent_io.py", "agent_gpu.py")
-RUNNER_EXTRA = ("tree.py", "livestate.py", "events_check.py", "protocol.py")  # what the agent itself loads
+RUNNER_EXTRA = ("tree.py", "livestate.py", "events_check.py", "protocol.py", "auth.py")  # what the agent loads
 REMOTE_ROOT = "~/.cache/ptprof"  # where the runner and runs live on the host (PTPROF_REMOTE_ROOT: elsewhere)
 ANSWER_BYTES = 8 << 20
 
@@ -55,6 +55,7 @@ def runner_files(overrides: dict[str, bytes] | None = None) -> dict[str, bytes]:
     names = {"child.py", *RUNNER_EXTRA, *siblings}
     files = {name: (RUNNER_DIR / name).read_bytes() for name in sorted(names)}
     files["backend.py"] = (RUNNER_DIR.parent / "gpu" / "backend.py").read_bytes()
+    files["terminal.py"] = (RUNNER_DIR.parent / "commands" / "terminal.py").read_bytes()  # livestate's printable
     for name in AGENT_FILES:
         files[name] = (REMOTE_DIR / name).read_bytes()
     files.update(overrides or {})

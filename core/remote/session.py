@@ -35,7 +35,7 @@ from core.runner import bundle as bl
 from core.runner.config import ConfigError, RunConfig, check_values
 from core.runner.events_check import valid
 from core.runner.launch import build_argv, build_env
-from core.runner.livestate import LiveState
+from core.runner.livestate import LiveState, printable
 from core.runner.process import StopPlan
 from core.runner.protocol import EventTail
 from core.runner.session import Update
@@ -435,6 +435,20 @@ class RemoteSession:
         self._fetch_thread = threading.Thread(target=go, name="ptprof-remote-fetch", daemon=True)
         self._fetch_thread.start()
 
+    def _believe(self, run: dict) -> None:
+        """The lines mirrored here were shown live as they came, unverified (the run's key stays on the
+        host); the summary is the host's run.json, whose supervisor kept only lines the child signed."""
+        st = self.state
+        for attr, key in (("step", "steps"), ("cycles", "cycles")):
+            if isinstance(run.get(key), int) and not isinstance(run.get(key), bool):
+                setattr(st, attr, run[key])
+        if isinstance(run.get("notices"), list):
+            st.notices = [printable(str(n))[:2000] for n in run["notices"][:1000]]
+        if isinstance(run.get("sync_sites"), list):
+            st.syncs = [printable(str(n))[:500] for n in run["sync_sites"][:1000]]
+        exc = run.get("exception")
+        st.exception = printable(exc)[:2000] if isinstance(exc, str) else ""
+
     def _finalize(self) -> None:
         self.fetching = False
         end = self._ended or {}
@@ -443,13 +457,15 @@ class RemoteSession:
         code = end.get("exit_code", self._run_json.get("exit_code"))
         if not isinstance(code, int) or isinstance(code, bool) or not -(1 << 16) < code < 1 << 16:
             code = 1  # no exit code from the host (lost, garbage): never called a success
+        if data is not None:
+            self._believe(data)
         notices = end.get("final_notices") if isinstance(end.get("final_notices"), list) else []
         self.final_notices.extend(str(n)[:2000] for n in notices)
         if end.get("state") == "lost":
             self.final_notices.append(f"the run's supervisor on {self.host.label} is gone (host rebooted or killed)")
         if self.fetch_error:
             self.final_notices.append(f"{self.fetch_error} (ptprof remote fetch {self.host.label} {self.run_id})")
-        self.state.notices.extend(self.final_notices)
+        self.state.notices.extend(n for n in self.final_notices if n not in self.state.notices)
         self.start_timed_out = bool(end.get("start_timed_out"))
         self.stopped_after_window = bool(end.get("stopped_after_window"))
         if isinstance(self._run_json.get("stop_signals"), list):

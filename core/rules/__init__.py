@@ -54,9 +54,10 @@ class Analysis:
 
 def analyze(trace_set, config: dict | None = None, rules: Iterable[Rule] | None = None,
             progress: Callable[[float, str], None] | None = None,
-            cancelled: Callable[[], bool] | None = None) -> Analysis:
-    """Run rules over a TraceSet. A rule that raises becomes a 'check not run', never a crash."""
-    gen = iter_analyze(trace_set, config, rules)
+            cancelled: Callable[[], bool] | None = None, world_hint: int = 0) -> Analysis:
+    """Run rules over a TraceSet. A rule that raises becomes a 'check not run', never a crash.
+    `world_hint`: how many ranks the run has when the set holds one of them (core/ranks' per-rank map)."""
+    gen = iter_analyze(trace_set, config, rules, world_hint=world_hint)
     while True:
         try:
             fraction, rule_id = next(gen)
@@ -73,13 +74,14 @@ class AnalysisCancelled(Exception):
     """The consumer of iter_analyze / analyze asked it to stop."""
 
 
-def iter_analyze(trace_set, config: dict | None = None, rules: Iterable[Rule] | None = None
-                 ) -> Generator[tuple[float, str], None, Analysis]:
+def iter_analyze(trace_set, config: dict | None = None, rules: Iterable[Rule] | None = None,
+                 world_hint: int = 0) -> Generator[tuple[float, str], None, Analysis]:
     """Generator form for workers: yields (fraction, rule id) before each rule, returns the Analysis.
     Stop iterating to cancel (nothing is left running)."""
     t0 = time.perf_counter()
     cfg = config if config is not None else load_config()
     ctx = RuleContext(trace_set, cfg)
+    ctx.world_hint = world_hint
     rules = list(rules) if rules is not None else all_rules()
     total = RuleOutput()
     for k, r in enumerate(rules):

@@ -159,6 +159,7 @@ class RuleContext:
         self.config = config
         self._steps: dict[int, Steps] = {}
         self.memo: dict[str, Any] = {}  # per-analysis values shared by rules (bundle sync sites ...)
+        self.world_hint = 0  # ranks of the run when the set holds one of them (core/ranks' per-rank map)
 
     def memoized(self, key: str, compute):
         if key not in self.memo:

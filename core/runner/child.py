@@ -318,9 +318,8 @@ class ChildRunner:
             self.ev.emit("notice", code="export_failed", message=f"could not write trace {name}: {exc}")
             return
         finally:
-            for leftover in (tmp_json, part):
-                if leftover is not None:
-                    Path(leftover).unlink(missing_ok=True)
+            for leftover in filter(None, (tmp_json, part)):
+                Path(leftover).unlink(missing_ok=True)
         self.ev.emit("cycle", cycle=self._cycle, path=f"traces/{name}", bytes=final.stat().st_size,
                      export_s=round(time.perf_counter() - t0, 3), step=self.step, source=self.source)
 
@@ -448,6 +447,7 @@ def main(argv: list[str] | None = None) -> int:
     protocol = _load_sibling("protocol")
     capture_mod = _load_sibling("compile_capture")
     rank = int(os.environ.get("RANK", "0"))
+    protocol.take_key()  # the run's key, before any script code runs: only signed lines are believed
     early = protocol.EventWriter(str(Path(opts.bundle) / protocol.EVENTS_FILE), rank)
     # stop handlers first, then `launch`: the launcher counts its stop grace from that event (before it,
     # a SIGINT ends the interpreter with Python's own 130). The answer goes out from a thread as soon as

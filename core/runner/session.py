@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from core.gpu.backend import GpuBackend, open_backend
 from core.gpu.sampler import Sampler
 from core.runner import bundle as bl
+from core.runner.auth import RunKey
 from core.runner.config import RunConfig
 from core.runner.launch import build_argv, build_env
 from core.runner.process import ChildProcess, StopPlan
 from core.runner.events_check import valid
-from core.runner.livestate import LiveState  # noqa: F401 (folded here; the remote agent folds it too)
+from core.runner.livestate import LiveState, escaped  # noqa: F401 (one fold, here and on a remote host)
 from core.runner.protocol import EventTail
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,9 @@ class RunSession:
         self.plan = plan
         self.proc: ChildProcess | None = None
         self.sampler: Sampler | None = None
-        self.tail = EventTail(str(self.bundle.events))
+        self.key = RunKey()  # only lines the child signed with this run's key are believed (auth.py)
+        self.tail = EventTail(str(self.bundle.events), verify=self.key.check_line)
+        self.forged_events = 0  # lines without a valid MAC, or replays: written by someone else
         self.state = LiveState()
         self.started_ns = 0
         self.ended_ns = 0
@@ -86,16 +89,20 @@ class RunSession:
         bl.write_json(self.bundle.run_json, self._run_json)
         env = build_env(cfg, self.bundle.root, plan=self.plan)
         backend = self._backend if self._backend is not None else open_backend(env.get("CUDA_VISIBLE_DEVICES"))
+        key_env, key_fds = self.key.child_env(cfg.torchrun)
+        env.update(key_env)
         self.proc = ChildProcess(argv, cfg.workdir, env, self.bundle.stdout_log, self.bundle.stderr_log, self.plan,
-                                 marker=f"PTPROF_BUNDLE={env['PTPROF_BUNDLE']}", await_ready=True)
+                                 marker=f"PTPROF_BUNDLE={env['PTPROF_BUNDLE']}", await_ready=True, pass_fds=key_fds)
         self._started_mono = time.monotonic()
         try:
             self.proc.start()
         except OSError as exc:
+            self.key.close_child_end()
             backend.close()
             self.state.exception = f"could not start {cfg.python}: {exc.strerror or exc}"
             self._finalize(127, extra={"error": self.state.exception})
             return self
+        self.key.close_child_end()
         proc = self.proc
         self.sampler = Sampler(backend, cfg.nvml_hz, csv_path=self.bundle.nvml_csv,
                                pids=proc.pids).start()
@@ -132,6 +139,10 @@ class RunSession:
 
     def _take_events(self) -> list[dict]:
         raw = self.tail.poll()
+        authentic = [e for e in raw if self.key.fresh(e)]
+        self.forged_events += len(raw) - len(authentic) + self.tail.rejected
+        self.tail.rejected = 0
+        raw = authentic
         events = [e for e in raw if valid(e) and (e["type"] != "start" or self._plausible_start(e))]
         self.bad_events += len(raw) - len(events) + self.tail.skipped
         if len(raw) != len(events) or self.tail.skipped:
@@ -149,7 +160,7 @@ class RunSession:
                 self.ranks_started.add(rank)
                 self.proc.adopt_rank(e["pid"])  # signalled only if it is one of the run's own processes
                 if self._run_json.get("environment") is None:
-                    self._run_json["environment"] = {k: e.get(k) for k in ("python", "torch_version", "cuda",
+                    self._run_json["environment"] = {k: escaped(e.get(k)) for k in ("python", "torch_version", "cuda",
                                                                             "devices", "world_size", "cwd",
                                                                             "device_properties")}
                 if isinstance(e.get("world_size"), int):
@@ -222,6 +233,10 @@ class RunSession:
                                                   if window else ""))
             self.final_notices.append(msg)
             extra.update(end_seen=False, lost_window=window)
+        if self.forged_events:
+            self.final_notices.append(f"events.jsonl: {self.forged_events} line(s) not written by ptprof's runner "
+                                      "(the script wrote to the file?) were ignored")
+            extra["forged_event_lines"] = self.forged_events
         if self.bad_events:
             self.final_notices.append(f"events.jsonl: {self.bad_events} malformed line(s) skipped")
             extra["bad_event_lines"] = self.bad_events

@@ -31,8 +31,13 @@ log = logging.getLogger(__name__)
 
 
 def _analysis_job(trace_set, config):
-    """Worker body: rules (yielding progress), then the per-step breakdown of every model."""
-    result = yield from iter_analyze(trace_set, config)
+    """Worker body: rules (yielding progress), then the per-step breakdown of every model. Several ranks /
+    cycles: rank by rank, then across ranks (core/ranks, the path of `ptprof analyze`)."""
+    if len(trace_set.models) > 1:
+        from core.ranks.inset import iter_analyze_set
+        result = yield from iter_analyze_set(trace_set, config)
+    else:
+        result = yield from iter_analyze(trace_set, config)
     kw = int(config.get("gpu_idle", {}).get("kernel_wait_max_ns", 30_000))
     breakdowns = [step_breakdown(m, kw) for m in trace_set.models]
     return result, breakdowns

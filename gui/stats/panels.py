@@ -104,7 +104,18 @@ class StatsPanel(QtWidgets.QWidget):
         fn = self.prepare()
         if self._worker is not None:
             lane.drop(self._worker)  # still queued: its table is not wanted any more
-        worker = create_worker(lambda ms: [fn(m) for _, m in ms], self._models, _start_thread=False,
+        build = self.build_columns
+
+        def job(ms):
+            # the tables and their columns (kernel names made distinct, string lookups, ...) in the worker:
+            # at 128 ranks the UI thread built every rank's columns in one go (issue 33)
+            out = []
+            for mi, m in ms:
+                table = fn(m)
+                part = Part(mi, m, table, 0, 0)
+                out.append((part, build(m, table, part)))
+            return out
+        worker = create_worker(job, self._models, _start_thread=False,
                                _connect={"returned": lambda tables, g=gen: self._on_worker_returned(g, tables),
                                          "errored": lambda exc, g=gen: self._on_worker_errored(g, exc)})
         self._worker = worker
@@ -123,19 +134,19 @@ class StatsPanel(QtWidgets.QWidget):
         if self._worker is not None:  # its tab was opened before the table was computed: next in line
             lane.promote(self._worker, lane.VISIBLE)
 
-    def _on_worker_returned(self, gen: int, tables) -> None:
+    def _on_worker_returned(self, gen: int, built) -> None:
         if not shiboken6.isValid(self) or gen != self._generation or self.model is None:
             return  # a newer model or grouping was asked for meanwhile
         parts, per_part = [], []
         start = 0
-        for (mi, m), table in zip(self._models, tables):
-            part = Part(mi, m, table, start, 0)
-            cols = self.build_columns(m, table, part)
+        for part, cols in built:
+            part.start = start
             part.n = len(cols[0].values) if cols else 0
             start += part.n
             parts.append(part)
             per_part.append(cols)
         self.parts = parts
+        self.columns_shown(parts)
         columns = per_part[0] if len(parts) == 1 else _stack(parts, per_part)
         self.table_model.set_columns(columns)
         self.proxy.setFilterKeyColumn(1 if len(parts) > 1 else 0)  # the name, not the Rank column
@@ -169,6 +180,9 @@ class StatsPanel(QtWidgets.QWidget):
 
     def compute(self, model: TraceModel):
         raise NotImplementedError
+
+    def columns_shown(self, parts: list["Part"]) -> None:
+        """On the UI thread once the parts are placed (build_columns runs in the worker: no Qt there)."""
 
     def build_columns(self, model: TraceModel, table, part: "Part") -> list[Column]:
         """Columns of one model's table; per-row state a subclass needs later goes on `part.state`."""
@@ -353,9 +367,8 @@ class StepsPanel(StatsPanel):
         st, (comm_ns, tflops, mfu), metrics = result
         part.state["st"] = st
         lines = format_metrics([metrics])
-        text = lines[0].strip().replace("metrics: ", f"Metrics{f' (rank {m.rank})' if m.rank else ''}: ") if lines \
-            else "Metrics: none for this trace"
-        self.metrics_label.setText(text if part.start == 0 else self.metrics_label.text() + "\n" + text)
+        part.state["metrics"] = lines[0].strip().replace("metrics: ", f"Metrics{f' (rank {m.rank})' if m.rank else ''}: ") \
+            if lines else "Metrics: none for this trace"
         cols = [
             Column("Step", st.number, lambda v: "all" if v < 0 else f"#{int(v)}", align_right=False),
             Column("Start", st.ts_ns, _ns),
@@ -373,6 +386,9 @@ class StepsPanel(StatsPanel):
             Column("MFU", mfu, _pct),
         ]
         return cols
+
+    def columns_shown(self, parts: list[Part]) -> None:
+        self.metrics_label.setText("\n".join(p.state.get("metrics", "") for p in parts))
 
     def occurrences_of(self, part: Part, row: int) -> np.ndarray:
         st = part.state["st"]

@@ -216,3 +216,23 @@ def test_missing_script_and_cwd_on_the_host(sshd, remote_root, tmp_path):
     code, _, err = cli("record", *host_args(sshd), "--python", sys.executable, "--cwd", str(tmp_path),
                        "--out", str(tmp_path / "b"), "nope.py")
     assert code == 2 and "script not found on the host" in err and len(err.strip().splitlines()) == 1, err
+
+
+FORGER = TRAIN + """
+import json, os
+with open(os.path.join(os.environ["PTPROF_BUNDLE"], "events.jsonl"), "a") as fh:
+    fh.write(json.dumps({"type": "notice", "t_ns": 1, "rank": 0, "code": "x", "message": "FORGED \\x1b[2J"}) + "\\n")
+    fh.write(json.dumps({"type": "step", "t_ns": 1, "rank": 0, "step": 10 ** 6, "dur_ns": 1}) + "\\n")
+"""
+
+
+@pytest.mark.timeout(150)
+def test_lines_the_script_forges_are_not_believed(sshd, remote_root, tmp_path):
+    script = write(tmp_path, "forge.py", FORGER)
+    code, _, err = cli("record", *host_args(sshd), "--python", sys.executable, "--env", "OMP_NUM_THREADS=1",
+                       "--out", str(tmp_path / "b"), str(script), "6")
+    assert code == 0, err
+    run = json.loads((tmp_path / "b" / "run.json").read_text())
+    assert run["forged_event_lines"] == 2 and run["steps"] == 6
+    assert not any("FORGED" in n for n in run["notices"]) and "FORGED" not in err
+    assert "6 steps" in err

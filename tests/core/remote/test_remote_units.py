@@ -27,7 +27,10 @@ def test_uploaded_runner_is_stdlib_only_and_python39():
                 mods = {node.module.split(".")[0]}
             else:
                 continue
-            assert mods <= stdlib, f"{name} imports {mods - stdlib}: it runs on a host with nothing installed"
+            # auth.py's `core.runner.protocol` is the uploaded protocol.py (agent.py puts it in sys.modules);
+            # livestate.py's `core.commands.terminal` falls back to the uploaded terminal.py
+            allowed = stdlib | ({"core"} if name in ("auth.py", "livestate.py") else set())
+            assert mods <= allowed, f"{name} imports {mods - allowed}: it runs on a host with nothing installed"
         assert b"slots=True" not in data, f"{name}: dataclass(slots=True) needs Python 3.10"
 
 
