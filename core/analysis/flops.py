@@ -91,6 +91,7 @@ class StepFlops:
     backward_estimated: np.ndarray  # bool: the 2x rule gave the backward FLOPs
     device: str  # deviceProperties name ("" none)
     peak_tflops: dict  # dtype -> dense peak of the device ({} unknown)
+    fp32_math: str = "fp32"  # the peak fp32 FLOPs are divided by: "tf32" when the GEMMs / convs ran on TF32
 
     def __len__(self) -> int:
         return len(self.number)
@@ -382,11 +383,16 @@ def step_flops(model: TraceModel, windows: tuple | None = None) -> StepFlops:
     device = model_device_name(model)
     entry = device_peaks(device) if device else {}
     peaks = {k: float(v) for k, v in entry.items() if k in ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")}
+    fp32_math = fp32_math_mode(model)
+    if fp32_math == "tf32" and "tf32" in peaks:  # fp32 tensors on TF32 tensor cores: their peak, not FP32's
+        peaks = {**peaks, "fp32": peaks["tf32"]}  # (imagenet resnet18: "MFU 66 %" beside "GPU idle 54 %")
+    else:
+        fp32_math = "fp32"
     n = len(number)
     has_shapes = bool((s.at("input_dims", s.kind == Kind.CPU_OP) > 0).any())
     if not has_shapes:
         nan = np.full(n, np.nan)
-        return StepFlops(number, nan, nan.copy(), nan.copy(), np.zeros(n, bool), device, peaks)
+        return StepFlops(number, nan, nan.copy(), nan.copy(), np.zeros(n, bool), device, peaks, fp32_math)
     ts = s.ts_ns[ops.row]
     step_of = np.searchsorted(w0, ts, side="right") - 1
     inside = (step_of >= 0) & (ts < w1[np.maximum(step_of, 0)])
@@ -410,7 +416,30 @@ def step_flops(model: TraceModel, windows: tuple | None = None) -> StepFlops:
             at_peak_s += per_step / (peak * 1e12)
     tflops = total / dur_s / 1e12
     mfu = np.where(known & bool(peaks), 100.0 * at_peak_s / dur_s, np.nan)
-    return StepFlops(number, total, tflops, mfu, estimated, device, peaks)
+    return StepFlops(number, total, tflops, mfu, estimated, device, peaks, fp32_math)
+
+
+def fp32_math_mode(model: TraceModel) -> str:
+    """"tf32" when most of the fp32 GEMM / convolution kernel time ran on TF32 tensor cores (cuBLAS / cuDNN /
+    CUTLASS name the math: `..._tf32f32_tf32f32_...`, `cutlass_tensorop_tf32...`), else "fp32". Kernel names,
+    not the recorded flags: cuDNN's convolutions use TF32 by default while torch.backends.cuda.matmul does not."""
+    from core.analysis.rows import kind_rows
+    rows = kind_rows(model, [Kind.KERNEL])
+    if not len(rows):
+        return "fp32"
+    s = model.slices
+    ids, inv = np.unique(s.name[rows], return_inverse=True)
+    time = np.bincount(inv, weights=s.dur_ns[rows].astype(np.float64), minlength=len(ids))
+    tf32 = plain = 0.0
+    for k, sid in enumerate(ids.tolist()):
+        n = model.strings[int(sid)].lower()
+        if not any(w in n for w in ("gemm", "conv", "fprop", "dgrad", "wgrad", "xmma", "cutlass", "cublas")):
+            continue
+        if "tf32" in n:
+            tf32 += time[k]
+        elif ("sgemm" in n or "f32f32" in n or "fp32" in n) and not any(w in n for w in ("bf16", "f16", "half")):
+            plain += time[k]
+    return "tf32" if tf32 > plain else "fp32"
 
 
 def step_time_ns(model: TraceModel, w0: np.ndarray, w1: np.ndarray) -> np.ndarray:

@@ -51,6 +51,7 @@ class RankMetrics:
     tflops: float | None = None
     mfu_pct: float | None = None
     device: str = ""
+    mfu_peak: str = ""  # the peak fp32 FLOPs were divided by: "tf32" (TF32 tensor cores) or "fp32"
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -155,7 +156,8 @@ def _rank_metrics(model: TraceModel, windows) -> RankMetrics:
     return RankMetrics(rank=int(model.rank), overlap_pct=_num(overlap_pct(model, span)),
                        queue_length=queue_lengths(model, span), launch_delay_us=delays,
                        kernels_shorter_than_launch=shorter, memcpy_gbps=memcpy_bandwidth(model, span),
-                       tflops=_num(tflops), mfu_pct=_num(mfu), device=f.device)
+                       tflops=_num(tflops), mfu_pct=_num(mfu), device=f.device,
+                       mfu_peak=f.fp32_math if mfu is not None else "")
 
 
 def trace_metrics(trace_set: TraceSet) -> list[RankMetrics]:
@@ -168,7 +170,9 @@ def format_metrics(metrics) -> list[str]:
     for rm in metrics:
         parts = []
         if rm.tflops is not None:
-            parts.append(f"{rm.tflops:.1f} TFLOP/s" + (f", MFU {rm.mfu_pct:.1f} %" if rm.mfu_pct is not None else ""))
+            peak = " of the TF32 peak for fp32" if getattr(rm, "mfu_peak", "") == "tf32" else ""
+            parts.append(f"{rm.tflops:.1f} TFLOP/s" + (f", MFU {rm.mfu_pct:.1f} %{peak}" if rm.mfu_pct is not None
+                                                       else ""))
         if rm.overlap_pct is not None:
             parts.append(f"comm overlap {rm.overlap_pct:.1f} %")
         if rm.launch_delay_us:

@@ -112,8 +112,8 @@ def run_multi(args, rule_ids, extra=()) -> int:
         return 2
     try:
         ex = make_executor(args.scheduler, args.workers)
-    except (ImportError, OSError, ValueError, TimeoutError) as exc:
-        print(printable(f"ptprof: --scheduler {args.scheduler}: {exc}"), file=sys.stderr)
+    except (ImportError, OSError, ValueError, TimeoutError, RuntimeError) as exc:  # RuntimeError: a worker
+        print(printable(f"ptprof: --scheduler {args.scheduler}: {exc}"), file=sys.stderr)  # that did not start
         return 2
     try:
         ra = analyze_run(args.path, ex, rules=rule_ids, use_cache=not args.no_cache)
@@ -143,8 +143,7 @@ def run_multi(args, rule_ids, extra=()) -> int:
 def json_doc(result, checks: list[dict], metrics) -> dict:
     """The `--json` document (also `ptprof.analyze(...).to_json()` and the MCP server's source)."""
     doc = {"health": checks} | result.to_json()
-    doc["summary"] = dict(doc["summary"], tflops=metrics[0].tflops if metrics else None,
-                          mfu_pct=metrics[0].mfu_pct if metrics else None)
+    doc["summary"] = dict(doc["summary"], **_summary_metrics(metrics))
     doc["metrics"] = [rm.to_json() for rm in metrics]
     return doc
 
@@ -210,3 +209,19 @@ def format_table(result, metrics=(), checks=()) -> str:
         lines.append("  checks not run:")
         lines.extend(f"    {n.rule}: {n.reason}" for n in result.not_run)
     return "\n".join(lines) + "\n"
+
+
+def _summary_metrics(metrics) -> dict:
+    """The summary's TFLOP/s and MFU: one rank's, or over all ranks (TFLOP/s summed: the job's throughput; MFU
+    the mean) - and which (`metrics_scope`); they used to be rank 0's without saying so."""
+    if not metrics:
+        return {"tflops": None, "mfu_pct": None}
+    if len(metrics) == 1:
+        return {"tflops": metrics[0].tflops, "mfu_pct": metrics[0].mfu_pct, "mfu_peak": metrics[0].mfu_peak,
+                "metrics_scope": f"rank {metrics[0].rank}"}
+    tf = [m.tflops for m in metrics if m.tflops is not None]
+    mfu = [m.mfu_pct for m in metrics if m.mfu_pct is not None]
+    return {"tflops": round(sum(tf), 4) if len(tf) == len(metrics) else None,
+            "mfu_pct": round(sum(mfu) / len(mfu), 4) if len(mfu) == len(metrics) else None,
+            "mfu_peak": metrics[0].mfu_peak,
+            "metrics_scope": f"all {len(metrics)} traces: TFLOP/s summed, MFU their mean"}

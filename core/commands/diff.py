@@ -127,6 +127,8 @@ def text(d) -> str:
     lines = _headline(d)
     if d.per_rank:
         lines += ["per rank (median step A -> B):"] + _rank_lines(d)
+    if getattr(d, "basis_note", ""):
+        lines.append(f"note: {d.basis_note}")
     lines += [f"warning: {w}" for w in d.warnings]
     unit = "per step" if d.a.steps and d.b.steps else "whole trace"
     for title, rows in (("kernels", d.kernels), ("ops", d.ops)):
@@ -188,6 +190,8 @@ def markdown(d, gate_line: str | None = None) -> str:
     if mem["a_peak_bytes"] is not None and mem["b_peak_bytes"] is not None:
         lines.append(f"| memory peak | {units.fmt_bytes(mem['a_peak_bytes'])} | {units.fmt_bytes(mem['b_peak_bytes'])} | "
                      f"{_signed_bytes(mem['b_peak_bytes'] - mem['a_peak_bytes'])} |")
+    if getattr(d, "basis_note", ""):
+        lines.append(f"> {d.basis_note}")
     lines += [f"> {w}" for w in d.warnings]
     changed = [r for r in d.kernels if r.delta_ns][:5]
     if changed:

@@ -22,7 +22,7 @@ from core.commands.terminal import printable
 def add_arguments(p) -> None:
     p.add_argument("--out", default=None, help="bundle folder: new, empty, or an old bundle (only ptprof's own "
                    "files are replaced); default ./ptprof-runs/<script>-<time>")
-    p.add_argument("--wait", type=int, default=1, help="schedule: optimizer steps skipped per cycle")
+    p.add_argument("--wait", type=int, default=5, help="schedule: optimizer steps skipped per cycle")
     p.add_argument("--warmup", type=int, default=1, help="schedule: warm-up steps (traced, not saved)")
     p.add_argument("--active", type=int, default=3, help="schedule: recorded steps per cycle")
     p.add_argument("--repeat", type=int, default=1, help="schedule: cycles (0 = until the script ends)")

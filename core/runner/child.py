@@ -47,12 +47,13 @@ def _load_sibling(name: str):
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="ptprof-child")
     p.add_argument("--bundle", required=True)
-    for name, default in (("wait", 1), ("warmup", 1), ("active", 3), ("repeat", 1), ("fallback-steps", 5)):
+    for name, default in (("wait", 5), ("warmup", 1), ("active", 3), ("repeat", 1), ("fallback-steps", 5)):
         p.add_argument(f"--{name}", type=int, default=default)
     p.add_argument("--no-shapes", action="store_true")
     p.add_argument("--no-memory", action="store_true")
     p.add_argument("--with-stack", action="store_true")
     p.add_argument("--no-sync-debug", action="store_true")
+    p.add_argument("--stop-after-window", action="store_true", help="end the script once the last cycle is saved")
     p.add_argument("--memory-history", action="store_true")  # memhist.py: the allocator's history + snapshot
     p.add_argument("--max-entries", type=int, default=100000)
     p.add_argument("--module", action="store_true", help="SCRIPT is a module name, run like `python -m`")
@@ -69,7 +70,7 @@ _guards = _load_sibling("guards")
 _Terminated, _Signals, _Orphan, _LogFallback = _guards.Terminated, _guards.Signals, _guards.Orphan, _guards.LogFallback
 _on_sigterm, _user_frames = _guards.on_sigterm, _guards.user_frames
 _stepsource, _syncsite, _target = _load_sibling("stepsource"), _load_sibling("syncsite"), _load_sibling("target")
-_devinfo = _load_sibling("devinfo")
+_devinfo, _observe = _load_sibling("devinfo"), _load_sibling("observe")
 _memhist = _load_sibling("memhist")  # allocator history, the snapshot at an OOM (issue 32)
 
 
@@ -94,11 +95,10 @@ class ChildRunner:
         self._forward_done = False  # the bounded forward window ran: no further forward steps
         self._last_ns = time.perf_counter_ns()
         self._hook_ns = 0  # our own time in the last step hook (profiler transitions, export, device sync)
-        self._cycle = 0
-        self._discard = False
-        self._phase = "start"
+        self._cycle, self._discard, self._phase = 0, False, "start"
         self._meta_cycle = -1
         self._autocast_seen: set[str] = set()
+        self.loaders = _observe.LoaderWatch()
         self.sources = _stepsource.StepSources(torch, self._on_switch, self._on_step, self._on_forward_pre,
                                                self._guarded)
         self.sites = _syncsite.SiteFinder(os.path.dirname(torch.__file__), str(_HERE))
@@ -140,8 +140,8 @@ class ChildRunner:
     def _schedule(self) -> tuple[int, int, int, int]:
         if self.source == "forward":
             return 0, 1, max(1, self.o.fallback_steps), 1
-        s = self.o
-        return s.wait, s.warmup, s.active, s.repeat
+        # after a DataLoader's prefetched batches, a batch of every worker (observe.py)
+        return self.loaders.schedule(self.o.wait, self.o.warmup, self.o.active, self.o.repeat)
 
     def _run_meta(self) -> dict:
         t = self.torch
@@ -166,8 +166,9 @@ class ChildRunner:
             self.step_aside(f"torch {self.torch.__version__} has no global optimizer hook (needs torch >= 2.0): "
                             "the script runs without the profiler")
             return
-        self._patch_autocast()
+        _observe.patch_autocast(self.torch, self._autocast_seen)
         self._patch_profiler_start()
+        self.loaders.install(self.torch)
         self._install_sync_debug()
 
     def _guarded(self, hook):
@@ -211,6 +212,8 @@ class ChildRunner:
             if self.prof is None:
                 self.prof = self._make_profiler(*self._schedule())
                 self.prof.start()
+                if self.loaders.moved:
+                    self.ev.emit("notice", code="loader_schedule", **self.loaders.notice())
             else:
                 if self.prof.current_action.name == "RECORD_AND_SAVE":
                     self._close_window_sync(self.prof)
@@ -282,6 +285,8 @@ class ChildRunner:
             self.ev.emit("phase", phase=phase, step=self.step, source=self.source)
             if phase == "done":
                 self.memhist.window_done()
+            if phase == "done" and self.o.stop_after_window and self._cycle:
+                raise _guards.WindowDone()  # ends the script here, in its main thread (not SIGINT)
         if phase in ("warmup", "active") and len(self.sync_sites) != self._sync_meta_n:
             self._sync_meta_n = len(self.sync_sites)
             try:
@@ -331,16 +336,6 @@ class ChildRunner:
             return
         _syncsite.install_sync_debug(self)
 
-    def _patch_autocast(self) -> None:
-        cls = getattr(getattr(self.torch, "amp", None), "autocast", None) or self.torch.autocast
-        original = cls.__enter__
-        seen = self._autocast_seen
-
-        def __enter__(ac_self):
-            seen.add(str(getattr(ac_self, "device", "?")) + ":" + str(getattr(ac_self, "fast_dtype", "")))
-            return original(ac_self)
-        cls.__enter__ = __enter__
-
     def _patch_profiler_start(self) -> None:
         cls = self.torch.profiler.profile
         original = cls.start
@@ -370,7 +365,8 @@ class ChildRunner:
         self.ev.emit("start", pid=os.getpid(), python=sys.executable, torch_version=torch.__version__,
                      cuda=torch.cuda.is_available(), devices=torch.cuda.device_count(), world_size=self.world,
                      argv=[target.label, *args], cwd=os.getcwd(), module=target.name if target.module else None,
-                     device_properties=_devinfo.device_properties(torch),
+                     device_properties=_devinfo.device_properties(torch), cpus=_observe.cpus(),
+                     teardown_cupti=os.environ.get("TEARDOWN_CUPTI") == "1",
                      schedule={k: getattr(self.o, k) for k in ("wait", "warmup", "active", "repeat")})
         try:
             target.check()
@@ -391,6 +387,9 @@ class ChildRunner:
             exit_code = _exit_code(exc.code)
             if isinstance(exc, _Terminated):
                 self.ev.emit("notice", code="terminated", message="stopped by SIGTERM")
+        except _guards.WindowDone:
+            exit_code = 0
+            self.ev.emit("notice", code="window_done", message=_guards.WindowDone.message)
         except KeyboardInterrupt:
             exit_code = 130
             self.ev.emit("notice", code="interrupted", message="stopped by SIGINT (Ctrl-C / Stop)")
@@ -467,6 +466,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype feature")
     # about our own global forward hooks (stepsource.py), which ignore the OptimizedModule's extra call
     warnings.filterwarnings("ignore", message="Using `torch.compile\\(module\\)` when there are global hooks")
+    _observe.cupti_teardown(opts.repeat)
     try:
         import torch
     except ImportError as exc:  # bad input (wrong interpreter): the launcher says it in one line

@@ -21,6 +21,8 @@ def child_options(cfg: RunConfig, bundle_dir: str | Path) -> list[str]:
         opts.append("--with-stack")
     if not cfg.sync_debug:
         opts.append("--no-sync-debug")
+    if cfg.stop_after_window:
+        opts.append("--stop-after-window")
     if cfg.memory_history:
         opts += ["--memory-history", "--max-entries", str(cfg.max_entries)]
     return opts

@@ -27,6 +27,8 @@ from core.runner.events_check import valid
 from core.runner.livestate import LiveState, escaped  # noqa: F401 (one fold, here and on a remote host)
 from core.runner.protocol import EventTail
 
+WINDOW_DONE_GRACE_S = 30.0  # --stop-after-window: the child ends the script itself; SIGINT only after this
+
 log = logging.getLogger(__name__)
 
 
@@ -66,6 +68,7 @@ class RunSession:
         self._done_ranks: set[int] = set()  # ranks whose schedule is done (--stop-after-window)
         self._world = max(1, cfg.nproc)
         self.stopped_after_window = False
+        self._window_stop_at = 0.0
 
     @property
     def finished(self) -> bool:
@@ -132,6 +135,9 @@ class RunSession:
             self.proc.request_stop()
             self.proc.kill()
             code = self.proc.poll()
+        if code is None and self._window_stop_at and time.monotonic() > self._window_stop_at \
+                and not self.stopping_requested:
+            self.request_stop()  # --stop-after-window: the script did not reach another step hook
         if code is not None:
             self._finalize(code)
             up.exit_code = self.exit_code
@@ -162,14 +168,16 @@ class RunSession:
                 if self._run_json.get("environment") is None:
                     self._run_json["environment"] = {k: escaped(e.get(k)) for k in ("python", "torch_version", "cuda",
                                                                             "devices", "world_size", "cwd",
-                                                                            "device_properties")}
+                                                                            "device_properties", "cpus")}
                 if isinstance(e.get("world_size"), int):
                     self._world = max(self._world, e["world_size"])
             elif kind == "phase" and e.get("phase") == "done" and self.cfg.stop_after_window:
                 self._done_ranks.add(rank)
-                if len(self._done_ranks) >= self._world and not self.stopping_requested:
-                    self.stopped_after_window = True  # the same path as Stop (SIGINT, then escalation)
-                    self.request_stop()
+                if len(self._done_ranks) >= self._world and not self.stopped_after_window:
+                    # the child ends the script itself at that step (guards.WindowDone, not SIGINT: a
+                    # script's Ctrl-C handler would run); Stop's path only if it has not ended in time
+                    self.stopped_after_window = True
+                    self._window_stop_at = time.monotonic() + WINDOW_DONE_GRACE_S
             elif kind == "end":
                 self.ends[rank] = e["exit_code"]
             elif kind == "notice" and e.get("code") == "flushing":
