@@ -108,9 +108,12 @@ def run_steps_ns(ts, inflation: float | None) -> np.ndarray | None:
         t = replay_input(model).times
         if t.synthetic or not len(t):
             continue
-        vals = steps_ns(model, inflation, floor=data_period_ns(model))
+        floor = data_period_ns(model)
+        vals = steps_ns(model, inflation, floor=floor)
         if len(vals) != len(t.number):
             return None
+        if floor:  # paced by the workers: every step of a round costs the round's mean (the period)
+            vals = np.full(len(vals), float(vals.mean()))
         for number, v in zip(t.number.tolist(), vals.tolist()):
             key = (cycle, number)
             per_step[key] = max(per_step.get(key, 0.0), v)

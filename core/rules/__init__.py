@@ -188,7 +188,9 @@ def _summary(ctx: RuleContext, findings: list[Finding], not_run: list[CheckNotRu
         "mean_step_ns": int(durs.mean()) if len(durs) else 0,  # effective: max(CPU span, GPU span) per step
         "cpu_step_ns": int(cpu_durs.mean()) if len(cpu_durs) else 0,
         "gpu_step_ns": int(gpu_durs.mean()) if len(gpu_durs) else 0,
-        "bound": _majority(bounds),
+        # a loop the DataLoader workers pace is data-bound, though most of its steps are served at once
+        # (one stall per round of the workers: the majority said "cpu")
+        "bound": "data" if _paced(ctx) else _majority(bounds),
         # the same steps as mean_step_ns and every impact_pct (effective steps; CPU spans were up to 1.74x apart
         # on GPU-bound traces); a trace without steps: its whole span
         "total_step_ns": int(sum(int(t.effective_ns.sum()) if not t.synthetic else s.total_ns
@@ -200,6 +202,14 @@ def _summary(ctx: RuleContext, findings: list[Finding], not_run: list[CheckNotRu
         "warnings": list(ctx.trace_set.all_warnings),  # loader warnings (same field as `ptprof info --json`)
         "analysis_s": round(elapsed, 4),
     }
+
+
+def _paced(ctx: RuleContext) -> bool:
+    try:
+        from core.analysis.unprofiled import data_period_ns
+        return any(m.devices and data_period_ns(m) for m in ctx.models)
+    except Exception:  # noqa: BLE001 - a summary field must not fail the analysis
+        return False
 
 
 def _majority(bounds: np.ndarray) -> str:

@@ -52,9 +52,14 @@ def amortised(ctx, finding, model, step_ns: float) -> tuple[int, float, str] | N
             per_step = n_re * mean_s * 1e9 / run_steps
             text = (f"{n_re} recompiles over the run's {run_steps} steps; {how}: "
                     f"{per_step / 1e6:.2f} ms per step amortised")
-            return int(per_step), 100.0 * per_step / max(step_ns, 1.0), text
+            return int(per_step), _pct(per_step, step_ns), text
     if in_win:
         per_step = in_win / n_win
-        return int(per_step), 100.0 * per_step / max(step_ns, 1.0), (
+        return int(per_step), _pct(per_step, step_ns), (
             f"recompile time in the window ({in_win / 1e6:.1f} ms) over its {n_win} steps (mean)")
     return None
+
+
+def _pct(per_step: float, step_ns: float) -> float:
+    """Share of the run's mean step, which holds the amortised compile time (step_ns is a step without one)."""
+    return 100.0 * per_step / max(step_ns + per_step, 1.0)

@@ -67,3 +67,15 @@ def test_a_loader_paced_diff_compares_unprofiled_steps(rows):
     """The num_workers pairs: recorded windows served from prefetched batches vs stalled ones; the diff says
     it compared unprofiled steps."""
     assert rows["loader_starved"]["diff_basis"] == "unprofiled"
+
+
+def test_a_starved_loader_is_data_bound_at_its_real_step_time():
+    """num_workers=2, one stall per round (4.8, 465.8, 5.0 ms recorded): data-bound, ≈ the measured 234 ms a
+    step without the profiler, and the loader fix priced at the period 8 workers give."""
+    from core.rules import analyze
+    from core.trace.loader import load
+    a = analyze(load(PAIRS2 / "loader_starved_a", use_cache=False))
+    assert a.summary["bound"] == "data"
+    assert abs(a.summary["unprofiled_step_ns"] / 1e6 - 233.9) < 0.1 * 233.9
+    f = [f for f in a.findings if f.rule == "dataloader_bound"][0]
+    assert f.severity.label == "error" and "num_workers=8" in f.estimate
