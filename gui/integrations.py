@@ -147,7 +147,8 @@ def install_all(win) -> Integrations:
         if view is None or view.trace_set is not trace_set:
             return
         for panel, name in ((view.kernels, "kernels"), (view.ops, "ops"), (view.steps, "steps")):
-            panel.table.csv_export = lambda n=name: exporter.export_table_csv(n)
+            panel.table.csv_export = lambda n=name, p=panel: exporter.export_table_csv(
+                n, None if p.shown_keys() is None else (p.csv_key_column, p.shown_keys()))
 
     win.sig_trace_loaded.connect(_on_trace_loaded_attach_csv)
     issues.csv_export = lambda: exporter.export_table_csv("findings")

@@ -18,12 +18,12 @@ LOCAL = "This computer"
 
 
 def recent_hosts() -> list[str]:
-    from gui.run.dialog import settings
-    return [h for h in (settings().value("remote/hosts", []) or []) if isinstance(h, str)]
+    from gui.settings import string_list
+    return string_list("remote/hosts")
 
 
 def remember_host(host: str) -> None:
-    from gui.run.dialog import settings
+    from gui.settings import settings
     s = settings()
     s.setValue("remote/hosts", ([host] + [h for h in recent_hosts() if h != host])[:10])
 
