@@ -134,6 +134,10 @@ def install_all(win) -> Integrations:
     win.action_run_script.setEnabled(True)
     run_panel.sig_run_started.connect(lambda _bundle: show_run_dock(win, run_dock))
     run_panel.sig_bundle_ready.connect(win.open_path)
+    from gui.remote.open_remote import install_open_remote
+    win.open_remote = install_open_remote(win)  # File > Open Remote… (SSH host: browse, fetch, open)
+    from gui.remote.reattach import install_reattach
+    install_reattach(win, run_panel, lambda: show_run_dock(win, run_dock))  # remote runs left going
 
     # --- export: File > Export report… and Export as > PNG / CSV --------------------------------
     exporter = install_export(win, findings_for=lambda ts: analyses.get(ts), run_panel=run_panel)
