@@ -209,6 +209,9 @@ def _summary(session, quiet: bool) -> int:
         print(f"ptprof: {st.exception.split(' (')[0]}: pick the training environment's python with --python",
               file=sys.stderr)
         return 2
+    if "too old for ptprof's runner" in st.exception:  # the child's own one line (runner/start.py, compat.py)
+        print(f"ptprof: {printable(st.exception)}", file=sys.stderr)
+        return 2
     if session.start_timed_out:
         print(f"ptprof: {printable(st.exception)}: is --python a Python interpreter? (the wait is "
               f"--start-timeout)", file=sys.stderr)

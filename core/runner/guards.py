@@ -133,7 +133,8 @@ def on_sigterm(signum, frame):
 
 
 _RUNNER_FILES = {os.path.abspath(Path(__file__).with_name("child.py")), os.path.abspath(__file__),
-                 os.path.abspath(Path(__file__).with_name("target.py")), os.path.abspath(runpy.__file__)}
+                 os.path.abspath(Path(__file__).with_name("target.py")), os.path.abspath(runpy.__file__),
+                 os.path.abspath(Path(__file__).with_name("start.py"))}
 
 
 def user_frames(tb):

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from core.runner.config import RunConfig
 
-CHILD = Path(__file__).resolve().with_name("child.py")
+# start.py checks the interpreter's version (one line for a Python older than 3.9), then runs child.py
+CHILD = Path(__file__).resolve().with_name("start.py")
 
 
 def child_options(cfg: RunConfig, bundle_dir: str | Path) -> list[str]:

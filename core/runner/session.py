@@ -233,7 +233,7 @@ class RunSession:
                 if self._run_json.get("environment") is None:
                     self._run_json["environment"] = {k: escaped(e.get(k)) for k in ("python", "torch_version", "cuda",
                                                                             "devices", "world_size", "cwd",
-                                                                            "device_properties", "cpus")}
+                                                                            "device_properties", "cpus", "features")}
                 if isinstance(e.get("world_size"), int):
                     self._world = max(self._world, e["world_size"])
             elif kind == "phase" and e.get("phase") == "done" and self.cfg.stop_after_window:
