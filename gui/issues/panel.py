@@ -190,6 +190,8 @@ class IssuesPanel(QtWidgets.QWidget):
         # this panel another trace's analysis and the label must not keep the last one's reasons
         self.not_run.setText("Checks not run: " + not_run_text(analysis.not_run) if analysis.not_run else "")
         self.not_run.setVisible(bool(analysis.not_run))
+        # "Checks not run: source" is the analysis' word that the trace has no Python stacks
+        self.details.stacks = not any(getattr(n, "rule", None) == "source" for n in analysis.not_run)
         self.details.show_finding(None)
         self.rank_combo.blockSignals(True)
         self.rank_combo.clear()
