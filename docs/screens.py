@@ -278,10 +278,48 @@ def live_no_gpu(win, traces: Path):
     return _live(win, False)
 
 
+LAPTOP = (1366, 740)  # a 1366x768 laptop screen's available area
+
+
+def _sized(win, size) -> None:
+    win.resize(*size)
+    settle(0.2)
+
+
+def laptop_finding(win, traces: Path):
+    """1366x768: the issues panel's titles and the timeline's height on a small screen."""
+    _sized(win, LAPTOP)
+    return finding(win, traces)
+
+
+def _after_run(win, traces: Path, size):
+    """A run's trace just opened under the Run dock (what File > Run Script shows when the script ends)."""
+    _sized(win, size)
+    _live(win, True)
+    box = []
+    win.sig_trace_loaded.connect(box.append)
+    win.integrations.run_panel.sig_bundle_ready.emit(str(_issues_trace(traces)))
+    if not wait_until(lambda: box, 300):
+        raise Skip("the run's trace did not load")
+    view = win.current_view()
+    wait_until(lambda: all(p.ready for p in view.stats_panels()), 120)
+    wait_analysis(win)
+    return win
+
+
+def laptop_after_run(win, traces: Path):
+    return _after_run(win, traces, LAPTOP)
+
+
+def desktop_after_run(win, traces: Path):
+    return _after_run(win, traces, SIZE)
+
+
 SCREENS = {
     "start": start_page, "sample": sample, "gpt_big": gpt_big, "compiled": compiled, "finding": finding,
     "kernels": kernels, "breakdown": breakdown, "hta": hta, "snapshot": snapshot, "multi_rank": multi_rank,
     "cpu_run": cpu_run, "export": export, "compare": compare, "live": live, "live_no_gpu": live_no_gpu,
+    "laptop_finding": laptop_finding, "laptop_after_run": laptop_after_run, "desktop_after_run": desktop_after_run,
 }
 
 

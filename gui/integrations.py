@@ -47,6 +47,26 @@ def show_run_dock(win, dock: QtWidgets.QDockWidget) -> None:
         win.resizeDocks([dock], [_run_dock_px(win)], QtCore.Qt.Orientation.Vertical)
 
 
+def fit_run_dock(win, panel, dock, folded: bool) -> None:
+    """Folded: the dock shrinks to its status line; unfolded: back to the height it had."""
+    if not dock.isVisible():
+        return
+    if folded:
+        dock.setProperty("ptprof_unfolded_px", dock.height())
+        px = panel.minimumSizeHint().height() + 28
+        QtCore.QTimer.singleShot(0, lambda: win.resizeDocks([dock], [px], QtCore.Qt.Orientation.Vertical))
+    else:
+        px = dock.property("ptprof_unfolded_px") or _run_dock_px(win)
+        win.resizeDocks([dock], [int(px)], QtCore.Qt.Orientation.Vertical)
+
+
+def _open_run_trace(win, panel, dock, bundle: str) -> None:
+    """A run's trace opens with the Run dock folded to its status line (at 1366x768 the open dock left the
+    new trace's timeline ~130 px); the dock's ▸ Live toggle unfolds it."""
+    win.open_path(bundle)
+    QtCore.QTimer.singleShot(0, lambda: panel.set_folded(True))  # after the new tab's first layout
+
+
 def install_all(win) -> Integrations:
     analyses: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -133,7 +153,8 @@ def install_all(win) -> Integrations:
     win.action_run_script.triggered.connect(lambda _checked=False: run_panel.open_dialog())
     win.action_run_script.setEnabled(True)
     run_panel.sig_run_started.connect(lambda _bundle: show_run_dock(win, run_dock))
-    run_panel.sig_bundle_ready.connect(win.open_path)
+    run_panel.sig_bundle_ready.connect(lambda bundle: _open_run_trace(win, run_panel, run_dock, bundle))
+    run_panel.sig_folded_changed.connect(lambda folded: fit_run_dock(win, run_panel, run_dock, folded))
 
     # --- export: File > Export report… and Export as > PNG / CSV --------------------------------
     exporter = install_export(win, findings_for=lambda ts: analyses.get(ts), run_panel=run_panel)

@@ -30,6 +30,7 @@ class RunPanel(QtWidgets.QWidget):
     sig_run_started = QtCore.Signal(str)  # bundle folder of the run that just started
     sig_run_finished = QtCore.Signal(str, int)  # (bundle folder, exit code)
     sig_bundle_ready = QtCore.Signal(str)  # a finished run's bundle holds traces: open it
+    sig_folded_changed = QtCore.Signal(bool)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, plan: StopPlan = StopPlan(), backend_factory=None):
         super().__init__(parent)
@@ -43,10 +44,16 @@ class RunPanel(QtWidgets.QWidget):
         self.live = LivePanel(self)
         self.live.state.hide()  # the status line above says it (one state line, next to Stop)
         self.console = ConsoleWidget(self)
+        # folded when the run's trace opens (the trace needs the height; gui/integrations.py): the status
+        # line and this toggle stay
+        self.fold_button = QtWidgets.QToolButton(self, text="▾ Live", autoRaise=True, checkable=True, checked=True)
+        self.fold_button.setToolTip("Show or fold the live plots and the console")
+        self.fold_button.toggled.connect(lambda shown: self.set_folded(not shown))
         top = QtWidgets.QHBoxLayout()
+        top.addWidget(self.fold_button)
         top.addWidget(self.status, 1)
         top.addWidget(self.stop_button)
-        split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal, self)
+        split = self.body = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal, self)
         split.addWidget(self.live)
         split.addWidget(self.console)
         split.setStretchFactor(0, 3)
@@ -66,6 +73,18 @@ class RunPanel(QtWidgets.QWidget):
         app = QtCore.QCoreApplication.instance()
         if app is not None:
             app.aboutToQuit.connect(self.shutdown)
+
+    def set_folded(self, folded: bool) -> None:
+        """Fold to the status line (the live plots and console hidden), or unfold."""
+        self.body.setVisible(not folded)
+        self.fold_button.blockSignals(True)
+        self.fold_button.setChecked(not folded)
+        self.fold_button.blockSignals(False)
+        self.fold_button.setText(("▸" if folded else "▾") + " Live")
+        self.sig_folded_changed.emit(folded)
+
+    def is_folded(self) -> bool:
+        return self.body.isHidden()
 
     @property
     def is_running(self) -> bool:
@@ -97,6 +116,7 @@ class RunPanel(QtWidgets.QWidget):
 
     # -- slots -----------------------------------------------------------------------------------
     def _on_controller_run_started(self, bundle: str) -> None:
+        self.set_folded(False)
         s = self.controller.session
         self.live.attach(s.sampler, s.started_ns, getattr(s.cfg, "schedule", None))
         self.status.setText("Running · " + self.live.state_line())
