@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from pathlib import Path
 
 from PySide6 import QtCore, QtWidgets
 
@@ -60,9 +61,15 @@ def fit_run_dock(win, panel, dock, folded: bool) -> None:
         win.resizeDocks([dock], [int(px)], QtCore.Qt.Orientation.Vertical)
 
 
-def _open_run_trace(win, panel, dock, bundle: str) -> None:
+def _open_run_trace(win, panel, dock, bundle: str, cycle_paths: list[str] = ()) -> None:
     """A run's trace opens with the Run dock folded to its status line (at 1366x768 the open dock left the
-    new trace's timeline ~130 px); the dock's ▸ Live toggle unfolds it."""
+    new trace's timeline ~130 px); the dock's ▸ Live toggle unfolds it. The bundle (every cycle, NVML, the
+    run's record) replaces the cycle tabs opened while the script ran."""
+    for i in reversed(range(win.tabs.count())):
+        view = win.tabs.widget(i)
+        ts = getattr(view, "trace_set", None)
+        if ts is not None and str(Path(ts.path).resolve()) in cycle_paths:
+            win.close_tab(i)
     win.open_path(bundle)
     QtCore.QTimer.singleShot(0, lambda: panel.set_folded(True))  # after the new tab's first layout
 
@@ -153,7 +160,15 @@ def install_all(win) -> Integrations:
     win.action_run_script.triggered.connect(lambda _checked=False: run_panel.open_dialog())
     win.action_run_script.setEnabled(True)
     run_panel.sig_run_started.connect(lambda _bundle: show_run_dock(win, run_dock))
-    run_panel.sig_bundle_ready.connect(lambda bundle: _open_run_trace(win, run_panel, run_dock, bundle))
+    run_panel.sig_bundle_ready.connect(lambda bundle: _open_run_trace(win, run_panel, run_dock, bundle, cycle_paths))
+    cycle_paths: list[str] = []  # the running script's cycle traces opened so far
+
+    def _open_cycle(path: str) -> None:  # each cycle's trace, as soon as saved, while the script goes on
+        cycle_paths.append(str(Path(path).resolve()))
+        win.open_path(path)
+
+    run_panel.sig_trace_saved.connect(_open_cycle)
+    run_panel.sig_run_started.connect(lambda _b: cycle_paths.clear())
     run_panel.sig_folded_changed.connect(lambda folded: fit_run_dock(win, run_panel, run_dock, folded))
 
     # --- export: File > Export report… and Export as > PNG / CSV --------------------------------

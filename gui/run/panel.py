@@ -31,6 +31,7 @@ class RunPanel(QtWidgets.QWidget):
     sig_run_finished = QtCore.Signal(str, int)  # (bundle folder, exit code)
     sig_bundle_ready = QtCore.Signal(str)  # a finished run's bundle holds traces: open it
     sig_folded_changed = QtCore.Signal(bool)
+    sig_trace_saved = QtCore.Signal(str)  # a cycle's trace file, saved while the script goes on: open it
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, plan: StopPlan = StopPlan(), backend_factory=None):
         super().__init__(parent)
@@ -134,6 +135,22 @@ class RunPanel(QtWidgets.QWidget):
             self.console.append_note(f"ptprof: host sync at {lib}{e.get('file')}:{e.get('line')} (step {e.get('step')})")
         if t in ("start", "step", "phase", "cycle") and e.get("rank", 0) == 0:
             self.status.setText("Running · " + self.live.state_line())
+        if t == "cycle" and self.is_running:
+            self._on_cycle_saved(e)
+
+    def _on_cycle_saved(self, e: dict) -> None:
+        """A single-process run's cycle trace is complete on disk (the child renames it into place before it
+        says so): open it now, not when the script ends. Multi-rank runs open as one set at the end."""
+        s = self.controller.session
+        path = e.get("path")
+        if s is None or max(1, int(getattr(s.cfg, "nproc", 1) or 1)) > 1 or not isinstance(path, str):
+            return
+        full = (Path(s.bundle.root) / path).resolve()
+        if Path(s.bundle.root).resolve() not in full.parents or not full.is_file():
+            return  # only a file inside this run's bundle
+        self.console.append_note(f"ptprof: cycle {e.get('cycle')} trace saved, opening it (the script goes on)")
+        self.status.setText("Running · " + self.live.state_line() + f" · cycle {e.get('cycle')} trace opened")
+        self.sig_trace_saved.emit(str(full))
 
     def _on_controller_state_changed(self, state: str) -> None:
         self.stop_button.setEnabled(state == "running")
