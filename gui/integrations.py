@@ -70,6 +70,7 @@ def _open_run_trace(win, panel, dock, bundle: str, cycle_paths: list[str] = ()) 
         ts = getattr(view, "trace_set", None)
         if ts is not None and str(Path(ts.path).resolve()) in cycle_paths:
             win.close_tab(i)
+    panel._bundle_opened = True
     win.open_path(bundle)
     QtCore.QTimer.singleShot(0, lambda: panel.set_folded(True))  # after the new tab's first layout
 
@@ -167,8 +168,17 @@ def install_all(win) -> Integrations:
         cycle_paths.append(str(Path(path).resolve()))
         win.open_path(path)
 
+    def _late_cycle(ts) -> None:  # a cycle tab that finished loading after its run's bundle opened
+        if not run_panel.is_running and cycle_paths and str(Path(ts.path).resolve()) in cycle_paths \
+                and getattr(run_panel, "_bundle_opened", False):
+            for i in range(win.tabs.count()):
+                if getattr(win.tabs.widget(i), "trace_set", None) is ts:
+                    win.close_tab(i)
+                    break
+
     run_panel.sig_trace_saved.connect(_open_cycle)
-    run_panel.sig_run_started.connect(lambda _b: cycle_paths.clear())
+    run_panel.sig_run_started.connect(lambda _b: (cycle_paths.clear(), setattr(run_panel, "_bundle_opened", False)))
+    win.sig_trace_loaded.connect(_late_cycle)
     run_panel.sig_folded_changed.connect(lambda folded: fit_run_dock(win, run_panel, run_dock, folded))
 
     # --- export: File > Export report… and Export as > PNG / CSV --------------------------------
