@@ -23,6 +23,7 @@ COMMANDS = {
     "record": ("core.commands.record", "run a training script under torch.profiler into a run bundle"),
     "report": ("core.commands.report", "write PNGs, CSVs and a self-contained report.html"),
     "diff": ("core.commands.diff", "compare two runs: step time, breakdown, kernels, ops, findings, memory"),
+    "remote": ("core.commands.remote", "runs on an SSH host: list them, fetch a bundle, attach to a running one"),
     "mcp": ("core.commands.mcp", "serve the analysis to AI assistants over the Model Context Protocol (stdio)"),
 }
 

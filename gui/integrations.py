@@ -180,6 +180,10 @@ def install_all(win) -> Integrations:
     run_panel.sig_run_started.connect(lambda _b: (cycle_paths.clear(), setattr(run_panel, "_bundle_opened", False)))
     win.sig_trace_loaded.connect(_late_cycle)
     run_panel.sig_folded_changed.connect(lambda folded: fit_run_dock(win, run_panel, run_dock, folded))
+    from gui.remote.open_remote import install_open_remote
+    win.open_remote = install_open_remote(win)  # File > Open Remote… (SSH host: browse, fetch, open)
+    from gui.remote.reattach import install_reattach
+    install_reattach(win, run_panel, lambda: show_run_dock(win, run_dock))  # remote runs left going
 
     # --- export: File > Export report… and Export as > PNG / CSV --------------------------------
     exporter = install_export(win, findings_for=lambda ts: analyses.get(ts), run_panel=run_panel)

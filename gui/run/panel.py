@@ -71,6 +71,7 @@ class RunPanel(QtWidgets.QWidget):
         c.sig_state_changed.connect(self._on_controller_state_changed)
         c.sig_run_finished.connect(self._on_controller_run_finished)
         c.sig_run_failed.connect(self._on_controller_run_failed)
+        c.sig_connection_changed.connect(self._on_controller_connection_changed)
         app = QtCore.QCoreApplication.instance()
         if app is not None:
             app.aboutToQuit.connect(self.shutdown)
@@ -99,14 +100,23 @@ class RunPanel(QtWidgets.QWidget):
         dlg = RunDialog(self, script=script)
         if not dlg.exec() or dlg.accepted_config is None:
             return False
-        return self.start(dlg.accepted_config, dlg.accepted_doctor)
+        return self.start(dlg.accepted_config, dlg.accepted_doctor, getattr(dlg, "accepted_host", None))
 
-    def start(self, cfg: RunConfig, doctor: dict | None = None) -> bool:
-        """Start a validated RunConfig (core.runner.config.validate); bundle in ~/ptprof-runs unless set."""
+    def start(self, cfg: RunConfig, doctor: dict | None = None, host=None) -> bool:
+        """Start a validated RunConfig (core.runner.config.validate); bundle in ~/ptprof-runs unless set.
+        `host` (core.remote.ssh.SshHost): on that host, the bundle fetched into the same folder here."""
         if not cfg.out_dir:
-            cfg = cfg.with_(out_dir=str(default_dir(cfg.script, Path.home() / "ptprof-runs")))
+            cfg = cfg.with_(out_dir=str(default_dir(cfg.script or cfg.module, Path.home() / "ptprof-runs")))
         self.console.clear()
-        return self.controller.start(cfg, doctor)
+        if host is not None:
+            self.status.setText(f"Connecting to {host.label} …")
+        return self.controller.start(cfg, doctor, host=host)
+
+    def attach(self, host, run_id: str, folder: str) -> bool:
+        """Follow a remote run again (File > Reattach Remote Run…) into its local folder."""
+        self.console.clear()
+        self.status.setText(f"Reattaching to {run_id} on {host.label} …")
+        return self.controller.attach(host, run_id, folder)
 
     def stop(self) -> None:
         self.controller.stop()
@@ -143,14 +153,34 @@ class RunPanel(QtWidgets.QWidget):
         says so): open it now, not when the script ends. Multi-rank runs open as one set at the end."""
         s = self.controller.session
         path = e.get("path")
-        if s is None or max(1, int(getattr(s.cfg, "nproc", 1) or 1)) > 1 or not isinstance(path, str):
-            return
-        full = (Path(s.bundle.root) / path).resolve()
-        if Path(s.bundle.root).resolve() not in full.parents or not full.is_file():
+        root = getattr(getattr(s, "bundle", None), "root", None)
+        if root is None or max(1, int(getattr(getattr(s, "cfg", None), "nproc", 1) or 1)) > 1 \
+                or not isinstance(path, str):
+            return  # a remote run's files are not here; multi-rank runs open as one set
+        full = (Path(root) / path).resolve()
+        if Path(root).resolve() not in full.parents or not full.is_file():
             return  # only a file inside this run's bundle
         self.console.append_note(f"ptprof: cycle {e.get('cycle')} trace saved, opening it (the script goes on)")
         self.status.setText("Running · " + self.live.state_line() + f" · cycle {e.get('cycle')} trace opened")
         self.sig_trace_saved.emit(str(full))
+
+    def _on_controller_connection_changed(self, connection: str) -> None:
+        """A remote run: the link to its host (the run goes on there while it is down)."""
+        s = self.controller.session
+        if s is None or not connection:
+            return
+        if connection.startswith("fetching"):
+            self.status.setText(f"{s.host.label}: run ended · {connection}")
+            self.live.set_connection("")
+            return
+        if connection == "connected":
+            self.status.setText(f"Running on {s.host.label} · " + self.live.state_line())
+            self.live.set_connection("")
+        else:
+            text = f"{s.host.label}: {connection.replace(' - ', ' — ')} · the run goes on there"
+            self.status.setText(text)
+            self.live.set_connection(text)
+            self.console.append_note(f"ptprof: {text}")
 
     def _on_controller_state_changed(self, state: str) -> None:
         self.stop_button.setEnabled(state == "running")
