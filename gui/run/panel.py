@@ -30,6 +30,8 @@ class RunPanel(QtWidgets.QWidget):
     sig_run_started = QtCore.Signal(str)  # bundle folder of the run that just started
     sig_run_finished = QtCore.Signal(str, int)  # (bundle folder, exit code)
     sig_bundle_ready = QtCore.Signal(str)  # a finished run's bundle holds traces: open it
+    sig_folded_changed = QtCore.Signal(bool)
+    sig_trace_saved = QtCore.Signal(str)  # a cycle's trace file, saved while the script goes on: open it
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, plan: StopPlan = StopPlan(), backend_factory=None):
         super().__init__(parent)
@@ -43,10 +45,16 @@ class RunPanel(QtWidgets.QWidget):
         self.live = LivePanel(self)
         self.live.state.hide()  # the status line above says it (one state line, next to Stop)
         self.console = ConsoleWidget(self)
+        # folded when the run's trace opens (the trace needs the height; gui/integrations.py): the status
+        # line and this toggle stay
+        self.fold_button = QtWidgets.QToolButton(self, text="▾ Live", autoRaise=True, checkable=True, checked=True)
+        self.fold_button.setToolTip("Show or fold the live plots and the console")
+        self.fold_button.toggled.connect(lambda shown: self.set_folded(not shown))
         top = QtWidgets.QHBoxLayout()
+        top.addWidget(self.fold_button)
         top.addWidget(self.status, 1)
         top.addWidget(self.stop_button)
-        split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal, self)
+        split = self.body = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal, self)
         split.addWidget(self.live)
         split.addWidget(self.console)
         split.setStretchFactor(0, 3)
@@ -67,6 +75,18 @@ class RunPanel(QtWidgets.QWidget):
         app = QtCore.QCoreApplication.instance()
         if app is not None:
             app.aboutToQuit.connect(self.shutdown)
+
+    def set_folded(self, folded: bool) -> None:
+        """Fold to the status line (the live plots and console hidden), or unfold."""
+        self.body.setVisible(not folded)
+        self.fold_button.blockSignals(True)
+        self.fold_button.setChecked(not folded)
+        self.fold_button.blockSignals(False)
+        self.fold_button.setText(("▸" if folded else "▾") + " Live")
+        self.sig_folded_changed.emit(folded)
+
+    def is_folded(self) -> bool:
+        return self.body.isHidden()
 
     @property
     def is_running(self) -> bool:
@@ -107,6 +127,7 @@ class RunPanel(QtWidgets.QWidget):
 
     # -- slots -----------------------------------------------------------------------------------
     def _on_controller_run_started(self, bundle: str) -> None:
+        self.set_folded(False)
         s = self.controller.session
         self.live.attach(s.sampler, s.started_ns, getattr(s.cfg, "schedule", None))
         self.status.setText("Running · " + self.live.state_line())
@@ -124,6 +145,24 @@ class RunPanel(QtWidgets.QWidget):
             self.console.append_note(f"ptprof: host sync at {lib}{e.get('file')}:{e.get('line')} (step {e.get('step')})")
         if t in ("start", "step", "phase", "cycle") and e.get("rank", 0) == 0:
             self.status.setText("Running · " + self.live.state_line())
+        if t == "cycle" and self.is_running:
+            self._on_cycle_saved(e)
+
+    def _on_cycle_saved(self, e: dict) -> None:
+        """A single-process run's cycle trace is complete on disk (the child renames it into place before it
+        says so): open it now, not when the script ends. Multi-rank runs open as one set at the end."""
+        s = self.controller.session
+        path = e.get("path")
+        root = getattr(getattr(s, "bundle", None), "root", None)
+        if root is None or max(1, int(getattr(getattr(s, "cfg", None), "nproc", 1) or 1)) > 1 \
+                or not isinstance(path, str):
+            return  # a remote run's files are not here; multi-rank runs open as one set
+        full = (Path(root) / path).resolve()
+        if Path(root).resolve() not in full.parents or not full.is_file():
+            return  # only a file inside this run's bundle
+        self.console.append_note(f"ptprof: cycle {e.get('cycle')} trace saved, opening it (the script goes on)")
+        self.status.setText("Running · " + self.live.state_line() + f" · cycle {e.get('cycle')} trace opened")
+        self.sig_trace_saved.emit(str(full))
 
     def _on_controller_connection_changed(self, connection: str) -> None:
         """A remote run: the link to its host (the run goes on there while it is down)."""

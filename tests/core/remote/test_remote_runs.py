@@ -236,3 +236,32 @@ def test_lines_the_script_forges_are_not_believed(sshd, remote_root, tmp_path):
     assert run["forged_event_lines"] == 2 and run["steps"] == 6
     assert not any("FORGED" in n for n in run["notices"]) and "FORGED" not in err
     assert "6 steps" in err
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("answer", ["no", "yes"])
+def test_unknown_host_key_in_the_app_goes_through_askpass(sshd, remote_root, tmp_path, answer):
+    """The app's SshHost asks (StrictHostKeyChecking=ask) through SSH_ASKPASS: OpenSSH shows the
+    fingerprint in the prompt; "no" is one line, "yes" adds the key (the user's decision, never ours)."""
+    from core.remote.ssh import HostKeyUnknown
+    known = sshd.root / f"kh_{answer}"
+    known.write_text("")
+    config = sshd.ssh_config(f"kh_{answer}", "client_key", name=f"cfg_{answer}")
+    config.write_text(config.read_text().replace("StrictHostKeyChecking yes\n", ""))
+    prompts = tmp_path / "prompts.txt"
+    askpass = tmp_path / "askpass.sh"
+    askpass.write_text(f"#!/bin/sh\nprintf '%s\\n' \"$*\" >> {prompts}\necho {answer}\n")
+    askpass.chmod(0o700)
+    host = SshHost(ALIAS, config_file=str(config), askpass=str(askpass))
+    assert "StrictHostKeyChecking=ask" in host._options() and "BatchMode=yes" not in host._options()
+    if answer == "no":
+        with pytest.raises(HostKeyUnknown) as info:
+            host.connect()
+        assert "\n" not in str(info.value) and "not known" in str(info.value)
+        assert known.read_text() == ""
+    else:
+        host.connect()
+        assert host.run(["echo", "hi there"]).stdout == b"hi there\n"
+        assert "ssh-ed25519" in known.read_text()
+        host.close()
+    assert "SHA256:" in prompts.read_text() and "continue connecting" in prompts.read_text()

@@ -134,3 +134,28 @@ def test_closing_the_app_leaves_a_remote_run_going_then_reattach(qtbot, sshd, re
     _until(qtbot, lambda: bool(ready), 150)
     assert second.status.text().startswith("Finished · 40 steps")
     assert unfinished_mirrors(runs) == []  # the fetched run.json replaced the placeholder
+
+
+def test_askpass_program_is_private_and_answers_once(qtbot, monkeypatch, capsys):
+    import os
+    import stat
+
+    from gui.remote import askpass
+    path = askpass.askpass_program()
+    mode = os.stat(path).st_mode
+    assert stat.S_IMODE(mode) == 0o700 and stat.S_IMODE(os.stat(os.path.dirname(path)).st_mode) == 0o700
+    assert "gui.remote.askpass" in open(path).read()
+    shown = []
+
+    def exec_(self):
+        shown.append((self.labelText(), self.textEchoMode()))
+        self.setTextValue("yes")
+        return 1
+    monkeypatch.setattr(QtWidgets.QInputDialog, "exec", exec_)
+    prompt = "The authenticity of host 'x' can't be established.\nED25519 key fingerprint is SHA256:abc.\n" \
+             "Are you sure you want to continue connecting (yes/no/[fingerprint])?"
+    assert askpass.main([prompt]) == 0
+    assert capsys.readouterr().out == "yes\n"
+    assert "SHA256:abc" in shown[0][0] and shown[0][1] == QtWidgets.QLineEdit.EchoMode.Normal
+    assert askpass.main(["Enter passphrase for key '/k':"]) == 0
+    assert shown[1][1] == QtWidgets.QLineEdit.EchoMode.Password  # a passphrase is never echoed
