@@ -40,6 +40,10 @@ def add_arguments(p) -> None:
     p.add_argument("--nvml-hz", type=float, default=10.0, help="GPU sampling rate (default 10)")
     p.add_argument("--stop-after-window", action="store_true",
                    help="stop the script (as Ctrl-C does) once the last trace cycle is saved; exit 0")
+    p.add_argument("--apply", metavar="ID[,ID...]", default="",
+                   help="record with runtime switches on: pin_memory, num_workers[=N], tf32, bf16_autocast, "
+                        "foreach, fused, set_to_none, channels_last, cudnn_benchmark, compile[=MODE], or a rule id "
+                        "that has one (pageable_memcpy ...); a switch that cannot apply stops the run (exit 2)")
     p.add_argument("--quiet", action="store_true", help="no status line, no script output echo")
     p.add_argument("--start-timeout", type=float, default=60.0, metavar="S",
                    help="give up when the interpreter has not started ptprof's runner after S seconds (default 60)")
@@ -69,7 +73,15 @@ def config_from_args(args):
         if args.script:  # options before -m ended with a positional: `record train.py -m x` is ambiguous
             raise ConfigError(f"give either a script or -m MODULE, not both ({args.script!r})")
         module, script_args = args.module_argv[0], list(args.module_argv[1:])
-    return RunConfig(script=args.script or "", module=module, stop_after_window=args.stop_after_window,
+    apply = ""
+    if getattr(args, "apply", ""):
+        from core.runner.switches import SwitchError
+        from core.tryfix.fixes import resolve_spec
+        try:
+            apply = resolve_spec(args.apply)
+        except SwitchError as exc:
+            raise ConfigError(f"--apply: {exc}") from None
+    return RunConfig(apply=apply, script=args.script or "", module=module, stop_after_window=args.stop_after_window,
                      args=tuple(script_args), python=args.python, cwd=args.cwd or os.getcwd(),
                      env=tuple(env), schedule=Schedule(args.wait, args.warmup, args.active, args.repeat),
                      record_shapes=not args.no_shapes, profile_memory=not args.no_memory,
@@ -144,7 +156,7 @@ def run(args) -> int:
                     (sys.stdout if stream == "stdout" else sys.stderr).write(text + "\n")
                 sys.stdout.flush()
                 for e in up.events:
-                    if e.get("type") == "notice" and not tty:
+                    if e.get("type") == "notice" and not tty and e.get("code") != "switch_refused":
                         sys.stderr.write(f"ptprof: {printable(e.get('message', ''))}\n")
             if tty:
                 line = status_line(session)
@@ -162,6 +174,16 @@ def run(args) -> int:
     if shown:
         sys.stderr.write("\r\033[K")
     return _summary(session, args.quiet)
+
+
+def switch_refusal(session) -> str:
+    """The one line saying which --apply switch could not apply ('' when all applied or none was asked)."""
+    if not session.cfg.apply:
+        return ""
+    from core.tryfix.store import read_switches
+    refused = [f"{s['name']} cannot apply: {s['message']}" for s in read_switches(session.bundle.root)
+               if s.get("status") == "refused"]
+    return "; ".join(refused)
 
 
 def _summary(session, quiet: bool) -> int:
@@ -190,6 +212,10 @@ def _summary(session, quiet: bool) -> int:
         error = session._run_json.get("error") or f"exit {code}"
         print(f"ptprof: {session.cfg.python} did not start the script ({error}): is it a Python with torch?",
               file=sys.stderr)
+        return 2
+    refused = switch_refusal(session)
+    if refused:
+        print(f"ptprof: {printable(refused)} (the run was stopped: nothing measured)", file=sys.stderr)
         return 2
     if code == 0:
         if n_traces == 0 and st.stepped_aside:

@@ -50,6 +50,7 @@ class RunConfig:
     fallback_steps: int = 5  # forward-stepped window length when no optimizer ever steps
     module: str = ""  # run `python -m MODULE` instead of a script (cwd = the working directory, as python -m)
     stop_after_window: bool = False  # stop the script (as Stop does) once every rank saved its last cycle
+    apply: str = ""  # runtime switches (core/runner/switches.py), e.g. "pin_memory,tf32": `record --apply`, `try`
 
     @property
     def workdir(self) -> str:
@@ -80,7 +81,7 @@ class RunConfig:
                                                 "active": self.schedule.active, "repeat": self.schedule.repeat},
             "record_shapes": self.record_shapes, "profile_memory": self.profile_memory,
             "with_stack": self.with_stack, "sync_debug": self.sync_debug, "nproc": self.nproc, "torchrun": self.torchrun,
-            "nvml_hz": self.nvml_hz, "module": self.module, "stop_after_window": self.stop_after_window,
+            "nvml_hz": self.nvml_hz, "module": self.module, "stop_after_window": self.stop_after_window, "apply": self.apply,
         }
 
 
@@ -127,6 +128,12 @@ def validate(cfg: RunConfig) -> RunConfig:
     for key, _ in cfg.env:
         if not key or "=" in key or "\0" in key:
             raise ConfigError(f"bad environment variable name: {key!r}")
+    if cfg.apply:
+        from core.runner.switches import SwitchError, parse
+        try:
+            parse(cfg.apply)
+        except SwitchError as exc:
+            raise ConfigError(f"--apply: {exc}") from None
     if cfg.out_dir:
         from core.runner.bundle import out_dir_problem
         problem = out_dir_problem(cfg.out_dir)

@@ -21,6 +21,8 @@ def child_options(cfg: RunConfig, bundle_dir: str | Path) -> list[str]:
         opts.append("--with-stack")
     if not cfg.sync_debug:
         opts.append("--no-sync-debug")
+    if cfg.apply:
+        opts += ["--apply", cfg.apply]
     return opts
 
 
