@@ -130,6 +130,18 @@ class CompareView(QtWidgets.QWidget):
         self._on_sides_step_changed()
 
     # --- linked, step-aligned timelines -----------------------------------------------------------
+    def set_verdict(self, text_html: str) -> None:
+        """A banner above the headline: what a fix was predicted to save and what it measured (Try it)."""
+        label = getattr(self, "verdict", None)
+        if label is None:
+            label = self.verdict = QtWidgets.QLabel()
+            label.setWordWrap(True)
+            label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+            label.setFrameShape(QtWidgets.QFrame.Shape.StyledPanel)
+            label.setContentsMargins(6, 4, 6, 4)
+            self.layout().insertWidget(0, label)
+        label.setText(text_html)
+
     def _follow(self, source: _Side, target: _Side, t0: float, t1: float) -> None:
         if self._syncing:
             return

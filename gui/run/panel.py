@@ -81,8 +81,10 @@ class RunPanel(QtWidgets.QWidget):
             return False
         return self.start(dlg.accepted_config, dlg.accepted_doctor)
 
-    def start(self, cfg: RunConfig, doctor: dict | None = None) -> bool:
-        """Start a validated RunConfig (core.runner.config.validate); bundle in ~/ptprof-runs unless set."""
+    def start(self, cfg: RunConfig, doctor: dict | None = None, open_when_done: bool = True) -> bool:
+        """Start a validated RunConfig (core.runner.config.validate); bundle in ~/ptprof-runs unless set.
+        open_when_done=False: the finished bundle is not opened as a tab (Try it opens a Compare instead)."""
+        self._open_when_done = open_when_done
         if not cfg.out_dir:
             cfg = cfg.with_(out_dir=str(default_dir(cfg.script, Path.home() / "ptprof-runs")))
         self.console.clear()
@@ -136,7 +138,7 @@ class RunPanel(QtWidgets.QWidget):
         self.live.set_finished("done · " + text if code == 0 else text)
         self.console.append_note(f"ptprof: {text} -> {bundle}")
         self.sig_run_finished.emit(bundle, code)
-        if traces:
+        if traces and getattr(self, "_open_when_done", True):
             self.sig_bundle_ready.emit(bundle)
 
     def _on_controller_run_failed(self, message: str) -> None:

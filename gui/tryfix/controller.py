@@ -1,0 +1,140 @@
+"""TryController: the Issues panel's "Try it" (Details button and the table's Try column).
+
+1. The finding's switch is checked against the run it came from (core.tryfix.plan.precheck): a switch that
+   cannot apply is said in the Issues panel's status line before anything runs.
+2. The bundle's recorded command runs again with the switch on through the Run dock (live plots, console,
+   Stop): RunPanel.start(cfg, open_when_done=False). A switch that does not take stops that run at its
+   second step; the Run dock and the Issues status say why.
+3. The measurement (core.tryfix.session.result: unprofiled steps of both runs, Mann-Whitney + bootstrap
+   interval) runs in a worker; it is stored in the before bundle's tried.json, so the finding shows
+   "Measured" from then on.
+4. A Compare of before vs after opens (gui/compare, status-bar progress and Cancel) with the verdict on top.
+"""
+from __future__ import annotations
+
+import html
+import logging
+from pathlib import Path
+
+from PySide6 import QtCore
+from superqt.utils import create_worker
+
+from core.runner.config import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+def verdict_html(entry: dict) -> str:
+    """The Compare tab's banner: 'Try it: pin_memory — predicted −4.30 ms/step (−15.0 %), measured …'."""
+    from core.commands.tryfix import detail, verdict
+    sig = entry.get("significant")
+    colour = "#2e7d32" if sig and (entry.get("measured_saving_ns") or 0) > 0 else \
+        "#c62828" if sig else "#8a6d00"
+    return (f"<span style='font-size:115%'><b>Try it: {html.escape(entry['fix'])}</b> — "
+            f"<b style='color:{colour}'>{html.escape(verdict(entry))}</b></span><br>"
+            f"<span>{html.escape(detail(entry))}</span>")
+
+
+class TryController(QtCore.QObject):
+    sig_message = QtCore.Signal(str)  # one line for the user (refusal, failure, progress)
+    sig_measured = QtCore.Signal(dict)  # the stored entry (core.tryfix.session.result), before the Compare opens
+
+    def __init__(self, issues, run_panel, compare, parent=None) -> None:
+        super().__init__(parent)
+        self.issues, self.run_panel, self.compare = issues, run_panel, compare
+        self._pending = None  # (before, spec, out dir) of the run in progress
+        self._worker = None
+        self.last_entry: dict | None = None
+        issues.sig_try_requested.connect(self.try_fix)
+        run_panel.sig_run_finished.connect(self._on_run_finished)
+        self.sig_message.connect(issues.show_try_message)
+        compare.sig_compare_shown.connect(self._on_compare_shown)
+        self._verdict_for: tuple[str, str] | None = None
+
+    @property
+    def busy(self) -> bool:
+        return self._pending is not None or self._worker is not None
+
+    def try_fix(self, spec: str) -> bool:
+        """Start trying `spec` on the Issues panel's current run. False (and a message) when it cannot."""
+        from core.runner.config import validate
+        from core.tryfix import plan
+        if self.busy or self.run_panel.is_running:
+            self.sig_message.emit("A run is in progress: stop it or wait for it before trying another fix.")
+            return False
+        ts, analysis = self.issues.trace_set(), self.issues.analysis()
+        if ts is None or analysis is None:
+            self.sig_message.emit("Try it needs the run's findings: wait for the analysis to finish.")
+            return False
+        try:
+            before = plan.load_before(ts.path, trace_set=ts, analysis=analysis.to_json())
+        except plan.TryError as exc:
+            self.sig_message.emit(f"Try it: {exc}")
+            return False
+        why = plan.precheck(before, spec)
+        if why:
+            self.sig_message.emit(f"Try it cannot apply {spec}: {why}")
+            return False
+        out = plan.tries_dir(before) / plan.folder_name(spec)
+        try:
+            cfg = validate(plan.after_config(before, spec, out))
+        except ConfigError as exc:
+            self.sig_message.emit(f"Try it: {exc}")
+            return False
+        self._pending = (before, spec, out)
+        self.sig_message.emit(f"Trying {spec}: running {Path(cfg.script).name or cfg.target} again with the switch on "
+                              "(Run dock: live plots, Stop)…")
+        if not self.run_panel.start(cfg, open_when_done=False):
+            self._pending = None
+            return False
+        return True
+
+    def _on_run_finished(self, bundle: str, code: int) -> None:
+        if self._pending is None or Path(bundle).resolve() != Path(self._pending[2]).resolve():
+            return
+        from core.tryfix.session import outcome
+        before, spec, out = self._pending
+        status, message = outcome(self.run_panel.controller.session)
+        if status != "ok":
+            self._pending = None
+            self.sig_message.emit(f"Try it: {spec}: {message}")
+            return
+        self.sig_message.emit(f"Trying {spec}: measuring…")
+        self._worker = create_worker(_measure_job, before, spec, out, _start_thread=False,
+                                     _connect={"returned": self._on_measured, "errored": self._on_measure_failed})
+        self._worker.start()
+
+    def _on_measured(self, entry: dict) -> None:
+        before, spec, out = self._pending
+        self._pending, self._worker = None, None
+        self.last_entry = entry
+        from core.commands.tryfix import verdict
+        self.sig_message.emit(f"Tried {spec}: {verdict(entry)}")
+        self.issues.refresh_tried()
+        self.sig_measured.emit(entry)
+        self._verdict_for = (str(before.path), str(out))
+        self.compare.compare_paths(str(before.path), str(out))
+
+    def _on_measure_failed(self, exc: BaseException) -> None:
+        spec = self._pending[1] if self._pending else "?"
+        self._pending, self._worker = None, None
+        log.warning("try measurement failed: %r", exc)
+        self.sig_message.emit(f"Try it: {spec}: could not measure ({type(exc).__name__}: {exc})")
+
+    def _on_compare_shown(self, view) -> None:
+        if self._verdict_for is None or self.last_entry is None:
+            return
+        a, b = self._verdict_for
+        paths = (str(Path(view.side_a.trace_set.path).resolve()), str(Path(view.side_b.trace_set.path).resolve()))
+        if paths == (str(Path(a).resolve()), str(Path(b).resolve())):
+            view.set_verdict(verdict_html(self.last_entry))
+            self._verdict_for = None
+
+
+def _measure_job(before, spec, out):
+    from core.tryfix.session import result
+    return result(before, spec, [Path(out)], [])
+
+
+def install(win, issues, run_panel, compare) -> TryController:
+    return TryController(issues, run_panel, compare, win)
