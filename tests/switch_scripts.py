@@ -72,3 +72,17 @@ for _ in range(int(sys.argv[1])):
     opt.zero_grad(); model(torch.randn(4, 8)).sum().backward(); opt.step()
 open(sys.argv[2], "w").write(f"{torch.backends.cudnn.benchmark} {torch.backends.cuda.matmul.allow_tf32}")
 """
+
+# the zero_grad_not_none problem: zero_grad(set_to_none=False) over 24 tensors (argv: steps)
+ZERO_GRAD = """
+import sys, torch
+from torch import nn
+torch.manual_seed(0)
+model = nn.Sequential(*[nn.Linear(32, 32) for _ in range(12)])
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x = torch.randn(16, 32)
+for _ in range(int(sys.argv[1])):
+    opt.zero_grad(set_to_none=False)
+    model(x).square().mean().backward()
+    opt.step()
+"""
