@@ -54,9 +54,9 @@ class Images(torch.utils.data.Dataset):
 
     def __getitem__(self, i):
         g = torch.Generator().manual_seed(i)
-        img = torch.rand(3, 144, 144, generator=g)
+        img = torch.rand(3, 112, 112, generator=g)
         top, left = (i * 7) % 16, (i * 13) % 16
-        img = img[:, top:top + 128, left:left + 128]
+        img = img[:, top:top + 96, left:left + 96]
         if i % 2:
             img = img.flip(-1)
         img = torch.nn.functional.avg_pool2d(img.unsqueeze(0), 3, 1, 1).squeeze(0)
