@@ -137,4 +137,6 @@ def _measure_job(before, spec, out):
 
 
 def install(win, issues, run_panel, compare) -> TryController:
-    return TryController(issues, run_panel, compare, win)
+    controller = TryController(issues, run_panel, compare, win)
+    controller.sig_message.connect(lambda text: win.statusBar().showMessage(text, 30_000))
+    return controller
