@@ -9,12 +9,12 @@ from core.rules.base import Finding, Severity
 
 COLUMNS = ("Severity", "Problem", "Impact", "% step", "Saves", "Count", "Rule", "Try")
 TRY_COLUMN = COLUMNS.index("Try")
-TRY_TEXT = "Try ▸"
+TRY_TEXT = "Try"
 _ICONS = {Severity.ERROR: QtWidgets.QStyle.StandardPixmap.SP_MessageBoxCritical,
           Severity.WARNING: QtWidgets.QStyle.StandardPixmap.SP_MessageBoxWarning,
           Severity.INFO: QtWidgets.QStyle.StandardPixmap.SP_MessageBoxInformation}
 SORT_ROLE = QtCore.Qt.ItemDataRole.UserRole + 1
-_HEADERS = {"Severity": "", "% step": "%"}
+_HEADERS = {"Severity": "", "% step": "%", "Try": "▸"}
 _HEADER_TIPS = {"Severity": "Severity (error, warning, info)", "Impact": "Time the problem takes per window",
                 "% step": "Impact as % of the step", "Saves": "What the fix would save per step (what-if replay)",
                 "Try": "Try the fix at run time, no code change: the run again with a switch on, measured and compared"}

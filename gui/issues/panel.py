@@ -216,6 +216,8 @@ class IssuesPanel(QtWidgets.QWidget):
         for hidden in ("Rule", "Count"):  # Details names the rule, the title says the count: Problem needs the width
             if hidden in COLUMNS:
                 self.table.setColumnHidden(COLUMNS.index(hidden), True)
+        # Try it only for a run bundle's findings (its command can run again): elsewhere the width is Problem's
+        self.table.setColumnHidden(TRY_COLUMN, not self.model.try_enabled)
         for col in range(self.model.columnCount()):
             mode = (QtWidgets.QHeaderView.ResizeMode.Stretch if col == problem
                     else QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
