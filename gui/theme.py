@@ -1,13 +1,13 @@
 """Colours and layout constants from resources/theme.toml, picked for the current light/dark scheme."""
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from core.compat import tomllib
 from core.trace.model import Kind
 
 THEME_PATH = Path(__file__).resolve().parents[1] / "resources" / "theme.toml"

@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -37,6 +36,7 @@ import numpy as np
 
 from core.analysis.derived import cached
 from core.analysis.tree import parents
+from core.compat import tomllib
 from core.trace.model import FlowKind, Kind, TraceModel
 
 PEAKS_PATH = Path(__file__).resolve().parents[2] / "resources" / "device_peaks.toml"

@@ -80,6 +80,7 @@ _STATUS_TEXT = {
     "launcher_lost": "the launcher (ptprof record / the app) died before the run ended; the script stopped itself",
     "running": "run.json still says \"running\": the run is being recorded now, or its launcher died without a word",
     "failed": "the script failed",
+    "oom": "the script ran out of GPU memory (the OOM view and the `oom` finding show what filled it)",
 }
 
 
@@ -98,7 +99,7 @@ def run_status(bundle) -> Health | None:
     if isinstance(code, int) and not isinstance(code, bool) and status != "running":
         msg += f" (exit {code})"
     exc = bundle.get("exception")
-    if status == "failed" and isinstance(exc, str) and exc:
+    if status in ("failed", "oom") and isinstance(exc, str) and exc:
         msg += ": " + exc.splitlines()[0]
     elif status in ("launcher_lost", "running"):
         msg += ": the trace window in progress may be missing"

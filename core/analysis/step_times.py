@@ -99,7 +99,7 @@ def cpu_windows(model: TraceModel) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
 
 
 def _toml_steps() -> dict:
-    import tomllib
+    from core.compat import tomllib
     from pathlib import Path
     path = Path(__file__).resolve().parents[2] / "resources" / "rules.toml"
     try:

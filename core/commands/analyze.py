@@ -41,7 +41,7 @@ def run(args) -> int:
     rules = None
     if args.rules:
         wanted = [r.strip() for r in args.rules.split(",") if r.strip()]
-        unknown = sorted(set(wanted) - set(RULE_IDS))
+        unknown = sorted(set(wanted) - set(RULE_IDS) - {"oom"})  # oom: a bundle finding (oom_findings.py)
         if unknown:
             print(f"ptprof: unknown rule id(s): {', '.join(unknown)}", file=sys.stderr)
             return 2
@@ -49,11 +49,23 @@ def run(args) -> int:
     if args.fail_on_regression is not None and not args.baseline:
         print("ptprof: --fail-on-regression needs --baseline A", file=sys.stderr)
         return 2
-    ts = load(args.path, use_cache=not args.no_cache)
+    from core.analysis.oom_findings import bundle_findings
+    from core.trace.model import TraceParseError
+    wanted_ids = None if rules is None else {r.id for r in rules} | ({"oom"} & set(args.rules.split(",")))
+    extra = [f for f in bundle_findings(args.path) if wanted_ids is None or f.rule in wanted_ids]
+    try:
+        ts = load(args.path, use_cache=not args.no_cache)
+    except TraceParseError:
+        if not extra or args.baseline:  # a bundle that died of OOM before its first window: what it has
+            raise
+        return _bundle_only(args, extra, Severity)
     if args.baseline:
         from core.commands import gate
         return gate.run(args, ts)
     result = analyze(ts, rules=rules)
+    if extra:
+        import dataclasses
+        result = dataclasses.replace(result, findings=tuple(extra) + tuple(result.findings))
     if args.csv:
         try:
             write_csv(result, args.csv, ts)
@@ -81,11 +93,30 @@ def run(args) -> int:
     return 0
 
 
+def _bundle_only(args, findings, severity) -> int:
+    """A bundle without traces (an OOM before the first window): its `oom` / `memory_growth` findings."""
+    if args.json:
+        json.dump({"health": [], "findings": [f.to_json() for f in findings], "summary": {"trace": args.path,
+                   "traces": 0}}, sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        lines = [args.path, "  no trace in the bundle (the run ended before its first window); "
+                            f"{len(findings)} finding(s) from run.json and the allocator snapshots", ""]
+        for f in findings:
+            lines.append(f"  {f.severity.label:8} {f.rule:22} {f.title}")
+            if f.source:
+                lines.append(f"  {'':8} {'':22} at {f.source}")
+            lines.append(f"  {'':8} {'':22} fix: {f.fix}")
+        sys.stdout.write(printable("\n".join(lines) + "\n"))
+    fail = args.fail_on and any(f.severity >= severity.parse(args.fail_on) for f in findings)
+    return 1 if fail else 0
+
+
 def write_csv(result, path: str, trace_set) -> None:
     """findings.csv exactly as `ptprof report` writes it (README: findings.csv columns)."""
     from core.export.csv import write_findings
     from core.export.findings import wrap
-    write_findings(wrap(result).findings, path, trace_set)
+    write_findings(wrap(result).findings, path, trace_set, user_path=True)  # `-`, /dev/stdout, a FIFO: in place
 
 
 def _measured_line(tried, rule: str) -> str:

@@ -1,7 +1,9 @@
 """`ptprof diff A B [--json] [--csv DIR] [--markdown] [--by-shape] [--normalize-templates] [--no-cache]`.
 
 A is the baseline, B the candidate; anything the loader opens works on either side. Exit 0, or 2 with one
-line for bad input. `--json` prints `core.analysis.diff.Diff.to_json()`.
+line for bad input. `--json` prints `core.analysis.diff.Diff.to_json()`. `--csv DIR` never replaces a file
+ptprof did not write (core.export.outdir, as `report --out`): a folder holding the user's own
+steps_diff.csv is refused in one line before anything is loaded.
 """
 from __future__ import annotations
 
@@ -39,14 +41,33 @@ def compute(ts_a, ts_b, by_shape: bool = False, normalize_templates: bool = Fals
                         by_shape=by_shape, normalize_templates=normalize_templates)
 
 
+def _csv_problem(folder: str) -> str | None:
+    from pathlib import Path
+
+    from core.commands.terminal import printable
+    from core.export import outdir
+    if not folder.strip():
+        return "--csv is empty: give the folder to write the CSVs into"
+    if Path(folder).exists() and not Path(folder).is_dir():
+        return printable(f"--csv {folder}: exists and is not a folder")
+    why = outdir.problem(folder, outdir.DIFF_NAMES)
+    return printable(f"--csv {why}") if why else None
+
+
 def run(args) -> int:
+    if args.csv is not None:
+        why = _csv_problem(args.csv)  # before the load: a refused folder costs nothing
+        if why:
+            print(f"ptprof: {why}", file=sys.stderr)
+            return 2
     ts_a, ts_b = load_pair(args.a, args.b, not args.no_cache)
     result = compute(ts_a, ts_b, args.by_shape, args.normalize_templates, use_cache=not args.no_cache)
     if args.csv:
         try:
             write_csvs(result, args.csv)
-        except OSError as exc:
-            print(f"ptprof: cannot write {args.csv}: {exc.strerror or exc}", file=sys.stderr)
+        except OSError as exc:  # outdir.ExportRefused (the folder changed since the check), UnsafeOutput, disk
+            from core.commands.terminal import printable
+            print(printable(f"ptprof: cannot write {args.csv}: {exc.strerror or exc}"), file=sys.stderr)
             return 2
     if args.json:
         json.dump(result.to_json(), sys.stdout)
@@ -191,10 +212,12 @@ def write_csvs(d, out_dir: str) -> None:
     (run a / b, rank: "all" for the run's steps, then each rank's own for a multi-rank run)."""
     from pathlib import Path
 
+    from core.export import outdir
     from core.export.csv import write_table
     from core.export.tables import ExportTable
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    outdir.claim(out, outdir.DIFF_NAMES)  # never over the user's own files (ExportRefused, one line)
     columns = ("name", "status", "a_calls", "b_calls", "a_total_us", "b_total_us", "delta_us")
     for name, rows in (("kernels_diff", d.kernels), ("ops_diff", d.ops)):
         data = ([r.name for r in rows], [r.status for r in rows], [r.a_calls for r in rows], [r.b_calls for r in rows],

@@ -37,6 +37,11 @@ def add_arguments(p) -> None:
     p.add_argument("--no-memory", action="store_true", help="do not profile memory")
     p.add_argument("--no-sync-debug", action="store_true",
                    help="CUDA: do not report implicit host-sync sites (torch.cuda.set_sync_debug_mode)")
+    p.add_argument("--memory-history", action="store_true",
+                   help="record the CUDA allocator's history (stacks of every allocation) and write "
+                        "memory.snapshot.pickle into the bundle at the end of the last window")
+    p.add_argument("--max-entries", type=int, default=100_000, metavar="N",
+                   help="with --memory-history: allocator events kept (default 100000)")
     p.add_argument("--nvml-hz", type=float, default=10.0, help="GPU sampling rate (default 10)")
     p.add_argument("--stop-after-window", action="store_true",
                    help="stop the script (as Ctrl-C does) once the last trace cycle is saved; exit 0")
@@ -86,7 +91,8 @@ def config_from_args(args):
                      env=tuple(env), schedule=Schedule(args.wait, args.warmup, args.active, args.repeat),
                      record_shapes=not args.no_shapes, profile_memory=not args.no_memory,
                      with_stack=args.with_stack, sync_debug=not args.no_sync_debug, out_dir=args.out or "",
-                     nproc=args.nproc or 1, use_torchrun=args.torchrun or args.nproc is not None, nvml_hz=args.nvml_hz)
+                     nproc=args.nproc or 1, use_torchrun=args.torchrun or args.nproc is not None, nvml_hz=args.nvml_hz,
+                     memory_history=args.memory_history, max_entries=args.max_entries)
 
 
 def status_line(session) -> str:

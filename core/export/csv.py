@@ -46,16 +46,16 @@ def _cell(v):
     return v
 
 
-def write_table(table: ExportTable, path: str | Path) -> Path:
-    """Write one table (a temp file renamed into place: never through a link); returns the path."""
-    path = Path(path)
+def write_table(table: ExportTable, path: str | Path, user_path: bool = False) -> Path:
+    """Write one table through core.atomic (never through a planted link, never over a FIFO or device;
+    `user_path`: the user named this file: `-`, /dev/stdout, a FIFO are written in place); returns the path."""
     cols = [c.tolist() if isinstance(c, np.ndarray) else list(c) for c in table.data]
     buf = io.StringIO(newline="")
     w = _csv.writer(buf)
     w.writerow([neutralize(str(c)) for c in table.columns])
     for row in zip(*cols):
         w.writerow([_cell(v) for v in row])
-    return atomic_write(path, buf.getvalue().encode("utf-8"))
+    return atomic_write(path, buf.getvalue().encode("utf-8"), user_path)
 
 
 def write_kernels(ts: TraceSet, path: str | Path) -> Path:
@@ -70,8 +70,8 @@ def write_steps(ts: TraceSet, path: str | Path) -> Path:
     return write_table(tables.steps_table(ts), path)
 
 
-def write_findings(findings, path: str | Path, ts: TraceSet | None = None) -> Path:
-    return write_table(tables.findings_table(findings, ts), path)
+def write_findings(findings, path: str | Path, ts: TraceSet | None = None, user_path: bool = False) -> Path:
+    return write_table(tables.findings_table(findings, ts), path, user_path)
 
 
 def write_nvml(ts: TraceSet, path: str | Path) -> Path | None:

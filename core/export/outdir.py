@@ -6,8 +6,9 @@ file would be replaced. So a folder is accepted when none of our names is there 
 the marker `.ptprof-report` (written before the first file of every export: a second report into the
 same folder replaces only what the first wrote), or when its report.html is one of ours (reports made
 before the marker existed). A run bundle is never a report folder: its nvml.csv is the raw NVML record,
-and a report's tables inside it would be read back as bundle files. Symlinks among our names are not
-counted: every file is written to a temp file and renamed over the link, its target is never touched.
+and a report's tables inside it would be read back as bundle files. A symlink, FIFO, device or folder at
+one of our names (or the marker's) refuses the folder too: core.atomic neither writes through such an
+entry nor replaces it. `ptprof diff --csv DIR` uses the same guard with its own names (DIFF_NAMES).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ MARKER = ".ptprof-report"
 MARKER_TEXT = b"ptprof report folder: report.html, *.csv and *.png here were written by ptprof\n"
 TABLE_NAMES = ("kernels", "ops", "steps", "metrics", "findings", "nvml")
 OUR_NAMES = ("report.html", *(f"{t}.csv" for t in TABLE_NAMES), *(f"{f}.png" for f in FIGURE_NAMES))
+DIFF_NAMES = ("kernels_diff.csv", "ops_diff.csv", "steps_diff.csv")  # core/commands/diff.py write_csvs
 _HTML_SIGNATURE = b"<p class=muted>ptprof report \xc2\xb7 generated "  # core/export/report.py's header line
 _BUNDLE_FILES = ("run.json", "events.jsonl")
 
@@ -75,6 +77,18 @@ def foreign_files(folder: str | Path, names: tuple[str, ...] = OUR_NAMES) -> lis
     return out
 
 
+def unsafe_entries(folder: str | Path, names: tuple[str, ...] = OUR_NAMES) -> list[str]:
+    """"name (a symlink)" for each of our names (and the marker) that is there but not a regular file."""
+    from core.atomic import kind_of
+    folder = Path(folder).expanduser()
+    out = []
+    for name in (*names, MARKER):
+        mode = _lstat_mode(folder / name)
+        if mode is not None and not stat.S_ISREG(mode):
+            out.append(f"{name} ({kind_of(mode)})")
+    return out
+
+
 class ExportRefused(OSError):
     """The folder holds what ptprof did not write; str(exc) is the one line for the user."""
 
@@ -85,6 +99,11 @@ def problem(folder: str | Path, names: tuple[str, ...] = OUR_NAMES) -> str | Non
     if os.path.isdir(folder) and is_run_bundle(folder):
         return (f"{folder} is a run bundle (its nvml.csv and logs are the run's record): write the report into "
                 f"a folder of its own, e.g. {folder / 'report'}")
+    odd = unsafe_entries(folder, names) if os.path.isdir(folder) else []
+    if odd:
+        shown = ", ".join(odd[:3]) + (f" and {len(odd) - 3} more" if len(odd) > 3 else "")
+        return (f"{folder} holds {shown}: ptprof neither writes through nor replaces such an entry; remove it "
+                "or pick a new folder (nothing was written)")
     clash = foreign_files(folder, names)
     if clash:
         shown = ", ".join(clash[:4]) + (f" and {len(clash) - 4} more" if len(clash) > 4 else "")
@@ -105,7 +124,7 @@ def subfolder(folder: str | Path, stem: str = "ptprof-report") -> Path:
 
 def claim(folder: str | Path, names: tuple[str, ...] = OUR_NAMES) -> None:
     """Refuse (ExportRefused) or claim the folder before the first file is written: the marker goes in
-    atomically (a link named like it is replaced, never its target)."""
+    atomically (core.atomic: never through a link, never over one)."""
     why = problem(folder, names)
     if why:
         raise ExportRefused(why)

@@ -1,9 +1,10 @@
 """Colours and sizes of the report figures, from resources/report.toml (Qt-free: hex strings, ints)."""
 from __future__ import annotations
 
-import tomllib
 from functools import lru_cache
 from pathlib import Path
+
+from core.compat import tomllib
 
 REPORT_TOML = Path(__file__).resolve().parents[2] / "resources" / "report.toml"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -51,7 +52,8 @@ class Sampler:
         if not self.available:
             return self
         if self.csv_path is not None:
-            self._fh = open(self.csv_path, "w", buffering=1 << 16)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+            self._fh = open(os.open(self.csv_path, flags, 0o644), "w", buffering=1 << 16)  # never through a link
             self._fh.write(CSV_HEADER)
         self._thread = threading.Thread(target=self._loop, name="ptprof-gpu-sampler", daemon=True)
         self._thread.start()

@@ -1,9 +1,10 @@
 """Thresholds from resources/rules.toml (every number there carries its origin)."""
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Any
+
+from core.compat import tomllib
 
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / "resources" / "rules.toml"
 

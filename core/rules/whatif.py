@@ -25,7 +25,6 @@ clipped to [0, step]. Numbers: resources/whatif.toml (each with its origin).
 """
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +32,7 @@ import numpy as np
 
 from core.analysis import intervals
 from core.analysis.critical_path import Edit, Replay, replay_input, simulate
+from core.compat import tomllib
 from core.trace.model import FlowKind, Kind, TraceModel
 
 TOML = Path(__file__).resolve().parents[2] / "resources" / "whatif.toml"

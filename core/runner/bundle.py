@@ -24,7 +24,9 @@ TRIED_JSON = "tried.json"  # savings measured by `ptprof try` on this (before) r
 FORMAT = "ptprof-run/1"  # run.json "format": how a folder is known to be one of our bundles
 _OWN_FILES = (RUN_JSON, EVENTS, NVML_CSV, COMPILE_JSON, COMPILE_LOG, STDOUT_LOG, STDERR_LOG, SWITCHES_JSON, TRIED_JSON)
 # what the child writes into traces/ (child.py _on_trace_ready): the only names a re-record removes there
-_OWN_TRACE = re.compile(r"rank\d+\.cycle\d+\.pt\.trace\.json\.gz(\.part)?|\.rank\d+\.cycle\d+\.pt\.trace\.json\.gz\.json\.tmp")
+# (the temp files: unique mkstemp names since issue 37, older fixed names too)
+_OWN_TRACE = re.compile(r"rank\d+\.cycle\d+\.pt\.trace\.json\.gz(\.part)?"
+                        r"|\.rank\d+\.cycle\d+\.pt\.trace\.json\.gz(\.\w+)?\.(json\.tmp|part)")
 
 
 class BundleError(ValueError):
@@ -64,7 +66,12 @@ class Bundle:
         return self.root / STDERR_LOG
 
     def trace_files(self) -> list[Path]:
-        return sorted(self.traces.glob("*.pt.trace.json*")) if self.traces.is_dir() else []
+        """The saved traces: regular files, not the runner's temp files (hidden, .part, .tmp) nor links."""
+        if not self.traces.is_dir():
+            return []
+        return sorted(p for p in self.traces.glob("*.pt.trace.json*")
+                      if not p.name.startswith(".") and not p.name.endswith((".part", ".tmp"))
+                      and stat.S_ISREG(p.lstat().st_mode))
 
 
 def default_dir(script: str, root: str | Path = "ptprof-runs") -> Path:
@@ -134,10 +141,13 @@ def prepare(root: str | Path) -> Bundle:
 
 
 def write_json(path: Path, data: dict) -> None:
-    """Atomic write (a fresh temp file in the same folder + rename) so a reader never sees half a
-    run.json; the temp file is created exclusively (never an existing file or link) and the rename
-    replaces a symlink at `path` instead of writing through it."""
-    atomic_write(Path(path), json.dumps(data, indent=1, default=str).encode("utf-8"))
+    """Atomic write (core.atomic: a fresh temp file in the same folder + rename) so a reader never sees
+    half a run.json. The name is the bundle's own: a symlink planted there (by the run's script) is
+    removed first - unlink never follows it - and never written through."""
+    path = Path(path)
+    if path.is_symlink():
+        path.unlink()
+    atomic_write(path, json.dumps(data, indent=1, default=str).encode("utf-8"))
 
 
 def read_json(path: Path) -> dict | None:

@@ -23,6 +23,7 @@ import re
 import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -52,6 +53,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--no-memory", action="store_true")
     p.add_argument("--with-stack", action="store_true")
     p.add_argument("--no-sync-debug", action="store_true")
+    p.add_argument("--memory-history", action="store_true")  # memhist.py: the allocator's history + snapshot
+    p.add_argument("--max-entries", type=int, default=100000)
     p.add_argument("--module", action="store_true", help="SCRIPT is a module name, run like `python -m`")
     p.add_argument("--apply", default="", help="runtime switches (switches.py), e.g. pin_memory,tf32")
     p.add_argument("script")
@@ -69,6 +72,7 @@ _on_sigterm, _user_frames = _guards.on_sigterm, _guards.user_frames
 _stepsource, _syncsite, _target = _load_sibling("stepsource"), _load_sibling("syncsite"), _load_sibling("target")
 _devinfo = _load_sibling("devinfo")
 _switches = _load_sibling("switches")  # --apply: a finding's fix applied at run time (ptprof try)
+_memhist = _load_sibling("memhist")  # allocator history, the snapshot at an OOM (issue 32)
 
 
 class ChildRunner:
@@ -103,6 +107,8 @@ class ChildRunner:
         self.sync_sites: dict[tuple, dict] = {}
         self._sync_meta_n = 0
         self.switches = _switches.Switches(torch, opts.apply, self.ev.emit, str(self.bundle), self.rank)
+        self.memhist = _memhist.MemoryHistory(torch, self.bundle, self.rank, self.ev.emit, opts.memory_history,
+                                              opts.max_entries, (os.path.dirname(torch.__file__), str(_HERE)))
 
     @property
     def source(self) -> str:
@@ -278,6 +284,8 @@ class ChildRunner:
         if phase != self._phase:
             self._phase = phase
             self.ev.emit("phase", phase=phase, step=self.step, source=self.source)
+            if phase == "done":
+                self.memhist.window_done()
         if phase in ("warmup", "active") and len(self.sync_sites) != self._sync_meta_n:
             self._sync_meta_n = len(self.sync_sites)
             try:
@@ -296,20 +304,27 @@ class ChildRunner:
             return
         self._cycle += 1
         name = f"rank{self.rank}.cycle{self._cycle}.pt.trace.json.gz"
-        tmp_json = self.traces / f".{name}.json.tmp"
         final = self.traces / name
         t0 = time.perf_counter()
-        try:
-            prof.export_chrome_trace(str(tmp_json))
-            part = final.with_name(final.name + ".part")
-            with open(tmp_json, "rb") as src, gzip.open(part, "wb", compresslevel=3) as dst:
+        tmp_json = part = None  # temp files are created exclusively under unique names (mkstemp: O_EXCL,
+        try:                    # never a link planted in an old bundle), then renamed over the final name
+            fd, tmp_json = tempfile.mkstemp(dir=str(self.traces), prefix=f".{name}.", suffix=".json.tmp")
+            os.close(fd)
+            prof.export_chrome_trace(tmp_json)
+            fd, part = tempfile.mkstemp(dir=str(self.traces), prefix=f".{name}.", suffix=".part")
+            os.chmod(part, 0o644)
+            with open(tmp_json, "rb") as src, os.fdopen(fd, "wb") as raw, \
+                    gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=3) as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
             os.replace(part, final)
+            part = None
         except Exception as exc:
             self.ev.emit("notice", code="export_failed", message=f"could not write trace {name}: {exc}")
             return
         finally:
-            tmp_json.unlink(missing_ok=True)
+            for leftover in (tmp_json, part):
+                if leftover is not None:
+                    Path(leftover).unlink(missing_ok=True)
         self.ev.emit("cycle", cycle=self._cycle, path=f"traces/{name}", bytes=final.stat().st_size,
                      export_s=round(time.perf_counter() - t0, 3), step=self.step, source=self.source)
 
@@ -373,6 +388,7 @@ class ChildRunner:
             self.step_aside("the script uses torch.profiler itself: ptprof does not add a second profiler "
                             "(steps and GPU are still monitored; the script's own traces are not in the bundle)")
         self.install()
+        self.memhist.start()
         exit_code = 0
         try:
             self.switches.install()  # before the script: raises switches.Refused (exit 3) when one cannot apply
@@ -386,6 +402,7 @@ class ChildRunner:
             self.ev.emit("notice", code="interrupted", message="stopped by SIGINT (Ctrl-C / Stop)")
         except BaseException as exc:  # the user's script failed: record it, keep the traces
             exit_code = 1
+            self.memhist.on_exception(exc)  # an OOM: its snapshot and figures (the failure itself goes on)
             tb = "".join(traceback.format_exception(type(exc), exc, _user_frames(exc.__traceback__)))
             self.ev.emit("exception", message=f"{type(exc).__name__}: {exc}", traceback=tb)
             sys.stderr.write(tb)
@@ -410,6 +427,7 @@ class ChildRunner:
             except Exception as exc:
                 self.ev.emit("notice", code="flush_failed", message=f"could not flush the profiler: {exc}")
         self.sources.remove()
+        self.memhist.finish()
         if self.capture is not None and self.rank == 0:
             try:
                 self.capture.write(self.bundle / "compile.json")

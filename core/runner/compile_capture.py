@@ -14,6 +14,7 @@ import logging
 import os
 import re
 import sys
+import tempfile
 import time
 
 _BREAK_AT = re.compile(r"Graph break.*? in user code at (?P<file>.+?):(?P<line>\d+)")
@@ -83,10 +84,18 @@ class CompileCapture(logging.Filter):
         counters = _counters()
         if not self.records and not counters.get("frames", {}).get("total"):
             return  # the script never compiled anything (torch.optim imports dynamo, so look at frames)
-        tmp = str(path) + ".tmp"
-        with open(tmp, "w") as fh:
-            json.dump(self.report(), fh, indent=1, default=str)
-        os.replace(tmp, path)
+        path = str(path)  # the temp file: a unique name created exclusively (never a link planted in an old bundle)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=f".{os.path.basename(path)}.",
+                                   suffix=".tmp")
+        try:
+            os.chmod(tmp, 0o644)
+            with os.fdopen(fd, "w") as fh:
+                json.dump(self.report(), fh, indent=1, default=str)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.lexists(tmp):
+                os.unlink(tmp)
+            raise
 
 
 def parse_graph_break(msg: str, skip_dirs: tuple[str, ...] = ()) -> dict:

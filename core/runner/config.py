@@ -51,6 +51,8 @@ class RunConfig:
     module: str = ""  # run `python -m MODULE` instead of a script (cwd = the working directory, as python -m)
     stop_after_window: bool = False  # stop the script (as Stop does) once every rank saved its last cycle
     apply: str = ""  # runtime switches (core/runner/switches.py), e.g. "pin_memory,tf32": `record --apply`, `try`
+    memory_history: bool = False  # torch.cuda.memory._record_memory_history -> memory.snapshot.pickle (memhist.py)
+    max_entries: int = 100_000  # the allocator trace ring it keeps
 
     @property
     def workdir(self) -> str:
@@ -81,7 +83,8 @@ class RunConfig:
                                                 "active": self.schedule.active, "repeat": self.schedule.repeat},
             "record_shapes": self.record_shapes, "profile_memory": self.profile_memory,
             "with_stack": self.with_stack, "sync_debug": self.sync_debug, "nproc": self.nproc, "torchrun": self.torchrun,
-            "nvml_hz": self.nvml_hz, "module": self.module, "stop_after_window": self.stop_after_window, "apply": self.apply,
+            "nvml_hz": self.nvml_hz, "module": self.module, "stop_after_window": self.stop_after_window,
+            "apply": self.apply, "memory_history": self.memory_history, "max_entries": self.max_entries,
         }
 
 
@@ -122,6 +125,8 @@ def validate(cfg: RunConfig) -> RunConfig:
         raise ConfigError(f"--nproc-per-node must be >= 1 (got {cfg.nproc})")
     if not 0 < cfg.nvml_hz <= 1000:
         raise ConfigError(f"NVML rate must be in (0, 1000] Hz (got {cfg.nvml_hz})")
+    if cfg.memory_history and not 1 <= cfg.max_entries <= 100_000_000:
+        raise ConfigError(f"--max-entries must be in 1 .. 100,000,000 (got {cfg.max_entries})")
     cwd = Path(cfg.workdir if cfg.cwd or cfg.module else script.resolve().parent).expanduser()
     if not cwd.is_dir():
         raise ConfigError(f"working directory not found: {cwd}")

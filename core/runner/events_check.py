@@ -32,6 +32,9 @@ _FIELDS = {
     "notice": {"code": _text, "message": _text},
     "sync": {"file": _text, "line": _int, "step": _int, "message": _text, "via": _opt(_text), "code": _text},
     "exception": {"message": _text, "traceback": _text},
+    "oom": {"message": _text, "where": _text, "snapshot": _opt(_text), "device": lambda v: _int(v, 0, 1 << 16),
+            **{k: _int for k in ("size_bytes", "total_bytes", "free_bytes", "reserved_bytes", "allocated_bytes",
+                                 "process_bytes", "unallocated_reserved_bytes")}},
     "end": {"exit_code": lambda v: _int(v, -255, 255), "steps": _int, "cycles": _int},
 }
 REQUIRED = {"step": ("step",), "start": ("pid",), "phase": ("phase",), "cycle": ("cycle",), "end": ("exit_code",)}

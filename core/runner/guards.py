@@ -359,7 +359,8 @@ class LogFallback:
             try:
                 return self._stream.write(text)
             except (BrokenPipeError, ValueError, OSError):
-                self._file = open(self._path, "a", encoding="utf-8", errors="replace")
+                fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+                self._file = open(fd, "a", encoding="utf-8", errors="replace")
                 Orphan.check()
         return self._file.write(text)
 

@@ -23,6 +23,8 @@ def child_options(cfg: RunConfig, bundle_dir: str | Path) -> list[str]:
         opts.append("--no-sync-debug")
     if cfg.apply:
         opts += ["--apply", cfg.apply]
+    if cfg.memory_history:
+        opts += ["--memory-history", "--max-entries", str(cfg.max_entries)]
     return opts
 
 

@@ -202,7 +202,8 @@ class ChildProcess:
     def _pump(self, name: str, pipe) -> None:
         """Every byte goes to the log; the console queue gets lines cut at MAX_LINE_CHARS (a script that
         prints a 1 GB line, or megabytes without a newline, costs the launcher no more than that)."""
-        with open(self.logs[name], "wb") as log:
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        with open(os.open(self.logs[name], flags, 0o644), "wb") as log:  # never through a planted link
             for raw in iter(lambda: pipe.readline(READ_BYTES), b""):
                 log.write(raw)
                 log.flush()

@@ -45,7 +45,7 @@ class EventWriter:
     def __init__(self, path: str, rank: int = 0):
         self.path = path
         self.rank = rank
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
 
     def emit(self, type_: str, **fields) -> dict:
         event = {"type": type_, "t_ns": time.time_ns(), "rank": self.rank}

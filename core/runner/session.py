@@ -50,6 +50,7 @@ class LiveState:
     syncs: list[str] = field(default_factory=list)  # "file:line" of implicit host syncs (CUDA sync debug)
     started: bool = False  # a rank sent its start event (the interpreter ran the child)
     stepped_aside: bool = False  # the script runs its own torch.profiler
+    ooms: list[dict] = field(default_factory=list)  # the failing allocation of each rank that ran out of memory
 
     def fold(self, e: dict) -> None:
         """`e` passed core.runner.events_check.valid: its fields have the types read here."""
@@ -81,6 +82,8 @@ class LiveState:
                 self.syncs.append(site)
         elif t == "exception" and not self.exception:
             self.exception = e.get("message", "")
+        elif t == "oom" and len(self.ooms) < 1024:
+            self.ooms.append({k: v for k, v in e.items() if k not in ("type", "t_ns")})
 
 
 class RunSession:
@@ -278,6 +281,9 @@ class RunSession:
         status = "ok" if code == 0 else ("stopped" if self.stopping_requested else "failed")
         if self.start_timed_out:
             status = "failed"
+        elif st.ooms and code != 0:
+            status = "oom"  # core/runner/memhist.py: the failing allocation is in run.json "oom"
+            extra["oom"] = st.ooms
         elif lost and status == "ok":
             status = "incomplete"
         self._run_json.update({

@@ -13,13 +13,13 @@ No Qt: the GUI (gui/snapshot/blocks.py) turns the outlines into a few painter pa
 """
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
+from core.compat import tomllib
 from core.snapshot.model import MemorySnapshot
 from core.snapshot.timeline import ActiveTimeline, free_event_of_allocs
 

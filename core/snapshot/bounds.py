@@ -1,35 +1,52 @@
-"""Bounds on what a snapshot pickle may cost, checked before and after the C unpickler runs.
+"""Bounds on what a snapshot pickle may cost, checked in one pass over its opcodes before the C unpickler
+builds anything.
 
-A pickle is a program: 391 bytes of memo references can describe a "billion laughs" object graph, one
-LONG_BINPUT with index 2**31 makes the unpickler allocate a 16 GiB memo table, a 400 KB file of shared
-references expands to gigabytes in the code that walks it. So, in this order:
-1. `scan_opcodes` walks the opcodes without building anything (no object is created, no global is
-   resolved) and bounds the objects created (MAX_OBJECTS), the memo (MAX_MEMO) and the time (the
-   deadline). It stops at an opcode that names a class or function (_REFUSED): the restricted
-   unpickler raises there, so what follows never runs.
-2. The C unpickler (iterative, fast) builds the plain containers - it can no longer exceed those bounds.
-3. `measure` walks the result once per distinct object (iterative: no recursion on 2,000-deep lists):
-   its depth (MAX_DEPTH) and its *expanded* size, where a shared reference counts the whole size of
-   what it shares (MAX_EXPANDED), because that is what the snapshot reader walks. The one exception
-   matches the reader: a `frames` list is interned by identity (load.py _Interner), so a shared frames
-   list counts once.
-Each bound is a `SnapshotBoundError` with a one-line reason. Real snapshots (a 100k-entry trace ring per
-device, ~60 frames a stack) stay one to two orders of magnitude below every bound.
+A pickle is a program: one LONG_BINPUT with index 2**31 makes the C unpickler allocate a 16 GiB memo
+table, 10 MB of MEMOIZE opcodes a 10 M-entry one, 2 MB of `]` and `a` a million-deep nest, an 84-byte
+PUT a 2.3 GB table. `scan_opcodes` walks the opcodes once without creating an object, keeping the
+unpickler's stack as a depth per slot and its marks, and refuses (SnapshotBoundError, one line):
+more than MAX_OBJECTS objects; a memo index beyond the objects created so far, or written with more than
+MAX_TEXT_ARG characters, or more memo stores than objects (the pickler numbers its memo 0, 1, 2 ... and
+memoises an object once); nesting deeper than MAX_DEPTH; more than MAX_STACK items on the stack; an
+integer wider than MAX_INT_BYTES (a snapshot's numbers are 64-bit: str() of a 4,301-digit one raises).
+It stops at STOP and at an opcode that names a class or function: the restricted unpickler raises there,
+so what follows never runs.
+
+The walk is C (core/snapshot/_pickscan.h, built into core.trace._scan: ~1 s per GB); `_scan_python` is
+its line-by-line twin for an install without a compiler (~100x slower, same answers: the tests run both).
+What the unpickled object may cost the reader (shared references: n devices sharing one ring, n segments
+sharing one block list) is bounded where it is read (load.py `_check_rows`), not by walking the graph.
 """
 from __future__ import annotations
 
 import time
 
-MAX_OBJECTS = 50_000_000  # objects the pickle may create (a full 8-GPU ring is ~10 M)
-MAX_MEMO = MAX_OBJECTS  # highest memo index a PUT may name (the C unpickler sizes its memo table by it)
-MAX_EXPANDED = 50_000_000  # containers + scalars reached, shared references counted by their expanded size
+MAX_OBJECTS = 100_000_000  # objects the pickle may create (a 1 GB snapshot of 3.4 M allocations: 16 M)
 MAX_DEPTH = 100  # a snapshot nests 6 levels (dict > list > dict > list > dict > scalar)
-MAX_SECONDS = 300.0  # scan + unpickle + measure
+MAX_STACK = 1 << 22  # items on the unpickler's stack at once (the pickler batches 1,000 per MARK)
+MAX_INT_BYTES = 32  # LONG1 / LONG4 width; 10**40 (17 bytes) passes, 10**5000 does not
+MAX_TEXT_ARG = 80  # characters of a protocol-0 INT / LONG / PUT / GET argument
+MAX_SECONDS = 300.0  # the pure-Python walk's deadline
 _CHECK_EVERY = 1 << 16
 
 
 class SnapshotBoundError(ValueError):
     """The pickle would cost more than any real memory snapshot: refused, with a one-line reason."""
+
+
+def deadline_after(seconds: float = MAX_SECONDS) -> float:
+    return time.monotonic() + seconds
+
+
+def scan_opcodes(data, deadline: float | None = None) -> None:
+    """Refuse (SnapshotBoundError) a pickle past the bounds above; return None when within them."""
+    from core.trace.columns import _scan  # the C accelerator, None when not built
+    if _scan is not None and hasattr(_scan, "pickle_bounds"):
+        reason = _scan.pickle_bounds(data, MAX_OBJECTS, MAX_DEPTH, MAX_STACK, MAX_INT_BYTES, MAX_TEXT_ARG)
+    else:
+        reason = _scan_python(data, deadline if deadline is not None else deadline_after())
+    if reason is not None:
+        raise SnapshotBoundError(reason)
 
 
 # opcode -> how its argument is laid out: >= 0 fixed bytes; the negative codes follow pickletools
@@ -43,157 +60,160 @@ _ARG = {
     ord("0"): 0, ord("2"): 0, ord("("): 0, ord("1"): 0, ord("g"): _NL, ord("h"): 1, ord("j"): 4,
     ord("p"): _NL, ord("q"): 1, ord("r"): 4, 0x94: 0, 0x80: 1, ord("."): 0, 0x95: 8,
 }
-# opcodes that create no object (references, stack and memo bookkeeping, framing, mutation of a container)
-_NO_OBJECT = {ord(c) for c in "aesu012(1ghjpqr."} | {0x90, 0x94, 0x80, 0x95}
-_REFUSED = {ord("c"): "a global (class or function)", 0x93: "a global (class or function)",
-            ord("i"): "a class instance", ord("o"): "a class instance", ord("R"): "a function call",
-            ord("b"): "object state", 0x81: "a class instance", 0x92: "a class instance",
-            0x82: "an extension registry entry", 0x83: "an extension registry entry",
-            0x84: "an extension registry entry", ord("P"): "persistent ids", ord("Q"): "persistent ids",
-            0x97: "out-of-band buffers", 0x98: "out-of-band buffers"}
+_SCALAR = {ord(c) for c in "FILSVJKMGNTUBCX"} | {0x88, 0x89, 0x8A, 0x8B, 0x8C, 0x8D, 0x8E, 0x96}
+_EMPTY = {ord(c) for c in "]})"} | {0x8F}
+_FROM_MARK = {ord(c) for c in "ldt"} | {0x91}
+_INTO_MARK = {ord(c) for c in "eu"} | {0x90}
+_TUPLE_N = {0x85: 1, 0x86: 2, 0x87: 3}
+_REFS = {ord("g"), ord("h"), ord("j")}
+_INDEX_CAP = 10**18
 
 
-def deadline_after(seconds: float = MAX_SECONDS) -> float:
-    return time.monotonic() + seconds
+class _Walk:
+    """The C walk's state, in Python."""
+
+    def __init__(self) -> None:
+        self.objects = 0
+        self.stores = 0
+        self.depth: list[int] = []
+        self.marks: list[int] = []
+
+    def push(self, depth: int) -> None:
+        if len(self.depth) >= MAX_STACK:
+            raise SnapshotBoundError(f"pickle keeps more than {MAX_STACK} items on its stack at once "
+                                     "(not a real snapshot)")
+        if depth > MAX_DEPTH:
+            _too_deep()
+        self.depth.append(depth)
+
+    def new(self, depth: int) -> None:
+        self.objects += 1
+        if self.objects > MAX_OBJECTS:
+            raise SnapshotBoundError(f"pickle creates more than {MAX_OBJECTS} objects (not a real snapshot)")
+        self.push(depth)
+
+    def pop_to_mark(self) -> int:
+        base = min(self.marks.pop() if self.marks else 0, len(self.depth))
+        inner = max(self.depth[base:], default=0)
+        del self.depth[base:]
+        return inner
+
+    def raise_top(self, inner: int) -> None:
+        if not self.depth:
+            return
+        if inner + 1 > MAX_DEPTH:
+            _too_deep()
+        self.depth[-1] = max(self.depth[-1], inner + 1)
+
+    def memo(self, index: int) -> None:
+        self.stores += 1
+        if self.stores > self.objects + 1:
+            raise SnapshotBoundError(f"pickle memoises more often than it creates objects ({self.stores} times; "
+                                     "not a real snapshot)")
+        if index > self.objects + 1:
+            raise SnapshotBoundError(f"pickle memo index {index} is beyond the {self.objects} objects created "
+                                     "so far (not a real snapshot)")
 
 
-def _check_time(deadline: float) -> None:
-    if time.monotonic() > deadline:
-        raise SnapshotBoundError(f"reading it takes longer than {MAX_SECONDS:.0f} s (far beyond any real snapshot)")
+def _too_deep() -> None:
+    raise SnapshotBoundError(f"pickle nests deeper than {MAX_DEPTH} levels (not a real snapshot)")
 
 
-def scan_opcodes(data, deadline: float) -> int:
-    """Walk the opcodes up to the first STOP; returns the objects the pickle creates. Refuses (never
-    executes) anything that is not plain data. A malformed stream is left to the unpickler's own error."""
+def _scan_python(data, deadline: float) -> str | None:  # noqa: C901 - one opcode table, as in the C walk
     view = memoryview(data).cast("B")
     n = len(view)
-    i = 0
-    objects = 0
-    ops = 0
-    arg_of = _ARG.get
-    no_object = _NO_OBJECT
-    while i < n:
-        op = view[i]
-        i += 1
-        ops += 1
-        kind = arg_of(op)
-        if kind is None:
-            # a global, call, instance, extension, persistent id or buffer (_REFUSED), or an unknown opcode:
-            # the restricted unpickler stops there with its own one-line error naming what was asked for,
-            # so nothing after this point ever runs and the scan can stop
-            return objects
-        if op not in no_object:
-            objects += 1
-        if kind >= 0:
-            if op == 0x72 and i + 4 <= n:  # LONG_BINPUT
-                _check_memo(int.from_bytes(view[i:i + 4], "little"))
-            i += kind
-        elif kind == _NL:
-            end = bytes(view[i:i + 64]).find(b"\n") if op == 0x70 else -1
-            if end >= 0:  # PUT <decimal>\n
-                try:
-                    index = int(bytes(view[i:i + end]))
-                except ValueError:
-                    return objects  # the unpickler reports the malformed PUT
-                _check_memo(index)
-            nl = _find_newline(view, i)
-            if nl < 0:
-                return objects
-            i = nl + 1
-        elif kind == _LEN1:
-            if i >= n:
-                return objects
-            i += 1 + view[i]
-        elif kind in (_LEN4S, _LEN4U):
-            if i + 4 > n:
-                return objects
-            length = int.from_bytes(view[i:i + 4], "little", signed=kind == _LEN4S)
-            if length < 0:
-                return objects
-            i += 4 + length
-        else:
-            if i + 8 > n:
-                return objects
-            i += 8 + int.from_bytes(view[i:i + 8], "little")
-        if op == 0x2E:  # STOP
-            return objects
-        if objects > MAX_OBJECTS:
-            raise SnapshotBoundError(f"pickle creates more than {MAX_OBJECTS:,} objects (not a real snapshot)")
-        if not ops % _CHECK_EVERY:
-            _check_time(deadline)
-    return objects
-
-
-def _find_newline(view: memoryview, start: int) -> int:
-    found = bytes(view[start:start + 4096]).find(b"\n")  # text arguments are short numbers and names
-    if found >= 0:
-        return start + found
-    return view.obj.find(b"\n", start) if hasattr(view.obj, "find") else -1
-
-
-def _check_memo(index: int) -> None:
-    if index > MAX_MEMO:
-        raise SnapshotBoundError(f"pickle memo index {index:,} is beyond {MAX_MEMO:,} (not a real snapshot)")
-
-
-def measure(obj, deadline: float) -> int:
-    """Expanded size of the unpickled object graph (see the module docstring); refuses past the bounds.
-    Iterative post-order over distinct containers: each container's scalars are counted in one pass
-    (a list comprehension picks out its container children), so the cost is ~50 ns per value."""
-    if type(obj) not in _CONTAINERS:
-        return 1
-    sizes: dict[int, int] = {}  # id -> expanded size of a finished container
-    pending: dict[int, tuple[int, list]] = {}  # id -> (scalar count, container children) until it exits
-    on_path: set[int] = set()
-    frames_seen: set[int] = set()
-    stack: list[tuple[object, int]] = [(obj, 1)]  # depth > 0: enter; depth 0: exit
-    done = 0
-    while stack:
-        node, depth = stack.pop()
-        nid = id(node)
-        if depth == 0:  # exit: all children are sized
-            scalars, kids = pending.pop(nid)
-            size = 1 + scalars
-            for kid in kids:
-                size += sizes[id(kid)]
-            if size > MAX_EXPANDED:
-                _too_big()
-            sizes[nid] = size
-            on_path.discard(nid)
-            done += 1
-            if not done % _CHECK_EVERY:
-                _check_time(deadline)
-            continue
-        if nid in sizes:
-            continue
-        if nid in on_path:
-            raise SnapshotBoundError("pickle holds a container that contains itself (not a real snapshot)")
-        if depth > MAX_DEPTH:
-            raise SnapshotBoundError(f"pickle nests deeper than {MAX_DEPTH} levels (not a real snapshot)")
-        if type(node) is dict:
-            values = list(node.values())
-            kids = [v for v in values if type(v) in _CONTAINERS]
-            kids += [k for k in node if type(k) in _CONTAINERS]  # tuple keys (repr'd by the settings)
-            frames = node.get("frames")
-            if type(frames) is list:  # interned by identity (load.py): a shared frames list counts once
-                if id(frames) in frames_seen:
-                    kids = [k for k in kids if k is not frames]
+    w = _Walk()
+    i = ops = 0
+    try:
+        while i < n:
+            op = view[i]
+            i += 1
+            ops += 1
+            if not ops % _CHECK_EVERY and time.monotonic() > deadline:
+                return f"reading it takes longer than {MAX_SECONDS:.0f} s (far beyond any real snapshot)"
+            kind = _ARG.get(op)
+            if kind is None or op == 0x2E:  # not plain data (the unpickler refuses it) or STOP
+                return None
+            if kind == _NL:
+                nl = data.find(b"\n", i) if hasattr(data, "find") else bytes(view[i:]).find(b"\n") + i
+                if nl < 0 or nl < i:
+                    return None
+                arg = nl - i
+                if op in (ord("I"), ord("L")) and arg > MAX_TEXT_ARG:
+                    return f"pickle holds an integer of {arg} characters (a memory snapshot's numbers are 64-bit)"
+                if op in (ord("p"), ord("g")) and arg > MAX_TEXT_ARG:
+                    return f"pickle memo index written with {arg} characters (not a real snapshot)"
+                text = bytes(view[i:nl])
+                i = nl + 1
+                if op == ord("p"):
+                    index = 0
+                    for c in text:  # as the C walk reads it: digits only, saturating at _INDEX_CAP
+                        if 48 <= c <= 57 and index < _INDEX_CAP:
+                            index = index * 10 + c - 48
+                    w.memo(min(index, _INDEX_CAP))
+                elif op == ord("g"):
+                    w.push(0)
                 else:
-                    frames_seen.add(id(frames))
-            n_values = 2 * len(values)
-        else:
-            kids = [v for v in node if type(v) in _CONTAINERS]
-            n_values = len(node)
-        pending[nid] = (n_values - len(kids), kids)
-        on_path.add(nid)
-        stack.append((node, 0))
-        stack.extend((kid, depth + 1) for kid in kids)
-    return sizes[id(obj)]
-
-
-_CONTAINERS = {dict, list, tuple, set, frozenset}
-
-
-def _too_big() -> None:
-    raise SnapshotBoundError(f"pickle expands to more than {MAX_EXPANDED:,} values through shared references "
-                             "(not a real snapshot)")
+                    w.new(0)
+                continue
+            if kind == _LEN1 or kind in (_LEN4S, _LEN4U) or kind == _LEN8:
+                width = 1 if kind == _LEN1 else 4 if kind in (_LEN4S, _LEN4U) else 8
+                if i + width > n:
+                    return None
+                length = int.from_bytes(view[i:i + width], "little", signed=kind == _LEN4S)
+                if length < 0:
+                    return None
+                if op in (0x8A, 0x8B):
+                    if length > MAX_INT_BYTES:
+                        return (f"pickle holds an integer of {length * 8} bits "
+                                "(a memory snapshot's numbers are 64-bit)")
+                    if length > n - i - width:
+                        return None
+                elif length > n - i - width:
+                    return f"pickle is truncated (an argument of {length} bytes runs past its end)"
+                i += width + length
+                w.new(0)
+                continue
+            if i + kind > n:
+                return None
+            arg_at = i
+            i += kind
+            if op in _SCALAR:
+                w.new(0)
+            elif op in _EMPTY:
+                w.new(1)
+            elif op == ord("("):
+                if len(w.marks) >= MAX_DEPTH:
+                    _too_deep()
+                w.marks.append(len(w.depth))
+            elif op == ord("0"):
+                if w.depth:
+                    w.depth.pop()
+            elif op == ord("1"):
+                w.pop_to_mark()
+            elif op == ord("2"):
+                w.push(w.depth[-1] if w.depth else 0)
+            elif op == ord("a"):
+                w.raise_top(w.depth.pop() if w.depth else 0)
+            elif op == ord("s"):
+                inner = max((w.depth.pop() for _ in range(min(2, len(w.depth)))), default=0)
+                w.raise_top(inner)
+            elif op in _INTO_MARK:
+                w.raise_top(w.pop_to_mark())
+            elif op in _FROM_MARK:
+                w.new(w.pop_to_mark() + 1)
+            elif op in _TUPLE_N:
+                inner = max((w.depth.pop() for _ in range(min(_TUPLE_N[op], len(w.depth)))), default=0)
+                w.new(inner + 1)
+            elif op in _REFS:
+                w.push(0)
+            elif op == ord("q"):
+                w.memo(view[arg_at])
+            elif op == ord("r"):
+                w.memo(int.from_bytes(view[arg_at:arg_at + 4], "little"))
+            elif op == 0x94:
+                w.memo(w.stores)
+            # PROTO, FRAME: nothing to keep
+    except SnapshotBoundError as exc:
+        return str(exc)
+    return None

@@ -1337,12 +1337,17 @@ done:
     return result;
 }
 
+#include "../snapshot/_pickscan.h" /* pickle_bounds: the memory-snapshot pickle's opcode walk */
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(buf, start, end) -> {strings, n, rows, other} column buffers, or None when the range needs the "
      "Python path"},
     {"depth_merge", depth_merge, METH_VARARGS,
      "depth_merge(end, key, depth) -> bool: depth[i] = i - #(end <= key[i]), sorted end, non-decreasing key"},
+    {"pickle_bounds", pickle_bounds, METH_VARARGS,
+     "pickle_bounds(buf, max_objects, max_depth, max_stack, max_int_bytes, max_text_arg) -> None or the "
+     "one-line reason a memory-snapshot pickle is refused (core/snapshot/_pickscan.h)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan",

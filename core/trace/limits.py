@@ -4,8 +4,9 @@ from __future__ import annotations
 import functools
 import os
 import resource
-import tomllib
 from pathlib import Path
+
+from core.compat import tomllib
 
 LIMITS_TOML = Path(__file__).resolve().parents[2] / "resources" / "limits.toml"
 

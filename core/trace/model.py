@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from core.compat import Weakrefable
 from core.trace.slices import NONE, SliceTable  # noqa: F401 - NONE: "missing" in integer arg columns (-1)
 from core.trace.strings import StringTable
 
@@ -265,8 +266,8 @@ _SPANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # TraceModel ->
 _SPANS_LOCK = threading.Lock()  # the load worker fills it, the UI thread and rule workers read it
 
 
-@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
-class TraceModel:
+@dataclass(frozen=True, slots=True, eq=False)
+class TraceModel(Weakrefable):  # a key of weak maps (_SPANS, analyses)
     """One trace file (one rank, one profiler cycle)."""
 
     path: str
@@ -333,8 +334,8 @@ class TraceModel:
         return np.isin(self.slices.kind, np.asarray(kinds, dtype=np.int8))
 
 
-@dataclass(frozen=True, slots=True, eq=False, weakref_slot=True)
-class TraceSet:
+@dataclass(frozen=True, slots=True, eq=False)
+class TraceSet(Weakrefable):  # a key of weak maps (analyses)
     """What a load returns: one or more TraceModels (ranks / workers / cycles) on one time base.
 
     base_unix_ns + ts_ns is wall clock for every model (so NVML samples align with the trace).

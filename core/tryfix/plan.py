@@ -142,7 +142,20 @@ def after_config(before: Before, spec: str, out_dir: str | Path) -> RunConfig:
         with_stack=bool(c.get("with_stack", False)), sync_debug=bool(c.get("sync_debug", True)),
         nproc=_int(c.get("nproc"), 1), use_torchrun=bool(c.get("torchrun", False)),
         nvml_hz=float(c.get("nvml_hz", 10.0)) if isinstance(c.get("nvml_hz"), (int, float)) else 10.0,
-        stop_after_window=bool(c.get("stop_after_window", False)), out_dir=str(out_dir), apply=spec)
+        stop_after_window=bool(c.get("stop_after_window", False)), out_dir=str(out_dir), apply=spec,
+        **_optional(c))
+
+
+def _optional(c: dict) -> dict:
+    """Options of newer RunConfigs the before run.json may hold (memory history ...), when RunConfig has them."""
+    import dataclasses
+    names = {f.name for f in dataclasses.fields(RunConfig)}
+    out = {}
+    if "memory_history" in names and isinstance(c.get("memory_history"), bool):
+        out["memory_history"] = c["memory_history"]
+    if "max_entries" in names and isinstance(c.get("max_entries"), int) and not isinstance(c.get("max_entries"), bool):
+        out["max_entries"] = c["max_entries"]
+    return out
 
 
 def tries_dir(before: Before) -> Path:

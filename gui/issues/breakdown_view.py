@@ -4,7 +4,6 @@ The legend is a line of text above the plot (a swatch, the category and its shar
 drawn on the bars; colours come from resources/theme.toml per category (gui.theme.category_color)."""
 from __future__ import annotations
 
-import tomllib
 from functools import lru_cache
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtWidgets
 
 from core.analysis.breakdown import PARTS, StepBreakdown
+from core.compat import tomllib
 from gui.theme import Theme, category_color, load_theme, style_plot
 
 STYLE_PATH = Path(__file__).resolve().parents[2] / "resources" / "issues.toml"

@@ -128,6 +128,11 @@ class RunDialog(QtWidgets.QDialog):
         self.stop_after_window.setToolTip("after the last trace cycle is saved, stop the script as Stop does "
                                           "(for long training runs)")
         form.addRow("", self.stop_after_window)
+        self.memory_history = QtWidgets.QCheckBox("Record allocator history", self)
+        self.memory_history.setToolTip("torch.cuda.memory._record_memory_history: the stack of every CUDA "
+                                       "allocation, saved as memory.snapshot.pickle at the end of the last window "
+                                       "(an OOM is caught and snapshotted with or without it)")
+        form.addRow("Memory", self.memory_history)
         self.nvml_hz = QtWidgets.QDoubleSpinBox(self)
         self.nvml_hz.setRange(0.5, 100.0)
         self.nvml_hz.setDecimals(1)
@@ -243,7 +248,7 @@ class RunDialog(QtWidgets.QDialog):
                          with_stack=self.with_stack.isChecked(), sync_debug=self.sync_debug.isChecked(),
                          out_dir=self.out_dir.text().strip(),
                          nproc=self.nproc.value(), use_torchrun=self.torchrun.isChecked(),
-                         nvml_hz=float(self.nvml_hz.value()))
+                         nvml_hz=float(self.nvml_hz.value()), memory_history=self.memory_history.isChecked())
 
     def set_config(self, d: dict) -> None:
         """Fill the widgets from a RunConfig.to_dict()-like dict (remembered settings)."""
@@ -268,6 +273,7 @@ class RunDialog(QtWidgets.QDialog):
         self.nproc.setValue(int(d.get("nproc", 1)))
         self.torchrun.setChecked(bool(d.get("use_torchrun", False)))
         self.nvml_hz.setValue(float(d.get("nvml_hz", 10.0)))
+        self.memory_history.setChecked(bool(d.get("memory_history", False)))
 
     def load_settings(self, script: str) -> bool:
         raw = settings().value(_script_key(script))

@@ -78,11 +78,13 @@ def test_report_never_writes_through_a_symlink(tmp_path):
         (out / name).symlink_to(victim)
         victims[name] = victim
     r = ptprof("report", str(DATA), "--out", str(out), "--no-png", "--no-cache")
-    assert r.returncode == 0, r.stderr
+    # issue 37: a planted link is neither written through nor replaced by a regular file: one line, exit 2
+    err = r.stderr.decode()
+    assert r.returncode == 2 and err.count("\n") == 1 and "symlink" in err, err
     for name, victim in victims.items():
         assert victim.read_text() == "precious"
-        assert not (out / name).is_symlink() and (out / name).stat().st_size > 0
-    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+        assert (out / name).is_symlink()
+    assert sorted(p.name for p in out.iterdir()) == sorted(victims)  # nothing was written
 
 
 def test_report_never_replaces_files_it_did_not_write(tmp_path):

@@ -19,6 +19,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from hostile import gen_snapshot
+
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data"
 BUNDLE = DATA / "bundles" / "e1"  # a small real run bundle: run.json, events.jsonl, nvml.csv, one trace
@@ -416,7 +418,12 @@ SNAPSHOT_CASES: dict[str, Callable[[], bytes]] = {
     "evil_global": evil_global,
     "truncated": lambda: shared_references(1000)[:-100],
     "not_a_pickle": lambda: b"\x80\x05garbage" * 10,
+    **gen_snapshot.CASES,  # issue 37: huge integers, out-of-range columns, opcodes that cost more than their size
+    # the padded-PUT classes at 2 MB here (test_bounds.py runs them at 150 MB through the C walk)
+    "put_leading_zeros": functools.partial(gen_snapshot.put_leading_zeros, 2_000_000),
+    "put_leading_spaces": functools.partial(gen_snapshot.put_leading_spaces, 2_000_000),
 }
+SNAPSHOT_OPENS = {"tuple_setting_keys", "billion_laughs"} | {k for k, v in gen_snapshot.REASON.items() if v is None}
 
 
 def write_snapshot(root: Path, name: str) -> Path:

@@ -6,6 +6,7 @@ import re
 
 import pytest
 
+from hostile import gen_snapshot
 from hostile import gen_store as g
 
 pytestmark = pytest.mark.timeout(600)
@@ -40,10 +41,12 @@ def test_side_file_warning_is_one_line(tmp_path):
     assert lines == ["ignoring run.json: JSON nests deeper than 64 levels"], proc.stderr
 
 
-SNAPSHOT_REASON = {"billion_laughs": "expands to more than", "shared_references": "expands to more than",
+SNAPSHOT_REASON = {"billion_laughs": None, "shared_references": "100,000 device traces",
                    "memo_index_bomb": "memo index", "put_index_bomb": "memo index", "deep_frames": "nests deeper",
                    "many_devices": "100,000 devices", "gzip_bomb": "gzip inflates past", "evil_global": "refused",
-                   "truncated": "truncated", "not_a_pickle": "pickle", "tuple_setting_keys": None}
+                   "truncated": "truncated", "not_a_pickle": "pickle", "tuple_setting_keys": None,
+                   **gen_snapshot.REASON}
+SNAPSHOT_WARNING = {"billion_laughs": "not dicts", **gen_snapshot.WARNING}
 
 
 @pytest.mark.parametrize("case", sorted(g.SNAPSHOT_CASES))
@@ -59,7 +62,10 @@ def test_hostile_snapshot_info(case, tmp_path):
             assert want in line, line
         elif "--json" in args:
             info = json.loads(proc.stdout)
-            assert info["allocator_settings"]["inf"] is None and "Infinity" not in proc.stdout
+            if case == "tuple_setting_keys":
+                assert info["allocator_settings"]["inf"] is None and "Infinity" not in proc.stdout
+            if case in SNAPSHOT_WARNING:
+                assert any(SNAPSHOT_WARNING[case] in w for w in info["warnings"]), info["warnings"]
     assert not __import__("os").path.exists("/tmp/ptprof-pwned")
 
 
