@@ -3,7 +3,9 @@ script again with a finding's fix switched on at run time (core/runner/switches.
 saves against the recorded run, next to what the finding predicted.
 
 Each fix runs on its own (`--all`: every fix the run's findings ask for that a switch applies, one at a
-time, then all of them together). The after runs are bundles in `<BUNDLE>.tries/`; the measured saving is
+time, then all of them together), after one run of the recorded command without a switch (the baseline):
+both with the recorded window moved to the end of the run, so that the steps compared ran before the profiler
+ever started (core/tryfix/measure.py says why). The runs are bundles in `<BUNDLE>.tries/`; the measured saving is
 stored in BUNDLE's tried.json (read back by `analyze --json` as `measured_saving_ns`). A fix that cannot
 apply to this run is said in one line before anything runs, or stops its run at the second step.
 Exit: 0 every fix measured (or refused, said why), 1 a run failed, 2 bad input, 130 interrupted.
@@ -85,7 +87,7 @@ def run(args) -> int:
     baselines = []
     refused: dict[str, tuple[str, str]] = {}
     try:
-        for planned in ts.plan_runs(before, todo, args.runs):
+        for planned in (ts.plan_runs(before, todo, args.runs) if todo else []):
             if stop:
                 break
             if planned.spec in refused:
@@ -164,7 +166,7 @@ def text(entries: list[dict], table: bool) -> str:
         if detail(e):
             lines.append(f"  {detail(e)}")
         if e.get("after"):
-            lines.append(f"  after: {e['after']}  (ptprof diff BEFORE {e['after']})")
+            lines.append(f"  ptprof diff {e.get('baseline') or 'BEFORE'} {e['after']}")
     if table and entries:
         lines += ["", f"{'FIX':34} {'PREDICTED':>12} {'MEASURED':>12} {'INTERVAL':>24}  SIGNIFICANT"]
         for e in entries:

@@ -1,11 +1,14 @@
 """What a fix measured: the step times of the before run(s) against the after run(s), pooled over runs.
 
 The basis is the loop's own unprofiled steps when both sides have enough of them: every `step` event of
-events.jsonl in the profiler's `wait` / `done` phases (the script's time between two step hooks, profiler
-transitions excluded; the first step of each phase is dropped: it pays the switch), of rank 0 and the run's
-final step source. That is what the loop takes without the profiler, the number a user times by hand.
-Runs that stop after the window (`--stop-after-window`) have too few: the traces' recorded effective
-steps (core.analysis.diff.run_steps_ns) are used instead, and the result says so.
+events.jsonl in the profiler's `wait` phase before its first window (the script's time between two step
+hooks, profiler transitions excluded; the first wait step is dropped: it pays the start), of rank 0 and the
+run's final step source. That is what the loop takes without the profiler, the number a user times by hand.
+Steps after a window (`done`) are NOT used: once the profiler had run, the same loop stayed 30-45 % slower
+on the H100 (bench/try_pairs: mlp 14.1 ms/step before the window, 20.5 ms after), and that residue inflates
+every launch-bound fix. `ptprof try` therefore records its timing runs with the window at the end
+(core.tryfix.plan.timing_schedule). With too few clean steps the traces' recorded effective steps
+(core.analysis.diff.run_steps_ns) are used instead, and the result says so.
 Significance: core.analysis.significance (Mann-Whitney U + bootstrap 95 % interval of the median
 difference); a saving is positive when the step got shorter, its interval flipped accordingly.
 """
@@ -19,7 +22,7 @@ import numpy as np
 from core.analysis import significance
 
 MIN_UNPROFILED = 8  # fewer unprofiled steps a side: use the recorded ones (significance needs 4+ a side)
-UNPROFILED = "unprofiled steps (events.jsonl)"
+UNPROFILED = "unprofiled steps before the profiler started (events.jsonl)"
 RECORDED = "recorded steps (trace, profiler on)"
 
 
@@ -39,7 +42,9 @@ def unprofiled_steps(bundle: str | Path) -> np.ndarray:
             previous = None
             continue
         phase = ev.get("phase")  # the profiler state this step's interval ran in
-        if phase == previous and phase in ("wait", "done"):  # the first step of a phase pays its switch
+        if phase in ("warmup", "active"):
+            break  # the first window: everything after it runs with the profiler's residue
+        if phase == previous == "wait":  # the first wait step pays the profiler's start
             out.append(int(ev["dur_ns"]))
         previous = phase
     return np.asarray(out, np.int64)

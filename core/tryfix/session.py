@@ -12,7 +12,7 @@ from core.runner.config import validate
 from core.runner.switches import REFUSED_EXIT
 from core.tryfix import store
 from core.tryfix.measure import measure
-from core.tryfix.plan import Before, after_config, fix_key, folder_name, predicted, tries_dir
+from core.tryfix.plan import Before, after_config, fix_key, folder_name, predicted, timing_schedule, tries_dir
 
 
 @dataclass(frozen=True)
@@ -28,20 +28,21 @@ class PlannedRun:
 
 
 def plan_runs(before: Before, specs: list[str], runs: int) -> list[PlannedRun]:
-    """Interleaved: round k runs the baseline again (k > 1: round 1's baseline is the before bundle itself),
-    then each spec. Interleaving spreads slow drifts of the machine over both sides."""
+    """Interleaved: round k runs the baseline (the recorded command, no switch) again, then each spec, all with
+    the timing schedule (plan.timing_schedule: the window at the end, clean steps before it). The before
+    bundle's own steps are not compared: most of them ran after its window. Interleaving spreads slow drifts of
+    the machine over both sides."""
     root = tries_dir(before)
     out = []
     for k in range(1, max(1, runs) + 1):
-        if k > 1:
-            out.append(PlannedRun("", k, root / f"baseline-{k}"))
+        out.append(PlannedRun("", k, root / ("baseline" if k == 1 else f"baseline-{k}")))
         for spec in specs:
             out.append(PlannedRun(spec, k, root / (folder_name(spec) + ("" if k == 1 else f"-{k}"))))
     return out
 
 
 def config_for(before: Before, planned: PlannedRun):
-    return validate(after_config(before, planned.spec, planned.out))
+    return validate(after_config(before, planned.spec, planned.out, timing_schedule(before)))
 
 
 def outcome(session) -> tuple[str, str]:
@@ -91,8 +92,9 @@ def result(before: Before, spec: str, afters: list[Path], baselines: list[Path],
     """The JSON entry of one fix (`try --json` "fixes" item) measured from its after runs against the before
     run (+ baseline repeats); stored in the before bundle's tried.json when `keep`."""
     pred_ns, pred_pct, rules = predicted(before, spec) if spec else (None, None, [])
-    m = measure([before.path, *baselines], afters, use_cache=use_cache)
+    m = measure(list(baselines) or [before.path], afters, use_cache=use_cache)
     entry = {"fix": fix_key(spec), "after": str(afters[0]) if afters else None,
+             "baseline": str(baselines[0]) if baselines else str(before.path),
              "after_runs": [str(a) for a in afters], "baseline_runs": [str(b) for b in baselines],
              "rules": rules, "predicted_saving_ns": None if pred_ns is None else round(pred_ns),
              "predicted_pct": None if pred_pct is None else round(pred_pct, 3), "runs": len(afters),

@@ -2,13 +2,14 @@
 
 1. The finding's switch is checked against the run it came from (core.tryfix.plan.precheck): a switch that
    cannot apply is said in the Issues panel's status line before anything runs.
-2. The bundle's recorded command runs again with the switch on through the Run dock (live plots, console,
-   Stop): RunPanel.start(cfg, open_when_done=False). A switch that does not take stops that run at its
-   second step; the Run dock and the Issues status say why.
+2. The bundle's recorded command runs twice through the Run dock (live plots, console, Stop;
+   RunPanel.start(cfg, open_when_done=False)): once as recorded (the baseline), once with the switch on, both
+   with the window at the end (core.tryfix.plan.timing_schedule). A switch that does not take stops its run
+   at the second step; the Run dock and the Issues status say why.
 3. The measurement (core.tryfix.session.result: unprofiled steps of both runs, Mann-Whitney + bootstrap
    interval) runs in a worker; it is stored in the before bundle's tried.json, so the finding shows
    "Measured" from then on.
-4. A Compare of before vs after opens (gui/compare, status-bar progress and Cancel) with the verdict on top.
+4. A Compare of baseline vs after opens (gui/compare, status-bar progress and Cancel) with the verdict on top.
 """
 from __future__ import annotations
 
@@ -57,8 +58,8 @@ class TryController(QtCore.QObject):
 
     def try_fix(self, spec: str) -> bool:
         """Start trying `spec` on the Issues panel's current run. False (and a message) when it cannot."""
-        from core.runner.config import validate
         from core.tryfix import plan
+        from core.tryfix.session import config_for, plan_runs
         if self.busy or self.run_panel.is_running:
             self.sig_message.emit("A run is in progress: stop it or wait for it before trying another fix.")
             return False
@@ -75,48 +76,66 @@ class TryController(QtCore.QObject):
         if why:
             self.sig_message.emit(f"Try it cannot apply {spec}: {why}")
             return False
-        out = plan.tries_dir(before) / plan.folder_name(spec)
+        runs = plan_runs(before, [spec], 1)  # the baseline (no switch), then the fix: both timed the same way
         try:
-            cfg = validate(plan.after_config(before, spec, out))
+            configs = [config_for(before, r) for r in runs]
         except ConfigError as exc:
             self.sig_message.emit(f"Try it: {exc}")
             return False
-        self._pending = (before, spec, out)
-        self.sig_message.emit(f"Trying {spec}: running {Path(cfg.script).name or cfg.target} again with the switch on "
-                              "(Run dock: live plots, Stop)…")
+        self._pending = {"before": before, "spec": spec, "queue": list(zip(runs, configs)), "done": []}
+        return self._next()
+
+    def _next(self) -> bool:
+        p = self._pending
+        planned, cfg = p["queue"].pop(0)
+        p["current"] = planned
+        what = "the baseline (no switch)" if not planned.spec else f"with {planned.spec} on"
+        self.sig_message.emit(f"Trying {p['spec']}: running {Path(cfg.script).name or cfg.target} {what} "
+                              f"(step {len(p['done']) + 1} of {len(p['done']) + len(p['queue']) + 1}; Run dock: "
+                              "live plots, Stop)…")
         if not self.run_panel.start(cfg, open_when_done=False):
             self._pending = None
             return False
         return True
 
     def _on_run_finished(self, bundle: str, code: int) -> None:
-        if self._pending is None or Path(bundle).resolve() != Path(self._pending[2]).resolve():
+        p = self._pending
+        if p is None or "current" not in p or Path(bundle).resolve() != Path(p["current"].out).resolve():
             return
         from core.tryfix.session import outcome
-        before, spec, out = self._pending
         status, message = outcome(self.run_panel.controller.session)
+        planned = p.pop("current")
         if status != "ok":
             self._pending = None
-            self.sig_message.emit(f"Try it: {spec}: {message}")
+            what = "the baseline run" if not planned.spec else planned.spec
+            self.sig_message.emit(f"Try it: {p['spec']}: {what}: {message}")
             return
-        self.sig_message.emit(f"Trying {spec}: measuring…")
-        self._worker = create_worker(_measure_job, before, spec, out, _start_thread=False,
+        p["done"].append(planned)
+        if p["queue"]:
+            self._next()
+            return
+        self.sig_message.emit(f"Trying {p['spec']}: measuring…")
+        baselines = [r.out for r in p["done"] if not r.spec]
+        afters = [r.out for r in p["done"] if r.spec]
+        p["pair"] = (baselines[0], afters[0])
+        self._worker = create_worker(_measure_job, p["before"], p["spec"], afters, baselines, _start_thread=False,
                                      _connect={"returned": self._on_measured, "errored": self._on_measure_failed})
         self._worker.start()
 
     def _on_measured(self, entry: dict) -> None:
-        before, spec, out = self._pending
+        p = self._pending
         self._pending, self._worker = None, None
         self.last_entry = entry
         from core.commands.tryfix import verdict
-        self.sig_message.emit(f"Tried {spec}: {verdict(entry)}")
+        self.sig_message.emit(f"Tried {p['spec']}: {verdict(entry)}")
         self.issues.refresh_tried()
         self.sig_measured.emit(entry)
-        self._verdict_for = (str(before.path), str(out))
-        self.compare.compare_paths(str(before.path), str(out))
+        a, b = p["pair"]
+        self._verdict_for = (str(a), str(b))
+        self.compare.compare_paths(str(a), str(b))
 
     def _on_measure_failed(self, exc: BaseException) -> None:
-        spec = self._pending[1] if self._pending else "?"
+        spec = self._pending["spec"] if self._pending else "?"
         self._pending, self._worker = None, None
         log.warning("try measurement failed: %r", exc)
         self.sig_message.emit(f"Try it: {spec}: could not measure ({type(exc).__name__}: {exc})")
@@ -131,9 +150,9 @@ class TryController(QtCore.QObject):
             self._verdict_for = None
 
 
-def _measure_job(before, spec, out):
+def _measure_job(before, spec, afters, baselines):
     from core.tryfix.session import result
-    return result(before, spec, [Path(out)], [])
+    return result(before, spec, list(afters), list(baselines))
 
 
 def install(win, issues, run_panel, compare) -> TryController:

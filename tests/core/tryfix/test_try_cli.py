@@ -55,10 +55,17 @@ def test_try_set_to_none_json_shape_stored_and_read_back(before):
     assert fix["basis"].startswith("unprofiled") and fix["steps"][0] >= 8 and fix["steps"][1] >= 8
     assert len(fix["ci_ns"]) == 2 and fix["ci_ns"][0] <= fix["measured_saving_ns"] <= fix["ci_ns"][1]
     assert 0 <= fix["p_value"] <= 1 and isinstance(fix["significant"], bool)
-    # the same script, same args, same schedule, the switch on
-    run_b, run_a = (json.loads((p / "run.json").read_text()) for p in (after, before))
-    for key in ("script", "args", "python", "cwd", "schedule"):
-        assert run_b["config"][key] == run_a["config"][key], key
+    # the same script, args, interpreter, cwd and window, the switch on; the window moved to the run's end (the
+    # steps compared ran before the profiler started), for the baseline run as well
+    baseline = Path(fix["baseline"])
+    assert baseline == before.with_name("before.tries") / "baseline" and fix["baseline_runs"] == [str(baseline)]
+    run_b, run_a, run_0 = (json.loads((p / "run.json").read_text()) for p in (after, before, baseline))
+    for key in ("script", "args", "python", "cwd"):
+        assert run_b["config"][key] == run_a["config"][key] == run_0["config"][key], key
+    for key in ("warmup", "active", "repeat"):
+        assert run_b["config"]["schedule"][key] == run_a["config"]["schedule"][key], key
+    assert run_b["config"]["schedule"] == run_0["config"]["schedule"]
+    assert run_b["config"]["schedule"]["wait"] == 40 - 5 - 2 and run_0["config"]["apply"] == ""
     assert run_b["config"]["apply"] == "set_to_none"
     # stored in the before bundle and read back by analyze --json
     tried = read_tried(before)
@@ -97,9 +104,11 @@ def test_try_refuses_before_running_and_on_bad_input(before, tmp_path):
 def test_unprofiled_steps_and_after_config(before):
     steps = unprofiled_steps(before)
     run = json.loads((before / "run.json").read_text())
-    # 40 steps: step 1 is start, wait 2 (first dropped), warm-up 1, active 4, then done (first dropped)
-    assert len(steps) == 1 + (40 - 8 - 1) and (steps > 0).all()
+    # 40 steps: step 1 is start, wait 2 (the first dropped), then the window: steps after it are not clean
+    assert len(steps) == 1 and (steps > 0).all()
     b = plan.load_before(before)
+    late = plan.timing_schedule(b)
+    assert (late.wait, late.warmup, late.active, late.repeat) == (33, 1, 4, 1)
     cfg = plan.after_config(b, "set_to_none", before.parent / "x")
     assert cfg.apply == "set_to_none" and cfg.script == run["config"]["script"]
     assert cfg.args == tuple(run["config"]["args"]) and cfg.schedule.active == 4 and cfg.schedule.wait == 2
