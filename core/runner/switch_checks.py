@@ -16,7 +16,10 @@ class Checks:
         utils = sys.modules.get("torch._dynamo.utils")
         counters = getattr(utils, "counters", None)
         try:
-            return int(counters["stats"].get("unique_graphs", 0)) if counters else 0
+            if not counters:
+                return 0
+            # frames dynamo compiled: torch 2.13 counts stats.unique_graphs, 2.11 (CUDA 13) only frames.ok
+            return max(int(counters["stats"].get("unique_graphs", 0)), int(counters["frames"].get("ok", 0)))
         except Exception:
             return 0
 
@@ -140,5 +143,5 @@ class Checks:
         if graphs <= 0:
             return None, f"{self._top_name()} was compiled but no graph ran by the check step"
         mode = self.values.get("compile") or "default"
-        return True, (f"torch.compile({self._top_name()}, {mode}): {graphs} graph(s), "
+        return True, (f"torch.compile({self._top_name()}, {mode}): {graphs} compiled frame(s), "
                       f"{self._graph_breaks()} graph break(s)")
