@@ -142,8 +142,9 @@ def verdict(e: dict) -> str:
         pred = "no prediction (no finding with a what-if)"
     if e.get("measured_saving_ns") is None:
         return f"{pred}, not measured: {e.get('message', '')}"
+    from core.tryfix.store import p_text
     p = e.get("p_value")
-    sig = f", p = {p:.3g}" if p is not None else ""
+    sig = f", {p_text(p)}" if p is not None else ""
     return f"{pred}, measured {_signed(e['measured_saving_ns'])}/step ({-e['measured_pct']:+.1f} %{sig})"
 
 
@@ -154,8 +155,9 @@ def detail(e: dict) -> str:
     interval = f"95 % interval of the saving {units.fmt_ns(ci[0]) if ci[0] >= 0 else '-' + units.fmt_ns(-ci[0])} .. " \
                f"{units.fmt_ns(ci[1]) if ci[1] >= 0 else '-' + units.fmt_ns(-ci[1])}" if ci else "no interval"
     sig = {True: "significant", False: "not significant", None: "cannot tell"}[e.get("significant")]
-    steps = e.get("steps") or [0, 0]
-    return (f"{interval}; {sig}; {steps[0]} vs {steps[1]} {e.get('basis', '')}"
+    steps = e.get("steps")
+    basis = f"{steps[0]} vs {steps[1]} {e.get('basis', '')}" if steps else e.get("basis", "")
+    return (f"{interval}; {sig}; {basis}"
             + (f"; {e['message']}" if e.get("message") else ""))
 
 

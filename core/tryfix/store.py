@@ -53,6 +53,8 @@ def _clean(entry: dict) -> dict | None:
             "p_value": _num(entry.get("p_value")), "significant": sig if isinstance(sig, bool) else None,
             "basis": str(entry.get("basis", "")), "measured_pct": _num(entry.get("measured_pct")),
             "predicted_pct": _num(entry.get("predicted_pct")), "runs": _num(entry.get("runs")),
+            "steps": [int(x) for x in entry["steps"]] if (isinstance(entry.get("steps"), list) and len(entry["steps"]) == 2
+                                                          and all(_num(x) is not None for x in entry["steps"])) else None,
             "at": str(entry.get("at", ""))}
 
 
@@ -117,7 +119,7 @@ def annotate(findings: list[dict], tried: dict[str, dict]) -> list[dict]:
     return findings
 
 
-def measured_text(entry: dict) -> str:
+def measured_text(entry: dict, prefix: bool = True) -> str:
     """'measured -3.90 ms/step (-14.0 %, p = 0.004; 95 % interval 3.20-4.40 ms) with pin_memory'."""
     from core import units
     saving = entry.get("measured_saving_ns")
@@ -128,11 +130,11 @@ def measured_text(entry: dict) -> str:
     if entry.get("measured_pct") is not None:
         parts.append(f"{-entry['measured_pct']:+.1f} %")
     if entry.get("p_value") is not None:
-        parts.append(f"p = {entry['p_value']:.3g}")
+        parts.append(p_text(entry["p_value"]))
     ci = entry.get("ci_ns") or entry.get("measured_ci_ns")
     if ci:
         parts.append(f"95 % interval of the saving {_ns(ci[0])} .. {_ns(ci[1])}")
-    return f"measured {sign}{units.fmt_ns(abs(saving))}/step ({', '.join(parts)})"
+    return f"{'measured ' if prefix else ''}{sign}{units.fmt_ns(abs(saving))}/step ({', '.join(parts)})"
 
 
 def _ns(v: float) -> str:
@@ -146,3 +148,7 @@ def tried_for(path) -> dict[str, dict]:
         return read_tried(path) if path and Path(path).is_dir() else {}
     except OSError:
         return {}
+
+
+def p_text(p: float) -> str:
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3g}"

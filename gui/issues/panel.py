@@ -245,7 +245,7 @@ class IssuesPanel(QtWidgets.QWidget):
             return ""
         from core.tryfix.store import measured_for_rule, measured_text
         hit = measured_for_rule(self._tried, f.rule)
-        return f"{measured_text(hit[1])} with {hit[0]} (Try it)" if hit else ""
+        return f"{measured_text(hit[1], prefix=False)} with {hit[0]} (Try it)" if hit else ""
 
     def is_running(self) -> bool:
         return self._worker is not None
