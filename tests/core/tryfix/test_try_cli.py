@@ -137,3 +137,31 @@ def test_tried_json_round_trip_and_annotation(tmp_path):
     assert "x" not in tried
     (tmp_path / "tried.json").write_text("[" * 100000)
     assert read_tried(tmp_path) == {}
+
+
+def test_runs_interleave_baseline_and_fixes_and_the_table(tmp_path):
+    from core.commands.tryfix import text, verdict
+    from core.tryfix.session import plan_runs
+    b = plan.Before(tmp_path / "run", {"config": {"script": "x.py"}, "steps": 100})
+    runs = plan_runs(b, ["pin_memory", "tf32"], 2)
+    assert [(r.spec, r.run, r.out.name) for r in runs] == [
+        ("", 1, "baseline"), ("pin_memory", 1, "pin_memory"), ("tf32", 1, "tf32"),
+        ("", 2, "baseline-2"), ("pin_memory", 2, "pin_memory-2"), ("tf32", 2, "tf32-2")]
+    assert all(r.out.parent == tmp_path / "run.tries" for r in runs)
+    e = {"fix": "pin_memory", "predicted_saving_ns": 4_300_000, "predicted_pct": 15.0, "measured_saving_ns": 3_900_000,
+         "measured_pct": 14.0, "p_value": 0.004, "ci_ns": [3_000_000, 4_500_000], "significant": True,
+         "status": "measured", "steps": [190, 190], "basis": "unprofiled steps", "message": ""}
+    assert verdict(e) == "predicted -4.30 ms/step (-15.0 %), measured -3.90 ms/step (-14.0 %, p = 0.004)"
+    refused = {"fix": "tf32", "predicted_saving_ns": None, "measured_saving_ns": None, "status": "refused",
+               "message": "no GPU", "significant": None, "ci_ns": None}
+    out = text([e, refused], table=True)
+    assert "FIX" in out and "PREDICTED" in out and "refused" in out and "tf32: no prediction" in out
+
+
+def test_switches_json_hostile(tmp_path):
+    from core.tryfix.store import read_switches
+    (tmp_path / "switches.json").write_text(json.dumps({"switches": [{"name": 3}, "x", {"name": "tf32", "status": "applied",
+                                                                                      "message": "ok", "value": 5}]}))
+    assert read_switches(tmp_path) == [{"name": "tf32", "value": None, "status": "applied", "message": "ok"}]
+    (tmp_path / "switches.json").write_text("{" * 50000)
+    assert read_switches(tmp_path) == []
