@@ -169,4 +169,4 @@ def atomic_write(path: str | Path, data: bytes, user_path: bool = False) -> Path
 
 
 def atomic_write_text(path: str | Path, text: str, user_path: bool = False) -> Path:
-    return atomic_write(path, text.encode("utf-8"), user_path)
+    return atomic_write(path, text.encode("utf-8", "backslashreplace"), user_path)  # a non-UTF-8 file name: \udcff

@@ -1,4 +1,4 @@
-"""`ptprof` command line: info | analyze | record | report | diff | try.
+"""`ptprof` command line: info | analyze | record | report | diff | try | mcp.
 
 Each subcommand lives in core/commands/<name>.py with `add_arguments(parser)` and `run(args) -> int`,
 imported only when used. Exit codes (ARCHITECTURE.md): 0 ok, 1 findings at/above --fail-on,
@@ -24,6 +24,7 @@ COMMANDS = {
     "report": ("core.commands.report", "write PNGs, CSVs and a self-contained report.html"),
     "diff": ("core.commands.diff", "compare two runs: step time, breakdown, kernels, ops, findings, memory"),
     "try": ("core.commands.tryfix", "run a bundle's script again with a finding's fix switched on, measure the saving"),
+    "mcp": ("core.commands.mcp", "serve the analysis to AI assistants over the Model Context Protocol (stdio)"),
 }
 
 
@@ -56,6 +57,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    _escape_unencodable()
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
@@ -90,6 +92,17 @@ def main(argv: list[str] | None = None) -> int:
     except MemoryError:
         print("ptprof: out of memory while loading", file=sys.stderr)
         return 2
+
+
+def _escape_unencodable() -> None:
+    """Text that the terminal's encoding cannot hold - a name's lone surrogate (JSON "\\ud800"), a file name's
+    byte that is not UTF-8 - is written as a \\u escape, never a UnicodeEncodeError after the work is done."""
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) not in (None, "backslashreplace") and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):  # closed, or not ours to change
+                pass
 
 
 def _silence_stdout() -> None:

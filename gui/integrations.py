@@ -61,6 +61,10 @@ def install_all(win) -> Integrations:
         ts = getattr(issues, "_trace_set", None)
         if ts is not None:
             analyses[ts] = analysis
+            late = next((f for f in getattr(analysis, "findings", ()) if f.rule == "straggler"), None)
+            for view in win.views() if late is not None else ():
+                if view.trace_set is ts:
+                    view.set_straggler(late.model_index)  # marked on a many-rank run's rank strip
 
     def _on_finding_selected(model_index: int, t0_ns, t1_ns, rows) -> None:
         view = win.current_view()
@@ -139,7 +143,8 @@ def install_all(win) -> Integrations:
         if view is None or view.trace_set is not trace_set:
             return
         for panel, name in ((view.kernels, "kernels"), (view.ops, "ops"), (view.steps, "steps")):
-            panel.table.csv_export = lambda n=name: exporter.export_table_csv(n)
+            panel.table.csv_export = lambda n=name, p=panel: exporter.export_table_csv(
+                n, None if p.shown_keys() is None else (p.csv_key_column, p.shown_keys()))
 
     win.sig_trace_loaded.connect(_on_trace_loaded_attach_csv)
     issues.csv_export = lambda: exporter.export_table_csv("findings")

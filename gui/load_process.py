@@ -25,20 +25,39 @@ one_blas_thread()  # in the spawned loader child, before numpy's first import (n
 
 from core.trace.loader import Progress  # noqa: E402
 
-PROCESS_MIN_BYTES = 5 * 1024 * 1024  # inputs this big load in a child process (gpu_gpt_big.gz: 8.7 MB)
+PROCESS_MIN_BYTES = 64 << 20  # inputs this big (inflated) load in a child process (gpu_gpt_big: 136 MB of JSON)
 # with the scanner, inputs this big still load in a child process handing its model over through the
 # cache: the 10 GB trace held the GIL up to 340 ms at a time and kept a ~6 GB heap in a thread
 SCANNED_PROCESS_MIN_BYTES = 2 << 30
 _POLL_S = 0.05
 
 
+# a compressed trace's inflated size when its header cannot tell (real Kineto JSON: 10-25x gzip, ~20x xz)
+GZ_RATIO_FLOOR = 8
+XZ_RATIO_FLOOR = 16
+
+
+def inflated_bytes(f: Path) -> int:
+    """What one trace file decompresses to, estimated: the gzip trailer's size (mod 2^32, so never below
+    GZ_RATIO_FLOOR x the file), XZ_RATIO_FLOOR x an .xz, the file's size otherwise."""
+    size = f.stat().st_size
+    name = f.name.lower()
+    if name.endswith((".gz", ".gzip")):
+        from core.trace.io import isize
+        return max(isize(f) or 0, GZ_RATIO_FLOOR * size)
+    if name.endswith(".xz"):
+        return XZ_RATIO_FLOOR * size
+    return size
+
+
 def input_bytes(path: str | Path) -> int:
-    """Size on disk of what `path` would load (a file, or the trace files under a folder)."""
+    """Inflated size of what `path` would load (a file, or the trace files under a folder): what the load
+    costs, not the bytes on disk (1.65 GB of .gz is 17.5 GB of JSON, which loaded in the window's own process)."""
     p = Path(path)
     try:
         if p.is_file():
-            return p.stat().st_size
-        return sum(f.stat().st_size for f in p.rglob("*.json*") if f.is_file())
+            return inflated_bytes(p)
+        return sum(inflated_bytes(f) for f in p.rglob("*.json*") if f.is_file())
     except OSError:
         return 0
 

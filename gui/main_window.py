@@ -172,12 +172,17 @@ class MainWindow(QtWidgets.QMainWindow):
     def open_sample(self) -> None:
         self.open_path(str(actions.SAMPLE))
 
-    def open_path(self, path: str | Path, in_process: bool | None = None) -> LoadJob:
+    def open_path(self, path: str | Path, in_process: bool | None = None, oom_view: bool = True) -> LoadJob:
         """Load in the background: in a worker thread, or a child process when the parse would hold the
-        GIL for long (gui.load_process.use_process)."""
+        GIL for long (gui.load_process.use_process). A run bundle that died of OOM opens on the OOM view
+        (gui/snapshot/oom_view.py; `oom_view=False`: its traces, as the view's button asks)."""
+        from core.analysis.oom_view import is_oom_bundle
         if is_snapshot_path(path):  # memory snapshot pickle: its own worker and tab (gui/snapshot)
             from gui.snapshot.job import SnapshotJob
             job = SnapshotJob(path, self)
+        elif oom_view and is_oom_bundle(path):
+            from gui.snapshot.oom_job import OomJob
+            job = OomJob(path, self)
         else:
             job = LoadJob(path, self, in_process=in_process)
         job.sig_progress_changed.connect(self.progress.set_progress)
@@ -226,8 +231,14 @@ class MainWindow(QtWidgets.QMainWindow):
         lane.when_idle(cache.release_behind)
 
     def _add_snapshot_tab(self, report) -> None:
-        from gui.snapshot.view import SnapshotView
-        view = SnapshotView(report, self.theme)
+        from core.analysis.oom_view import OomView as OomData
+        if isinstance(report, OomData):
+            from gui.snapshot.oom_view import OomView
+            view = OomView(report, self.theme)
+            view.sig_open_traces_requested.connect(lambda p: self.open_path(p, oom_view=False))
+        else:
+            from gui.snapshot.view import SnapshotView
+            view = SnapshotView(report, self.theme)
         i = self.tabs.addTab(view, Path(report.path).name)
         self.tabs.setTabToolTip(i, report.path)
         self.tabs.setCurrentIndex(i)

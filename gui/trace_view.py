@@ -18,6 +18,7 @@ from gui.timeline.details import DetailsPanel
 from gui.timeline.legend import Legend
 from core.analysis.memory import counter_series, memory_series
 from core.units import fmt_bytes
+from gui.timeline.rank_strip import MANY_RANKS, RankStrip
 from gui.timeline.rows import CounterRow, model_title
 from gui.timeline.search import SearchBar
 from gui.timeline.view import RowScrollBar, TimelineWidget
@@ -132,6 +133,10 @@ class TraceView(QtWidgets.QWidget):
         lay.addLayout(legend_row)
         self.health = HealthBanner()  # "can I trust this trace?" (core.analysis.health), filled by a worker
         lay.addWidget(self.health)
+        self.rank_strip = None
+        if len(self.models) >= MANY_RANKS:  # the summary lane of a run of many ranks (ranks start folded)
+            self.rank_strip = RankStrip(self.timeline.theme)
+            lay.addWidget(self.rank_strip)
         lay.addWidget(self.split, 1)
 
     def _wire(self) -> None:
@@ -143,6 +148,8 @@ class TraceView(QtWidgets.QWidget):
         self.search.sig_matches_changed.connect(self._on_search_matches)
         self.search.sig_match_selected.connect(self._on_goto)
         self.rank_filter.currentIndexChanged.connect(self._on_rank_filter_changed)
+        if self.rank_strip is not None:
+            self.rank_strip.sig_rank_clicked.connect(self._on_rank_clicked)
         for panel in self.stats_panels():
             panel.sig_occurrences_selected.connect(self.highlight_slices)
             panel.sig_occurrence_requested.connect(self._on_table_goto)
@@ -157,6 +164,8 @@ class TraceView(QtWidgets.QWidget):
         self.timeline.set_counters(counter_rows(self.trace_set))
         self.timeline.vb.sigResized.connect(self._on_timeline_resized)
         self.details.set_models(self.models)
+        if self.rank_strip is not None:
+            self.rank_strip.set_models(self.models)
         self.search.set_models(self.models)
         self.legend.set_models(self.models)  # now: its line's height is part of the first frame's layout
         self.rank_filter.blockSignals(True)
@@ -171,7 +180,7 @@ class TraceView(QtWidgets.QWidget):
         # not ~400 px of "Click a slice…"
         counts = getattr(self.trace_set, "counts", None)
         self.tabs.setCurrentWidget(self.kernels if counts is None or counts.kernels else self.ops)
-        self.memory.plan(self.trace_set, None)  # the plots' height now, for the first frame's layout
+        self.memory.plan(self.trace_set, self.memory_rank())  # the plots' height now, for the first frame's layout
         QtCore.QTimer.singleShot(0, self.fit_splitter)
         QtCore.QTimer.singleShot(0, self.timeline.setFocus)  # W/S/A/D work right away
         # after the timeline's first paint (a timer would fire before it: the paint waited for the plots)
@@ -190,7 +199,7 @@ class TraceView(QtWidgets.QWidget):
     def _fill_plots(self) -> None:
         if not shiboken6.isValid(self) or self.ready:
             return
-        self.memory.set_trace(self.trace_set, None, nvml=False)
+        self.memory.set_trace(self.trace_set, self.memory_rank(), nvml=False)
         self.memory.link_x(self.timeline.vb)
         lane.after_first_paint(self.memory, self._load_nvml)
 
@@ -204,6 +213,25 @@ class TraceView(QtWidgets.QWidget):
         lane.hold_until_painted(self.memory)  # the plots' first paint (at once when the view is not shown)
         self._release_lane()
         self.sig_ready.emit()
+
+    def memory_rank(self) -> int | None:
+        """Whose memory the plots draw: every rank (None), or past MANY_RANKS the selected rank (at first the
+        straggler): 128 ranks drew 257 curves on the UI thread."""
+        if self.rank_strip is None:
+            return None
+        strip = self.rank_strip
+        return strip.selected if strip.selected >= 0 else max(strip.straggler, 0)
+
+    def set_straggler(self, model_index: int) -> None:
+        """The Issues analysis found this rank to be the straggler: marked on the rank strip."""
+        if self.rank_strip is not None and 0 <= model_index < len(self.models):
+            self.rank_strip.set_straggler(model_index)
+
+    def _on_rank_clicked(self, mi: int) -> None:
+        self.timeline.expand_rank(mi)
+        if self.ready:
+            self.memory.set_trace(self.trace_set, mi)
+        self.fit_splitter()
 
     def _on_split_splitter_moved(self, *_) -> None:
         self._split_by_user = True

@@ -157,6 +157,10 @@ class Diff:
     gpu_busy_pct: tuple[float | None, float | None]
     warnings: tuple[str, ...] = field(default=())
     per_rank: tuple[RankDiff, ...] = field(default=())  # multi-rank runs: every rank of either side
+    # "unprofiled": both sides' steps as the loops run without the profiler (replay, CPU side / each run's
+    # recording inflation, held at the DataLoader workers' period); "recorded": the traces' effective steps
+    step_basis: str = "recorded"
+    basis_note: str = ""
 
     def to_json(self) -> dict:
         return {
@@ -165,7 +169,8 @@ class Diff:
             "gpu_busy_pct": {"a": _round(self.gpu_busy_pct[0]), "b": _round(self.gpu_busy_pct[1])},
             "kernels": [r.to_json() for r in self.kernels], "ops": [r.to_json() for r in self.ops],
             "findings": self.findings, "memory": self.memory, "warnings": list(self.warnings),
-            "per_rank": [r.to_json() for r in self.per_rank],
+            "per_rank": [r.to_json() for r in self.per_rank], "step_basis": self.step_basis,
+            "basis_note": self.basis_note,
         }
 
 
@@ -311,8 +316,9 @@ def compare(a: TraceSet, b: TraceSet, *, findings_a: list[dict] | None = None, f
     """Everything `ptprof diff --json` prints. Findings (JSON dicts of `Analysis.to_json()`) are optional."""
     a_steps = run_steps_ns(a)
     b_steps = run_steps_ns(b)
-    side_a, side_b = _side(a, a_steps), _side(b, b_steps)
     warnings = []
+    a_steps, b_steps, basis, note = _unprofiled_basis(a, b, a_steps, b_steps, warnings)
+    side_a, side_b = _side(a, a_steps), _side(b, b_steps)
     if side_a.device and side_b.device and side_a.device != side_b.device:
         warnings.append(f"different GPUs: A ran on {side_a.device}, B on {side_b.device}")
     if side_a.torch_version and side_b.torch_version and side_a.torch_version != side_b.torch_version:
@@ -333,7 +339,45 @@ def compare(a: TraceSet, b: TraceSet, *, findings_a: list[dict] | None = None, f
     return Diff(a=side_a, b=side_b, step=significance.compare(a_steps, b_steps), a_steps_ns=a_steps, b_steps_ns=b_steps,
                 breakdown={p: (bd_a[p], bd_b[p]) for p in PARTS}, kernels=kernels, ops=ops, findings=found,
                 memory={"a_peak_bytes": _memory_peak(a), "b_peak_bytes": _memory_peak(b)},
-                gpu_busy_pct=(busy_a, busy_b), warnings=tuple(warnings), per_rank=_per_rank(a, b))
+                gpu_busy_pct=(busy_a, busy_b), warnings=tuple(warnings), per_rank=_per_rank(a, b),
+                step_basis=basis, basis_note=note)
+
+
+def _unprofiled_basis(a: TraceSet, b: TraceSet, a_steps, b_steps, warnings: list) -> tuple:
+    """Recording slows the CPU side of a loop, not the GPU's, so a run the profiler left GPU-bound is slowed
+    less than a CPU-bound one: on the H100 non-contiguous -> contiguous pair the recorded steps said +31 %
+    (p = 0.0009) for a real -27 % (before GPU-bound under the profiler, after CPU-bound). When the two runs are
+    bound by different sides (or a DataLoader's workers pace one: the recorded window may have been served
+    from prefetched batches) and both know their recording inflation (run bundles), both sides are compared in
+    unprofiled time (core.analysis.unprofiled). Runs bound by the same side keep the recorded comparison: the
+    relative change holds, and a per-run inflation measured on a few steps is noisier than that (H200 pairs:
+    1.93x vs 2.49x for two loops that differ by an .item()). Without the inflations a warning says so."""
+    from core.analysis import unprofiled
+    if not len(a_steps) or not len(b_steps):
+        return a_steps, b_steps, "recorded", ""
+
+    def gpu_share(ts):
+        bounds = [str(x) for m in ts.models if not step_stats(m).synthetic for x in step_stats(m).bound.tolist()]
+        return sum(x == "gpu" for x in bounds) / max(len(bounds), 1)
+    ga, gb = gpu_share(a), gpu_share(b)
+    differ = (ga > 0.5) != (gb > 0.5)
+    paced = any(unprofiled.data_period_ns(m) for m in (*a.models, *b.models) if m.devices)
+    if not (differ or paced):
+        return a_steps, b_steps, "recorded", ""
+    ia, ib = unprofiled.run_inflation(a), unprofiled.run_inflation(b)
+    why = ("the runs are bound by different sides under the profiler (A " + ("GPU" if ga > 0.5 else "CPU")
+           + ", B " + ("GPU" if gb > 0.5 else "CPU") + ")") if differ else "a DataLoader's workers pace a run"
+    if (ia is not None and ib is not None) or (paced and not differ):
+        ua, ub = unprofiled.run_steps_ns(a, ia), unprofiled.run_steps_ns(b, ib)
+        if ua is not None and ub is not None and len(ua) and len(ub):
+            note = (f"steps compared in unprofiled time: {why}; recording slowed A's CPU side "
+                    f"{max(ia or 1.0, 1.0):.2f}x and B's {max(ib or 1.0, 1.0):.2f}x (each run's replay with its "
+                    "CPU side / that factor)")
+            return ua, ub, "unprofiled", note
+    warnings.append(f"recorded step times compared although {why}: recording slows the CPU side more, so the "
+                    "difference may not hold without the profiler (record both runs with `ptprof record`: a run "
+                    "bundle knows how much recording slowed it)")
+    return a_steps, b_steps, "recorded", ""
 
 
 def _per_rank(a: TraceSet, b: TraceSet) -> tuple[RankDiff, ...]:

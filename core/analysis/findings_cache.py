@@ -18,7 +18,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from core.trace import cache
+from core.trace import cache, safefile
 
 log = logging.getLogger(__name__)
 
@@ -73,13 +73,49 @@ def load(trace_set) -> list[dict] | None:
     entry, digest = where
     path = entry / f"findings-{digest}.json"
     try:
-        if not path.is_file() or path.is_symlink():
-            return None
-        with open(path, "rb") as fh:
-            data = json.loads(fh.read(64 << 20))
-    except (OSError, ValueError):
+        data = safefile.loads_json_bounded(safefile.read_regular(path, MAX_BYTES, follow_symlinks=False),
+                                           MAX_DEPTH, strict=True)
+    except FileNotFoundError:
         return None
-    return data if isinstance(data, list) and all(isinstance(f, dict) for f in data) else None
+    except (OSError, ValueError) as exc:  # a FIFO, a link, 200,000 nested arrays, not JSON: a miss
+        log.info("ignoring cached findings %s: %s", path, exc)
+        return None
+    if not (isinstance(data, list) and all(map(valid_finding, data))):
+        log.info("ignoring cached findings %s: not findings as the rules write them", path)
+        return None
+    return data
+
+
+MAX_BYTES = 64 << 20
+MAX_DEPTH = 16  # a finding nests 4 levels (evidence lists of dicts of lists)
+_KEYS = frozenset(("rule", "severity", "title", "count", "impact_ns", "impact_pct", "time_ranges", "source",
+                   "evidence", "fix", "saving_ns", "saving_pct", "estimate"))
+_SEVERITIES = frozenset(("info", "warning", "error"))
+
+
+def _int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and -2**62 < v < 2**62
+
+
+def _number(v) -> bool:  # a NaN / Infinity / 1e999 refused the whole file (safefile, strict)
+    return _int(v) or isinstance(v, float)
+
+
+def valid_finding(f) -> bool:
+    """A finding as Finding.to_json writes it: its keys, each of its type (the readers do arithmetic on the
+    numbers and format the strings: a NaN impact was a ValueError in `diff`)."""
+    if not isinstance(f, dict) or set(f) != _KEYS:
+        return False
+    src = f["source"]
+    return (all(isinstance(f[k], str) for k in ("rule", "title", "fix", "estimate")) and f["severity"] in _SEVERITIES
+            and _int(f["count"]) and _int(f["impact_ns"]) and _number(f["impact_pct"])
+            and (f["saving_ns"] is None or _int(f["saving_ns"]))
+            and (f["saving_pct"] is None or _number(f["saving_pct"]))
+            and isinstance(f["time_ranges"], list)
+            and all(isinstance(r, list) and len(r) == 2 and _int(r[0]) and _int(r[1]) for r in f["time_ranges"])
+            and isinstance(f["evidence"], list) and all(isinstance(e, dict) for e in f["evidence"])
+            and (src is None or isinstance(src, dict) and isinstance(src.get("file"), str)
+                 and _int(src.get("line")) and isinstance(src.get("function"), str)))
 
 
 def store(trace_set, findings: list[dict]) -> bool:
@@ -112,8 +148,8 @@ def findings_of(trace_set, use_cache: bool = True) -> list[dict]:
         hit = load(trace_set)
         if hit is not None:
             return hit
-    from core.rules import analyze
-    found = analyze(trace_set).to_json()["findings"]
+    from core.ranks.inset import analyze_any  # several ranks: rank by rank, then across ranks
+    found = analyze_any(trace_set).to_json()["findings"]
     if use_cache:
         store(trace_set, found)
     return found

@@ -91,6 +91,7 @@ class StepFlops:
     backward_estimated: np.ndarray  # bool: the 2x rule gave the backward FLOPs
     device: str  # deviceProperties name ("" none)
     peak_tflops: dict  # dtype -> dense peak of the device ({} unknown)
+    fp32_math: str = "fp32"  # the peak fp32 FLOPs are divided by: "tf32" when the GEMMs / convs ran on TF32
 
     def __len__(self) -> int:
         return len(self.number)
@@ -180,31 +181,36 @@ def _conv(x, w, out_spatial) -> float:
 def _conv_out(x, w, stride, padding, dilation) -> tuple | None:
     n_sp = len(x) - 2
     try:
-        st = _expand(stride, n_sp, 1)
-        pad = _expand(padding, n_sp, 0)
-        dil = _expand(dilation, n_sp, 1)
-    except (TypeError, ValueError):
+        st = _expand(stride, n_sp, 1, 1)
+        pad = _expand(padding, n_sp, 0, 0)
+        dil = _expand(dilation, n_sp, 1, 1)
+    except (TypeError, ValueError, RecursionError):
         return None
     out = tuple((x[2 + i] + 2 * pad[i] - dil[i] * (w[2 + i] - 1) - 1) // st[i] + 1 for i in range(n_sp))
     return out if all(o > 0 for o in out) else None
 
 
-def _expand(value, n: int, default: int) -> list[int]:
+def _expand(value, n: int, default: int, lo: int) -> list[int]:
+    """A conv argument (stride / padding / dilation) from Concrete Inputs: ints >= lo (a stride of 0 or
+    1e999 is no conv the trace could have run: ValueError)."""
     if value is None or value == "":
         return [default] * n
-    v = json.loads(value) if isinstance(value, str) else value
+    v = json.loads(value) if isinstance(value, str) and len(value) < 256 else value
     v = v if isinstance(v, list) else [v]
-    v = [int(x) for x in v]
+    if not all(type(x) is int and lo <= x < MAX_DIM for x in v) or len(v) not in (1, n):
+        raise ValueError("not a conv argument")
     return v * n if len(v) == 1 else v
 
 
 def _dtype(types_text: str) -> str:
+    """The first known dtype of the op's Input type (a list of strings; null, a number, 1e999, nested lists
+    or objects there: unknown)."""
     try:
         types = json.loads(types_text) if types_text else []
-    except ValueError:
+    except (ValueError, RecursionError):
         return ""
-    for t in types:
-        if t in DTYPES:
+    for t in types if isinstance(types, list) else ():
+        if isinstance(t, str) and t in DTYPES:
             return DTYPES[t]
     return ""
 
@@ -243,6 +249,29 @@ def _leaf_candidates(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
     return rows[keep], backward[keep]
 
 
+MAX_DIM = 1 << 48  # no tensor dimension is larger (a product of a few stays far inside a float64)
+
+
+def _shape(value) -> tuple:
+    """A tensor's dims as Kineto writes them (a list of ints >= 0); () for anything else - a scalar, a JSON
+    object, a nested list (a TensorList), strings, booleans, 1e999 or a 400-digit number - which no count
+    accepts (every rule needs its tensors' ranks), so the op is counted as unknown."""
+    if not isinstance(value, list) or len(value) > 64:
+        return ()
+    if all(type(v) is int and 0 <= v < MAX_DIM for v in value):
+        return tuple(value)
+    return ()
+
+
+def input_shapes(text: str) -> list[tuple]:
+    """The Input Dims of an op (JSON text from the trace, not trusted): one shape per input (see _shape)."""
+    try:
+        dims = json.loads(text)
+    except (ValueError, RecursionError):
+        return []
+    return [_shape(v) for v in dims] if isinstance(dims, list) else []
+
+
 def _op_flops(model: TraceModel) -> OpFlops:
     """FLOPs once per distinct (op name, input dims): a training loop repeats a few hundred signatures."""
     s = model.slices
@@ -257,14 +286,10 @@ def _op_flops(model: TraceModel) -> OpFlops:
     rep_rows = rows[first]
     names = st.lookup(uniq[:, 0]) if len(uniq) else []
     for j, (row, name, dims_id) in enumerate(zip(rep_rows.tolist(), names, uniq[:, 1].tolist())):
-        try:
-            d = json.loads(st[dims_id]) if dims_id > 0 else []
-        except ValueError:
-            d = []
-        d = d if isinstance(d, list) else []
+        d = input_shapes(st[dims_id]) if dims_id > 0 else []
         try:
             per_key[j] = _flops_of(model, row, name, d, out_of_conv, pending_conv, j)
-        except (TypeError, ValueError, IndexError):
+        except (TypeError, ValueError, IndexError, ArithmeticError):  # a shape the counts do not fit: unknown
             per_key[j] = np.nan
     _fill_conv_from_file(model, rep_rows, names, pending_conv, per_key)
     flops = per_key[inv] if len(rows) else np.zeros(0)
@@ -306,11 +331,9 @@ def _conv_outputs_from_backward(model: TraceModel) -> dict[tuple, tuple]:
     if sid < 0:
         return out
     for dims_id in np.unique(s.at("input_dims", s.name == sid)).tolist():
-        try:
-            d = json.loads(model.strings[int(dims_id)])
-            out[(tuple(d[1]), tuple(d[2]))] = tuple(d[0][2:])
-        except (ValueError, TypeError, IndexError):
-            continue
+        d = input_shapes(model.strings[int(dims_id)]) if dims_id > 0 else []
+        if len(d) >= 3 and len(d[0]) >= 3:
+            out[(d[1], d[2])] = d[0][2:]
     return out
 
 
@@ -360,11 +383,16 @@ def step_flops(model: TraceModel, windows: tuple | None = None) -> StepFlops:
     device = model_device_name(model)
     entry = device_peaks(device) if device else {}
     peaks = {k: float(v) for k, v in entry.items() if k in ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")}
+    fp32_math = fp32_math_mode(model)
+    if fp32_math == "tf32" and "tf32" in peaks:  # fp32 tensors on TF32 tensor cores: their peak, not FP32's
+        peaks = {**peaks, "fp32": peaks["tf32"]}  # (imagenet resnet18: "MFU 66 %" beside "GPU idle 54 %")
+    else:
+        fp32_math = "fp32"
     n = len(number)
     has_shapes = bool((s.at("input_dims", s.kind == Kind.CPU_OP) > 0).any())
     if not has_shapes:
         nan = np.full(n, np.nan)
-        return StepFlops(number, nan, nan.copy(), nan.copy(), np.zeros(n, bool), device, peaks)
+        return StepFlops(number, nan, nan.copy(), nan.copy(), np.zeros(n, bool), device, peaks, fp32_math)
     ts = s.ts_ns[ops.row]
     step_of = np.searchsorted(w0, ts, side="right") - 1
     inside = (step_of >= 0) & (ts < w1[np.maximum(step_of, 0)])
@@ -388,7 +416,30 @@ def step_flops(model: TraceModel, windows: tuple | None = None) -> StepFlops:
             at_peak_s += per_step / (peak * 1e12)
     tflops = total / dur_s / 1e12
     mfu = np.where(known & bool(peaks), 100.0 * at_peak_s / dur_s, np.nan)
-    return StepFlops(number, total, tflops, mfu, estimated, device, peaks)
+    return StepFlops(number, total, tflops, mfu, estimated, device, peaks, fp32_math)
+
+
+def fp32_math_mode(model: TraceModel) -> str:
+    """"tf32" when most of the fp32 GEMM / convolution kernel time ran on TF32 tensor cores (cuBLAS / cuDNN /
+    CUTLASS name the math: `..._tf32f32_tf32f32_...`, `cutlass_tensorop_tf32...`), else "fp32". Kernel names,
+    not the recorded flags: cuDNN's convolutions use TF32 by default while torch.backends.cuda.matmul does not."""
+    from core.analysis.rows import kind_rows
+    rows = kind_rows(model, [Kind.KERNEL])
+    if not len(rows):
+        return "fp32"
+    s = model.slices
+    ids, inv = np.unique(s.name[rows], return_inverse=True)
+    time = np.bincount(inv, weights=s.dur_ns[rows].astype(np.float64), minlength=len(ids))
+    tf32 = plain = 0.0
+    for k, sid in enumerate(ids.tolist()):
+        n = model.strings[int(sid)].lower()
+        if not any(w in n for w in ("gemm", "conv", "fprop", "dgrad", "wgrad", "xmma", "cutlass", "cublas")):
+            continue
+        if "tf32" in n:
+            tf32 += time[k]
+        elif ("sgemm" in n or "f32f32" in n or "fp32" in n) and not any(w in n for w in ("bf16", "f16", "half")):
+            plain += time[k]
+    return "tf32" if tf32 > plain else "fp32"
 
 
 def step_time_ns(model: TraceModel, w0: np.ndarray, w1: np.ndarray) -> np.ndarray:

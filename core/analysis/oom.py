@@ -25,7 +25,7 @@ from core.units import fmt_bytes
 TOP_GROUPS = 20
 MIN_GROWTH_BYTES = 8 << 20  # a stack must gain at least this much over the steps to be named
 MIN_RISING_FRACTION = 0.75  # ... and rise in this share of the step intervals
-NO_STACK = "(no stack recorded: record with --memory-history)"
+NO_STACK = "(no stack: allocated before the history began, by C++ only, or without --memory-history)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +56,7 @@ class OomReport:
     free_bytes: int | None
     reserved_bytes: int | None
     allocated_bytes: int | None
-    total_bytes: int | None
+    total_bytes: int | None  # the device's capacity, or the per-process cap when one was set (capped)
     where: str  # the innermost user frame of the failing call
     message: str
     snapshot: str  # path of the snapshot written at the failure ("" when none)
@@ -67,6 +67,7 @@ class OomReport:
     kinds: dict = field(default_factory=dict)  # kind -> live bytes
     growth: tuple[Growth, ...] = ()
     suggestions: tuple[str, ...] = ()
+    capped: bool = False  # torch.cuda.set_per_process_memory_fraction: free / total are under that cap
 
     @property
     def unallocated_reserved_bytes(self) -> int | None:
@@ -81,7 +82,8 @@ class OomReport:
         return spare >= self.request_bytes > self.largest_free_block_bytes
 
     def headline(self) -> str:
-        free = "" if self.free_bytes is None else f", {fmt_bytes(self.free_bytes)} free"
+        cap = f" under the {fmt_bytes(self.total_bytes)} cap" if self.capped and self.total_bytes else ""
+        free = "" if self.free_bytes is None else f", {fmt_bytes(self.free_bytes)} free{cap}"
         res = "" if self.reserved_bytes is None else f", {fmt_bytes(self.reserved_bytes)} reserved"
         return f"rank {self.rank} ran out of GPU {self.device} memory asking for {fmt_bytes(self.request_bytes)}{free}{res}"
 
@@ -160,6 +162,11 @@ def build_report(rec: dict, snap: MemorySnapshot | None, step_ends: list[int], s
     request = _int(rec.get("size_bytes")) or 0
     reserved = _int(rec.get("reserved_bytes"))
     allocated = _int(rec.get("allocated_bytes"))
+    limit = _int(rec.get("limit_bytes"))  # a per-process cap (set_per_process_memory_fraction): what "free" means
+    total = limit or _int(rec.get("total_bytes"))
+    free = _int(rec.get("free_bytes"))
+    if limit and reserved is not None:
+        free = max(limit - reserved, 0)
     groups: tuple[StackGroup, ...] = ()
     kinds: dict = {}
     largest_free = 0
@@ -174,12 +181,12 @@ def build_report(rec: dict, snap: MemorySnapshot | None, step_ends: list[int], s
         groups, kinds, live = live_groups(snap, device)
         blocks = snap.blocks
         on_dev = seg[blocks.segment] if len(blocks) else np.zeros(0, bool)
-        free = on_dev & (blocks.state == BlockState.INACTIVE.value)
-        largest_free = int(blocks.size[free].max()) if free.any() else 0
+        free_blocks = on_dev & (blocks.state == BlockState.INACTIVE.value)
+        largest_free = int(blocks.size[free_blocks].max()) if free_blocks.any() else 0
         growth = tuple(memory_growth(snap, device, step_ends))
     report = OomReport(
-        rank=_int(rec.get("rank")) or 0, device=device, request_bytes=request, free_bytes=_int(rec.get("free_bytes")),
-        reserved_bytes=reserved, allocated_bytes=allocated, total_bytes=_int(rec.get("total_bytes")),
+        rank=_int(rec.get("rank")) or 0, device=device, request_bytes=request, free_bytes=free,
+        reserved_bytes=reserved, allocated_bytes=allocated, total_bytes=total, capped=bool(limit),
         where=_text(rec.get("where"), 500), message=_text(rec.get("message")), snapshot=snapshot_path,
         history=snap is not None and bool(snap.traces), live_bytes=live, largest_free_block_bytes=largest_free,
         groups=groups, kinds=kinds, growth=growth)
@@ -208,7 +215,7 @@ def _frames_text(snap: MemorySnapshot, s: int) -> tuple[str, ...]:
     st = snap.stacks
     ids = st.stack(s)
     user = [f for f in ids if st.frame_file[f].endswith(".py") and "site-packages" not in st.frame_file[f]
-            and "/torch/" not in st.frame_file[f]]
+            and "/torch/" not in st.frame_file[f] and "/core/runner/" not in st.frame_file[f]]  # not ptprof's child
     rest = [f for f in ids if f not in user]
     return tuple(st.describe_frame(f) for f in (user + rest)[:12])
 
@@ -237,8 +244,9 @@ def live_groups(snap: MemorySnapshot, device: int) -> tuple[tuple[StackGroup, ..
 
 
 def memory_growth(snap: MemorySnapshot, device: int, step_ends: list[int]) -> list[Growth]:
-    """Allocation sites (grouped as live_groups does) whose live bytes at the end of each step rise in at
-    least MIN_RISING_FRACTION of the intervals and by at least MIN_GROWTH_BYTES, largest growth first."""
+    """Allocation sites (grouped as live_groups does) whose live bytes and live allocation count at the end
+    of each step rise in at least MIN_RISING_FRACTION of the intervals, by at least MIN_GROWTH_BYTES in all,
+    largest growth first."""
     tr = snap.trace(device)
     if tr is None or not len(tr) or len(step_ends) < 3:
         return []
@@ -257,12 +265,17 @@ def memory_growth(snap: MemorySnapshot, device: int, step_ends: list[int]) -> li
     group = np.array([code[where_of[s]] for s in tr.stack[allocs].tolist()], np.int64)
     size = tr.size[allocs]
     per_step = np.zeros((len(ends), len(wheres)), np.int64)
+    count = np.zeros((len(ends), len(wheres)), np.int64)
     for k, t in enumerate(ends.tolist()):
         alive = (t_alloc <= t) & (t_free > t)
         per_step[k] = np.bincount(group[alive], weights=size[alive], minlength=len(wheres)).astype(np.int64)
+        count[k] = np.bincount(group[alive], minlength=len(wheres))
     rising = (np.diff(per_step, axis=0) > 0).mean(axis=0)
+    # kept, not merely bigger: the number of live allocations rises too (one tensor that grows with a
+    # growing batch is `_request_sizes_grow`'s case, not a leak)
+    more = (np.diff(count, axis=0) > 0).mean(axis=0)
     gained = per_step[-1] - per_step[0]
-    hit = np.flatnonzero((rising >= MIN_RISING_FRACTION) & (gained >= MIN_GROWTH_BYTES))
+    hit = np.flatnonzero((rising >= MIN_RISING_FRACTION) & (more >= MIN_RISING_FRACTION) & (gained >= MIN_GROWTH_BYTES))
     stack_of = {w: s for s, w in where_of.items()}
     out = [Growth(wheres[g], tuple(int(v) for v in per_step[:, g]), _kind(snap, stack_of[wheres[g]]))
            for g in hit.tolist()]

@@ -51,7 +51,17 @@ def growth_finding(g: oom_mod.Growth, rank: int, source: str) -> Finding:
 
 def bundle_findings(path: str | Path, load=None) -> list[Finding]:
     """`oom` per recorded OOM (+ `memory_growth` from its snapshot's history), else `memory_growth` from
-    memory.snapshot.pickle. [] for anything that is not a bundle with either."""
+    memory.snapshot.pickle. [] for anything that is not a bundle with either, or that cannot be read
+    (the trace findings never depend on it)."""
+    try:
+        return _bundle_findings(path, load)
+    except Exception:  # noqa: BLE001 - run.json / snapshots are the user's files
+        import logging
+        logging.getLogger(__name__).warning("could not read the bundle's OOM records", exc_info=True)
+        return []
+
+
+def _bundle_findings(path: str | Path, load=None) -> list[Finding]:
     root = Path(path)
     if not root.is_dir() or not (root / "run.json").is_file():
         return []

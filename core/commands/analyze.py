@@ -34,6 +34,11 @@ def add_arguments(p) -> None:
                         "and the change is significant")
     p.add_argument("--metric", choices=("step", "gpu_busy", "memory_peak"), default="step",
                    help="what --fail-on-regression compares (default: the median step time)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="several trace files (ranks): analyze N ranks at a time (default: one per core)")
+    p.add_argument("--scheduler", metavar="ADDR",
+                   help="several trace files: run the per-rank analysis on a Dask cluster (tcp://HOST:8786, or "
+                        "local:N for N local Dask workers; pip install \".[cluster]\")")
 
 
 def run(args) -> int:
@@ -53,6 +58,13 @@ def run(args) -> int:
     from core.trace.model import TraceParseError
     wanted_ids = None if rules is None else {r.id for r in rules} | ({"oom"} & set(args.rules.split(",")))
     extra = [f for f in bundle_findings(args.path) if wanted_ids is None or f.rule in wanted_ids]
+    if not args.baseline:
+        from core.ranks import is_multi
+        if is_multi(args.path):
+            return run_multi(args, None if rules is None else [r.id for r in rules], extra)
+    elif args.scheduler:
+        print("ptprof: --scheduler works without --baseline only", file=sys.stderr)
+        return 2
     try:
         ts = load(args.path, use_cache=not args.no_cache)
     except TraceParseError:
@@ -79,11 +91,8 @@ def run(args) -> int:
     from core.tryfix.store import annotate, tried_for
     tried = tried_for(args.path)  # what `ptprof try` measured on this run (bundle's tried.json)
     if args.json:
-        doc = {"health": checks} | result.to_json()
-        annotate(doc["findings"], tried)
-        doc["summary"] = dict(doc["summary"], tflops=metrics[0].tflops if metrics else None,
-                              mfu_pct=metrics[0].mfu_pct if metrics else None)
-        doc["metrics"] = [rm.to_json() for rm in metrics]
+        doc = json_doc(result, checks, metrics)
+        annotate(doc["findings"], tried)  # what `ptprof try` measured on this run (tried.json)
         json.dump(doc, sys.stdout)
         sys.stdout.write("\n")
     else:
@@ -91,6 +100,56 @@ def run(args) -> int:
     if args.fail_on and result.at_or_above(Severity.parse(args.fail_on)):
         return 1
     return 0
+
+
+def run_multi(args, rule_ids, extra=()) -> int:
+    """Several trace files: rank by rank on the local process pool or a Dask cluster, then across ranks
+    (core/ranks); the same output as the whole-set path."""
+    from types import SimpleNamespace
+
+    from core.analysis.metrics import RankMetrics
+    from core.ranks import analyze_run
+    from core.ranks.executor import make_executor
+    from core.rules import Severity
+    if args.workers is not None and args.workers < 1:
+        print("ptprof: --workers must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        ex = make_executor(args.scheduler, args.workers)
+    except (ImportError, OSError, ValueError, TimeoutError, RuntimeError) as exc:  # RuntimeError: a worker
+        print(printable(f"ptprof: --scheduler {args.scheduler}: {exc}"), file=sys.stderr)  # that did not start
+        return 2
+    try:
+        ra = analyze_run(args.path, ex, rules=rule_ids, use_cache=not args.no_cache)
+    finally:
+        ex.close()
+    result = ra.analysis
+    if extra:  # a bundle's own findings (oom: run.json and the allocator snapshots)
+        import dataclasses
+        result = dataclasses.replace(result, findings=tuple(extra) + tuple(result.findings))
+    if args.csv:
+        try:
+            write_csv(result, args.csv, SimpleNamespace(models=ra.summaries))
+        except OSError as exc:
+            print(f"ptprof: cannot write {args.csv}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+    metrics = [RankMetrics(**m) for m in ra.metrics]
+    if args.json:
+        json.dump(json_doc(result, ra.health, metrics), sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(printable(format_table(result, metrics, ra.health)))
+    if args.fail_on and result.at_or_above(Severity.parse(args.fail_on)):
+        return 1
+    return 0
+
+
+def json_doc(result, checks: list[dict], metrics) -> dict:
+    """The `--json` document (also `ptprof.analyze(...).to_json()` and the MCP server's source)."""
+    doc = {"health": checks} | result.to_json()
+    doc["summary"] = dict(doc["summary"], **_summary_metrics(metrics))
+    doc["metrics"] = [rm.to_json() for rm in metrics]
+    return doc
 
 
 def _bundle_only(args, findings, severity) -> int:
@@ -166,3 +225,19 @@ def format_table(result, metrics=(), checks=(), tried=None) -> str:
         lines.append("  checks not run:")
         lines.extend(f"    {n.rule}: {n.reason}" for n in result.not_run)
     return "\n".join(lines) + "\n"
+
+
+def _summary_metrics(metrics) -> dict:
+    """The summary's TFLOP/s and MFU: one rank's, or over all ranks (TFLOP/s summed: the job's throughput; MFU
+    the mean) - and which (`metrics_scope`); they used to be rank 0's without saying so."""
+    if not metrics:
+        return {"tflops": None, "mfu_pct": None}
+    if len(metrics) == 1:
+        return {"tflops": metrics[0].tflops, "mfu_pct": metrics[0].mfu_pct, "mfu_peak": metrics[0].mfu_peak,
+                "metrics_scope": f"rank {metrics[0].rank}"}
+    tf = [m.tflops for m in metrics if m.tflops is not None]
+    mfu = [m.mfu_pct for m in metrics if m.mfu_pct is not None]
+    return {"tflops": round(sum(tf), 4) if len(tf) == len(metrics) else None,
+            "mfu_pct": round(sum(mfu) / len(mfu), 4) if len(mfu) == len(metrics) else None,
+            "mfu_peak": metrics[0].mfu_peak,
+            "metrics_scope": f"all {len(metrics)} traces: TFLOP/s summed, MFU their mean"}

@@ -72,10 +72,9 @@ def run(args) -> int:
     if args.json:
         json.dump(result.to_json(), sys.stdout)
         sys.stdout.write("\n")
-    elif args.markdown:
-        sys.stdout.write(markdown(result))
-    else:
-        sys.stdout.write(text(result))
+    else:  # kernel / op names come from the traces: no raw control or bidi characters on the terminal
+        from core.commands.terminal import printable
+        sys.stdout.write(printable(markdown(result) if args.markdown else text(result)))
     return 0
 
 
@@ -128,6 +127,8 @@ def text(d) -> str:
     lines = _headline(d)
     if d.per_rank:
         lines += ["per rank (median step A -> B):"] + _rank_lines(d)
+    if getattr(d, "basis_note", ""):
+        lines.append(f"note: {d.basis_note}")
     lines += [f"warning: {w}" for w in d.warnings]
     unit = "per step" if d.a.steps and d.b.steps else "whole trace"
     for title, rows in (("kernels", d.kernels), ("ops", d.ops)):
@@ -189,6 +190,8 @@ def markdown(d, gate_line: str | None = None) -> str:
     if mem["a_peak_bytes"] is not None and mem["b_peak_bytes"] is not None:
         lines.append(f"| memory peak | {units.fmt_bytes(mem['a_peak_bytes'])} | {units.fmt_bytes(mem['b_peak_bytes'])} | "
                      f"{_signed_bytes(mem['b_peak_bytes'] - mem['a_peak_bytes'])} |")
+    if getattr(d, "basis_note", ""):
+        lines.append(f"> {d.basis_note}")
     lines += [f"> {w}" for w in d.warnings]
     changed = [r for r in d.kernels if r.delta_ns][:5]
     if changed:

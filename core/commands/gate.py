@@ -16,7 +16,9 @@ def regression(d, metric: str) -> tuple[float | None, bool, str]:
     """(how much worse B is in %, whether that is significant, what was compared)."""
     if metric == "step":
         s = d.step
-        return s.delta_pct, bool(s.significant), "median step time"
+        basis = " (unprofiled: the runs were slowed differently by recording)" \
+            if getattr(d, "step_basis", "") == "unprofiled" else ""
+        return s.delta_pct, bool(s.significant), "median step time" + basis
     if metric == "gpu_busy":
         busy_a, busy_b = d.gpu_busy_pct
         if busy_a is None or busy_b is None:

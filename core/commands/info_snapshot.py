@@ -5,6 +5,7 @@ import json
 import sys
 
 from core import units
+from core.commands.terminal import printable
 from core.snapshot import active_timeline, load_snapshot, peak_allocations
 
 TOP_N = 5
@@ -54,7 +55,8 @@ def run(args) -> int:
         json.dump(info, sys.stdout)
         sys.stdout.write("\n")
         return 0
-    w = sys.stdout.write
+    def w(text: str) -> None:  # frame names, ops and allocator settings come from the file: escaped
+        sys.stdout.write(printable(text))
     b = units.fmt_bytes
     w(f"{info['path']}\n")
     w(f"  CUDA memory snapshot · {len(info['devices'])} device(s) · {info['segments']} segments · "

@@ -22,7 +22,7 @@ from core.commands.terminal import printable
 def add_arguments(p) -> None:
     p.add_argument("--out", default=None, help="bundle folder: new, empty, or an old bundle (only ptprof's own "
                    "files are replaced); default ./ptprof-runs/<script>-<time>")
-    p.add_argument("--wait", type=int, default=1, help="schedule: optimizer steps skipped per cycle")
+    p.add_argument("--wait", type=int, default=5, help="schedule: optimizer steps skipped per cycle")
     p.add_argument("--warmup", type=int, default=1, help="schedule: warm-up steps (traced, not saved)")
     p.add_argument("--active", type=int, default=3, help="schedule: recorded steps per cycle")
     p.add_argument("--repeat", type=int, default=1, help="schedule: cycles (0 = until the script ends)")
@@ -50,6 +50,9 @@ def add_arguments(p) -> None:
                         "foreach, fused, set_to_none, channels_last, cudnn_benchmark, compile[=MODE], or a rule id "
                         "that has one (pageable_memcpy ...); a switch that cannot apply stops the run (exit 2)")
     p.add_argument("--quiet", action="store_true", help="no status line, no script output echo")
+    p.add_argument("--no-summaries", action="store_true",
+                   help="several trace files: do not write each rank's analysis summary into the bundle at the end "
+                        "(they make a later `ptprof analyze` of a many-rank run reduce only)")
     p.add_argument("--start-timeout", type=float, default=60.0, metavar="S",
                    help="give up when the interpreter has not started ptprof's runner after S seconds (default 60)")
     p.add_argument("-m", dest="module_argv", nargs=argparse.REMAINDER, metavar="MODULE ARGS",
@@ -179,6 +182,8 @@ def run(args) -> int:
             session.stop_and_wait()
     if shown:
         sys.stderr.write("\r\033[K")
+    if not getattr(args, "no_summaries", False) and len(session.bundle.trace_files()) > 1:
+        _summarise(session.bundle.root, args.quiet)
     return _summary(session, args.quiet)
 
 
@@ -190,6 +195,22 @@ def switch_refusal(session) -> str:
     refused = [f"{s['name']} cannot apply: {s['message']}" for s in read_switches(session.bundle.root)
                if s.get("status") == "refused"]
     return "; ".join(refused)
+
+
+def _summarise(root, quiet: bool) -> None:
+    """The launcher writes the rank summaries after the run (the ranks' interpreters cannot: stdlib + torch
+    only): core/ranks/stored.py. A failure only costs the later analyze a map."""
+    try:
+        from core.ranks.stored import summarise_bundle
+        t0 = time.monotonic()
+        n = summarise_bundle(root)
+        if n and not quiet:
+            sys.stderr.write(printable(f"ptprof: {n} rank summaries written in {time.monotonic() - t0:.1f} s "
+                                       "(a later ptprof analyze only reduces)") + "\n")
+    except Exception as exc:  # noqa: BLE001 - the run is recorded; its summaries are an optimisation
+        if not quiet:
+            sys.stderr.write(printable(f"ptprof: note: rank summaries not written ({type(exc).__name__}: {exc})")
+                             + "\n")
 
 
 def _summary(session, quiet: bool) -> int:
@@ -209,6 +230,9 @@ def _summary(session, quiet: bool) -> int:
     if st.exception.startswith("torch not installed"):
         print(f"ptprof: {st.exception.split(' (')[0]}: pick the training environment's python with --python",
               file=sys.stderr)
+        return 2
+    if "too old for ptprof's runner" in st.exception:  # the child's own one line (runner/start.py, compat.py)
+        print(f"ptprof: {printable(st.exception)}", file=sys.stderr)
         return 2
     if session.start_timed_out:
         print(f"ptprof: {printable(st.exception)}: is --python a Python interpreter? (the wait is "

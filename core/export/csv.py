@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from core.atomic import atomic_write
+from core.commands.terminal import printable
 from core.export import tables
 from core.export.tables import ExportTable
 from core.trace.model import TraceSet
@@ -32,8 +33,8 @@ def neutralize(text: str) -> str:
 
 
 def _cell(v):
-    if isinstance(v, str):
-        return neutralize(v)
+    if isinstance(v, str):  # ESC / C1 / bidi overrides from the trace shown as \x1b, \u202e (issue 37)
+        return neutralize(printable(v))
     if v is None:
         return ""
     if isinstance(v, (float, np.floating)):
@@ -52,10 +53,10 @@ def write_table(table: ExportTable, path: str | Path, user_path: bool = False) -
     cols = [c.tolist() if isinstance(c, np.ndarray) else list(c) for c in table.data]
     buf = io.StringIO(newline="")
     w = _csv.writer(buf)
-    w.writerow([neutralize(str(c)) for c in table.columns])
+    w.writerow([neutralize(printable(str(c))) for c in table.columns])
     for row in zip(*cols):
         w.writerow([_cell(v) for v in row])
-    return atomic_write(path, buf.getvalue().encode("utf-8"), user_path)
+    return atomic_write(path, buf.getvalue().encode("utf-8", "backslashreplace"), user_path)  # a non-UTF-8 file name
 
 
 def write_kernels(ts: TraceSet, path: str | Path) -> Path:

@@ -33,6 +33,9 @@ def collect(trace_set) -> FindingsResult:
     if run is None:
         return FindingsResult(note="rules are not available in this build: no findings were computed")
     try:
+        if len(getattr(trace_set, "models", ())) > 1:  # several ranks: rank by rank, then across ranks
+            from core.ranks.inset import analyze_any
+            run = analyze_any
         result = run(trace_set)
     except Exception as exc:  # noqa: BLE001 - a broken rule must not lose the rest of the report
         log.exception("rules failed")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core import units
+from core.commands.terminal import printable
 from core.export import summary
 from core.export.breakdown_data import StepBreakdown
 from core.export.findings import FindingsResult, as_dict
@@ -46,7 +47,8 @@ class ReportContext:
 
 
 def esc(v) -> str:
-    return html.escape("" if v is None else str(v), quote=True)
+    """HTML-escaped, and control / bidi-override characters from the trace shown as \\x1b, \\u202e."""
+    return html.escape(printable("" if v is None else str(v)), quote=True)
 
 
 def _table(head: list[str] | None, rows: list[list], num_from: int = 1, cls: str = "") -> str:

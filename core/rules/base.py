@@ -82,6 +82,9 @@ class Finding:
     saving_ns: int | None = None
     saving_pct: float | None = None  # of the median effective step
     estimate: str = ""  # one line: how saving_ns was computed
+    # the saving of each way to fix it where they differ (launch_bound: {"compile": ns, "cuda_graphs": ns});
+    # saving_ns is the first one's
+    savings_by_fix: tuple[tuple[str, int], ...] = ()
 
     def to_json(self) -> dict:
         return {
@@ -98,6 +101,7 @@ class Finding:
             "saving_ns": None if self.saving_ns is None else int(self.saving_ns),
             "saving_pct": None if self.saving_pct is None else round(float(self.saving_pct), 3),
             "estimate": self.estimate,
+            **({"savings_by_fix": {k: int(v) for k, v in self.savings_by_fix}} if self.savings_by_fix else {}),
         }
 
 
@@ -159,6 +163,7 @@ class RuleContext:
         self.config = config
         self._steps: dict[int, Steps] = {}
         self.memo: dict[str, Any] = {}  # per-analysis values shared by rules (bundle sync sites ...)
+        self.world_hint = 0  # ranks of the run when the set holds one of them (core/ranks' per-rank map)
 
     def memoized(self, key: str, compute):
         if key not in self.memo:

@@ -66,7 +66,13 @@ _BREAK_FIX = ("Remove the break: avoid data-dependent Python control flow on ten
 @rule("graph_break", "torch.compile graph breaks")
 def graph_break(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
-    breaks = ci.graph_breaks(ctx.trace_set.compile_info)
+    info = ctx.trace_set.compile_info
+    breaks = ci.graph_breaks(info)
+    if isinstance(info, dict) and isinstance(info.get("graph_breaks"), list) and not breaks:
+        # the runner watched dynamo for the whole run and saw no graph break: several compiled frames per step
+        # are separate compiled functions (a compiled loss, a second model), not breaks (issue 28: "2 breaks"
+        # in both variants of a pair whose compile.json said no graph breaks and one graph)
+        return out
     for i, m in enumerate(ctx.models):
         rows, x, _ = _regions(m)
         if not len(rows):

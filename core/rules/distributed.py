@@ -58,7 +58,7 @@ def _comm_fix(m, gpu_collectives: bool) -> str:
 @rule("comm_bound", "Communication not overlapped with compute")
 def comm_bound(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
-    world = max(_world_size(m) for m in ctx.models)
+    world = max([_world_size(m) for m in ctx.models] + [ctx.world_hint])
     if len({m.rank for m in ctx.models}) < 2 and world < 2:
         return out
     min_pct = float(ctx.cfg("comm_bound").get("min_exposed_pct", 10.0))

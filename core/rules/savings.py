@@ -26,8 +26,14 @@ def price(ctx: RuleContext, findings: list[Finding]) -> tuple[list[Finding], dic
     inflation = _inflation(ctx)
     out: list[Finding] = []
     edits: dict[int, list[Edit]] = {}
+    loader: set[int] = set()  # models whose DataLoader fix is among the edits
     for f in findings:
         m = ctx.models[f.model_index]
+        if f.rule == "recompile":  # a rare, huge cost: amortised over the run, not a median over steps
+            priced = _recompile(ctx, f, m, inflation)
+            if priced is not None:
+                out.append(priced)
+                continue
         try:
             edit = edit_for(m, f, cfg, ctx)
         except Exception:  # noqa: BLE001 - a broken what-if must not lose the finding
@@ -36,20 +42,34 @@ def price(ctx: RuleContext, findings: list[Finding]) -> tuple[list[Finding], dic
         if edit is None:
             out.append(f)
             continue
-        sv = saving_of(m, edit, inflation=inflation)
+        sv = saving_of(m, edit, inflation=inflation, loader_fix=f.rule == "dataloader_bound",
+                       path=getattr(ctx.trace_set, "path", None))
         estimate = sv.estimate
+        by_fix = ()
+        if f.rule == "launch_bound":  # which fix the number is for: compile (default) and CUDA graphs apart
+            try:
+                from core.rules.whatif import launch_bound_graph_edit
+                g = saving_of(m, launch_bound_graph_edit(m, f, cfg, ctx), inflation=inflation)
+                estimate = (f"torch.compile (default mode): {sv.saving_ns / 1e6:.2f} ms; CUDA graphs (or "
+                            f"mode='reduce-overhead'): {g.saving_ns / 1e6:.2f} ms. {estimate}")
+                by_fix = (("compile", sv.saving_ns), ("cuda_graphs", g.saving_ns))
+            except Exception:  # noqa: BLE001
+                log.exception("CUDA-graph figure of launch_bound failed")
         sev = f.severity
         if not f.hint:
             sev = ctx.severity(sv.saving_pct, sv.saving_ns)
             if f.rule == "gpu_idle":
                 sev = min(sev, Severity.WARNING)
         out.append(dataclasses.replace(f, saving_ns=sv.saving_ns, saving_pct=sv.saving_pct, estimate=estimate,
-                                       severity=sev))
+                                       severity=sev, savings_by_fix=by_fix))
         edits.setdefault(f.model_index, []).append(edit)
-    return out, _together(ctx, edits, inflation)
+        if f.rule == "dataloader_bound":
+            loader.add(f.model_index)
+    return out, _together(ctx, edits, inflation, loader)
 
 
-def _together(ctx: RuleContext, edits: dict[int, list[Edit]], inflation: float | None) -> dict:
+def _together(ctx: RuleContext, edits: dict[int, list[Edit]], inflation: float | None,
+              loader: set[int] = frozenset()) -> dict:
     per_model = []
     for i, m in enumerate(ctx.models):
         if not m.devices:
@@ -67,7 +87,8 @@ def _together(ctx: RuleContext, edits: dict[int, list[Edit]], inflation: float |
             total = Edit()
             for e in edits[i]:
                 total = total + e
-            sv = saving_of(m, total, inflation=inflation)
+            sv = saving_of(m, total, inflation=inflation, loader_fix=i in loader,
+                           path=getattr(ctx.trace_set, "path", None))
             entry |= {"saving_ns": sv.saving_ns, "saving_pct": round(sv.saving_pct, 3)}
         per_model.append(entry)
     if not per_model:
@@ -84,6 +105,23 @@ def _together(ctx: RuleContext, edits: dict[int, list[Edit]], inflation: float |
         if steps:  # what the user's loop takes without the profiler (the replay, CPU side / inflation)
             out["unprofiled_step_ns"] = int(np.median(steps))
     return out
+
+
+def _recompile(ctx: RuleContext, f: Finding, m, inflation) -> Finding | None:
+    from core.rules.whatif_compile import amortised
+    try:
+        from core.rules.whatif import unprofiled_step_ns
+        step = unprofiled_step_ns(m, inflation) or float(np.median(ctx.steps(f.model_index).t1_ns
+                                                                   - ctx.steps(f.model_index).t0_ns))
+        got = amortised(ctx, f, m, float(step))
+    except Exception:  # noqa: BLE001 - a broken estimate must not lose the finding
+        log.exception("recompile amortisation failed")
+        return None
+    if got is None:
+        return None
+    saving, pct, how = got
+    sev = ctx.severity(pct, saving)
+    return dataclasses.replace(f, saving_ns=saving, saving_pct=pct, estimate=how, severity=sev, hint=False)
 
 
 def _inflation(ctx: RuleContext) -> float | None:

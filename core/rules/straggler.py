@@ -41,6 +41,21 @@ def cause_of_lateness(model, t0: np.ndarray, t1: np.ndarray) -> tuple[str, int, 
 
 @rule("straggler", "One rank makes the others wait at the collectives")
 def straggler(ctx: RuleContext) -> RuleOutput:
+    models = list(ctx.models)
+
+    def cause(index: int, t0: np.ndarray, t1: np.ndarray) -> tuple[str, int, list[dict], tuple[int, ...]]:
+        model = models[index]
+        name, ns, rows = cause_of_lateness(model, t0, t1)
+        ev = c.evidence(model, rows, role="what the straggler was doing") if name else []
+        return name, ns, ev, tuple(int(r) for r in rows[:c.MAX_EVIDENCE])
+
+    return straggler_findings(ctx, lambda i: collectives.coll_rows(models[i]), cause)
+
+
+def straggler_findings(ctx: RuleContext, coll_of, cause_of) -> RuleOutput:
+    """The rule on any source of per-rank collectives: `coll_of(index)` -> CollRows of that model (on the set's
+    time base); `cause_of(index, t0, t1)` -> (name, ns covered, evidence, evidence rows) of what the straggler
+    ran in the windows [t0, t1) - asked of the straggler only (core/ranks asks that rank's map)."""
     out = RuleOutput()
     models = list(ctx.models)
     if len({m.rank for m in models}) < 2:
@@ -49,7 +64,7 @@ def straggler(ctx: RuleContext) -> RuleOutput:
     min_share = float(cfg.get("min_last_share", 0.75))
     min_wait_pct = float(cfg.get("min_wait_pct", 3.0))
     for group in collectives.rank_groups(models):
-        matched = collectives.match(models, group)
+        matched = collectives.match_rows([coll_of(i) for i in group], group)
         if len(matched) == 0:
             continue
         counts = np.bincount(matched.last, minlength=len(group))
@@ -66,24 +81,23 @@ def straggler(ctx: RuleContext) -> RuleOutput:
         step_ns = float(np.median(steps.t1_ns - steps.t0_ns)) if len(steps.number) else 0.0
         if step_ns <= 0 or 100.0 * per_step_lost / step_ns < min_wait_pct:
             continue
-        model = models[index]
         first_arrival = matched.arrival_ns[late].min(axis=1)
         own_arrival = matched.arrival_ns[late][:, column]
-        cause, cause_ns, cause_rows = cause_of_lateness(model, first_arrival, own_arrival)
+        cause, cause_ns, cause_ev, cause_rows = cause_of(index, first_arrival, own_arrival)
         window_ns = int((own_arrival - first_arrival).sum())
-        rank = model.rank
+        rank = models[index].rank
         doing = f" (it was in {cause}: {100.0 * cause_ns / max(window_ns, 1):.0f} % of that time)" if cause else ""
         ev = [{"name": f"rank {models[group[k]].rank} waited", "dur_ns": int(ns), "rank": models[group[k]].rank}
               for k, ns in zip(others, lost_ns.tolist())]
         if cause:
-            ev += c.evidence(model, cause_rows, role="what the straggler was doing")
+            ev += list(cause_ev)
         out.findings.append(ctx.finding(
             "straggler", index,
             title=f"rank {rank} is the straggler: last at {int(counts[column])} of {len(matched)} collectives; "
                   f"the other ranks wait {fmt_ns(per_step_lost)} per step{doing}",
             count=int(counts[column]), impact_ns=int(lost_ns.mean()),
             time_ranges=list(zip(first_arrival.tolist(), own_arrival.tolist()))[:c.MAX_RANGES], evidence=ev,
-            source=None, evidence_rows=tuple(int(r) for r in cause_rows[:c.MAX_EVIDENCE]),
+            source=None, evidence_rows=cause_rows,
             fix=f"Give rank {rank} less work or make it faster before the collective"
                 + (f": '{cause}' runs longer there than on the other ranks" if cause else "")
                 + ". Typical causes: uneven shards or sequence lengths (DistributedSampler, drop_last=True, "

@@ -47,12 +47,13 @@ def _load_sibling(name: str):
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="ptprof-child")
     p.add_argument("--bundle", required=True)
-    for name, default in (("wait", 1), ("warmup", 1), ("active", 3), ("repeat", 1), ("fallback-steps", 5)):
+    for name, default in (("wait", 5), ("warmup", 1), ("active", 3), ("repeat", 1), ("fallback-steps", 5)):
         p.add_argument(f"--{name}", type=int, default=default)
     p.add_argument("--no-shapes", action="store_true")
     p.add_argument("--no-memory", action="store_true")
     p.add_argument("--with-stack", action="store_true")
     p.add_argument("--no-sync-debug", action="store_true")
+    p.add_argument("--stop-after-window", action="store_true", help="end the script once the last cycle is saved")
     p.add_argument("--memory-history", action="store_true")  # memhist.py: the allocator's history + snapshot
     p.add_argument("--max-entries", type=int, default=100000)
     p.add_argument("--module", action="store_true", help="SCRIPT is a module name, run like `python -m`")
@@ -70,9 +71,10 @@ _guards = _load_sibling("guards")
 _Terminated, _Signals, _Orphan, _LogFallback = _guards.Terminated, _guards.Signals, _guards.Orphan, _guards.LogFallback
 _on_sigterm, _user_frames = _guards.on_sigterm, _guards.user_frames
 _stepsource, _syncsite, _target = _load_sibling("stepsource"), _load_sibling("syncsite"), _load_sibling("target")
-_devinfo = _load_sibling("devinfo")
+_devinfo, _observe = _load_sibling("devinfo"), _load_sibling("observe")
 _switches = _load_sibling("switches")  # --apply: a finding's fix applied at run time (ptprof try)
 _memhist = _load_sibling("memhist")  # allocator history, the snapshot at an OOM (issue 32)
+_compat = _load_sibling("compat")  # what this Python / torch can do (older torch: features off, said once)
 
 
 class ChildRunner:
@@ -96,19 +98,19 @@ class ChildRunner:
         self._forward_done = False  # the bounded forward window ran: no further forward steps
         self._last_ns = time.perf_counter_ns()
         self._hook_ns = 0  # our own time in the last step hook (profiler transitions, export, device sync)
-        self._cycle = 0
-        self._discard = False
-        self._phase = "start"
+        self._cycle, self._discard, self._phase = 0, False, "start"
         self._meta_cycle = -1
         self._autocast_seen: set[str] = set()
+        self.loaders = _observe.LoaderWatch()
         self.sources = _stepsource.StepSources(torch, self._on_switch, self._on_step, self._on_forward_pre,
-                                               self._guarded)
+                                               self._guarded, compat=_compat)
         self.sites = _syncsite.SiteFinder(os.path.dirname(torch.__file__), str(_HERE))
         self.sync_sites: dict[tuple, dict] = {}
         self._sync_meta_n = 0
         self.switches = _switches.Switches(torch, opts.apply, self.ev.emit, str(self.bundle), self.rank)
         self.memhist = _memhist.MemoryHistory(torch, self.bundle, self.rank, self.ev.emit, opts.memory_history,
                                               opts.max_entries, (os.path.dirname(torch.__file__), str(_HERE)))
+        self.features = _compat.features_or_why(torch)  # {feature: {on, why}} -> start event, notices
 
     @property
     def source(self) -> str:
@@ -121,17 +123,13 @@ class ChildRunner:
         if self.torch.cuda.is_available():
             acts.append(tp.ProfilerActivity.CUDA)
         extra = {}
-        config = getattr(tp, "_ExperimentalConfig", None)
         options = {"verbose": True} if self.o.with_stack else {}
         if len(acts) > 1:  # CUPTI's sync records: cross-stream waits (cudaStreamWaitEvent) for the critical path
             options["enable_cuda_sync_events"] = True
-        while options and config is not None:
-            try:
-                extra["experimental_config"] = config(**options)
-                break
-            except TypeError:  # an older torch without the option
-                if options.pop("enable_cuda_sync_events", None) is None:
-                    break
+        if options:  # an option this torch does not take is left out (compat.features said it at the start)
+            config, _ = _compat.experimental_config(tp, options)
+            if config is not None:
+                extra["experimental_config"] = config
         prof = tp.profile(activities=acts, schedule=tp.schedule(wait=wait, warmup=warmup, active=active,
                                                                  repeat=repeat),
                           on_trace_ready=self._on_trace_ready, record_shapes=not self.o.no_shapes,
@@ -143,8 +141,8 @@ class ChildRunner:
     def _schedule(self) -> tuple[int, int, int, int]:
         if self.source == "forward":
             return 0, 1, max(1, self.o.fallback_steps), 1
-        s = self.o
-        return s.wait, s.warmup, s.active, s.repeat
+        # after a DataLoader's prefetched batches, a batch of every worker (observe.py)
+        return self.loaders.schedule(self.o.wait, self.o.warmup, self.o.active, self.o.repeat)
 
     def _run_meta(self) -> dict:
         t = self.torch
@@ -169,9 +167,9 @@ class ChildRunner:
             self.step_aside(f"torch {self.torch.__version__} has no global optimizer hook (needs torch >= 2.0): "
                             "the script runs without the profiler")
             return
-        self._patch_autocast()
-        self._patch_profiler_start()
-        self._install_sync_debug()
+        _compat.each_or_notice(self.ev.emit, own_profiler_check=self._patch_profiler_start,  # failing: feature off
+                               autocast_flags=lambda: _observe.patch_autocast(self.torch, self._autocast_seen),
+                               loader_watch=lambda: self.loaders.install(self.torch), sync_debug=self._install_sync_debug)
 
     def _guarded(self, hook):
         """Our hooks run inside the user's training step: a profiler failure must never break it."""
@@ -215,6 +213,8 @@ class ChildRunner:
             if self.prof is None:
                 self.prof = self._make_profiler(*self._schedule())
                 self.prof.start()
+                if self.loaders.moved:
+                    self.ev.emit("notice", code="loader_schedule", **self.loaders.notice())
             else:
                 if self.prof.current_action.name == "RECORD_AND_SAVE":
                     self._close_window_sync(self.prof)
@@ -286,6 +286,8 @@ class ChildRunner:
             self.ev.emit("phase", phase=phase, step=self.step, source=self.source)
             if phase == "done":
                 self.memhist.window_done()
+            if phase == "done" and self.o.stop_after_window and self._cycle:
+                raise _guards.WindowDone()  # ends the script here, in its main thread (not SIGINT)
         if phase in ("warmup", "active") and len(self.sync_sites) != self._sync_meta_n:
             self._sync_meta_n = len(self.sync_sites)
             try:
@@ -322,9 +324,8 @@ class ChildRunner:
             self.ev.emit("notice", code="export_failed", message=f"could not write trace {name}: {exc}")
             return
         finally:
-            for leftover in (tmp_json, part):
-                if leftover is not None:
-                    Path(leftover).unlink(missing_ok=True)
+            for leftover in filter(None, (tmp_json, part)):
+                Path(leftover).unlink(missing_ok=True)
         self.ev.emit("cycle", cycle=self._cycle, path=f"traces/{name}", bytes=final.stat().st_size,
                      export_s=round(time.perf_counter() - t0, 3), step=self.step, source=self.source)
 
@@ -335,16 +336,6 @@ class ChildRunner:
         if self.o.no_sync_debug or not self.torch.cuda.is_available():
             return
         _syncsite.install_sync_debug(self)
-
-    def _patch_autocast(self) -> None:
-        cls = getattr(getattr(self.torch, "amp", None), "autocast", None) or self.torch.autocast
-        original = cls.__enter__
-        seen = self._autocast_seen
-
-        def __enter__(ac_self):
-            seen.add(str(getattr(ac_self, "device", "?")) + ":" + str(getattr(ac_self, "fast_dtype", "")))
-            return original(ac_self)
-        cls.__enter__ = __enter__
 
     def _patch_profiler_start(self) -> None:
         cls = self.torch.profiler.profile
@@ -375,8 +366,10 @@ class ChildRunner:
         self.ev.emit("start", pid=os.getpid(), python=sys.executable, torch_version=torch.__version__,
                      cuda=torch.cuda.is_available(), devices=torch.cuda.device_count(), world_size=self.world,
                      argv=[target.label, *args], cwd=os.getcwd(), module=target.name if target.module else None,
-                     device_properties=_devinfo.device_properties(torch),
+                     device_properties=_devinfo.device_properties(torch), cpus=_observe.cpus(), features=self.features,
+                     teardown_cupti=os.environ.get("TEARDOWN_CUPTI") == "1",
                      schedule={k: getattr(self.o, k) for k in ("wait", "warmup", "active", "repeat")})
+        _compat.announce(self.ev.emit, self.features)
         try:
             target.check()
         except _target.BadTarget as exc:  # bad input: Python's own few lines (file, line, caret), no runner frames
@@ -397,6 +390,9 @@ class ChildRunner:
             exit_code = _exit_code(exc.code)
             if isinstance(exc, _Terminated):
                 self.ev.emit("notice", code="terminated", message="stopped by SIGTERM")
+        except _guards.WindowDone:
+            exit_code = 0
+            self.ev.emit("notice", code="window_done", message=_guards.WindowDone.message)
         except KeyboardInterrupt:
             exit_code = 130
             self.ev.emit("notice", code="interrupted", message="stopped by SIGINT (Ctrl-C / Stop)")
@@ -453,6 +449,7 @@ def main(argv: list[str] | None = None) -> int:
     protocol = _load_sibling("protocol")
     capture_mod = _load_sibling("compile_capture")
     rank = int(os.environ.get("RANK", "0"))
+    protocol.take_key()  # the run's key, before any script code runs: only signed lines are believed
     early = protocol.EventWriter(str(Path(opts.bundle) / protocol.EVENTS_FILE), rank)
     # stop handlers first, then `launch`: the launcher counts its stop grace from that event (before it,
     # a SIGINT ends the interpreter with Python's own 130). The answer goes out from a thread as soon as
@@ -472,6 +469,7 @@ def main(argv: list[str] | None = None) -> int:
     warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype feature")
     # about our own global forward hooks (stepsource.py), which ignore the OptimizedModule's extra call
     warnings.filterwarnings("ignore", message="Using `torch.compile\\(module\\)` when there are global hooks")
+    _observe.cupti_teardown(opts.repeat)
     try:
         import torch
     except ImportError as exc:  # bad input (wrong interpreter): the launcher says it in one line
@@ -486,6 +484,8 @@ def main(argv: list[str] | None = None) -> int:
         if _Orphan.stopped and rank == 0:
             _guards.mark_orphaned(Path(opts.bundle), code)
         return code
+    if _compat.refuse_if_too_old(torch, early.emit):  # one line before anything starts (older Python: start.py)
+        return 2
     sys.stdout = _LogFallback(sys.stdout, Path(opts.bundle) / "stdout.log")
     sys.stderr = _LogFallback(sys.stderr, Path(opts.bundle) / "stderr.log")
     capture = capture_mod.CompileCapture.install(torch)

@@ -78,6 +78,7 @@ class CompileCapture(logging.Filter):
                 if r is not None:
                     recompiles.append({**r, "t_ns": t_ns})
         return {"graph_breaks": list(breaks.values()), "recompiles": recompiles, "counters": _counters(),
+                "compile_times": _compile_times(),
                 "source": "torch._logging graph_breaks,recompiles + torch._dynamo.utils.counters"}
 
     def write(self, path) -> None:
@@ -123,6 +124,22 @@ def parse_recompile(msg: str) -> dict | None:
         return None
     guards = [g["guard"].strip() for ln in msg.splitlines()[1:] if (g := _GUARD.match(ln))]
     return {"function": m["function"], "file": m["file"], "line": int(m["line"]), "reasons": guards}
+
+
+def _compile_times() -> dict:
+    """torch._dynamo.utils.compilation_time_metrics: phase -> {count, total_s, max_s} over the whole run
+    (every compile and recompile, not only those in a trace window: the what-if amortises them over the run)."""
+    utils = sys.modules.get("torch._dynamo.utils")
+    metrics = getattr(utils, "compilation_time_metrics", None) if utils is not None else None
+    out = {}
+    try:
+        for k, v in dict(metrics or {}).items():
+            vals = [float(x) for x in list(v)[:100_000] if isinstance(x, (int, float))]
+            if vals:
+                out[str(k)[:200]] = {"count": len(vals), "total_s": round(sum(vals), 6), "max_s": round(max(vals), 6)}
+    except Exception:
+        return {}
+    return out
 
 
 def _counters() -> dict:

@@ -17,7 +17,9 @@ class ConfigError(ValueError):
 class Schedule:
     """torch.profiler.schedule arguments, counted in optimizer steps."""
 
-    wait: int = 1
+    # 5 unprofiled steps before the window: the run's own measure of what recording costs (recording
+    # inflation, the unprofiled step estimate); the first is not counted (it follows the profiler's start)
+    wait: int = 5
     warmup: int = 1
     active: int = 3
     repeat: int = 1

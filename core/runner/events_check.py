@@ -25,7 +25,8 @@ _FIELDS = {
     "launch": {"pid": lambda v: _int(v, 2)},
     "start": {"pid": lambda v: _int(v, 2), "torch_version": _text, "python": _text, "cwd": _text,
               "cuda": lambda v: isinstance(v, bool), "devices": _int,
-              "device_properties": lambda v: isinstance(v, list), "world_size": lambda v: _int(v, 1, 1 << 20)},
+              "device_properties": lambda v: isinstance(v, list), "world_size": lambda v: _int(v, 1, 1 << 20),
+              "features": lambda v: isinstance(v, dict)},
     "step": {"step": _int, "dur_ns": _int, "source": _text, "hook_ns": _int, "phase": _text},
     "phase": {"phase": lambda v: v in ("wait", "warmup", "active", "done"), "step": _int, "source": _text},
     "cycle": {"cycle": _int, "path": _text, "bytes": _int, "step": _int},
@@ -34,7 +35,7 @@ _FIELDS = {
     "exception": {"message": _text, "traceback": _text},
     "oom": {"message": _text, "where": _text, "snapshot": _opt(_text), "device": lambda v: _int(v, 0, 1 << 16),
             **{k: _int for k in ("size_bytes", "total_bytes", "free_bytes", "reserved_bytes", "allocated_bytes",
-                                 "process_bytes", "unallocated_reserved_bytes")}},
+                                 "process_bytes", "unallocated_reserved_bytes", "limit_bytes")}},
     "end": {"exit_code": lambda v: _int(v, -255, 255), "steps": _int, "cycles": _int},
 }
 REQUIRED = {"step": ("step",), "start": ("pid",), "phase": ("phase",), "cycle": ("cycle",), "end": ("exit_code",)}

@@ -19,6 +19,14 @@ class Terminated(SystemExit):
     """SIGTERM turned into an exception so `finally` blocks (and the profiler flush) run."""
 
 
+class WindowDone(BaseException):
+    """`--stop-after-window`: raised from the step hook in the script's main thread once the last trace cycle
+    is saved. A BaseException of ptprof's own: a script's `except KeyboardInterrupt` (checkpoint-and-exit
+    handlers) and `except Exception` do not catch it, its `finally` blocks still run; the run ends with 0."""
+
+    message = "the last trace cycle is saved: the script was ended at that step (--stop-after-window)"
+
+
 class Signals:
     """Stop signals that arrive while one of our hooks is inside the profiler (prof.start/step) are held
     until the hook returns: a KeyboardInterrupt raised half-way through a profiler state transition
@@ -125,7 +133,8 @@ def on_sigterm(signum, frame):
 
 
 _RUNNER_FILES = {os.path.abspath(Path(__file__).with_name("child.py")), os.path.abspath(__file__),
-                 os.path.abspath(Path(__file__).with_name("target.py")), os.path.abspath(runpy.__file__)}
+                 os.path.abspath(Path(__file__).with_name("target.py")), os.path.abspath(runpy.__file__),
+                 os.path.abspath(Path(__file__).with_name("start.py"))}
 
 
 def user_frames(tb):

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from core.runner.config import RunConfig
 
-CHILD = Path(__file__).resolve().with_name("child.py")
+# start.py checks the interpreter's version (one line for a Python older than 3.9), then runs child.py
+CHILD = Path(__file__).resolve().with_name("start.py")
 
 
 def child_options(cfg: RunConfig, bundle_dir: str | Path) -> list[str]:
@@ -23,6 +24,8 @@ def child_options(cfg: RunConfig, bundle_dir: str | Path) -> list[str]:
         opts.append("--no-sync-debug")
     if cfg.apply:
         opts += ["--apply", cfg.apply]
+    if cfg.stop_after_window:
+        opts.append("--stop-after-window")
     if cfg.memory_history:
         opts += ["--memory-history", "--max-entries", str(cfg.max_entries)]
     return opts

@@ -32,6 +32,7 @@ _PATTERNS = {
     "process_bytes": re.compile(r"this process has " + _SIZE + " memory in use"),
     "allocated_bytes": re.compile(_SIZE + r" is allocated by PyTorch"),
     "unallocated_reserved_bytes": re.compile(_SIZE + r" is reserved by PyTorch but unallocated"),
+    "limit_bytes": re.compile(_SIZE + r" allowed"),  # set_per_process_memory_fraction's cap
 }
 _GPU = re.compile(r"GPU (\d+) has a total capacity")
 DEFAULT_MAX_ENTRIES = 100000  # allocator trace ring (torch's own default is unbounded)

@@ -107,8 +107,10 @@ class ChildProcess:
     """subprocess.Popen in a new session; stdout/stderr lines go to log files and a bounded queue."""
 
     def __init__(self, argv: list[str], cwd: str, env: dict, stdout_log: Path, stderr_log: Path,
-                 plan: StopPlan = StopPlan(), max_lines: int = 20_000, marker: str = "", await_ready: bool = False):
+                 plan: StopPlan = StopPlan(), max_lines: int = 20_000, marker: str = "", await_ready: bool = False,
+                 pass_fds: tuple[int, ...] = ()):
         self.argv = argv
+        self.pass_fds = tuple(pass_fds)  # the run key's pipe (core/runner/auth.py)
         self.cwd = cwd
         self.env = env
         self.logs = {"stdout": Path(stdout_log), "stderr": Path(stderr_log)}
@@ -149,7 +151,8 @@ class ChildProcess:
     def start(self) -> "ChildProcess":
         tree_mod.set_subreaper()  # orphans of the run come back to us, not to init (Linux)
         self.proc = subprocess.Popen(self.argv, cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                                     pass_fds=self.pass_fds)
         for name, pipe in (("stdout", self.proc.stdout), ("stderr", self.proc.stderr)):
             t = threading.Thread(target=self._pump, args=(name, pipe), name=f"ptprof-{name}", daemon=True)
             t.start()

@@ -5,7 +5,8 @@ The child (core/runner/child.py, in the user's interpreter) appends; the GUI con
 
     {"type": "launch", "pid"}                                  (child.py runs: before torch is imported)
     {"type": "start", "pid", "python", "torch_version", "cuda", "devices", "world_size", "argv", "cwd",
-     "module", "device_properties": [{id, name, totalGlobalMem, numSms, ...}], "schedule"}
+     "module", "device_properties": [{id, name, totalGlobalMem, numSms, ...}], "schedule",
+     "features": {name: {"on": true | false | null, "why"}}}    (runner/compat.py: what this torch supports)
     {"type": "step", "step", "dur_ns", "source": "optimizer" | "backward" | "forward",
      "phase": "start" | "wait" | "warmup" | "active" | "done", "hook_ns"}
         dur_ns = the script's own time since the previous step hook returned; phase = the profiler
@@ -24,19 +25,68 @@ The child (core/runner/child.py, in the user's interpreter) appends; the GUI con
 
 Lines are written with one os.write on an O_APPEND descriptor, so ranks of a torchrun run can share
 the file without interleaving (lines stay well under PIPE_BUF in practice; tracebacks are capped).
+
+The user's script can append to this file too (it knows the bundle), so every line ptprof's child writes
+carries "seq" ("<pid>.<n>", rising per process) and, last, "mac": HMAC-SHA256 of the line without it
+under the run's key. The launcher (core/runner/auth.py) acts only on lines whose MAC checks and whose seq
+is new. The key never reaches the script's environment or a file: take_key() reads it, before the script
+runs, from the pipe fd the launcher passed (PTPROF_KEY_FD; torchrun does not pass fds to its workers, so
+its ranks get PTPROF_RUN_KEY in the environment), and removes the variable from os.environ.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
+import itertools
 import json
 import os
 import re
 import stat
+import sys
 import time
 
 EVENTS_FILE = "events.jsonl"
 MAX_TEXT = 16_000  # cap for tracebacks/messages so one line stays small
 
 START, STEP, PHASE, CYCLE, NOTICE, EXCEPTION, END = "start", "step", "phase", "cycle", "notice", "exception", "end"
+
+
+KEY_FD_ENV, KEY_ENV = "PTPROF_KEY_FD", "PTPROF_RUN_KEY"
+MAC_HEX = 32  # 128 bits of HMAC-SHA256
+MAC_PREFIX = b',"mac":"'
+MAC_SUFFIX_LEN = len(MAC_PREFIX) + MAC_HEX + 2  # ,"mac":"<hex>"}
+_key = None  # the run's key (bytes), set once by take_key() in the child
+_seq = itertools.count(1)
+
+
+def take_key() -> None:
+    """The child, before the script runs: read the run's key from the launcher's pipe (or, under torchrun,
+    the environment) and remove every trace of it from os.environ. Without one, lines go unsigned."""
+    global _key
+    fd_text, hex_key = os.environ.pop(KEY_FD_ENV, None), os.environ.pop(KEY_ENV, None)
+    try:
+        if fd_text is not None:
+            fd = int(fd_text)
+            try:
+                data = b""
+                while len(data) < 1024:
+                    chunk = os.read(fd, 1024)
+                    if not chunk:
+                        break
+                    data += chunk
+            finally:
+                os.close(fd)
+            hex_key = data.decode("ascii").strip()
+        if hex_key:
+            _key = bytes.fromhex(hex_key)
+    except (OSError, ValueError) as exc:
+        sys.stderr.write(f"ptprof: could not read the run's key ({exc}): the launcher will not see this run\n")
+
+
+def sign(line: str, key: bytes) -> str:
+    """`line` (a JSON object without its newline) with "mac" appended as its last field."""
+    mac = hmac.new(key, line.encode("utf-8"), hashlib.sha256).hexdigest()[:MAC_HEX]
+    return line[:-1] + ',"mac":"' + mac + '"}'
 
 
 class EventWriter:
@@ -53,9 +103,13 @@ class EventWriter:
             if isinstance(value, str) and len(value) > MAX_TEXT:
                 value = value[:MAX_TEXT // 2] + "\n…\n" + value[-MAX_TEXT // 2:]
             event[key] = value
-        line = json.dumps(event, default=str, separators=(",", ":")) + "\n"
+        if _key is not None:
+            event["seq"] = f"{os.getpid()}.{next(_seq)}"
+        line = json.dumps(event, default=str, separators=(",", ":"))
+        if _key is not None:
+            line = sign(line, _key)  # ASCII (json's default): the bytes the launcher checks are these
         if self._fd is not None:
-            os.write(self._fd, line.encode("utf-8", "replace"))
+            os.write(self._fd, (line + "\n").encode("utf-8", "replace"))
         return event
 
     def close(self) -> None:
@@ -84,8 +138,10 @@ class EventTail:
     JSON objects with a "type" (junk, torn, too deep, too long) are skipped and counted in `skipped`.
     Only a regular file is read (a FIFO in its place would block the reader)."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, verify=None):
         self.path = path
+        self.verify = verify  # bytes -> bool: a line that fails is skipped and counted in `rejected`
+        self.rejected = 0
         self._offset = 0
         self._partial = b""
         self._dropping = False  # inside a line longer than MAX_LINE: skip to its end
@@ -129,6 +185,9 @@ class EventTail:
                 self._dropping = False
                 continue
             if not line.strip():
+                continue
+            if self.verify is not None and not self.verify(line):
+                self.rejected += 1
                 continue
             event = _parse(line)
             if event is None:

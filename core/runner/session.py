@@ -18,12 +18,16 @@ from dataclasses import dataclass, field
 
 from core.gpu.backend import GpuBackend, open_backend
 from core.gpu.sampler import Sampler
+from core.commands.terminal import printable
 from core.runner import bundle as bl
+from core.runner.auth import RunKey
 from core.runner.config import RunConfig
 from core.runner.launch import build_argv, build_env
 from core.runner.process import ChildProcess, StopPlan
 from core.runner.events_check import valid
 from core.runner.protocol import EventTail
+
+WINDOW_DONE_GRACE_S = 30.0  # --stop-after-window: the child ends the script itself; SIGINT only after this
 
 log = logging.getLogger(__name__)
 
@@ -61,29 +65,43 @@ class LiveState:
             self.step = max(self.step, e["step"]) if e.get("rank", 0) == 0 else self.step
             if e.get("rank", 0) == 0:
                 self.last_step_ns = e.get("dur_ns", 0)
-                self.step_source = e.get("source", self.step_source)
+                self.step_source = printable(e.get("source", self.step_source))
         elif t == "phase" and e.get("rank", 0) == 0:
             self.phase = e.get("phase", self.phase)
         elif t == "cycle" and e.get("rank", 0) == 0:  # every rank saves each cycle: count rank 0's
             self.cycles += 1
         elif t == "start":
-            self.torch_version = e.get("torch_version", "")
+            self.torch_version = printable(e.get("torch_version", ""))
             self.phase = "running"
             self.started = True
         elif t == "notice":
-            msg = e.get("message", "")
+            msg = printable(e.get("message", ""))  # stored in run.json and shown: no raw ESC / bidi
             if msg not in self.notices:  # ranks repeat the same notice
                 self.notices.append(msg)
             if e.get("code") == "step_aside":
                 self.stepped_aside = True
         elif t == "sync":
-            site = f"{e.get('file')}:{e.get('line')}"
+            site = printable(f"{e.get('file')}:{e.get('line')}")
             if site not in self.syncs:
                 self.syncs.append(site)
         elif t == "exception" and not self.exception:
-            self.exception = e.get("message", "")
+            self.exception = printable(e.get("message", ""))
         elif t == "oom" and len(self.ooms) < 1024:
-            self.ooms.append({k: v for k, v in e.items() if k not in ("type", "t_ns")})
+            self.ooms.append(escaped({k: v for k, v in e.items() if k not in ("type", "t_ns", "seq", "mac")}))
+
+
+def escaped(value, depth: int = 0):
+    """Every string in `value` (nested lists / dicts from an event) with control and bidi characters
+    escaped visibly (core.commands.terminal.printable); deeper than 8 levels is dropped."""
+    if isinstance(value, str):
+        return printable(value)
+    if depth >= 8:
+        return None
+    if isinstance(value, dict):
+        return {printable(str(k)): escaped(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [escaped(v, depth + 1) for v in value]
+    return value
 
 
 class RunSession:
@@ -97,7 +115,9 @@ class RunSession:
         self.plan = plan
         self.proc: ChildProcess | None = None
         self.sampler: Sampler | None = None
-        self.tail = EventTail(str(self.bundle.events))
+        self.key = RunKey()  # only lines the child signed with this run's key are believed (auth.py)
+        self.tail = EventTail(str(self.bundle.events), verify=self.key.check_line)
+        self.forged_events = 0  # lines without a valid MAC, or replays: written by someone else
         self.state = LiveState()
         self.started_ns = 0
         self.ended_ns = 0
@@ -113,6 +133,7 @@ class RunSession:
         self._done_ranks: set[int] = set()  # ranks whose schedule is done (--stop-after-window)
         self._world = max(1, cfg.nproc)
         self.stopped_after_window = False
+        self._window_stop_at = 0.0
 
     @property
     def finished(self) -> bool:
@@ -136,16 +157,20 @@ class RunSession:
         bl.write_json(self.bundle.run_json, self._run_json)
         env = build_env(cfg, self.bundle.root, plan=self.plan)
         backend = self._backend if self._backend is not None else open_backend(env.get("CUDA_VISIBLE_DEVICES"))
+        key_env, key_fds = self.key.child_env(cfg.torchrun)
+        env.update(key_env)
         self.proc = ChildProcess(argv, cfg.workdir, env, self.bundle.stdout_log, self.bundle.stderr_log, self.plan,
-                                 marker=f"PTPROF_BUNDLE={env['PTPROF_BUNDLE']}", await_ready=True)
+                                 marker=f"PTPROF_BUNDLE={env['PTPROF_BUNDLE']}", await_ready=True, pass_fds=key_fds)
         self._started_mono = time.monotonic()
         try:
             self.proc.start()
         except OSError as exc:
+            self.key.close_child_end()
             backend.close()
             self.state.exception = f"could not start {cfg.python}: {exc.strerror or exc}"
             self._finalize(127, extra={"error": self.state.exception})
             return self
+        self.key.close_child_end()
         proc = self.proc
         self.sampler = Sampler(backend, cfg.nvml_hz, csv_path=self.bundle.nvml_csv,
                                pids=proc.pids).start()
@@ -175,6 +200,9 @@ class RunSession:
             self.proc.request_stop()
             self.proc.kill()
             code = self.proc.poll()
+        if code is None and self._window_stop_at and time.monotonic() > self._window_stop_at \
+                and not self.stopping_requested:
+            self.request_stop()  # --stop-after-window: the script did not reach another step hook
         if code is not None:
             self._finalize(code)
             up.exit_code = self.exit_code
@@ -182,6 +210,10 @@ class RunSession:
 
     def _take_events(self) -> list[dict]:
         raw = self.tail.poll()
+        authentic = [e for e in raw if self.key.fresh(e)]
+        self.forged_events += len(raw) - len(authentic) + self.tail.rejected
+        self.tail.rejected = 0
+        raw = authentic
         events = [e for e in raw if valid(e) and (e["type"] != "start" or self._plausible_start(e))]
         self.bad_events += len(raw) - len(events) + self.tail.skipped
         if len(raw) != len(events) or self.tail.skipped:
@@ -199,16 +231,18 @@ class RunSession:
                 self.ranks_started.add(rank)
                 self.proc.adopt_rank(e["pid"])  # signalled only if it is one of the run's own processes
                 if self._run_json.get("environment") is None:
-                    self._run_json["environment"] = {k: e.get(k) for k in ("python", "torch_version", "cuda",
+                    self._run_json["environment"] = {k: escaped(e.get(k)) for k in ("python", "torch_version", "cuda",
                                                                             "devices", "world_size", "cwd",
-                                                                            "device_properties")}
+                                                                            "device_properties", "cpus", "features")}
                 if isinstance(e.get("world_size"), int):
                     self._world = max(self._world, e["world_size"])
             elif kind == "phase" and e.get("phase") == "done" and self.cfg.stop_after_window:
                 self._done_ranks.add(rank)
-                if len(self._done_ranks) >= self._world and not self.stopping_requested:
-                    self.stopped_after_window = True  # the same path as Stop (SIGINT, then escalation)
-                    self.request_stop()
+                if len(self._done_ranks) >= self._world and not self.stopped_after_window:
+                    # the child ends the script itself at that step (guards.WindowDone, not SIGINT: a
+                    # script's Ctrl-C handler would run); Stop's path only if it has not ended in time
+                    self.stopped_after_window = True
+                    self._window_stop_at = time.monotonic() + WINDOW_DONE_GRACE_S
             elif kind == "end":
                 self.ends[rank] = e["exit_code"]
             elif kind == "notice" and e.get("code") == "flushing":
@@ -272,6 +306,10 @@ class RunSession:
                                                   if window else ""))
             self.final_notices.append(msg)
             extra.update(end_seen=False, lost_window=window)
+        if self.forged_events:
+            self.final_notices.append(f"events.jsonl: {self.forged_events} line(s) not written by ptprof's runner "
+                                      "(the script wrote to the file?) were ignored")
+            extra["forged_event_lines"] = self.forged_events
         if self.bad_events:
             self.final_notices.append(f"events.jsonl: {self.bad_events} malformed line(s) skipped")
             extra["bad_event_lines"] = self.bad_events

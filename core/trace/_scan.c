@@ -17,6 +17,8 @@
  *   Strides / type) as ids of their exact JSON text, Call stack as a string id, occupancy float64,
  *   and the (index into "other", start, end) byte spans of "M" and "C" events, whose free-form args
  *   Python reads.
+ * Every string is interned as at most max_len bytes (scan's optional 4th argument; cut at a UTF-8 character
+ * boundary, counted in "cut"): a 200 MB event name costs one pass over its bytes, not a 200 MB str.
  * Member keys are matched as literals in the buffer, numbers of the usual shapes by a short fast path
  * (fast_number), strings 16 bytes per step (SSE2).
  */
@@ -150,6 +152,8 @@ typedef struct {
     Py_ssize_t *lens;
     char **arena;         /* decoded escaped strings */
     size_t narena, arenacap;
+    Py_ssize_t max_len;   /* longer strings are cut to this many bytes (at a UTF-8 character boundary) */
+    Py_ssize_t ncut;      /* how many were */
 } Strings;
 
 static inline uint64_t hash_bytes(const unsigned char *p, size_t n) {
@@ -180,6 +184,7 @@ static int strings_init(Strings *s) {
     s->ptrs[0] = "";
     s->lens[0] = 0;
     s->n = 1;
+    s->max_len = PY_SSIZE_T_MAX;
     return 0;
 }
 
@@ -211,6 +216,12 @@ static int strings_rehash(Strings *s) {
 /* id of the text p[0:len) (which must stay alive until the end of the scan); -1 on no memory */
 static int32_t intern(Strings *s, const char *p, Py_ssize_t len) {
     if (len == 0) return 0;
+    if (len > s->max_len) { /* a 200 MB event name: cut and interned as its first max_len bytes */
+        len = s->max_len;
+        while (len > 0 && ((unsigned char)p[len] & 0xC0) == 0x80) len--;
+        s->ncut++;
+        if (len == 0) return 0;
+    }
     uint64_t h = hash_bytes((const unsigned char *)p, (size_t)len);
     size_t j = h & s->mask;
     for (;;) {
@@ -398,15 +409,21 @@ tail:
         *len = p - s;
         return 0;
     }
-    /* decode escapes: the output is never longer than the input */
-    char *d = arena_alloc(x->st, (size_t)(p - s));
+    /* decode escapes: the output is never longer than the input, and only what intern keeps (max_len
+       bytes, + 4 to find the character boundary there) is written; the rest is only checked */
+    size_t room = (size_t)(p - s);
+    int limited = x->st->max_len < PY_SSIZE_T_MAX - 8 && room > (size_t)x->st->max_len + 8;
+    if (limited) room = (size_t)x->st->max_len + 8;
+    char *d = arena_alloc(x->st, room);
     if (!d) {
         x->oom = 1;
         FAIL;
     }
     char *o = d;
+    char *const o_end = limited ? d + room - 4 : NULL;  /* a 4-byte sequence still fits after it */
     const char *q = s;
     while (q < p) {
+        if (o_end && o >= o_end) o = o_end; /* past what is kept: the spare bytes are overwritten */
         if (*q != '\\') {
             *o++ = *q++;
             continue;
@@ -1244,6 +1261,7 @@ static PyObject *build_result(Cols *c, Cols *o, Strings *st) {
         PyList_SET_ITEM(strs, i, s);
     }
     if (put(d, "strings", strs)) goto fail;
+    if (put(d, "cut", PyLong_FromSsize_t(st->ncut))) goto fail;
     if (put(d, "n", PyLong_FromSsize_t(c->n + o->n))) goto fail;
     if (put(d, "rows", cols_dict(c))) goto fail;
     if (put(d, "other", cols_dict(o))) goto fail;
@@ -1255,8 +1273,9 @@ fail:
 
 static PyObject *scan(PyObject *self, PyObject *args) {
     Py_buffer view;
-    Py_ssize_t start, stop;
-    if (!PyArg_ParseTuple(args, "y*nn", &view, &start, &stop)) return NULL;
+    Py_ssize_t start, stop, max_len = PY_SSIZE_T_MAX;
+    if (!PyArg_ParseTuple(args, "y*nn|n", &view, &start, &stop, &max_len)) return NULL;
+    if (max_len < 1) max_len = 1;
     if (start < 0 || stop > view.len || start > stop) {
         PyBuffer_Release(&view);
         PyErr_SetString(PyExc_ValueError, "scan: range outside the buffer");
@@ -1272,6 +1291,7 @@ static PyObject *scan(PyObject *self, PyObject *args) {
         PyBuffer_Release(&view);
         return PyErr_NoMemory();
     }
+    st.max_len = max_len;
     if (cols_reserve(&cols, (stop - start) / 96 + 16) || cols_reserve(&other, 256)) { /* virtual: touched as used */
         cols_free(&cols);
         cols_free(&other);
@@ -1341,8 +1361,8 @@ done:
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
-     "scan(buf, start, end) -> {strings, n, rows, other} column buffers, or None when the range needs the "
-     "Python path"},
+     "scan(buf, start, end[, max_len]) -> {strings, cut, n, rows, other} column buffers (strings longer than "
+     "max_len bytes cut to it: `cut` of them), or None when the range needs the Python path"},
     {"depth_merge", depth_merge, METH_VARARGS,
      "depth_merge(end, key, depth) -> bool: depth[i] = i - #(end <= key[i]), sorted end, non-decreasing key"},
     {"pickle_bounds", pickle_bounds, METH_VARARGS,

@@ -5,7 +5,8 @@ FORMAT_VERSION) under `cache_dir()` ($PTPROF_CACHE_DIR, else the user cache dir,
 ~/.cache/ptprof). An entry holds `<table>.<column>.npy` for every column of every table (a sparse
 slice column as `slices.<column>.rows.npy` + `.values.npy`, core/trace/sparse.py) - or, for a small
 model (PACK_MAX_BYTES), all of them in one `columns.bin` placed by entry.json's "packed" -, `entry.json`
-(source key, strings, meta, counts, warnings, column list), a big model's timeline index
+(source key, strings, meta, counts, warnings, column list; strings that UTF-8 cannot hold - a file name
+that is not UTF-8 - escaped by jsontext.py), a big model's timeline index
 (index_store.py) and the marker file that says the folder is ours (cache_evict.py: only such folders
 are ever removed). Writes go to a temporary directory renamed into place, so readers never see half an
 entry. Nothing in an entry is trusted: every file is opened only when it is a regular file (a FIFO
@@ -31,7 +32,7 @@ import msgspec
 import numpy as np
 
 from core.env import env_int
-from core.trace import cache_evict, index_store
+from core.trace import cache_evict, index_store, jsontext
 from core.trace.cache_check import (
     TABLES, check_entry, check_fingerprints, check_model, fingerprint, open_npy, packed_bytes, packed_column,
     packed_dtype, stored_columns,
@@ -43,16 +44,20 @@ from core.trace.strings import StringTable
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 7  # bump when a column's meaning changes (2: every Kineto category; 3: marker file, checked columns;
+FORMAT_VERSION = 8  # bump when a column's meaning changes (2: every Kineto category; 3: marker file, checked columns;
 # 4: device sync-record track labels, headers with Kineto-mangled quotes read; 5: column fingerprints;
 # 6: sparse slice arg columns as <col>.rows.npy + <col>.values.npy, listed in entry.json "sparse";
-# 7: a small model's columns packed in one columns.bin, laid out in entry.json "packed")
+# 7: a small model's columns packed in one columns.bin, laid out in entry.json "packed";
+# 8: category "Runtime" (older Kineto's launch calls) is Kind.RUNTIME, not OTHER)
 DEFAULT_MAX_BYTES = 5 * 10**9
 MAX_ENTRY_JSON_BYTES = 1 << 30  # strings of the biggest traces are tens of MB
-# models with at most this many bytes of columns are written as one file (PTPROF_CACHE_PACK_MAX_BYTES): one
-# .npy per column cost ~66 file creates per entry, and a 422-cycle bundle's first open took 9-21 s against
-# 1.4 s without the cache; such columns are read into memory on open anyway (cache_check.MAP_FROM_BYTES)
-PACK_MAX_BYTES = 8 << 20
+# models with at most this many bytes of columns are written as one file (PTPROF_CACHE_PACK_MAX_BYTES; 0:
+# one .npy per column, the older layout, still read): one .npy per column cost ~66 file creates per entry (a
+# 422-cycle bundle's first open took 9-21 s against 1.4 s without the cache), and a mapped .npy per column kept
+# one descriptor each (10-11 per rank: past `ulimit -n` a warm open of ~100 ranks re-parsed). A packed file of
+# more than MAP_PACKED_FROM bytes is memory-mapped once: one mapping and one descriptor per entry.
+PACK_MAX_BYTES = 1 << 40
+MAP_PACKED_FROM = 8 << 20
 _ENTRY = "entry.json"
 _PACKED = "columns.bin"
 _warned: set[str] = set()
@@ -113,7 +118,7 @@ def entry_dir(key: dict, root: Path | None = None) -> Path | None:
     root = root if root is not None else cache_dir()
     if root is None:
         return None
-    digest = hashlib.sha1(msgspec.json.encode(key)).hexdigest()[:24]
+    digest = hashlib.sha1(jsontext.encode(key)[0]).hexdigest()[:24]  # a non-UTF-8 file name too
     return root / digest
 
 
@@ -129,12 +134,21 @@ def load(path: Path) -> TraceModel | None:
     if not cache_evict.is_entry(d):
         return None  # not one we made: leave it alone
     try:
-        model = _read(d, key)
+        try:
+            model = _read(d, key)
+        except OSError as exc:
+            if exc.errno not in (errno.EMFILE, errno.ENFILE) or not raise_nofile_limit():
+                raise
+            model = _read(d, key)  # the soft descriptor limit was below the hard one: raised, once more
     except (MemoryError, OSError) as exc:
         if isinstance(exc, MemoryError) or exc.errno in _TRANSIENT:
             # out of descriptors / memory / maps now: a miss, but the entry is fine - removing it made every
-            # open of a many-file bundle delete and rewrite the entries it could not map
-            log.info("cache entry %s not readable now (%s): parsing instead", d, exc)
+            # open of a many-file bundle delete and rewrite the entries it could not map. Never silent: the
+            # loader adds `unreadable_reason` to the model's warnings (a warm open that parses says why)
+            why = os.strerror(exc.errno) if isinstance(exc, OSError) and exc.errno else "out of memory"
+            limit = _nofile_text() if isinstance(exc, OSError) and exc.errno in (errno.EMFILE, errno.ENFILE) else ""
+            _unreadable[str(path)] = f"its cache entry could not be opened now ({why}{limit}): parsed again"
+            log.warning("cache entry %s not readable now (%s): parsing instead", d, exc)
             return None
         log.info("ignoring unusable cache entry %s (%s)", d, exc)
         cache_evict.remove(d)
@@ -147,6 +161,37 @@ def load(path: Path) -> TraceModel | None:
     with _entry_lock:
         _ENTRY_OF[model.slices] = d
     return model
+
+
+_unreadable: dict[str, str] = {}  # source path -> why its entry could not be opened (cache.load's last miss)
+
+
+def unreadable_reason(path) -> str | None:
+    """Why `load(path)` missed although the entry is there (descriptors / memory), once; else None."""
+    return _unreadable.pop(str(path), None)
+
+
+def raise_nofile_limit() -> bool:
+    """Raise the soft RLIMIT_NOFILE to the hard limit (once); True when it went up."""
+    try:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+        if soft == resource.RLIM_INFINITY or soft >= want:
+            return False
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        log.info("raised the open-file limit from %d to %d for the cache's mappings", soft, want)
+        return True
+    except (ImportError, ValueError, OSError):
+        return False
+
+
+def _nofile_text() -> str:
+    try:
+        import resource
+        return f"; ulimit -n is {resource.getrlimit(resource.RLIMIT_NOFILE)[0]}"
+    except (ImportError, ValueError, OSError):
+        return ""
 
 
 def entry_of(model: TraceModel) -> Path | None:
@@ -172,7 +217,7 @@ def add_index(model: TraceModel, index) -> bool:
         log.warning("could not add the timeline index to %s: %s", d, exc)
         index_store.remove(d)
         return False
-    cache_evict.note_added(d.parent, nbytes, max_bytes(), keep=d)
+    cache_evict.note_added(d.parent, nbytes, max_bytes(), keep=_keep(d))
     return True
 
 
@@ -186,9 +231,13 @@ def has_entry(path: Path) -> bool:
 
 def _read(d: Path, key: dict) -> TraceModel:
     entry = msgspec.json.decode(read_regular(d / _ENTRY, MAX_ENTRY_JSON_BYTES, follow_symlinks=False))
+    if isinstance(entry, dict) and entry.get("escaped") is True:  # names that were not UTF-8 (jsontext.py)
+        entry = jsontext.unescape(entry)
     check_entry(entry, key)
     if entry.get("packed") is not None:
-        buf = read_regular(d / _PACKED, packed_bytes(entry), follow_symlinks=False)
+        size = packed_bytes(entry)
+        buf = _map_packed(d / _PACKED, size) if size > MAP_PACKED_FROM else \
+            read_regular(d / _PACKED, size, follow_symlinks=False)
 
         def column(stem: str, n: int) -> np.ndarray:
             return packed_column(buf, entry["packed"], stem, n)
@@ -218,6 +267,22 @@ def _read(d: Path, key: dict) -> TraceModel:
     return model
 
 
+def _map_packed(path: Path, max_bytes: int):
+    """The packed file memory-mapped read-only (a regular file only, never a link, never blocking); the
+    descriptor is closed at once (the mapping keeps its own)."""
+    import mmap
+    import stat as stat_
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat_.S_ISREG(st.st_mode) or st.st_size > max_bytes or st.st_size == 0:
+            raise ValueError(f"{path.name}: not a regular file of the packed size")
+        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    finally:
+        os.close(fd)
+
+
 def pack_max_bytes() -> int:
     return env_int("PTPROF_CACHE_PACK_MAX_BYTES", PACK_MAX_BYTES, lo=0, hi=1 << 40)
 
@@ -234,12 +299,13 @@ def _write_packed(path: Path, files: dict[str, np.ndarray]) -> dict[str, list[in
         for stem, arr in files.items():
             if arr.dtype != packed_dtype(stem):  # the reader takes the schema's: never reinterpret bytes
                 raise ValueError(f"{stem}: dtype {arr.dtype}, the cache schema says {packed_dtype(stem)}")
-            data = np.ascontiguousarray(arr).tobytes()
+            data = np.ascontiguousarray(arr)
             layout[stem] = [offset, len(arr)]
-            fh.write(data)
-            pad = -len(data) % _ALIGN
+            if data.nbytes:
+                fh.write(memoryview(data).cast("B"))  # no bytes copy of a big column
+            pad = -data.nbytes % _ALIGN
             fh.write(b"\0" * pad)
-            offset += len(data) + pad
+            offset += data.nbytes + pad
     return layout
 
 
@@ -283,7 +349,10 @@ def store(path: Path, model: TraceModel, index=None) -> bool:
                  "shapes": shapes, "sparse": sparse, "fingerprints": prints, "packed": packed}
         if index is not None and index_store.worth_storing(model):
             index_store.write(tmp, index, model)
-        (tmp / _ENTRY).write_bytes(msgspec.json.encode(entry))
+        data, escaped = jsontext.encode(entry)
+        if escaped:  # a file name or trace strings with surrogates: held escaped, marked so
+            data = jsontext.encode({**jsontext.escape(entry), "escaped": True})[0]
+        (tmp / _ENTRY).write_bytes(data)
         if os.path.lexists(final):
             if not cache_evict.remove(final):
                 log.info("not replacing %s: it is not a cache entry of ours", final)
@@ -298,8 +367,33 @@ def store(path: Path, model: TraceModel, index=None) -> bool:
             cache_evict.remove(tmp)
     with _entry_lock:  # its index may be added later (`add_index`)
         _ENTRY_OF[model.slices] = final
-    cache_evict.note_stored(root, final, max_bytes(), keep=final)
+    cache_evict.note_stored(root, final, max_bytes(), keep=_keep(final))
     return True
+
+
+_pinned: frozenset = frozenset()  # entry folders of the run being opened: its own stores never evict them
+
+
+def pin_run(paths) -> None:
+    """The bound scales with the input: while a run of many files is opened (the loader, core/ranks' maps),
+    storing one file's entry never evicts another file's entry of the same run - the 5 GB default was a silent
+    cliff past ~20 large ranks, where each store evicted a sibling and the run never reopened warm (nor kept
+    `diff`'s findings). Other entries are still evicted least recently used first; the run's own entries may
+    then hold more than the bound until a later store of another run."""
+    global _pinned
+    root = cache_dir()
+    dirs = set()
+    for p in paths if root is not None else ():
+        key = source_key(Path(p))
+        d = entry_dir(key, root) if key is not None else None
+        if d is not None:
+            dirs.add(d)
+    _pinned = frozenset(dirs)  # () unpins
+
+
+def _keep(final: Path):
+    pins = _pinned
+    return (pins | {final}) if pins and final in pins else final
 
 
 ASYNC_MIN_BYTES = 256 << 20  # models this big are written by a background thread (10 GB trace: 4.3 GB, ~23 s)

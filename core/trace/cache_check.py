@@ -9,12 +9,13 @@ import hashlib
 import os
 import re
 import stat
+from dataclasses import fields
 
 import numpy as np
 from numpy.lib import format as npy_format
 
 from core.trace.model import (
-    CounterTable, FlowKind, FlowTable, InstantTable, Kind, MemoryTable, SliceTable, StepTable, TrackKind, TrackTable,
+    CounterTable, EventCounts, FlowKind, FlowTable, InstantTable, Kind, MemoryTable, SliceTable, StepTable, TrackKind, TrackTable,
 )
 from core.trace.sparse import Sparse
 
@@ -176,9 +177,32 @@ def check_entry(entry, key: dict) -> None:
     _check_packed_layout(entry.get("packed"), shapes, sparse)
     if not isinstance(entry.get("warnings"), list) or not all(isinstance(w, str) for w in entry["warnings"]):
         raise BadEntry("bad warnings")
-    if not isinstance(entry.get("counts"), dict) or not isinstance(entry.get("meta"), dict):
-        raise BadEntry("bad counts/meta")
-    if not isinstance(entry.get("rank"), int) or not isinstance(entry.get("path"), str):
+    _check_fields(entry)
+
+
+_COUNT_FIELDS = frozenset(f.name for f in fields(EventCounts))
+
+
+def _check_fields(entry: dict) -> None:
+    """The scalar fields of entry.json, checked as the trace parser would have made them: counts are the
+    EventCounts fields, each a count; the rank a plausible rank; the meta's wall clock a plausible time
+    (sanitize.wall_clock_ns: 0 <= ns < 2^62) - a string count was a TypeError in `info`, a base of 2^100
+    an OverflowError once shifted into int64 columns."""
+    counts, meta = entry.get("counts"), entry.get("meta")
+    if not isinstance(counts, dict) or set(counts) != _COUNT_FIELDS or not all(map(_is_count, counts.values())):
+        raise BadEntry("bad counts")
+    if not isinstance(meta, dict):
+        raise BadEntry("bad meta")
+    base = meta.get("base_unix_ns", 0)
+    if not (_is_count(base) and base < 2**62):
+        raise BadEntry("bad meta.base_unix_ns")
+    version = meta.get("schema_version")
+    if version is not None and not (_is_count(version) and version < 2**31):
+        raise BadEntry("bad meta.schema_version")
+    if not isinstance(meta.get("trace_name", ""), str):
+        raise BadEntry("bad meta.trace_name")
+    rank = entry.get("rank")
+    if not (_is_count(rank) and rank < 2**31) or not isinstance(entry.get("path"), str):
         raise BadEntry("bad rank/path")
 
 
@@ -250,12 +274,6 @@ def in_range(arr: np.ndarray, lo: int, hi: int) -> bool:
     return True
 
 
-def _at_least(arr: np.ndarray, lo: int) -> bool:
-    """Every value >= lo, in pieces."""
-    arr = arr.view(np.ndarray)
-    return all(int(arr[a:a + _PIECE].min()) >= lo for a in range(0, len(arr), _PIECE))
-
-
 def _sorted_within_tracks(ts: np.ndarray, offsets: np.ndarray) -> bool:
     """ts may only go back where a new track starts (rows sorted by (track, ts)); in pieces, without
     an n-sized diff."""
@@ -315,8 +333,7 @@ def check_model(model, n_strings: int) -> None:
     offsets = model.slices.track_offsets
     if offsets[0] != 0 or offsets[-1] != n_slices or (n_tracks and bool(np.any(np.diff(offsets) < 0))):
         raise BadEntry("slices.track_offsets: not a track index")
-    if not _at_least(model.slices.dur_ns, 0):
-        raise BadEntry("slices.dur_ns: negative durations")
+    _check_times(model)
     if not _sorted_within_tracks(model.slices.ts_ns, offsets):
         raise BadEntry("slices.ts_ns: not sorted within its tracks")
     if not in_range(model.slices.kind, 0, max(Kind) + 1) or not in_range(model.tracks.kind, 0, max(TrackKind) + 1):
@@ -327,3 +344,17 @@ def check_model(model, n_strings: int) -> None:
         raise BadEntry("flows: slice id out of range")
     if not in_range(model.steps.slice, -1, n_slices):
         raise BadEntry("steps.slice: slice id out of range")
+
+
+def _check_times(model) -> None:
+    """Times as the parser leaves them (core/trace/sanitize.py: every event within max_span_us of the rest,
+    no duration longer): durations in [0, span], times in [-2 span, 2 span] ns of the file's origin. An entry
+    stored with a dur_ns of 2^62 (fingerprints right) overflowed int64 sums in the rules."""
+    from core.trace.limits import limits
+    span_ns = int(limits()["time"]["max_span_us"]) * 1000
+    for name, col in (("slices", "dur_ns"), ("slices", "max_dur_ns"), ("steps", "dur_ns")):
+        if not in_range(getattr(getattr(model, name), col), 0, span_ns + 1):
+            raise BadEntry(f"{name}.{col}: negative durations or one longer than the parser keeps")
+    for name in ("slices", "steps", "memory", "instants", "counters"):
+        if not in_range(getattr(model, name).ts_ns, -2 * span_ns, 2 * span_ns + 1):
+            raise BadEntry(f"{name}.ts_ns: a time the parser never keeps")

@@ -158,8 +158,8 @@ def evict(root: Path, limit: int, keep: Path | None = None) -> int:
     for _stamp, size, path in sorted(entries, key=lambda e: e[0]):
         if total <= target:
             break
-        if keep is not None and path == keep:
-            continue
+        if keep is not None and (path in keep if isinstance(keep, (set, frozenset)) else path == keep):
+            continue  # the entry just stored, or every entry of the run being opened (cache.pin_run)
         if remove(path):
             total -= size
             removed += 1

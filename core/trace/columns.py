@@ -19,6 +19,8 @@ import msgspec
 import numpy as np
 
 from core.trace.kineto import CounterEvent, Event, _fast_counter_args
+from core.trace import strcap
+from core.trace.strcap import CUT_WARNING, MAX_STRING_BYTES, cap_strings, cap_text, is_long, is_unicode
 from core.trace.model import CATEGORY_KIND, NONE, Kind
 
 STR_CODE_BASE = -(1 << 60)  # pid/tid/flow-id codes <= this are strings: STR_CODE_BASE - string id
@@ -77,6 +79,23 @@ class ChunkColumns:
     n_events: int = 0
     skipped: int = 0
     warnings: list[str] = field(default_factory=list)
+    cut: int = 0  # strings the C scanner cut to MAX_STRING_BYTES
+    from_scanner: bool = False  # strings from the C scanner: valid UTF-8 (it refuses lone surrogates)
+
+    def __post_init__(self) -> None:
+        """Strings longer than MAX_STRING_BYTES cut to it, as the C scanner cuts them (the Python path's and
+        the metadata's; the merge folds strings that became equal), with one warning."""
+        cut = self.cut + cap_strings(self.strings)
+        if any(is_long(t) or not is_unicode(t) for m in self.metadata for t in (m[0], m[3], m[5]) if t):
+            cut += sum(is_long(t) for m in self.metadata for t in (m[0], m[3], m[5]))
+
+            def fix(t):
+                return strcap.text(cap_text(t))
+            self.metadata = [(fix(m[0]), m[1], m[2], fix(m[3]), m[4], fix(m[5])) for m in self.metadata]
+        if cut:
+            self.warnings.append(CUT_WARNING)
+        if not self.from_scanner and strcap.fix_surrogates(self.strings):  # the scanner refuses them
+            self.warnings.append("names holding lone surrogates (\\ud800-\\udfff escapes) are shown with \ufffd")
 
 
 class _Strings:
@@ -355,7 +374,7 @@ def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns
     (False for a copy of a chunk: the slices' src_offset stays unknown)."""
     if not scan_available():
         return None
-    raw = _scan.scan(buf, a, b)
+    raw = _scan.scan(buf, a, b, MAX_STRING_BYTES)
     if raw is None:
         return None
     strings: list[str] = raw["strings"]
@@ -475,7 +494,8 @@ def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns
     counters = {"ts": np.array(c_ts, dtype=np.float64), "series": series,
                 "value": np.array(c_val, dtype=np.float64)}
     return ChunkColumns(strings=strings, rows=rows, args=sparse, instants=instants, memory=memory, flows=flows,
-                        counters=counters, metadata=meta, n_events=n, skipped=skipped, warnings=[])
+                        counters=counters, metadata=meta, n_events=n, skipped=skipped, warnings=[], cut=raw["cut"],
+                        from_scanner=True)
 
 
 def _narrow(vals: np.ndarray, dtype) -> np.ndarray:

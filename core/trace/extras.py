@@ -34,7 +34,7 @@ def load_extras(found, base_unix_ns: int) -> dict:
     root = Path(found.root)
     if found.kind == "bundle":
         out["bundle"] = _json(root / "run.json")
-        out["compile_info"] = _json(root / "compile.json")
+        out["compile_info"] = compile_info(_json(root / "compile.json"))
         nvml_path = root / "nvml.csv"
     elif found.kind == "file":
         name = root.name
@@ -68,6 +68,33 @@ def _json(path: Path):
         log.warning("ignoring %s: it holds a JSON %s, not an object", path.name, type(value).__name__)
         return None
     return value
+
+
+def compile_info(value: dict | None) -> dict | None:
+    """compile.json in the shape core/runner/compile_capture.py writes, checked at load: graph_breaks /
+    recompiles lists of objects, each break's user_frames a list of objects (a number there was a TypeError
+    in three rules), user_frame an object, reasons a list, counters an object of objects; anything else of
+    the wrong type dropped (the readers in core/rules/compile_info.py then see what they expect)."""
+    if value is None:
+        return None
+    out = dict(value)
+    for key in ("graph_breaks", "recompiles"):
+        items = value.get(key)
+        out[key] = [_compile_item(d) for d in items if isinstance(d, dict)] if isinstance(items, list) else []
+    counters = value.get("counters")
+    out["counters"] = {k: v for k, v in counters.items() if isinstance(v, dict)} if isinstance(counters, dict) else {}
+    return out
+
+
+def _compile_item(d: dict) -> dict:
+    d = dict(d)
+    frames = d.get("user_frames")
+    d["user_frames"] = [f for f in frames if isinstance(f, dict)] if isinstance(frames, list) else []
+    if not isinstance(d.get("user_frame"), dict):
+        d.pop("user_frame", None)
+    if "reasons" in d and not isinstance(d["reasons"], list):
+        d["reasons"] = [d["reasons"]] if isinstance(d["reasons"], str) else []
+    return d
 
 
 def _one_line(exc: BaseException) -> str:

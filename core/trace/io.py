@@ -1,7 +1,6 @@
 """Finding trace files and reading their bytes (.json, .json.gz, .json.xz; dirs, bundles)."""
 from __future__ import annotations
 
-import gzip
 import lzma
 import mmap
 import os
@@ -12,6 +11,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.trace import gunzip
 from core.trace.limits import limits, max_inflate_bytes, ratio_check_on
 from core.trace.model import TraceParseError
 
@@ -25,11 +25,9 @@ MAX_RATIO = int(limits()["inflate"]["max_ratio"])
 RATIO_CHECK_FROM = int(limits()["inflate"]["ratio_check_from_bytes"])
 
 try:  # ISA-L's gzip is ~1.4x faster than zlib here (docs/architecture.md)
-    from isal import igzip as _igzip
     from isal import isal_zlib as _zlib
     from isal.igzip_lib import IsalError as _IsalError
 except ImportError:  # pragma: no cover - optional speedup
-    _igzip = None
     _zlib = zlib
     _IsalError = zlib.error
 
@@ -56,6 +54,13 @@ def is_trace_name(name: str) -> bool:
 
 
 _RANK_RE = re.compile(r"rank[_\-.]?(\d+)", re.IGNORECASE)
+_CYCLE_RE = re.compile(r"\.cycle(\d{1,9})\.", re.IGNORECASE)
+
+
+def cycle_of_name(name: str) -> int | None:
+    """The profiler cycle a file name says (`rank0.cycle2.pt.trace.json.gz`: 2; the runner's layout), else None."""
+    m = _CYCLE_RE.search(name)
+    return int(m.group(1)) if m else None
 
 
 def _stat(p: Path) -> os.stat_result:
@@ -192,7 +197,7 @@ def read_bytes(path: Path):
             if magic.startswith(_XZ_MAGIC):
                 return _unxz(path, fh)
             fh.seek(0)
-            return mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            return FileMap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         except OSError as exc:
             raise TraceParseError(path, f"cannot read file ({exc.strerror or exc})") from None
 
@@ -251,43 +256,27 @@ def _gunzip_sized(path: Path, fh) -> bytes | None:
 
 def _gunzip(path: Path, fh) -> bytes:
     fast = _gunzip_sized(path, fh)
-    if fast is not None:
-        return fast
-    fh.seek(0)
-    opener = _igzip.open if _igzip is not None else gzip.open
-    try:
-        with opener(fh, "rb") as gz:
-            return _read_bounded(gz, path, fh)
-    except EOFError:
-        return _gunzip_partial(path, fh)
-    except (OSError, zlib.error, _IsalError, ValueError) as exc:
-        if "truncated" in str(exc).lower() or "end-of-stream" in str(exc).lower() or "compressed file ended" in str(exc).lower():
-            return _gunzip_partial(path, fh)
-        raise TraceParseError(path, "corrupt gzip file") from None
+    return fast if fast is not None else _gunzip_members(path, fh)
 
 
-def _gunzip_partial(path: Path, fh) -> bytes:
-    """A gzip stream cut off mid-way (crashed run, partial copy): inflate what is there."""
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+def _gunzip_members(path: Path, fh) -> bytes:
+    """Every gzip member (core/trace/gunzip.py: headers of any length skipped as they stream in), inflated
+    into one bounded buffer (_Inflated), stopping early on content that is not JSON or inflates past the
+    bounds. A stream cut off keeps what inflated (a crashed run's trace: the JSON reader says where it ends)."""
     compressed = max(1, os.fstat(fh.fileno()).st_size)
     out = _Inflated(compressed)
     fh.seek(0)
+    members = gunzip.Members(fh)
     try:
-        while True:
-            block = fh.read(1 << 20)
-            if not block:
-                break
-            piece = d.decompress(block, 64 << 20)
-            while True:
-                if _over(out.size + len(piece), fh.tell(), out.bound):
-                    raise _too_big(path, out.size + len(piece), fh.tell())
-                out.add(piece)
-                if not d.unconsumed_tail:
-                    break
-                piece = d.decompress(d.unconsumed_tail, 64 << 20)
-    except zlib.error:
-        if not out.size:
-            raise TraceParseError(path, "corrupt gzip file") from None
+        for piece in members:
+            if not out.size and piece.lstrip()[:1] not in (b"{", b"[", b"") and not piece.startswith(b"\xef\xbb\xbf"):
+                raise TraceParseError(path, "compressed file does not hold JSON (expected a PyTorch profiler trace)")
+            if _over(out.size + len(piece), compressed, out.bound):
+                raise _too_big(path, out.size + len(piece), compressed)
+            out.add(piece)
+            del piece
+    except gunzip.GzipError:
+        raise TraceParseError(path, "corrupt gzip file") from None
     if not out.size:
         raise TraceParseError(path, "corrupt gzip file (nothing could be decompressed)")
     return out.done()
@@ -300,6 +289,10 @@ def _unxz(path: Path, fh) -> bytes:
             return _read_bounded(xz, path, fh)
     except (lzma.LZMAError, EOFError):
         raise TraceParseError(path, "corrupt or truncated xz file") from None
+
+
+class FileMap(mmap.mmap):
+    """A read-only mapping of the trace file itself (its clean pages can be dropped and read back)."""
 
 
 class InflatedMap(mmap.mmap):

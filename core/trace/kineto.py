@@ -259,11 +259,33 @@ def _header_json(text: bytes):
     return None
 
 
+_PAD = b" \t\r\n\x00"
+_PAD_BLOCK = 1 << 20
+
+
 def _rstrip_len(mv) -> int:
+    """Length of `mv` without trailing whitespace / NUL padding: a page-aligned block at a time from the end,
+    NUL blocks by a SIMD count, others by bytes.rstrip (a byte-by-byte loop took ~0.34 CPU s per MB; a 2 GB
+    NUL-padded file never answered). Blocks of a file mapping that are all padding are dropped from memory
+    again (clean file pages: they were only read)."""
+    import mmap
+
+    import numpy as np
+    from core.trace.io import FileMap
+    drop = mv.obj.madvise if isinstance(mv.obj, FileMap) and mv.nbytes == len(mv.obj) and \
+        hasattr(mmap, "MADV_DONTNEED") else None
     n = len(mv)
-    while n > 0 and mv[n - 1] in b" \t\r\n\x00":
-        n -= 1
-    return n
+    while n > 0:
+        a = max(0, (n - _PAD_BLOCK) & -mmap.PAGESIZE)
+        block = mv[a:n]
+        if np.count_nonzero(np.frombuffer(block, np.uint8)):
+            kept = len(bytes(block).rstrip(_PAD))
+            if kept:
+                return a + kept
+        if drop is not None:
+            drop(mmap.MADV_DONTNEED, a, n - a)
+        n = a
+    return 0
 
 
 def _find_tail(mv, start: int) -> int | None:

@@ -58,18 +58,26 @@ def iter_load(path: str | Path, use_cache: bool = True,
     models: list[TraceModel] = []
     failed: list[TraceParseError] = []
     hits = 0
-    for i, src in enumerate(found.sources):
-        lo, hi = i / n_files, (i + 1) / n_files
-        try:
-            model, hit = yield from _load_source(src, lo, hi, use_cache, deferred)
-        except TraceParseError as exc:
-            if n_files == 1:
-                raise
-            failed.append(exc)  # one bad rank / cycle: load the others, say which failed
-            yield Progress("reading", hi, src.path.name)
-            continue
-        hits += hit
-        models.append(model)
+    pinned = use_cache and n_files > 1
+    if pinned:  # the run's own stores never evict its other files' entries (the bound scales with the input)
+        from core.trace import cache
+        cache.pin_run([s.path for s in found.sources])
+    try:
+        for i, src in enumerate(found.sources):
+            lo, hi = i / n_files, (i + 1) / n_files
+            try:
+                model, hit = yield from _load_source(src, lo, hi, use_cache, deferred)
+            except TraceParseError as exc:
+                if n_files == 1:
+                    raise
+                failed.append(exc)  # one bad rank / cycle: load the others, say which failed
+                yield Progress("reading", hi, src.path.name)
+                continue
+            hits += hit
+            models.append(model)
+    finally:
+        if pinned:
+            cache.pin_run(())
     if not models:
         first = failed[0]
         raise TraceParseError(found.root, f"none of the {n_files} trace files could be read "
@@ -90,9 +98,11 @@ def _load_source(src: io.TraceSource, lo: float, hi: float, use_cache: bool,
                  deferred: list | None = None) -> Generator[Progress, None, tuple[TraceModel, bool]]:
     """One file's model (from the cache or parsed) and whether it was a cache hit."""
     model = None
+    miss_why = None
     if use_cache:
         from core.trace import cache
         model = cache.load(src.path)
+        miss_why = cache.unreadable_reason(src.path) if model is None else None
     if model is not None:
         yield Progress("cache", hi, src.path.name)
     hit = model is not None
@@ -107,6 +117,8 @@ def _load_source(src: io.TraceSource, lo: float, hi: float, use_cache: bool,
             from core.trace import cache
             yield Progress("cache", hi, src.path.name)
             cache.store_soon(src.path, model)
+        if miss_why:  # a warm open that had to parse says so (not kept in the entry it rewrote)
+            model = replace(model, warnings=tuple(model.warnings) + (miss_why,))
     if src.rank_hint is not None and model.meta.distributed_info is None:
         model = replace(model, rank=src.rank_hint)
     return model, hit
@@ -220,7 +232,8 @@ def assemble(root: str, models: list[TraceModel], found: io.Discovered | None = 
     shifted.sort(key=lambda m: (m.rank, m.path))
     warnings: list[str] = list(skipped or ())
     ranks = [m.rank for m in shifted]
-    if len(shifted) > 1 and len(set(ranks)) != len(ranks) and found is not None and found.kind != "bundle":
+    if len(shifted) > 1 and len(set(ranks)) != len(ranks) and found is not None and found.kind != "bundle" \
+            and not all(io.cycle_of_name(Path(m.path).name) is not None for m in shifted):  # cycles, not workers
         warnings.append("several traces share one rank (TensorBoard workers/spans): shown side by side")
     extras = {}
     if found is not None:

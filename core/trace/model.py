@@ -58,6 +58,7 @@ CATEGORY_KIND: dict[str, Kind] = {
     "hpu_op": Kind.CPU_OP,  # Intel Gaudi: host-side ops of the HPU bridge
     "cuda_runtime": Kind.RUNTIME,
     "runtime": Kind.RUNTIME,
+    "Runtime": Kind.RUNTIME,  # older Kineto: launch calls had no launch links (issue 28)
     "mtia_runtime": Kind.RUNTIME,
     "xpu_runtime": Kind.RUNTIME,
     "privateuse1_runtime": Kind.RUNTIME,
@@ -74,7 +75,7 @@ CATEGORY_KIND: dict[str, Kind] = {
 KNOWN_OTHER_CATEGORIES = frozenset({
     "external_correlation", "cpu_instant_event", "overhead", "mtia_insight", "mtia_counters", "cuda_sync",
     "cuda_event", "glow_runtime", "cuda_profiler_range", "collective_comm", "xpu_scope_profiler", "xpu_sync",
-    "ac2g", "fwdbwd", "async", "Runtime", "cuda_profiler_range", "ProfilerStep", "",
+    "ac2g", "fwdbwd", "async", "cuda_profiler_range", "ProfilerStep", "",
 })
 
 

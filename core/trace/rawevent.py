@@ -12,7 +12,7 @@ import lzma
 import zlib
 from pathlib import Path
 
-from core.trace import io, kineto
+from core.trace import gunzip, io, kineto
 
 WINDOW = 1 << 20  # an event is far smaller; a huge one is cut and reported as unreadable
 _BLOCK = 4 << 20
@@ -25,7 +25,7 @@ def read_event(path: str | Path, offset: int, window: int = WINDOW) -> dict | No
         return None
     try:
         raw = _read_window(Path(path), offset, window)
-    except (OSError, EOFError, zlib.error, lzma.LZMAError, io._IsalError, ValueError):
+    except (OSError, EOFError, zlib.error, lzma.LZMAError, io._IsalError, ValueError):  # GzipError too
         return None
     if not raw.startswith(b"{"):
         return None
@@ -45,7 +45,7 @@ def _read_window(path: Path, offset: int, window: int) -> bytes:
         magic = fh.read(6)
         fh.seek(0)
         if magic.startswith(b"\x1f\x8b"):
-            return _window(_members(fh, lambda: io._zlib.decompressobj(wbits=31)), offset, window)
+            return _window(gunzip.Members(fh, _BLOCK, _BLOCK), offset, window)  # any header length
         if magic.startswith(b"\xfd7zXZ"):
             return _window(_members(fh, lzma.LZMADecompressor), offset, window)
         fh.seek(offset)

@@ -105,11 +105,25 @@ def _no_constant(_name: str) -> None:
     return None  # NaN / Infinity / -Infinity are not JSON; read as null
 
 
-def loads_json_bounded(text: str | bytes, limit: int = MAX_JSON_DEPTH):
-    """json.loads with a nesting bound; ValueError (never RecursionError) on anything bad."""
+def _refuse_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number out of range: {text[:32]}")
+    return value
+
+
+def _refuse_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads_json_bounded(text: str | bytes, limit: int = MAX_JSON_DEPTH, strict: bool = False):
+    """json.loads with a nesting bound; ValueError (never RecursionError) on anything bad. NaN, Infinity and
+    1e400 read as None - or, `strict` (a file only we write), refuse the document."""
     if nesting_depth_exceeds(text, limit):
         raise ValueError(f"JSON nests deeper than {limit} levels")
     try:
+        if strict:
+            return json.loads(text, parse_float=_refuse_float, parse_constant=_refuse_constant)
         return json.loads(text, parse_float=_finite_float, parse_constant=_no_constant)
     except RecursionError:
         raise ValueError("JSON nests too deeply") from None

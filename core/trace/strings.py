@@ -5,17 +5,28 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from core.trace import shared_match
+
 
 class StringTable:
     """Append-only pool of strings with dense int32 ids (Perfetto's StringPool)."""
 
-    __slots__ = ("_strings", "_ids")
+    __slots__ = ("_strings", "_ids", "_gids")
 
     def __init__(self, strings: Iterable[str] = ("",)) -> None:
         self._strings: list[str] = list(strings)
         if not self._strings or self._strings[0] != "":
             self._strings.insert(0, "")
         self._ids: dict[str, int] = {s: i for i, s in enumerate(self._strings)}
+        self._gids = None  # this table's ids in the process-wide string set (core/trace/shared_match.py)
+
+    def __getstate__(self):
+        return self._strings  # never the process-wide ids: they mean nothing in another process
+
+    def __setstate__(self, strings) -> None:
+        self._strings = list(strings)
+        self._ids = {s: i for i, s in enumerate(self._strings)}
+        self._gids = None
 
     def __len__(self) -> int:
         return len(self._strings)
@@ -52,7 +63,12 @@ class StringTable:
         return self._ids.get(s, -1)
 
     def ids_matching(self, predicate) -> np.ndarray:
-        """Ids of all strings for which predicate(str) is true (for vectorised name filters)."""
+        """Ids of all strings for which predicate(str) is true (for vectorised name filters). A predicate whose
+        result depends only on its code, defaults and closure (nearly all: the rules' name filters) is evaluated
+        once per distinct string in this process, whatever the number of tables (ranks) that hold it."""
+        got = shared_match.ids_matching(self, predicate)
+        if got is not None:
+            return got
         return np.fromiter((i for i, s in enumerate(self._strings) if predicate(s)), dtype=np.int32)
 
     def ids_containing(self, needle: str, case: bool = False) -> np.ndarray:

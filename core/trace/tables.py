@@ -181,6 +181,8 @@ def counter_table(c: dict, to_ns) -> CounterTable:
 
 
 def trace_meta(doc: dict, path: str, base_unix_ns: int) -> TraceMeta:
+    from core.trace import strcap
+    doc = strcap.clean(doc)  # names as the events' are: cut, no lone surrogates
     dp = doc.get("deviceProperties")
     di = doc.get("distributedInfo")
     sv = doc.get("schemaVersion")

@@ -31,8 +31,13 @@ log = logging.getLogger(__name__)
 
 
 def _analysis_job(trace_set, config):
-    """Worker body: rules (yielding progress), then the per-step breakdown of every model."""
-    result = yield from iter_analyze(trace_set, config)
+    """Worker body: rules (yielding progress), then the per-step breakdown of every model. Several ranks /
+    cycles: rank by rank, then across ranks (core/ranks, the path of `ptprof analyze`)."""
+    if len(trace_set.models) > 1:
+        from core.ranks.inset import iter_analyze_set
+        result = yield from iter_analyze_set(trace_set, config)
+    else:
+        result = yield from iter_analyze(trace_set, config)
     kw = int(config.get("gpu_idle", {}).get("kernel_wait_max_ns", 30_000))
     breakdowns = [step_breakdown(m, kw) for m in trace_set.models]
     return result, breakdowns
@@ -196,9 +201,10 @@ class IssuesPanel(QtWidgets.QWidget):
         self.status.setText(f"{len(analysis.findings)} finding(s): {n_err} error, {n_warn} warning · "
                             f"{analysis.summary.get('steps', 0)} step(s){', ' + _glued(step) if step else ''}"
                             f"{' · ' + _glued(fixes) if fixes else ''} · analysed in {analysis.elapsed_s:.2f} s")
-        if analysis.not_run:  # shown once: here, each reason once for all ranks it applies to
-            self.not_run.setText("Checks not run: " + not_run_text(analysis.not_run))
-            self.not_run.setVisible(True)
+        # shown once: here, each reason once for all ranks it applies to; always set, since a tab switch hands
+        # this panel another trace's analysis and the label must not keep the last one's reasons
+        self.not_run.setText("Checks not run: " + not_run_text(analysis.not_run) if analysis.not_run else "")
+        self.not_run.setVisible(bool(analysis.not_run))
         self.details.show_finding(None)
         self.rank_combo.blockSignals(True)
         self.rank_combo.clear()

@@ -21,14 +21,10 @@ from superqt.utils import create_worker
 
 from core.runner import bundle as bundle_mod, doctor
 from core.runner.config import ConfigError, RunConfig, Schedule, advice, validate
+from gui.settings import settings, string, string_list
 
-SETTINGS_ORG, SETTINGS_APP = "ptprof", "ptprof-gui"
 STACK_NOTE = ("Python stacks give exact source lines for findings but multiply the trace size "
               "(GBs around torch.compile): keep the active window short.")
-
-
-def settings() -> QtCore.QSettings:
-    return QtCore.QSettings(SETTINGS_ORG, SETTINGS_APP)
 
 
 def _script_key(script: str) -> str:
@@ -66,7 +62,7 @@ class RunDialog(QtWidgets.QDialog):
         self.python = QtWidgets.QComboBox(self)
         self.python.setEditable(True)
         self.python.setInsertPolicy(QtWidgets.QComboBox.InsertPolicy.NoInsert)
-        known = [sys.executable] + [p for p in (settings().value("run/interpreters", []) or []) if p != sys.executable]
+        known = [sys.executable] + [p for p in string_list("run/interpreters") if p != sys.executable]
         self.python.addItems(known)
         self.check_button = QtWidgets.QPushButton("Check interpreter", self)
         self.check_button.clicked.connect(self._on_check_clicked)
@@ -87,7 +83,7 @@ class RunDialog(QtWidgets.QDialog):
         self.env.setFixedHeight(56)
         form.addRow("Environment", self.env)
         sched = QtWidgets.QHBoxLayout()
-        self.wait, self.warmup, self.active, self.repeat = (self._spin(v, lo) for v, lo in ((1, 0), (1, 0), (3, 1), (1, 0)))
+        self.wait, self.warmup, self.active, self.repeat = (self._spin(v, lo) for v, lo in ((5, 0), (1, 0), (3, 1), (1, 0)))
         for spin in (self.wait, self.warmup, self.active, self.repeat):
             spin.setToolTip("counted in optimizer steps, from the first one (setup and compilation are skipped)")
         for label, spin in (("wait", self.wait), ("warmup", self.warmup), ("active", self.active),
@@ -276,7 +272,7 @@ class RunDialog(QtWidgets.QDialog):
         self.memory_history.setChecked(bool(d.get("memory_history", False)))
 
     def load_settings(self, script: str) -> bool:
-        raw = settings().value(_script_key(script))
+        raw = string(_script_key(script))
         if not raw:
             return False
         try:
@@ -290,7 +286,7 @@ class RunDialog(QtWidgets.QDialog):
         d.update(cwd_typed=self.cwd.text().strip(), out_dir="", use_torchrun=cfg.use_torchrun)
         s = settings()
         s.setValue(_script_key(cfg.target), json.dumps(d))
-        interpreters = [cfg.python] + [p for p in (s.value("run/interpreters", []) or []) if p != cfg.python]
+        interpreters = [cfg.python] + [p for p in string_list("run/interpreters", s) if p != cfg.python]
         s.setValue("run/interpreters", interpreters[:10])
 
     def validated_config(self) -> RunConfig:

@@ -70,6 +70,7 @@ class StatsPanel(QtWidgets.QWidget):
         self.table.setModel(self.proxy)
         self.filter = QtWidgets.QLineEdit(placeholderText=self.filter_hint, clearButtonEnabled=True)
         self.filter.textChanged.connect(self.proxy.setFilterFixedString)
+        self.filter.textChanged.connect(lambda _t: self._show_row_count())
         self.next_btn = QtWidgets.QPushButton("Next occurrence")
         self.next_btn.setEnabled(False)
         self.next_btn.clicked.connect(self.goto_next)
@@ -104,7 +105,18 @@ class StatsPanel(QtWidgets.QWidget):
         fn = self.prepare()
         if self._worker is not None:
             lane.drop(self._worker)  # still queued: its table is not wanted any more
-        worker = create_worker(lambda ms: [fn(m) for _, m in ms], self._models, _start_thread=False,
+        build = self.build_columns
+
+        def job(ms):
+            # the tables and their columns (kernel names made distinct, string lookups, ...) in the worker:
+            # at 128 ranks the UI thread built every rank's columns in one go (issue 33)
+            out = []
+            for mi, m in ms:
+                table = fn(m)
+                part = Part(mi, m, table, 0, 0)
+                out.append((part, build(m, table, part)))
+            return out
+        worker = create_worker(job, self._models, _start_thread=False,
                                _connect={"returned": lambda tables, g=gen: self._on_worker_returned(g, tables),
                                          "errored": lambda exc, g=gen: self._on_worker_errored(g, exc)})
         self._worker = worker
@@ -123,19 +135,19 @@ class StatsPanel(QtWidgets.QWidget):
         if self._worker is not None:  # its tab was opened before the table was computed: next in line
             lane.promote(self._worker, lane.VISIBLE)
 
-    def _on_worker_returned(self, gen: int, tables) -> None:
+    def _on_worker_returned(self, gen: int, built) -> None:
         if not shiboken6.isValid(self) or gen != self._generation or self.model is None:
             return  # a newer model or grouping was asked for meanwhile
         parts, per_part = [], []
         start = 0
-        for (mi, m), table in zip(self._models, tables):
-            part = Part(mi, m, table, start, 0)
-            cols = self.build_columns(m, table, part)
+        for part, cols in built:
+            part.start = start
             part.n = len(cols[0].values) if cols else 0
             start += part.n
             parts.append(part)
             per_part.append(cols)
         self.parts = parts
+        self.columns_shown(parts)
         columns = per_part[0] if len(parts) == 1 else _stack(parts, per_part)
         self.table_model.set_columns(columns)
         self.proxy.setFilterKeyColumn(1 if len(parts) > 1 else 0)  # the name, not the Rank column
@@ -145,10 +157,36 @@ class StatsPanel(QtWidgets.QWidget):
             self.table.setColumnHidden(i, col.title in self.hide_if_zero and not np.any(col.values))
         if self.table_model.columnCount():
             self._fit_name_column(1 if len(parts) > 1 else 0)
-        ranks = f" · {len(parts)} ranks" if len(parts) > 1 else ""
-        self.info.setText(f"{self.table_model.rowCount():,} rows{ranks}")
+        self._show_row_count()
         self.ready = True
         self.sig_table_ready.emit()
+
+    def _show_row_count(self) -> None:
+        """'61 rows', or '7 of 61 rows' while the filter hides some (the label follows the filter)."""
+        if not self.parts:
+            return
+        total, shown = self.table_model.rowCount(), self.proxy.rowCount()
+        ranks = f" · {len(self.parts)} ranks" if len(self.parts) > 1 else ""
+        self.info.setText(f"{shown:,} of {total:,} rows{ranks}" if shown != total else f"{total:,} rows{ranks}")
+
+    csv_key_column = "name"  # the column of the exported CSV (core.export.tables) that row_key() matches
+
+    def row_key(self, part: "Part", row: int):
+        """What identifies `row` of `part` in the exported CSV's csv_key_column."""
+        raise NotImplementedError
+
+    def shown_keys(self) -> dict[int, set] | None:
+        """None while no filter is set; else, per rank, the csv_key_column values of the rows the filter
+        shows: 'Export table as CSV…' writes those rows only, as the table shows them."""
+        if not self.filter.text() or not self.parts:
+            return None
+        starts = np.array([p.start for p in self.parts], np.int64)
+        keys: dict[int, set] = {p.model.rank: set() for p in self.parts}
+        for r in range(self.proxy.rowCount()):
+            src = self.proxy.mapToSource(self.proxy.index(r, 0)).row()
+            part = self.parts[int(np.searchsorted(starts, src, side="right")) - 1]
+            keys[part.model.rank].add(self.row_key(part, src - part.start))
+        return keys
 
     def _fit_name_column(self, col: int) -> None:
         """The name column: 160-420 px, wider up to its contents when the other columns leave room (a
@@ -169,6 +207,9 @@ class StatsPanel(QtWidgets.QWidget):
 
     def compute(self, model: TraceModel):
         raise NotImplementedError
+
+    def columns_shown(self, parts: list["Part"]) -> None:
+        """On the UI thread once the parts are placed (build_columns runs in the worker: no Qt there)."""
 
     def build_columns(self, model: TraceModel, table, part: "Part") -> list[Column]:
         """Columns of one model's table; per-row state a subclass needs later goes on `part.state`."""
@@ -276,6 +317,9 @@ class KernelsPanel(StatsPanel):
             Column("Occupancy", kt.occupancy_pct.astype(float), _pct),
         ]
 
+    def row_key(self, part: Part, row: int) -> str:
+        return part.model.strings[int(part.state["names"][row])]
+
     def occurrences_of(self, part: Part, row: int) -> np.ndarray:
         sid = int(part.state["names"][row])
         s = part.model.slices
@@ -319,6 +363,9 @@ class OpsPanel(StatsPanel):
             cols.insert(1, Column("Input shapes", shapes, str, tooltip=lambda r: shapes[r], align_right=False))
         return cols
 
+    def row_key(self, part: Part, row: int) -> str:
+        return part.model.strings[int(part.state["ot"].name[row])]  # ops.csv groups by name
+
     def occurrences_of(self, part: Part, row: int) -> np.ndarray:
         s = part.model.slices
         ot = part.state["ot"]
@@ -353,9 +400,8 @@ class StepsPanel(StatsPanel):
         st, (comm_ns, tflops, mfu), metrics = result
         part.state["st"] = st
         lines = format_metrics([metrics])
-        text = lines[0].strip().replace("metrics: ", f"Metrics{f' (rank {m.rank})' if m.rank else ''}: ") if lines \
-            else "Metrics: none for this trace"
-        self.metrics_label.setText(text if part.start == 0 else self.metrics_label.text() + "\n" + text)
+        part.state["metrics"] = lines[0].strip().replace("metrics: ", f"Metrics{f' (rank {m.rank})' if m.rank else ''}: ") \
+            if lines else "Metrics: none for this trace"
         cols = [
             Column("Step", st.number, lambda v: "all" if v < 0 else f"#{int(v)}", align_right=False),
             Column("Start", st.ts_ns, _ns),
@@ -373,6 +419,14 @@ class StepsPanel(StatsPanel):
             Column("MFU", mfu, _pct),
         ]
         return cols
+
+    csv_key_column = "step"
+
+    def row_key(self, part: Part, row: int) -> int:
+        return int(part.state["st"].number[row])
+
+    def columns_shown(self, parts: list[Part]) -> None:
+        self.metrics_label.setText("\n".join(p.state.get("metrics", "") for p in parts))
 
     def occurrences_of(self, part: Part, row: int) -> np.ndarray:
         st = part.state["st"]

@@ -50,6 +50,7 @@ class RowState:
     collapsed: set[tuple[int, int]] = field(default_factory=set)
     expanded: set[tuple[int, int]] = field(default_factory=set)
     hidden_models: set[int] = field(default_factory=set)
+    ranks_folded: bool = False  # a run of many ranks opens with every rank folded (gui/timeline/rank_strip.py)
 
     def is_collapsed(self, model: int, track: int, kind: int, deep: bool = False) -> bool:
         """Folded: one row (python frames, a CPU thread the user folded), a deep CPU thread's first
@@ -59,8 +60,9 @@ class RowState:
             return True
         if key in self.expanded:
             return False
-        # python rows, deep CPU stacks and the sparse-stream group start folded
-        return kind == TrackKind.PYTHON or (kind == TrackKind.CPU_THREAD and deep) or track == GROUP
+        # python rows, deep CPU stacks and the sparse-stream group start folded; so do ranks, past MANY_RANKS
+        return kind == TrackKind.PYTHON or (kind == TrackKind.CPU_THREAD and deep) or track == GROUP or \
+            (track == HEADER and self.ranks_folded)
 
     def toggle(self, model: int, track: int, kind: int, deep: bool = False) -> None:
         key = (model, track)

@@ -67,7 +67,8 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
     def set_models(self, models: list[TraceModel], indexes: list[query.SliceIndex] | None = None) -> None:
         self.models = list(models)
         self.indexes = indexes or [query.SliceIndex(m) for m in self.models]
-        self.state = RowState()
+        from gui.timeline.rank_strip import MANY_RANKS
+        self.state = RowState(ranks_folded=len(self.models) >= MANY_RANKS)
         self._rebuild_rows()
         spans = [m.span_ns for m in self.models if len(m.slices)]
         span = (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else (0, 1)
@@ -114,6 +115,16 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
             if mi not in self.state.hidden_models and st is not None and len(st):
                 bands[mi] = list(zip(st.ts_ns.tolist(), (st.ts_ns + st.dur_ns).tolist()))
         self.item.step_bands = bands
+
+    def expand_rank(self, model: int) -> None:
+        """Unfold rank `model` (the others keep their state) and scroll its rows into view."""
+        from gui.timeline.rows import HEADER
+        self.state.collapsed.discard((model, HEADER))
+        self.state.expanded.add((model, HEADER))
+        self._rebuild_rows()
+        self.item.update()
+        first = next((i for i, r in enumerate(self.rows) if r.model == model), 0)
+        self.vb._apply_rows(first)  # its header at the top
 
     def toggle_track(self, model: int, track: int) -> None:
         """Collapse / expand a track's rows (track HEADER folds a whole rank)."""

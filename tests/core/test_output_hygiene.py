@@ -63,6 +63,11 @@ def test_report_csvs_and_html_are_safe(hostile_trace, tmp_path):
                         float(cell)  # only a plain number may start with - or +
                     seen_hostile += cell.startswith("'")
     assert seen_hostile >= 8, "the hostile names did not reach the CSVs: the test proves nothing"
+    from core.commands.terminal import printable
+    for path in [*out.glob("*.csv"), out / "report.html"]:  # issue 37: no raw ESC / C1 / bidi in any file
+        text = path.read_text(encoding="utf-8")
+        assert printable(text) == text, (path.name, [c for c in text if printable(c) != c][:5])
+    assert "\\x1b]0;owned\\x07title" in (out / "kernels.csv").read_text(encoding="utf-8")
     page = (out / "report.html").read_text(encoding="utf-8")
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "<script" not in page.lower()

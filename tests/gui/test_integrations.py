@@ -97,6 +97,37 @@ def test_table_context_menus_export_csv(qtbot, main_window, open_and_wait, tmp_p
     assert "Export findings as CSV…" in [a.text() for a in integ.issues.context_menu().actions()]
 
 
+def test_filtered_tables_count_and_export_the_shown_rows(qtbot, main_window, open_and_wait, tmp_path,
+                                                        monkeypatch):
+    """The filter updates the row count ('7 of 61 rows') and 'Export table as CSV…' writes the rows the
+    filter shows, in the CSV's own columns (they wrote every row, under a '61 rows' label)."""
+    import csv
+    from helpers import shared_trace
+    win = main_window
+    exporter = win.integrations.exporter
+    open_and_wait(win, shared_trace("gpu_issues.pt.trace.json.gz"))
+    view = win.current_view()
+    for panel, name, text, column in ((view.kernels, "kernels", "gemm", "name"), (view.ops, "ops", "aten::add", "name"),
+                                      (view.steps, "steps", "#4", "step")):
+        qtbot.waitUntil(lambda p=panel: p.ready, timeout=60_000)
+        total = panel.table_model.rowCount()
+        assert panel.info.text().startswith(f"{total:,} rows")
+        panel.filter.setText(text)
+        shown = panel.proxy.rowCount()
+        assert 0 < shown < total
+        assert panel.info.text().startswith(f"{shown:,} of {total:,} rows")
+        out = tmp_path / f"{name}.csv"
+        monkeypatch.setattr(exporter, "_ask_file", lambda *a, p=out: p)
+        with qtbot.waitSignal(exporter.sig_export_finished, timeout=60_000):
+            panel.table.context_menu().actions()[1].trigger()
+        rows = list(csv.DictReader(out.open(encoding="utf-8")))
+        assert len(rows) == shown, (name, len(rows), shown)
+        if column == "step":
+            assert [r["step"] for r in rows] == ["4"]
+        panel.filter.setText("")
+        assert panel.info.text().startswith(f"{total:,} rows")
+
+
 def test_run_dock_opens_tall_enough_for_the_live_plots(qtbot, main_window):
     """The first time the Run dock opens it gets ~40 % of the window, and the live plots (4 rows with a
     GPU) keep at least their minimum height beside the console: from its size hint the dock was 272 px
@@ -138,6 +169,8 @@ def test_the_hta_tab_is_built_when_first_opened(qtbot, main_window, open_and_wai
     (hta,) = view.findChildren(HtaTab)
     assert view.tabs.currentWidget() is hta and view.tabs.tabText(view.tabs.currentIndex()) == "HTA"
     assert view.tabs.indexOf(view.hta_placeholder) == -1
+    qtbot.wait(50)
+    assert hta._worker is None and hta.report() is None  # opening the tab runs nothing: Run HTA does
     view.tabs.setCurrentIndex(0)
     view.tabs.setCurrentWidget(hta)  # shown again: still the one tab
     assert len(view.findChildren(HtaTab)) == 1

@@ -264,7 +264,7 @@ def test_big_inputs_load_in_a_thread_with_the_scanner_else_in_a_process(monkeypa
     monkeypatch.delenv("PTPROF_LOAD_IN_THREAD", raising=False)
     monkeypatch.delenv("PTPROF_LOAD_IN_PROCESS", raising=False)
     monkeypatch.setattr(columns, "_DISABLED", True)  # msgspec path: holds the GIL
-    assert not use_process(big)  # under PROCESS_MIN_BYTES (5 MB): a thread
+    assert not use_process(big)  # 26 MB of JSON, under PROCESS_MIN_BYTES (64 MB): a thread
     monkeypatch.setattr(load_process, "PROCESS_MIN_BYTES", 1 << 20)
     assert use_process(big)
     if columns._scan is not None:
@@ -275,6 +275,20 @@ def test_big_inputs_load_in_a_thread_with_the_scanner_else_in_a_process(monkeypa
         monkeypatch.setattr(load_process, "SCANNED_PROCESS_MIN_BYTES", 2 << 30)
         monkeypatch.setenv("PTPROF_LOAD_IN_PROCESS", "1")
         assert use_process(big)
+
+
+def test_the_thread_or_child_choice_counts_inflated_bytes(tmp_path):
+    """1.65 GB of .gz (17.5 GB of JSON) loaded in the window's own process: the choice reads the gzip trailer."""
+    from gui.load_process import GZ_RATIO_FLOOR, XZ_RATIO_FLOOR, input_bytes
+    gz = shared_trace("gpu_compile_small.pt.trace.json.gz")
+    assert input_bytes(gz) > 15 * gz.stat().st_size  # its trailer: 26 MB from 1.4 MB
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "rank0.pt.trace.json.gz").write_bytes(gz.read_bytes())
+    (run / "rank1.pt.trace.json.xz").write_bytes(b"\xfd7zXZ\x00" + bytes(1000))
+    (run / "rank2.pt.trace.json").write_bytes(b"{}" * 500)
+    assert input_bytes(run) == input_bytes(gz) + XZ_RATIO_FLOOR * 1006 + 1000
+    assert GZ_RATIO_FLOOR >= 8
 
 
 def test_all_ranks_memory_plot_shows_every_rank(qtbot, tmp_path):

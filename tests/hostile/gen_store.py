@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hostile import gen_snapshot
+from hostile.gen_fields import FIELD_POISONS, poison_fields
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data"
@@ -118,6 +119,11 @@ BUNDLE_CASES: dict[str, Callable[[Path], Path]] = {
     "compile_wrong_types": _replace("compile.json", json.dumps(
         {"graph_breaks": [{"file": 5, "line": "x", "reason": None, "user_frames": "no", "count": "many"}],
          "recompiles": {"not": "a list"}, "counters": [1]}), "compile_wrong_types"),
+    "compile_frames_not_lists": _replace("compile.json", json.dumps(  # issue 37: a TypeError in three rules
+        {"graph_breaks": [{"file": "/x.py", "line": 3, "reason": "r", "user_frames": v, "user_frame": v, "count": 2}
+                          for v in (5, True, None, 1e300, {"file": "/y.py"}, "frames")],
+         "recompiles": [{"function": "f", "reasons": v} for v in (7, None, {"a": 1}, "0/0: x")],
+         "counters": {"graph_break": 5, "unimplemented": ["x"]}}), "compile_frames_not_lists"),
     "nvml_infinite_time": _nvml(["inf,0,1,1,1,1,1,1,1,1,1,", "-inf,0,1,1,1,1,1,1,1,1,1,", "nan,0,1,1,1,1,1,1,1,1,1,",
                                  _GOOD_ROW], "nvml_infinite_time"),
     "nvml_30_digit_time": _nvml(["1" * 30 + ",0,1,1,1,1,1,1,1,1,1,", "1e30,0,1,1,1,1,1,1,1,1,1,", _GOOD_ROW],
@@ -266,6 +272,8 @@ def _poison(entry: Path, how: str) -> None:
         (entry / "entry.json").write_text(json.dumps(data))
     elif how.startswith("packed_"):
         _poison_packed(entry, how)
+    elif how in FIELD_POISONS:
+        poison_fields(entry, how)
     else:
         raise ValueError(how)
 
@@ -329,7 +337,8 @@ CACHE_POISONS = ("fifo_column", "fifo_entry_json", "string_ids_out_of_range", "t
                  "edited_fingerprints", "truncated_column", "header_lies",
                  "symlinked_column", "entry_json_deep", "entry_json_not_dict", "marker_missing",
                  "sparse_rows_unsorted", "sparse_rows_out_of_range", "sparse_values_fifo", "sparse_count_lies",
-                 "sparse_count_not_int", "sparse_table_not_dict", "sparse_dense_column_listed") + PACKED_POISONS
+                 "sparse_count_not_int", "sparse_table_not_dict", "sparse_dense_column_listed") + PACKED_POISONS \
+    + FIELD_POISONS
 
 
 def poisoned_cache(root: Path, how: str) -> tuple[Path, Path]:

@@ -255,6 +255,60 @@ def m_bare_array(rng, text):
     return json.dumps(doc["traceEvents"]).encode()[: rng.choice([None, -1, -50])]
 
 
+def m_padding(rng, text):
+    """Trailing NUL / whitespace padding (a preallocated or zero-filled file): kineto._rstrip_len."""
+    pad = rng.choice([b"\x00", b" ", b"\n", b" \t\r\n\x00"]) * rng.choice([1, 4096, 1 << 20, 3 << 20])
+    return text + pad if rng.random() < 0.8 else text.rstrip(b"\n}") + pad
+
+
+def m_long_name(rng, text):
+    """Names, categories, thread labels and raw args past the 64 KiB string cut (core/trace/strcap.py),
+    with multi-byte characters and escapes where the cut falls."""
+    n = rng.choice([65_535, 65_536, 65_537, 70_000, 1 << 20, 4 << 20])
+    unit = rng.choice(["x", "é", "€", "😀", "\\u00e9", "\\n", "a\\\"b"])
+    body = (unit * (n // max(1, len(unit.encode())) + 2))
+    value = '"' + body + '"'
+    field = rng.choice(["name", "cat", "Call stack", "name", "Input Dims", "name"])
+    if field == "Input Dims":
+        value = "[" + ", ".join(["[4096, 4096]"] * (n // 14 + 1)) + "]"
+    return _sub_field(rng, text, field, value, rng.choice([1, 2, 5]))
+
+
+def m_surrogate_names(rng, text):
+    """Names holding lone surrogates (JSON escapes \\ud800 / \\udfff): analyze prints them."""
+    lone = rng.choice(['"\\ud800"', '"a\\udfffb"', '"\\ud800\\ud800x"', '"k\\udc80"'])
+    return _sub_field(rng, text, rng.choice(["name", "name", "cat", "Call stack"]), lone, rng.choice([1, 5, 50]))
+
+
+_SHAPES = ['[{"a": 1}, {"b": 2}]', '{"0": [4, 4], "1": [4, 4]}', '[[[4, 4]], [[4, 4]]]', '[["4", "4"], ["4", "4"]]',
+           '[[4, 4], "x"]', '[[1e999, 4], [4, 4]]', '[[-4, 4], [4, 4]]', '[[true, 4], [4, null]]', '"dims"', "5",
+           '[[' + "9" * 400 + ', 4], [4, 4]]', '[[4, 4, 4, 4], [4, 4, 4, 4], [4, 4, 4, 4]]', "[]", "[[], []]",
+           '[[2, 3, 8, 8], [4, 3, 3, 3], [], [], [], [], []]', '[[2, 3, 8, 8], {"w": 1}, [], [1], [0], [1]]']
+_TYPES = ["null", "5", "1e999", '"float"', '[["float"]]', '[{"t": "float"}]', '[null, 5, "c10::BFloat16"]',
+          '[[["c10::Half"]]]', '{"0": "float"}', '["float", "float"]']
+_CONCRETE = ['["", "", "", "[0, 0]", "[0, 0]", "[1, 1]", "", "", "1"]', '["", "", "", "[1e999]", "[0]", "[1]"]',
+             '["", "", "", "0", "0", "0"]', '["", "", "", "[-1, 2]", "[x]", "{}"]', '["", "", "", 5, null, []]',
+             '"not a list"', '["", "", "", "[' + "9" * 500 + ']", "0", "1"]']
+_FLOP_OPS = ["aten::mm", "aten::addmm", "aten::bmm", "aten::matmul", "aten::linear", "aten::conv2d",
+             "aten::cudnn_convolution", "aten::convolution_backward", "aten::scaled_dot_product_attention",
+             "aten::_flash_attention_backward", "aten::baddbmm"]
+
+
+def m_hostile_shapes(rng, text):
+    """FLOP ops (core/analysis/flops.py) with Input Dims / Input type / Concrete Inputs of every wrong shape:
+    JSON objects, nested lists, strings, huge or infinite numbers, conv stride 0 / 1e999."""
+    doc = json.loads(text)
+    step = next(e for e in doc["traceEvents"] if e.get("name", "").startswith("ProfilerStep#"))
+    for k in range(rng.choice([1, 4, 12])):
+        args = {"External id": 9000 + k, "Input Dims": json.loads(rng.choice(_SHAPES)),
+                "Input type": json.loads(rng.choice(_TYPES)) if rng.random() < 0.8 else ["float", "float"]}
+        if rng.random() < 0.6:
+            args["Concrete Inputs"] = json.loads(rng.choice(_CONCRETE))
+        doc["traceEvents"].append({"ph": "X", "cat": "cpu_op", "name": rng.choice(_FLOP_OPS), "pid": 1, "tid": 1,
+                                   "ts": step["ts"] + 1 + k, "dur": 1.0, "args": args})
+    return json.dumps(doc).replace("Infinity", "1e999").encode()
+
+
 MUTATIONS = {
     "valid": lambda rng, text: text,
     "truncate": m_truncate, "flip": m_flip, "flip_structural": m_flip_structural, "weird_value": m_weird_value,
@@ -262,9 +316,10 @@ MUTATIONS = {
     "step_name": m_step_name, "deep": m_deep, "duplicate_keys": m_duplicate_keys, "giant_string": m_giant_string,
     "non_utf8": m_non_utf8, "encoding": m_encoding, "wrong_shape": m_wrong_shape,
     "events_of_wrong_type": m_events_of_wrong_type, "overlapping_kernels": m_overlapping_kernels,
-    "bare_array": m_bare_array, "device_props": m_device_props,
+    "bare_array": m_bare_array, "device_props": m_device_props, "padding": m_padding, "long_name": m_long_name,
+    "surrogate_names": m_surrogate_names, "hostile_shapes": m_hostile_shapes,
 }
-CONTAINERS = ("json", "gz", "xz", "gz_truncated", "gz_corrupt", "gz_multi", "gz_bomb", "xz_bomb")
+CONTAINERS = ("json", "gz", "xz", "gz_truncated", "gz_corrupt", "gz_multi", "gz_bomb", "xz_bomb", "gz_header")
 KINDS = tuple(MUTATIONS)
 
 
@@ -317,7 +372,43 @@ def pack(rng: random.Random, container: str, text: bytes) -> tuple[str, bytes]:
         return ".json.gz", bytes(out)
     if container == "gz_multi":
         return ".json.gz", packed + gzip.compress(b"   ", mtime=0)
+    if container == "gz_header":
+        return ".json.gz", gzip_with_header(rng, text)
     return ".json.gz", packed
+
+
+def gzip_member(data: bytes, fname: bytes | None = None, comment: bytes | None = None, extra: bytes | None = None,
+                hcrc: bool = False) -> bytes:
+    """One gzip member with the optional header fields (RFC 1952) set: FEXTRA, FNAME, FCOMMENT, FHCRC."""
+    import struct
+    flags, fields = 0, b""
+    if extra is not None:
+        flags |= 4
+        fields += struct.pack("<H", len(extra)) + extra
+    if fname is not None:
+        flags |= 8
+        fields += fname + b"\0"
+    if comment is not None:
+        flags |= 16
+        fields += comment + b"\0"
+    head = b"\x1f\x8b\x08" + bytes([flags | (2 if hcrc else 0)]) + b"\0\0\0\0\0\xff" + fields
+    if hcrc:
+        head += struct.pack("<H", zlib.crc32(head) & 0xFFFF)
+    co = zlib.compressobj(1, zlib.DEFLATED, -15)
+    return head + co.compress(data) + co.flush() + struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)
+
+
+def gzip_with_header(rng: random.Random, text: bytes) -> bytes:
+    """Members whose FNAME / FCOMMENT / FEXTRA run past a reader's header buffer (igzip's: 512 KiB), in the
+    first member or a later one, with zero padding between members or after the last."""
+    big = rng.choice([600 << 10, 2 << 20, 10 << 20])
+    fields = rng.choice([{"fname": b"n" * big}, {"comment": b"c" * big}, {"fname": b"n" * big, "comment": b"c" * big},
+                         {"extra": b"e" * 65535, "fname": b"n" * big, "hcrc": True}])
+    cut = rng.randrange(len(text))
+    pad = b"\0" * rng.choice([0, 0, 7, 4096])
+    if rng.random() < 0.5:
+        return gzip_member(text, **fields) + pad
+    return gzip_member(text[:cut]) + pad + gzip_member(text[cut:], **fields) + pad
 
 
 def generate(kind: str, seed: int, container: str | None = None) -> tuple[str, bytes]:
@@ -330,7 +421,7 @@ def generate(kind: str, seed: int, container: str | None = None) -> tuple[str, b
     except (ValueError, UnicodeDecodeError):  # a mutation that does not apply to this seed
         body = text
     if container is None:
-        container = rng.choices(CONTAINERS, weights=[70, 10, 5, 5, 4, 4, 1, 1])[0]
+        container = rng.choices(CONTAINERS, weights=[70, 10, 5, 5, 4, 4, 1, 1, 2])[0]
     return pack(rng, container, body)
 
 

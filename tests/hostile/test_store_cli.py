@@ -2,11 +2,12 @@
 and time: one clear line (exit 0 with warnings, or exit 2), never a traceback, a hang or a blown limit."""
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
-from hostile import gen_snapshot
+from hostile import gen_fields, gen_snapshot
 from hostile import gen_store as g
 
 pytestmark = pytest.mark.timeout(600)
@@ -81,6 +82,20 @@ def test_poisoned_cache_through_the_cli(how, tmp_path):
     proc = g.run_cli(["info", str(trace), "--json"], env={"PTPROF_CACHE_DIR": str(cdir)})
     _assert_clean(proc, allowed=(0,))
     assert '"cache_hit": false' in proc.stdout.replace("\n", " ")
+
+
+@pytest.mark.parametrize("how", gen_fields.FINDINGS_POISONS)
+def test_poisoned_findings_cache_is_a_miss(how, tmp_path):
+    """`diff` reads both runs' findings from beside their cache entries: a poisoned file is re-analysed
+    (the same output as the first diff) and written again, never a traceback."""
+    a, b, cdir = gen_fields.poisoned_findings(tmp_path, how, g.run_cli)
+    fresh = g.run_cli(["diff", str(a), str(b), "--json", "--no-cache"])
+    proc = g.run_cli(["diff", str(a), str(b), "--json"], env={"PTPROF_CACHE_DIR": str(cdir)})
+    _assert_clean(proc, allowed=(0,))
+    assert json.loads(proc.stdout) == json.loads(fresh.stdout)
+    from core.analysis.findings_cache import valid_finding
+    for f in cdir.glob("*/findings-*.json"):  # rebuilt: what the rules write again
+        assert all(map(valid_finding, json.loads(f.read_text())))
 
 
 @pytest.mark.parametrize("env", [{"PTPROF_CACHE_MAX_BYTES": "inf"}, {"PTPROF_CACHE_MAX_BYTES": "garbage"},

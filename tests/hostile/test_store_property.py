@@ -126,7 +126,8 @@ def _strategies(work: Path):
                                                                                  st.integers(-(2**40), 2**40))),
         st.tuples(st.just("bytes"), st.sampled_from(entry_files), st.binary(max_size=500)),
         st.tuples(st.just("json"), st.sampled_from(["strings", "shapes", "rank", "counts", "meta", "warnings", "key",
-                                                    "path", "packed"]), json_values),
+                                                    "path", "packed", "counts.kernels", "meta.base_unix_ns",
+                                                    "meta.schema_version", "meta.trace_name"]), json_values),
         st.tuples(st.just("fifo"), st.sampled_from(entry_files), st.none()),
         st.tuples(st.just("symlink"), st.sampled_from(entry_files), st.none()))
     # an entry of each layout: one .npy per column (a big model's) or packed in columns.bin (a small one's)
@@ -276,7 +277,11 @@ def _child(n_cases: int, root: Path) -> dict:
                     continue  # a FIFO by now (an earlier mutation): the harness must not block on it either
                 try:
                     doc = json.loads((entry / "entry.json").read_text())
-                    doc[name] = arg
+                    *parents, leaf = name.split(".")
+                    where = doc
+                    for key in parents:
+                        where = where[key]
+                    where[leaf] = arg
                     (entry / "entry.json").write_text(json.dumps(doc, default=str))
                 except (ValueError, OSError, TypeError):
                     pass
@@ -312,6 +317,10 @@ def _child(n_cases: int, root: Path) -> dict:
                     model.strings[int(col.max())]
             assert len(model.slices.track) == 0 or int(model.slices.track.max()) < n or True
             assert n > 0
+            # and every field read from entry.json is what the parser makes (issue 37)
+            from dataclasses import astuple
+            assert all(type(v) is int and v >= 0 for v in astuple(model.counts)), model.counts
+            assert type(model.meta.base_unix_ns) is int and 0 <= model.meta.base_unix_ns < 2**62
 
     @settings(max_examples=BATCH, **common)
     @given(case=snapshot_strategy)

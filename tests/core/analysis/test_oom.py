@@ -53,3 +53,37 @@ def test_findings_and_the_cli(tmp_path):
     text = subprocess.run([sys.executable, "-m", "core.cli", "analyze", str(root)], cwd=REPO, capture_output=True,
                           text=True, timeout=120)
     assert text.returncode == 0 and "oom" in text.stdout and "Growth:" in text.stdout and "Traceback" not in text.stderr
+
+
+DEVICE = REPO / "tests" / "data" / "bundles"
+
+
+def _analyze(name):
+    proc = subprocess.run([sys.executable, "-m", "core.cli", "analyze", str(DEVICE / name), "--json", "--no-cache"],
+                          cwd=REPO, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)["findings"]
+
+
+def test_device_bundle_growing_batch():
+    """H100, bench/device_oom/a_batch_doubles.py: the batch doubles every step, OOM at step 7 under a
+    3 GiB cap. The cause named is the growing batch at the forward line, not a leak."""
+    found = _analyze("oom_a_batch_doubles")
+    (f,) = [f for f in found if f["rule"] == "oom"]
+    assert "256.00 MiB" in f["title"] and "under the 3.00 GiB cap" in f["title"]
+    assert f["fix"].startswith("Growing batch") and "a_batch_doubles.py:12" in f["fix"]
+    assert not [f for f in found if f["rule"] == "memory_growth" and "a_batch_doubles.py" in f["title"]]
+
+
+def test_device_bundle_kept_loss_graphs():
+    """H100, bench/device_oom/b_losses_kept.py: `losses.append(loss)` keeps each step's graph, OOM at step 15."""
+    found = _analyze("oom_b_losses_kept")
+    (f,) = [f for f in found if f["rule"] == "oom"]
+    assert f["fix"].startswith("Growth") and "b_losses_kept.py:12" in f["fix"]
+    growth = [f for f in found if f["rule"] == "memory_growth" and "b_losses_kept.py:12" in f["title"]]
+    assert growth and "+128.00 MiB per step" in growth[0]["title"]
+
+
+def test_device_bundle_that_survived():
+    found = _analyze("oom_d_near_capacity")
+    assert not [f for f in found if f["rule"] in ("oom",) or (f["rule"] == "memory_growth" and "allocator" in f["title"])]

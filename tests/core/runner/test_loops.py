@@ -111,6 +111,19 @@ def test_missing_module_is_bad_input(tmp_path):
 def test_endless_loop_is_stopped_after_its_window(tmp_path):
     s, run, events = _record(tmp_path, "endless.py", args=(), stop_after_window=True)
     assert run["stop_reason"] == "window_done" and s.stopped_after_window
-    assert s.exit_code == 130 and run["status"] == "stopped"
+    # ended from the step hook (guards.WindowDone), not by SIGINT: exit 0, no stop was requested
+    assert s.exit_code == 0 and run["status"] == "ok" and not s.stopping_requested
     assert len(s.bundle.trace_files()) == 1 and len(_recorded_steps(s, "optimizer")) == 2
     assert [e for e in events if e["type"] == "end"]
+    assert [e for e in events if e.get("code") == "window_done"]
+
+
+def test_stop_after_window_runs_no_ctrl_c_handler_of_the_script(tmp_path):
+    """word_language_model loads a checkpoint and exits 1 on KeyboardInterrupt, Lightning runs its graceful
+    shutdown: ptprof's own BaseException is caught by neither `except KeyboardInterrupt` nor `except
+    Exception`, and `finally` still runs."""
+    s, run, events = _record(tmp_path, "ctrl_c_handler.py", args=(), stop_after_window=True)
+    out = s.bundle.stdout_log.read_text()
+    assert s.exit_code == 0 and run["stop_reason"] == "window_done"
+    assert "user finally ran" in out and "handler ran" not in out
+    assert len(s.bundle.trace_files()) == 1

@@ -217,3 +217,26 @@ def test_frame_line_numbers_that_are_not_int32_read_as_0(line):
     s = from_dict({"segments": [{"address": 0, "total_size": 512, "blocks": [{"size": 512, "state": "active_allocated",
                                                                              "frames": frames}]}]}, "x")
     assert s.stacks.frame_line.tolist() == [0, 7]
+
+
+def test_info_escapes_frame_names_and_allocator_settings(tmp_path):
+    """Issue 37: a snapshot's frame names and PYTORCH_CUDA_ALLOC_CONF reach the terminal with ESC / OSC /
+    bidi characters escaped visibly."""
+    evil = "\x1b]0;owned\x07\x1b[2J\u202e\x9b"
+    with open(shared_trace(NAME), "rb") as fh:
+        data = pickle.load(fh)  # our own test data: plain dicts
+    data["allocator_settings"]["PYTORCH_CUDA_ALLOC_CONF"] = "expandable_segments:True" + evil
+    for trace in data["device_traces"]:
+        for event in trace:
+            for frame in event.get("frames") or ():
+                frame["name"] = evil + frame["name"]
+                frame["filename"] = evil + frame["filename"]
+    path = tmp_path / "evil.snapshot.pickle"
+    path.write_bytes(pickle.dumps(data))
+    r = subprocess.run([sys.executable, "-m", "core.cli", "info", str(path)], cwd=REPO, capture_output=True,
+                       timeout=300, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 0, r.stderr
+    out = r.stdout.decode()
+    assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\\x1b]0;owned\\x07" in out
+    assert "\\u202e" in out and "\x1b" not in out and "\u202e" not in out and "\x9b" not in out
+    assert out.count("\\x1b]0;owned") >= 2, out  # the top allocations' frames too

@@ -31,7 +31,11 @@ def test_only_processes_without_a_ui_share_one_arena():
     callers = sorted(str(p.relative_to(REPO)) for root in ("core", "gui") for p in (REPO / root).rglob("*.py")
                      if re.search(r"\bsingle_arena\(\)", p.read_text(encoding="utf-8"))
                      and p.name != "alloc.py")
-    assert callers == ["core/cli.py", "gui/load_process.py"]
+    # core/ranks/executor.py: the process pool's worker initializer (a rank-mapping process, never the window)
+    assert callers == ["core/cli.py", "core/ranks/executor.py", "gui/load_process.py"]
+    src = (REPO / "core" / "ranks" / "executor.py").read_text(encoding="utf-8")
+    init = src[src.index("def _worker_init("):src.index("\nclass ", src.index("def _worker_init("))]
+    assert "single_arena()" in init and src.count("single_arena()") == 1
     src = (REPO / "gui" / "load_process.py").read_text(encoding="utf-8")
     child = src[src.index("def _child("):src.index("\ndef ", src.index("def _child("))]
     assert "single_arena()" in child  # in the loader child, not in the window's code

@@ -89,7 +89,7 @@ def test_every_switch_takes_inside_the_users_script(tmp_path):
     script = write(tmp_path, "facts.py", FACTS)
     out = tmp_path / "facts.json"
     apply = "pin_memory,num_workers=2,tf32,bf16_autocast,foreach,set_to_none,channels_last,cudnn_benchmark"
-    s = _run(tmp_path, script, ["6", str(out)], apply)
+    s = _run(tmp_path, script, ["16", str(out)], apply)  # a loader with 2 workers: the window starts after 8
     assert s.exit_code == 0, (s.bundle.stderr_log.read_text()[-2000:])
     facts = json.loads(out.read_text())
     assert facts["pin_memory"] is True  # DataLoader(pin_memory=True)
