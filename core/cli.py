@@ -23,6 +23,7 @@ COMMANDS = {
     "record": ("core.commands.record", "run a training script under torch.profiler into a run bundle"),
     "report": ("core.commands.report", "write PNGs, CSVs and a self-contained report.html"),
     "diff": ("core.commands.diff", "compare two runs: step time, breakdown, kernels, ops, findings, memory"),
+    "remote": ("core.commands.remote", "runs on an SSH host: list them, fetch a bundle, attach to a running one"),
     "mcp": ("core.commands.mcp", "serve the analysis to AI assistants over the Model Context Protocol (stdio)"),
 }
 
@@ -38,6 +39,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     importing all five took ~65 ms of every `ptprof info`. Without `argv`, all of them."""
     parser = _Parser(prog="ptprof", description="PyTorch profiler traces: load, diagnose, record, report.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    from core.version import version
+    parser.add_argument("--version", action="version", version=f"ptprof {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     chosen = None if argv is None else next((a for a in argv if not a.startswith("-")), "")
     for name, (module, help_text) in COMMANDS.items():

@@ -15,16 +15,10 @@ MAX_RECENT = 10
 TRACE_FILTER = ("PyTorch profiler traces and CUDA memory snapshots (*.json *.json.gz *.gz *.xz *.pickle *.pkl);;"
                 "PyTorch profiler traces (*.json *.json.gz *.gz *.xz);;"
                 "CUDA memory snapshots (*.pickle *.pkl *.pickle.gz);;All files (*)")
+from gui.settings import settings, string_list  # noqa: F401 - settings: used by tests and older callers
+
 log = logging.getLogger(__name__)
 SAMPLE = Path(__file__).resolve().parents[1] / "resources" / "sample.pt.trace.json.gz"
-
-
-def settings() -> QtCore.QSettings:
-    """App settings; $PTPROF_SETTINGS_DIR puts them in an ini file there (tests, portable installs)."""
-    where = os.environ.get("PTPROF_SETTINGS_DIR")
-    if where:
-        return QtCore.QSettings(str(Path(where) / "ptprof-gui.ini"), QtCore.QSettings.Format.IniFormat)
-    return QtCore.QSettings("ptprof", "ptprof-gui")
 
 
 # The recent list lives in its own small JSON file beside the settings, written off the UI thread
@@ -50,7 +44,7 @@ def recent_files() -> list[str]:
     try:
         value = read_json_file(target, MAX_RECENT_BYTES)
     except FileNotFoundError:
-        value = settings().value("recent", [])  # written by an older version
+        value = string_list("recent")  # written by an older version
     except (OSError, ValueError):
         value = []  # unreadable or not JSON: start a new list
     if isinstance(value, str):

@@ -62,8 +62,10 @@ def _gc_on_the_ui_thread():
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path, monkeypatch):
-    """Every test gets its own columnar cache dir: no test sees another's cache."""
+    """Every test gets its own columnar cache dir and settings file: no test sees another's, and the suite
+    never writes the user's own ~/.config/ptprof (gui/settings.py honours PTPROF_SETTINGS_DIR)."""
     monkeypatch.setenv("PTPROF_CACHE_DIR", str(tmp_path / "ptprof-cache"))
+    monkeypatch.setenv("PTPROF_SETTINGS_DIR", str(tmp_path / "settings"))
 
 
 def _blocking_entry_points():

@@ -17,7 +17,8 @@ def _setup_commands() -> list[str]:
 def test_readme_has_the_run_and_the_test_command():
     run, test = _setup_commands()
     assert run.endswith("&& pip install -e . && python main.py") and "apt-get install -y" in run
-    assert test.endswith('&& pip install -q torch==2.13.0 -e ".[test]" && python -m pytest -q -n 2')
+    assert test.endswith('&& pip install -q torch==2.13.0 -e ".[test,hta]" && python -m pytest -q -n 2')
+    assert "traceinsight" not in run  # the app runs without HTA (an optional extra); the tests need it
     assert run.startswith("$(command -v sudo) apt-get update") and test.startswith("$(command -v sudo) apt-get update")
 
 

@@ -64,14 +64,34 @@ def _unavailable(reason: str) -> HtaReport:
     return HtaReport({n: HtaResult(n, TITLES[n], None, reason) for n in ANALYSES}, reason)
 
 
+# HTA is the optional extra `.[hta]` (pyproject): traceinsight pulls in ~85 packages (jupyterlab, pandas, ...).
+HTA_REQUIREMENTS = ("traceinsight>=0.5", "psutil>=5.9")
+NOT_INSTALLED = ('HTA is not installed: it is the optional extra pip install "ptprof-gui[hta]" '
+                 "(traceinsight, ~85 packages, ~320 MiB)")
+
+
+def hta_installed() -> bool:
+    """`import hta` would find the package (cheap: no import). Caches are invalidated, so a package
+    installed while the app runs is seen."""
+    import importlib
+    import importlib.util
+    importlib.invalidate_caches()
+    try:
+        return importlib.util.find_spec("hta") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def install_command(python: str | None = None) -> list[str]:
+    """The command that installs HTA into `python` (default: this interpreter, the app's)."""
+    import sys
+    return [python or sys.executable, "-m", "pip", "install", "--progress-bar", "off", *HTA_REQUIREMENTS]
+
+
 def check_available(trace_set: TraceSet, max_bytes: int = DEFAULT_MAX_BYTES) -> str | None:
     """Why HTA cannot run on this trace set (None when it can). Cheap: no HTA import."""
-    try:
-        import importlib.util
-        if importlib.util.find_spec("hta") is None:
-            return "HTA is not installed (pip install traceinsight)"
-    except (ImportError, ValueError) as exc:
-        return f"HTA is not importable: {exc}"
+    if not hta_installed():
+        return NOT_INSTALLED
     models = trace_set.models
     if not models:
         return "no trace loaded"

@@ -165,6 +165,18 @@ def _table(name: str, parts: list[tuple]) -> ExportTable:
 KIND_LABELS = {Kind.KERNEL: "kernel", Kind.MEMCPY: "memcpy", Kind.MEMSET: "memset"}
 
 
+def select_rows(table: ExportTable, column: str, keys_by_rank: dict[int, set]) -> ExportTable:
+    """The rows of `table` whose `column` value is in keys_by_rank[its rank] (ranks not named: none): the
+    rows a filtered table in the window shows, in the table's own order."""
+    ranks = table.data[table.columns.index("rank")]
+    values = table.data[table.columns.index(column)]
+    keep = [i for i, (rank, value) in enumerate(zip(ranks, values))
+            if (value.item() if isinstance(value, np.generic) else value) in keys_by_rank.get(int(rank), ())]
+    idx = np.asarray(keep, np.int64)
+    data = tuple(col[idx] if isinstance(col, np.ndarray) else [col[i] for i in keep] for col in table.data)
+    return ExportTable(table.name, table.columns, data)
+
+
 def kind_labels(kinds: np.ndarray) -> list[str]:
     return [KIND_LABELS.get(Kind(int(k)), "other") for k in kinds]
 

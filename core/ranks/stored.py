@@ -47,7 +47,7 @@ def load(task: MapTask) -> RankSummary | None:
     except (OSError, ValueError, Exception):  # noqa: BLE001 - absent or unreadable: a miss
         return None
     try:
-        doc = json.loads(raw)
+        doc = _decode(raw)
         if not isinstance(doc, dict) or doc.get("digest") != _digest(task):
             return None
         s = RankSummary.from_json(doc["summary"])
@@ -63,6 +63,18 @@ def load(task: MapTask) -> RankSummary | None:
     return s
 
 
+def _decode(raw: bytes):
+    """JSON -> plain Python objects (msgspec is ~3x json's speed: a 1,024-rank reduce reads ~70 MB)."""
+    try:
+        import msgspec
+    except ImportError:  # pragma: no cover - a dependency
+        return json.loads(raw)
+    try:
+        return msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise ValueError(str(exc)) from None
+
+
 def store(task: MapTask, summary: RankSummary, found=None) -> bool:
     """Write the summary into the bundle (temp file + rename); False when it is not a bundle or cannot."""
     p = path_of(task)
@@ -75,6 +87,9 @@ def store(task: MapTask, summary: RankSummary, found=None) -> bool:
         try:
             with os.fdopen(fd, "w") as fh:
                 fh.write(text)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o644 & ~umask)  # mkstemp's 0600 would hide it from the cluster's other users
             os.replace(tmp, p)
         except BaseException:
             try:

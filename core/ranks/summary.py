@@ -123,10 +123,24 @@ def finding_from_json(d: dict) -> Finding:
     return Finding(
         rule=str(d["rule"]), severity=Severity(int(d["severity"])), title=str(d["title"]), count=int(d["count"]),
         impact_ns=int(d["impact_ns"]), impact_pct=float(d["impact_pct"]),
-        time_ranges=tuple((int(a), int(b)) for a, b in d["time_ranges"]), evidence=tuple(d["evidence"]),
+        time_ranges=_ranges(d["time_ranges"]), evidence=tuple(d["evidence"]),
         source=None if src is None else Source(str(src["file"]), int(src["line"]), str(src["function"]),
                                                 str(src.get("library", ""))),
         fix=str(d["fix"]), model_index=int(d.get("model_index", 0)),
         evidence_rows=tuple(int(r) for r in d.get("evidence_rows", ())), hint=bool(d.get("hint", False)),
         saving_ns=None if d.get("saving_ns") is None else int(d["saving_ns"]),
-        saving_pct=None if d.get("saving_pct") is None else float(d["saving_pct"]), estimate=str(d.get("estimate", "")))
+        saving_pct=None if d.get("saving_pct") is None else float(d["saving_pct"]), estimate=str(d.get("estimate", "")),
+        **_by_fix(d.get("savings_by_fix")))
+
+
+def _by_fix(v) -> dict:
+    """Finding.savings_by_fix (to_json writes it as {fix: ns}) where this Finding has the field."""
+    if not v or "savings_by_fix" not in Finding.__dataclass_fields__:
+        return {}
+    return {"savings_by_fix": tuple((str(k), int(x)) for k, x in dict(v).items())}
+
+
+def _ranges(v) -> tuple:
+    """[[t0, t1], ...] -> ((t0, t1), ...) of ints (numpy: a finding may carry thousands)."""
+    a = np.asarray(v, dtype=np.int64).reshape(-1, 2) if len(v) else np.zeros((0, 2), np.int64)
+    return tuple(map(tuple, a.tolist()))

@@ -72,6 +72,7 @@ _on_sigterm, _user_frames = _guards.on_sigterm, _guards.user_frames
 _stepsource, _syncsite, _target = _load_sibling("stepsource"), _load_sibling("syncsite"), _load_sibling("target")
 _devinfo, _observe = _load_sibling("devinfo"), _load_sibling("observe")
 _memhist = _load_sibling("memhist")  # allocator history, the snapshot at an OOM (issue 32)
+_compat = _load_sibling("compat")  # what this Python / torch can do (older torch: features off, said once)
 
 
 class ChildRunner:
@@ -100,12 +101,13 @@ class ChildRunner:
         self._autocast_seen: set[str] = set()
         self.loaders = _observe.LoaderWatch()
         self.sources = _stepsource.StepSources(torch, self._on_switch, self._on_step, self._on_forward_pre,
-                                               self._guarded)
+                                               self._guarded, compat=_compat)
         self.sites = _syncsite.SiteFinder(os.path.dirname(torch.__file__), str(_HERE))
         self.sync_sites: dict[tuple, dict] = {}
         self._sync_meta_n = 0
         self.memhist = _memhist.MemoryHistory(torch, self.bundle, self.rank, self.ev.emit, opts.memory_history,
                                               opts.max_entries, (os.path.dirname(torch.__file__), str(_HERE)))
+        self.features = _compat.features_or_why(torch)  # {feature: {on, why}} -> start event, notices
 
     @property
     def source(self) -> str:
@@ -118,17 +120,13 @@ class ChildRunner:
         if self.torch.cuda.is_available():
             acts.append(tp.ProfilerActivity.CUDA)
         extra = {}
-        config = getattr(tp, "_ExperimentalConfig", None)
         options = {"verbose": True} if self.o.with_stack else {}
         if len(acts) > 1:  # CUPTI's sync records: cross-stream waits (cudaStreamWaitEvent) for the critical path
             options["enable_cuda_sync_events"] = True
-        while options and config is not None:
-            try:
-                extra["experimental_config"] = config(**options)
-                break
-            except TypeError:  # an older torch without the option
-                if options.pop("enable_cuda_sync_events", None) is None:
-                    break
+        if options:  # an option this torch does not take is left out (compat.features said it at the start)
+            config, _ = _compat.experimental_config(tp, options)
+            if config is not None:
+                extra["experimental_config"] = config
         prof = tp.profile(activities=acts, schedule=tp.schedule(wait=wait, warmup=warmup, active=active,
                                                                  repeat=repeat),
                           on_trace_ready=self._on_trace_ready, record_shapes=not self.o.no_shapes,
@@ -166,10 +164,9 @@ class ChildRunner:
             self.step_aside(f"torch {self.torch.__version__} has no global optimizer hook (needs torch >= 2.0): "
                             "the script runs without the profiler")
             return
-        _observe.patch_autocast(self.torch, self._autocast_seen)
-        self._patch_profiler_start()
-        self.loaders.install(self.torch)
-        self._install_sync_debug()
+        _compat.each_or_notice(self.ev.emit, own_profiler_check=self._patch_profiler_start,  # failing: feature off
+                               autocast_flags=lambda: _observe.patch_autocast(self.torch, self._autocast_seen),
+                               loader_watch=lambda: self.loaders.install(self.torch), sync_debug=self._install_sync_debug)
 
     def _guarded(self, hook):
         """Our hooks run inside the user's training step: a profiler failure must never break it."""
@@ -365,9 +362,10 @@ class ChildRunner:
         self.ev.emit("start", pid=os.getpid(), python=sys.executable, torch_version=torch.__version__,
                      cuda=torch.cuda.is_available(), devices=torch.cuda.device_count(), world_size=self.world,
                      argv=[target.label, *args], cwd=os.getcwd(), module=target.name if target.module else None,
-                     device_properties=_devinfo.device_properties(torch), cpus=_observe.cpus(),
+                     device_properties=_devinfo.device_properties(torch), cpus=_observe.cpus(), features=self.features,
                      teardown_cupti=os.environ.get("TEARDOWN_CUPTI") == "1",
                      schedule={k: getattr(self.o, k) for k in ("wait", "warmup", "active", "repeat")})
+        _compat.announce(self.ev.emit, self.features)
         try:
             target.check()
         except _target.BadTarget as exc:  # bad input: Python's own few lines (file, line, caret), no runner frames
@@ -481,6 +479,8 @@ def main(argv: list[str] | None = None) -> int:
         if _Orphan.stopped and rank == 0:
             _guards.mark_orphaned(Path(opts.bundle), code)
         return code
+    if _compat.refuse_if_too_old(torch, early.emit):  # one line before anything starts (older Python: start.py)
+        return 2
     sys.stdout = _LogFallback(sys.stdout, Path(opts.bundle) / "stdout.log")
     sys.stderr = _LogFallback(sys.stderr, Path(opts.bundle) / "stderr.log")
     capture = capture_mod.CompileCapture.install(torch)

@@ -3,26 +3,33 @@
     report = check("/path/to/venv/bin/python", compile_test=False)
     report.ok, report.messages   # [("error" | "warning" | "info", "one line"), ...]
 
-The probe below runs in the user's interpreter: stdlib + torch only, prints one JSON object.
+The probe below runs in the user's interpreter: stdlib + torch only, prints one JSON object. It compiles on
+any Python from 2.7 on (an old interpreter is told as such, not "not a working Python"); on 3.9+ it loads
+core/runner/compat.py by path and asks which ptprof features this Python + torch supports.
 """
 from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 from dataclasses import dataclass, field
 
 from core.runner.config import resolve_python
 
+COMPAT = Path(__file__).resolve().with_name("compat.py")
+
 PROBE = r'''
 import ctypes, json, os, platform, sys
 out = {"python": sys.executable, "python_version": platform.python_version(), "machine": platform.machine()}
+MIN_PYTHON = (3, 9)
+out["python_too_old"] = tuple(sys.version_info[:2]) < MIN_PYTHON
 flags = set()
 try:
     with open("/proc/cpuinfo") as fh:
         for line in fh:
             if line.startswith("flags"):
                 flags = set(line.split(":", 1)[1].split()); break
-except OSError:
+except (OSError, IOError):
     pass
 out["cpu_isa"] = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_tile", "fma") if f in flags]
 import re
@@ -38,18 +45,18 @@ except Exception:
         with open("/proc/driver/nvidia/version") as fh:
             m = re.search(r"\s(\d{3,}\.\d+(?:\.\d+)?)\s", fh.readline())
             out["driver_version"] = m.group(1) if m else None
-    except OSError:
+    except (OSError, IOError):
         pass
 try:
     v = ctypes.c_int()
     ctypes.CDLL("libcuda.so.1").cuDriverGetVersion(ctypes.byref(v))
-    out["driver_cuda"] = f"{v.value // 1000}.{v.value % 1000 // 10}"
+    out["driver_cuda"] = "%d.%d" % (v.value // 1000, v.value % 1000 // 10)
 except Exception:
     out["driver_cuda"] = None
 try:
     import torch
 except Exception as exc:
-    out["torch_error"] = f"{type(exc).__name__}: {exc}"
+    out["torch_error"] = "%s: %s" % (type(exc).__name__, exc)
     print(json.dumps(out)); sys.exit(0)
 out["torch_version"] = torch.__version__
 out["cuda_runtime"] = torch.version.cuda
@@ -64,8 +71,18 @@ if out["cuda_available"]:
     for i in range(torch.cuda.device_count()):
         p = torch.cuda.get_device_properties(i)
         devs.append({"index": i, "name": p.name, "total_mb": round(p.total_memory / 2**20),
-                     "capability": f"{p.major}.{p.minor}", "sms": p.multi_processor_count})
+                     "capability": "%d.%d" % (p.major, p.minor), "sms": p.multi_processor_count})
 out["devices"] = devs
+if not out["python_too_old"] and len(sys.argv) > 1:
+    try:
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("_ptprof_compat", sys.argv[1])
+        compat = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(compat)
+        out["torch_too_old"] = compat.too_old(torch)
+        out["features"] = compat.features(torch, out["cuda_available"])
+    except Exception as exc:
+        out["features_error"] = "%s: %s" % (type(exc).__name__, exc)
 if os.environ.get("PTPROF_DOCTOR_COMPILE") == "1":
     import time
     t0 = time.perf_counter()
@@ -75,7 +92,7 @@ if os.environ.get("PTPROF_DOCTOR_COMPILE") == "1":
         f(torch.randn(64, device=dev))
         out["compile"] = {"ok": True, "seconds": round(time.perf_counter() - t0, 2)}
     except Exception as exc:
-        out["compile"] = {"ok": False, "error": f"{type(exc).__name__}: {str(exc).splitlines()[0][:300]}"}
+        out["compile"] = {"ok": False, "error": "%s: %s" % (type(exc).__name__, str(exc).splitlines()[0][:300])}
 print(json.dumps(out))
 '''
 
@@ -100,7 +117,7 @@ def check(python: str, compile_test: bool = False, timeout_s: float = 60.0) -> D
         import os
         env = {**os.environ, "PTPROF_DOCTOR_COMPILE": "1"}
     try:
-        r = subprocess.run([exe, "-c", PROBE], capture_output=True, text=True, timeout=timeout_s + (120 if compile_test else 0),
+        r = subprocess.run([exe, "-c", PROBE, str(COMPAT)], capture_output=True, text=True, timeout=timeout_s + (120 if compile_test else 0),
                            env=env, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return DoctorReport(exe, False, {}, (("error", f"{exe} did not answer within {timeout_s:.0f} s"),))
@@ -111,12 +128,17 @@ def check(python: str, compile_test: bool = False, timeout_s: float = 60.0) -> D
     except (ValueError, IndexError):
         tail = (r.stderr.strip().splitlines() or ["no output"])[-1]
         return DoctorReport(exe, False, {}, (("error", f"{exe} is not a working Python: {tail}"),))
-    return DoctorReport(exe, "torch_version" in facts, facts, tuple(messages(facts)))
+    ok = "torch_version" in facts and not facts.get("python_too_old") and not facts.get("torch_too_old")
+    return DoctorReport(exe, ok, facts, tuple(messages(facts)))
 
 
 def messages(f: dict) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     py = f.get("python", "?")
+    if f.get("python_too_old"):
+        out.append(("error", f"Python {f.get('python_version')} at {py} is too old for ptprof's runner: it needs "
+                              "Python 3.9 or newer with torch 2.1+"))
+        return out
     if "torch_error" in f:
         out.append(("error", f"torch not installed in {py} ({f['torch_error']})"))
         return out
@@ -138,4 +160,23 @@ def messages(f: dict) -> list[tuple[str, str]]:
     if c is not None:
         out.append(("info", f"torch.compile works ({c['seconds']} s)") if c.get("ok")
                    else ("warning", f"torch.compile failed: {c.get('error')}"))
+    out += feature_messages(f)
+    return out
+
+
+def feature_messages(f: dict) -> list[tuple[str, str]]:
+    """What ptprof can do with this Python + torch (core/runner/compat.py features): one line of what works,
+    one warning per feature this torch lacks (and why), an error when the torch is too old to run at all."""
+    if f.get("torch_too_old"):
+        return [("error", f["torch_too_old"])]
+    feats = f.get("features")
+    if not isinstance(feats, dict):
+        return [("warning", f"could not ask which ptprof features work here ({f['features_error']})")] \
+            if f.get("features_error") else []
+    on = [n.replace("_", " ") for n, v in feats.items() if v.get("on") is True]
+    na = [n.replace("_", " ") for n, v in feats.items() if v.get("on") is None]
+    out = [("info", "ptprof features: " + (", ".join(on) or "none")
+            + (f" (CUDA only, not used here: {', '.join(na)})" if na else ""))]
+    out += [("warning", f"{n.replace('_', ' ')} off - {v.get('why')}")
+            for n, v in feats.items() if v.get("on") is False]
     return out

@@ -5,7 +5,8 @@ The child (core/runner/child.py, in the user's interpreter) appends; the GUI con
 
     {"type": "launch", "pid"}                                  (child.py runs: before torch is imported)
     {"type": "start", "pid", "python", "torch_version", "cuda", "devices", "world_size", "argv", "cwd",
-     "module", "device_properties": [{id, name, totalGlobalMem, numSms, ...}], "schedule"}
+     "module", "device_properties": [{id, name, totalGlobalMem, numSms, ...}], "schedule",
+     "features": {name: {"on": true | false | null, "why"}}}    (runner/compat.py: what this torch supports)
     {"type": "step", "step", "dur_ns", "source": "optimizer" | "backward" | "forward",
      "phase": "start" | "wait" | "warmup" | "active" | "done", "hook_ns"}
         dur_ns = the script's own time since the previous step hook returned; phase = the profiler

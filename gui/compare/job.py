@@ -14,10 +14,12 @@ from gui.workers import LoadJob
 def _compare_gen(ts_a, ts_b):
     """Rules on both runs, then the diff (a generator for a superqt worker: yields Progress)."""
     from core.analysis import diff
+    from core.ranks.inset import iter_analyze_set
     from core.rules import iter_analyze
     found = []
     for label, ts in (("A", ts_a), ("B", ts_b)):
-        gen = iter_analyze(ts)
+        # several ranks: rank by rank, then across ranks (core/ranks), as `ptprof diff` and `analyze` do
+        gen = iter_analyze_set(ts) if len(ts.models) > 1 else iter_analyze(ts)
         while True:
             try:
                 fraction, rule_id = next(gen)

@@ -1,7 +1,10 @@
-"""HTA tab: Holistic Trace Analysis tables and simple plots, run in a worker the first time the tab is shown.
+"""HTA tab: Holistic Trace Analysis tables and simple plots, run in a worker when the user presses Run HTA.
 
-HTA (traceinsight) is imported lazily inside core.analysis.hta.run_hta; when it cannot run (CPU-only
-trace, no ProfilerStep, trace too large, HTA error) the tab says why instead of failing.
+Opening the tab does not start HTA (its pandas parse takes seconds to minutes on a big trace): the Run
+button does, with a progress bar and Cancel. HTA (traceinsight) is the optional extra `.[hta]`, imported
+lazily inside core.analysis.hta.run_hta; when it is not installed the tab says so and its Install button
+pip-installs it into the app's interpreter (gui/hta/install.py, progress and Cancel). When it cannot run
+(CPU-only trace, no ProfilerStep, trace too large, HTA error) the tab says why instead of failing.
 """
 from __future__ import annotations
 
@@ -14,8 +17,10 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from superqt.utils import create_worker
 
 from core.trace.model import Kind
-from core.analysis.hta import ANALYSES, TITLES, HtaReport, check_available, launch_summary, run_hta
+from core.analysis.hta import (ANALYSES, NOT_INSTALLED, TITLES, HtaReport, check_available, launch_summary,
+                                run_hta)
 from gui.hta.frame_model import DataFrameModel
+from gui.hta.install import HtaInstaller
 from gui.theme import Theme, category_color, load_theme, style_plot
 
 log = logging.getLogger(__name__)
@@ -24,8 +29,10 @@ log = logging.getLogger(__name__)
 class HtaTab(QtWidgets.QWidget):
     sig_report_ready = QtCore.Signal(object)
     """The HtaReport, once HTA has returned (or said why it cannot run)."""
+    _sig_progress = QtCore.Signal(int, float, str)  # token, fraction, what: from the worker thread (queued)
 
-    def __init__(self, parent=None, auto_run: bool = True, theme: Theme | None = None) -> None:
+    def __init__(self, parent=None, auto_run: bool = False, theme: Theme | None = None,
+                 install_command: list[str] | None = None) -> None:
         super().__init__(parent)
         self.theme = theme or load_theme()
         self._trace_set = None
@@ -42,6 +49,14 @@ class HtaTab(QtWidgets.QWidget):
         self.cancel_button = QtWidgets.QPushButton("Cancel")
         self.cancel_button.setVisible(False)
         self.cancel_button.setToolTip("Stop waiting for HTA (its parse cannot be interrupted; the result is dropped)")
+        self.progress = QtWidgets.QProgressBar()
+        self.progress.setRange(0, 100)
+        self.progress.setMaximumWidth(220)
+        self.progress.setVisible(False)
+        self.install_button = QtWidgets.QPushButton("Install HTA")
+        self.install_button.setToolTip("pip install traceinsight psutil into the interpreter running this app")
+        self.install_button.setVisible(False)
+        self.installer = HtaInstaller(self, install_command)
         self.list = QtWidgets.QListWidget()
         self.list.setMinimumHeight(48)
         for name in ANALYSES:
@@ -76,6 +91,8 @@ class HtaTab(QtWidgets.QWidget):
         body.setStretchFactor(1, 1)
         top = QtWidgets.QHBoxLayout()
         top.addWidget(self.status, 1)
+        top.addWidget(self.progress)
+        top.addWidget(self.install_button)
         top.addWidget(self.run_button)
         top.addWidget(self.cancel_button)
         lay = QtWidgets.QVBoxLayout(self)
@@ -86,11 +103,15 @@ class HtaTab(QtWidgets.QWidget):
 
         self.run_button.clicked.connect(self.run)
         self.cancel_button.clicked.connect(self.cancel)
+        self.install_button.clicked.connect(self.install)
+        self.installer.sig_line.connect(self._on_install_line)
+        self.installer.sig_done.connect(self._on_install_done)
+        self._sig_progress.connect(self._on_progress)
         self.list.currentRowChanged.connect(self._on_list_row_changed)
 
     # --- public API -----------------------------------------------------------------------
     def set_trace_set(self, trace_set) -> None:
-        """Remember the trace; HTA runs when the tab is (or becomes) visible, or on Run."""
+        """Remember the trace; HTA runs on Run (or when shown, with auto_run)."""
         self._token += 1
         self._worker = None
         self._trace_set = trace_set
@@ -102,10 +123,12 @@ class HtaTab(QtWidgets.QWidget):
             return
         why = check_available(trace_set)
         self.run_button.setEnabled(why is None)
+        self.install_button.setVisible(why == NOT_INSTALLED)
         if why:
             self._apply(HtaReport({}, why))
             return
-        self.status.setText("HTA has not run yet on this trace (it parses the file again: seconds to minutes).")
+        self.status.setText("HTA has not run on this trace: press Run HTA (it parses the file again: seconds to "
+                            "minutes on a big trace).")
         self._pending = True
         if self._auto_run and self.isVisible():
             self.run()
@@ -119,25 +142,69 @@ class HtaTab(QtWidgets.QWidget):
         self.status.setText("Running HTA…")
         self.run_button.setEnabled(False)
         self.cancel_button.setVisible(True)
-        self._worker = create_worker(run_hta, self._trace_set, _start_thread=False,
+        self.progress.setValue(0)
+        self.progress.setVisible(True)
+
+        def progress(fraction: float, what: str, t=token) -> None:  # worker thread: a queued signal
+            self._sig_progress.emit(t, fraction, what)
+
+        self._worker = create_worker(run_hta, self._trace_set, progress=progress, _start_thread=False,
                                      _connect={"returned": lambda r, t=token: self._on_worker_returned(t, r),
                                                "errored": lambda e, t=token: self._on_worker_errored(t, e)})
         self._worker.start()
 
     def cancel(self) -> None:
-        """Drop the running HTA job's result (HTA itself cannot be interrupted; its thread finishes alone)."""
+        """Stop the install, or drop the running HTA job's result (HTA itself cannot be interrupted; its
+        thread finishes alone)."""
+        if self.installer.running():
+            self.installer.cancel()
+            return
         if self._worker is None:
             return
         self._token += 1
         self._worker = None
         self.cancel_button.setVisible(False)
+        self.progress.setVisible(False)
         self.run_button.setEnabled(True)
         self.status.setText("HTA cancelled.")
+
+    def install(self) -> None:
+        """pip-install HTA into the app's interpreter (a QProcess: the UI stays live; Cancel kills it)."""
+        if self.installer.running():
+            return
+        self.install_button.setEnabled(False)
+        self.cancel_button.setVisible(True)
+        self.progress.setRange(0, 0)  # pip does not say how many packages are left: busy
+        self.progress.setVisible(True)
+        self.status.setText("Installing HTA (traceinsight) with pip…")
+        self.installer.start()
 
     def report(self) -> HtaReport | None:
         return self._report
 
     # --- slots ------------------------------------------------------------------------------
+    def _on_progress(self, token: int, fraction: float, what: str) -> None:
+        if token != self._token or not shiboken6.isValid(self.progress):
+            return
+        self.progress.setValue(int(round(100 * max(0.0, min(1.0, fraction)))))
+        self.status.setText(f"Running HTA… {what}")
+
+    def _on_install_line(self, line: str, collected: int) -> None:
+        if shiboken6.isValid(self.status):
+            self.status.setText(f"Installing HTA: {collected} packages collected · {line}")
+
+    def _on_install_done(self, ok: bool, message: str) -> None:
+        if not shiboken6.isValid(self.status):
+            return
+        self.install_button.setEnabled(True)
+        self.cancel_button.setVisible(False)
+        self.progress.setRange(0, 100)
+        self.progress.setVisible(False)
+        if ok:
+            self.set_trace_set(self._trace_set)  # re-checks: HTA is found now, Run is enabled
+        if not ok or self._trace_set is None:
+            self.status.setText(message)
+
     def showEvent(self, event) -> None:  # noqa: N802 (Qt API)
         super().showEvent(event)
         if self._pending and self._auto_run:
@@ -149,6 +216,7 @@ class HtaTab(QtWidgets.QWidget):
         self._worker = None
         self.run_button.setEnabled(True)
         self.cancel_button.setVisible(False)
+        self.progress.setVisible(False)
         self._apply(report)
 
     def _on_worker_errored(self, token: int, exc: BaseException) -> None:
@@ -157,11 +225,15 @@ class HtaTab(QtWidgets.QWidget):
         self._worker = None
         self.run_button.setEnabled(True)
         self.cancel_button.setVisible(False)
+        self.progress.setVisible(False)
         self._apply(HtaReport({}, f"HTA failed: {type(exc).__name__}: {exc}"))
 
     def _apply(self, report: HtaReport) -> None:
         self._report = report
-        if report.unavailable:
+        if report.unavailable == NOT_INSTALLED:
+            self.status.setText("HTA is not installed: press Install HTA (pip, into this app's Python).")
+            self.reason.setText(report.unavailable)
+        elif report.unavailable:
             self.status.setText("HTA unavailable.")
             self.reason.setText(f"HTA cannot run on this trace: {report.unavailable}")
         else:

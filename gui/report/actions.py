@@ -159,14 +159,15 @@ class ReportActions(QtCore.QObject):
         if folder:
             self.run_tables(ctx, folder)
 
-    def export_table_csv(self, name: str) -> None:
-        """One table (kernels | ops | steps | findings | nvml) - for the tables' context menus."""
+    def export_table_csv(self, name: str, shown=None) -> None:
+        """One table (kernels | ops | steps | findings | nvml) - for the tables' context menus. `shown`:
+        (CSV column, {rank: keys}) of the rows a filtered table shows; only those are written."""
         ctx = self._ctx_or_warn()
         if ctx is None:
             return
         path = self._ask_file(f"{name}.csv", "CSV (*.csv)")
         if path:
-            self.run_tables(ctx, Path(path).parent, only=name, path=Path(path))
+            self.run_tables(ctx, Path(path).parent, only=name, path=Path(path), shown=shown)
 
     def export_report(self) -> None:
         ctx = self._ctx_or_warn()
@@ -210,7 +211,8 @@ class ReportActions(QtCore.QObject):
             return save_png(self._renderer.render(fig), path)
         self._start(job, "Exporting PNG")
 
-    def run_tables(self, ctx: ExportContext, folder: Path, only: str | None = None, path: Path | None = None) -> None:
+    def run_tables(self, ctx: ExportContext, folder: Path, only: str | None = None, path: Path | None = None,
+                   shown: tuple[str, dict] | None = None) -> None:
         def job() -> Generator[ExportProgress, None, Path]:
             builders = {"kernels": lambda: tables.kernels(ctx.trace_set), "ops": lambda: tables.ops(ctx.trace_set),
                         "steps": lambda: tables.steps_table(ctx.trace_set),
@@ -226,6 +228,8 @@ class ReportActions(QtCore.QObject):
             for i, name in enumerate(names):
                 yield ExportProgress("tables", i / len(names), f"{name}.csv")
                 table = builders[name]()
+                if table is not None and shown is not None:
+                    table = tables.select_rows(table, *shown)
                 if table is not None:
                     write_table(table, path or folder / f"{name}.csv")
             return path or folder

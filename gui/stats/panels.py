@@ -70,6 +70,7 @@ class StatsPanel(QtWidgets.QWidget):
         self.table.setModel(self.proxy)
         self.filter = QtWidgets.QLineEdit(placeholderText=self.filter_hint, clearButtonEnabled=True)
         self.filter.textChanged.connect(self.proxy.setFilterFixedString)
+        self.filter.textChanged.connect(lambda _t: self._show_row_count())
         self.next_btn = QtWidgets.QPushButton("Next occurrence")
         self.next_btn.setEnabled(False)
         self.next_btn.clicked.connect(self.goto_next)
@@ -156,10 +157,36 @@ class StatsPanel(QtWidgets.QWidget):
             self.table.setColumnHidden(i, col.title in self.hide_if_zero and not np.any(col.values))
         if self.table_model.columnCount():
             self._fit_name_column(1 if len(parts) > 1 else 0)
-        ranks = f" · {len(parts)} ranks" if len(parts) > 1 else ""
-        self.info.setText(f"{self.table_model.rowCount():,} rows{ranks}")
+        self._show_row_count()
         self.ready = True
         self.sig_table_ready.emit()
+
+    def _show_row_count(self) -> None:
+        """'61 rows', or '7 of 61 rows' while the filter hides some (the label follows the filter)."""
+        if not self.parts:
+            return
+        total, shown = self.table_model.rowCount(), self.proxy.rowCount()
+        ranks = f" · {len(self.parts)} ranks" if len(self.parts) > 1 else ""
+        self.info.setText(f"{shown:,} of {total:,} rows{ranks}" if shown != total else f"{total:,} rows{ranks}")
+
+    csv_key_column = "name"  # the column of the exported CSV (core.export.tables) that row_key() matches
+
+    def row_key(self, part: "Part", row: int):
+        """What identifies `row` of `part` in the exported CSV's csv_key_column."""
+        raise NotImplementedError
+
+    def shown_keys(self) -> dict[int, set] | None:
+        """None while no filter is set; else, per rank, the csv_key_column values of the rows the filter
+        shows: 'Export table as CSV…' writes those rows only, as the table shows them."""
+        if not self.filter.text() or not self.parts:
+            return None
+        starts = np.array([p.start for p in self.parts], np.int64)
+        keys: dict[int, set] = {p.model.rank: set() for p in self.parts}
+        for r in range(self.proxy.rowCount()):
+            src = self.proxy.mapToSource(self.proxy.index(r, 0)).row()
+            part = self.parts[int(np.searchsorted(starts, src, side="right")) - 1]
+            keys[part.model.rank].add(self.row_key(part, src - part.start))
+        return keys
 
     def _fit_name_column(self, col: int) -> None:
         """The name column: 160-420 px, wider up to its contents when the other columns leave room (a
@@ -290,6 +317,9 @@ class KernelsPanel(StatsPanel):
             Column("Occupancy", kt.occupancy_pct.astype(float), _pct),
         ]
 
+    def row_key(self, part: Part, row: int) -> str:
+        return part.model.strings[int(part.state["names"][row])]
+
     def occurrences_of(self, part: Part, row: int) -> np.ndarray:
         sid = int(part.state["names"][row])
         s = part.model.slices
@@ -332,6 +362,9 @@ class OpsPanel(StatsPanel):
             shapes = np.array(m.strings.lookup(ot.input_dims), dtype=object)
             cols.insert(1, Column("Input shapes", shapes, str, tooltip=lambda r: shapes[r], align_right=False))
         return cols
+
+    def row_key(self, part: Part, row: int) -> str:
+        return part.model.strings[int(part.state["ot"].name[row])]  # ops.csv groups by name
 
     def occurrences_of(self, part: Part, row: int) -> np.ndarray:
         s = part.model.slices
@@ -386,6 +419,11 @@ class StepsPanel(StatsPanel):
             Column("MFU", mfu, _pct),
         ]
         return cols
+
+    csv_key_column = "step"
+
+    def row_key(self, part: Part, row: int) -> int:
+        return int(part.state["st"].number[row])
 
     def columns_shown(self, parts: list[Part]) -> None:
         self.metrics_label.setText("\n".join(p.state.get("metrics", "") for p in parts))

@@ -62,6 +62,23 @@ def test_checks_not_run_are_visible(qtbot):
     assert "memory_growth" in panel.not_run.text() and "with_stack" in panel.not_run.text()
 
 
+def test_checks_not_run_do_not_stay_from_another_tab(qtbot, issues_ts):
+    """A tab switch hands the panel another trace's finished analysis (gui/integrations.py): the label of
+    the previous one's checks-not-run must go when the new one ran every check."""
+    from gui.issues import IssuesPanel
+    cpu = load(shared_trace("cpu_train.pt.trace.json.gz"), use_cache=False)
+    cpu_analysis, gpu_analysis = analyze(cpu), analyze(issues_ts)
+    assert cpu_analysis.not_run and not gpu_analysis.not_run
+    panel = IssuesPanel()
+    qtbot.addWidget(panel)
+    panel.set_analysis(cpu, cpu_analysis)
+    assert not panel.not_run.isHidden() and panel.not_run.text()
+    panel.set_analysis(issues_ts, gpu_analysis)
+    assert panel.not_run.isHidden() and panel.not_run.text() == ""
+    panel.set_analysis(cpu, cpu_analysis)
+    assert not panel.not_run.isHidden()
+
+
 def test_new_trace_cancels_previous_run(qtbot, issues_ts):
     from gui.issues import IssuesPanel
     cpu = load(shared_trace("cpu_train.pt.trace.json.gz"), use_cache=False)

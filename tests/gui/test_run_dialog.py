@@ -23,7 +23,10 @@ def test_defaults_and_config(qtbot, tmp_path):
     d = RunDialog(script=str(script))
     qtbot.addWidget(d)
     assert d.python.currentText() == sys.executable
-    assert (d.wait.value(), d.warmup.value(), d.active.value(), d.repeat.value()) == (1, 1, 3, 1)
+    from core.runner.config import Schedule
+    default = Schedule()
+    assert (d.wait.value(), d.warmup.value(), d.active.value(), d.repeat.value()) == \
+        (default.wait, default.warmup, default.active, default.repeat)  # the dialog opens on the CLI's schedule
     d.args.setText("--lr 0.1 --name 'a b'")
     d.env.setPlainText("CUDA_VISIBLE_DEVICES=0\n\nFOO=bar=baz")
     d.with_stack.setChecked(True)

@@ -34,8 +34,10 @@ def _key(a):
 
 def _same(old, new) -> None:
     assert _key(new) == _key(old)
-    assert [(f.time_ranges, f.model_index, f.count, f.impact_ns) for f in new.findings] == \
-        [(f.time_ranges, f.model_index, f.count, f.impact_ns) for f in old.findings]
+    assert [(f.time_ranges, f.model_index, f.count, f.impact_ns, getattr(f, "savings_by_fix", None))
+            for f in new.findings] == \
+        [(f.time_ranges, f.model_index, f.count, f.impact_ns, getattr(f, "savings_by_fix", None))
+         for f in old.findings]
     assert [(n.rule, n.reason) for n in new.not_run] == [(n.rule, n.reason) for n in old.not_run]
     drop = ("analysis_s",)
     assert {k: v for k, v in new.summary.items() if k not in drop} == \
@@ -185,3 +187,37 @@ def test_the_launcher_summarises_a_finished_bundle(cache_dir, tmp_path, capsys):
     plain = tmp_path / "plain"
     shutil.copytree(shared_trace("gpu_ddp2"), plain)
     assert summarise_bundle(plain) == 0 and not (plain / ".ptprof-summaries").exists()  # not a bundle: not ours
+
+
+@pytest.mark.parametrize("poison", ["fifo", "symlink", "deep", "huge", "types", "nan", "binary"])
+def test_a_poisoned_stored_summary_is_mapped_again(poison, cache_dir, tmp_path):
+    """A bundle's stored summaries are untrusted input: anything but a valid one of this code is a miss."""
+    import os
+    run = tmp_path / "run"
+    shutil.copytree(MULTI, run)
+    first = analyze_run(run, InProcess())
+    p = sorted((run / ".ptprof-summaries").iterdir())[0]
+    doc = json.loads(p.read_text())
+    p.unlink()
+    if poison == "fifo":
+        os.mkfifo(p)
+    elif poison == "symlink":
+        good = tmp_path / "elsewhere.json"
+        good.write_text(json.dumps(doc))
+        p.symlink_to(good)
+    elif poison == "deep":
+        p.write_text('{"digest": ' + json.dumps(doc["digest"]) + ', "summary": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    elif poison == "huge":
+        with open(p, "wb") as fh:
+            fh.truncate(64 << 20)
+    elif poison == "types":
+        doc["summary"]["step_t0_ns"] = {"a": 1}
+        doc["summary"]["colls"]["ts_ns"] = ["x"]
+        p.write_text(json.dumps(doc))
+    elif poison == "nan":
+        p.write_text(json.dumps(doc).replace('"base_unix_ns":', '"base_unix_ns": NaN, "x":', 1))
+    else:
+        p.write_bytes(os.urandom(4096))
+    again = analyze_run(run, InProcess())
+    assert again.mapped == 1
+    _same(first.analysis, again.analysis)

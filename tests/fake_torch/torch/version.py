@@ -1,0 +1,2 @@
+cuda = None
+git_version = "fake"
