@@ -24,6 +24,7 @@ COMMANDS = {
     "report": ("core.commands.report", "write PNGs, CSVs and a self-contained report.html"),
     "diff": ("core.commands.diff", "compare two runs: step time, breakdown, kernels, ops, findings, memory"),
     "try": ("core.commands.tryfix", "run a bundle's script again with a finding's fix switched on, measure the saving"),
+    "remote": ("core.commands.remote", "runs on an SSH host: list them, fetch a bundle, attach to a running one"),
     "mcp": ("core.commands.mcp", "serve the analysis to AI assistants over the Model Context Protocol (stdio)"),
 }
 
@@ -39,6 +40,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     importing all five took ~65 ms of every `ptprof info`. Without `argv`, all of them."""
     parser = _Parser(prog="ptprof", description="PyTorch profiler traces: load, diagnose, record, report.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    from core.version import version
+    parser.add_argument("--version", action="version", version=f"ptprof {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     chosen = None if argv is None else next((a for a in argv if not a.startswith("-")), "")
     for name, (module, help_text) in COMMANDS.items():

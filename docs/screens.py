@@ -138,9 +138,14 @@ def hta(win, traces: Path):
     view = open_in(win, _issues_trace(traces))
     wait_analysis(win)
     tab = next((view.tabs.widget(i) for i in range(view.tabs.count()) if view.tabs.tabText(i) == "HTA"), None)
-    if tab is None or not hasattr(tab, "report"):
+    if tab is None:
         raise Skip("no HTA tab")
-    view.tabs.setCurrentWidget(tab)
+    view.tabs.setCurrentWidget(tab)  # a placeholder until first opened: this builds the HtaTab
+    tab = view.tabs.currentWidget()
+    if not hasattr(tab, "report"):
+        raise Skip("no HTA tab")
+    if tab.run_button.isEnabled():
+        tab.run_button.click()  # HTA runs on request only
     wait_until(lambda: tab.report() is not None, 240)
     for row in range(tab.list.count()):  # the first analysis with a table
         tab.list.setCurrentRow(row)
@@ -273,11 +278,67 @@ def live_no_gpu(win, traces: Path):
     return _live(win, False)
 
 
+LAPTOP = (1366, 740)  # a 1366x768 laptop screen's available area
+
+
+def _sized(win, size) -> None:
+    win.resize(*size)
+    settle(0.2)
+
+
+def laptop_finding(win, traces: Path):
+    """1366x768: the issues panel's titles and the timeline's height on a small screen."""
+    _sized(win, LAPTOP)
+    return finding(win, traces)
+
+
+def _after_run(win, traces: Path, size):
+    """A run's trace just opened under the Run dock (what File > Run Script shows when the script ends)."""
+    _sized(win, size)
+    _live(win, True)
+    box = []
+    win.sig_trace_loaded.connect(box.append)
+    win.integrations.run_panel.sig_bundle_ready.emit(str(_issues_trace(traces)))
+    if not wait_until(lambda: box, 300):
+        raise Skip("the run's trace did not load")
+    view = win.current_view()
+    wait_until(lambda: all(p.ready for p in view.stats_panels()), 120)
+    wait_analysis(win)
+    return win
+
+
+def laptop_after_run(win, traces: Path):
+    return _after_run(win, traces, LAPTOP)
+
+
+def desktop_after_run(win, traces: Path):
+    return _after_run(win, traces, SIZE)
+
+
 SCREENS = {
     "start": start_page, "sample": sample, "gpt_big": gpt_big, "compiled": compiled, "finding": finding,
     "kernels": kernels, "breakdown": breakdown, "hta": hta, "snapshot": snapshot, "multi_rank": multi_rank,
     "cpu_run": cpu_run, "export": export, "compare": compare, "live": live, "live_no_gpu": live_no_gpu,
+    "laptop_finding": laptop_finding, "laptop_after_run": laptop_after_run, "desktop_after_run": desktop_after_run,
 }
+
+
+# Qt's offscreen platform plugin has no propagateSizeHints(): every top-level window whose layout sets
+# its minimum size (each MainWindow, dock and dialog, on every relayout) printed this line, ~40 per theme.
+# Under a real display (xcb) there is no such line; offscreen it says nothing about the screenshots.
+_OFFSCREEN_NOISE = ("This plugin does not support propagateSizeHints()",)
+
+
+def quiet_offscreen_noise() -> None:
+    """Drop the offscreen plugin's propagateSizeHints line; every other Qt message still reaches stderr."""
+    from PySide6 import QtCore
+
+    def handler(mode, context, message):
+        if message in _OFFSCREEN_NOISE:
+            return
+        sys.stderr.write(f"{message}\n")
+
+    QtCore.qInstallMessageHandler(handler)
 
 
 def render_all(out: Path, theme: str, traces: Path, only: set[str]) -> list[Path]:
@@ -285,6 +346,7 @@ def render_all(out: Path, theme: str, traces: Path, only: set[str]) -> list[Path
     from PySide6 import QtWidgets
 
     from gui.theme import apply_scheme
+    quiet_offscreen_noise()
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication([sys.argv[0]])
     apply_scheme(app, theme)
     pg.setConfigOptions(antialias=False, useOpenGL=False)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
+from pathlib import Path
 
 from PySide6 import QtCore, QtWidgets
 
@@ -45,6 +46,33 @@ def show_run_dock(win, dock: QtWidgets.QDockWidget) -> None:
     if first:
         dock.setProperty("ptprof_sized", True)
         win.resizeDocks([dock], [_run_dock_px(win)], QtCore.Qt.Orientation.Vertical)
+
+
+def fit_run_dock(win, panel, dock, folded: bool) -> None:
+    """Folded: the dock shrinks to its status line; unfolded: back to the height it had."""
+    if not dock.isVisible():
+        return
+    if folded:
+        dock.setProperty("ptprof_unfolded_px", dock.height())
+        px = panel.minimumSizeHint().height() + 28
+        QtCore.QTimer.singleShot(0, lambda: win.resizeDocks([dock], [px], QtCore.Qt.Orientation.Vertical))
+    else:
+        px = dock.property("ptprof_unfolded_px") or _run_dock_px(win)
+        win.resizeDocks([dock], [int(px)], QtCore.Qt.Orientation.Vertical)
+
+
+def _open_run_trace(win, panel, dock, bundle: str, cycle_paths: list[str] = ()) -> None:
+    """A run's trace opens with the Run dock folded to its status line (at 1366x768 the open dock left the
+    new trace's timeline ~130 px); the dock's ▸ Live toggle unfolds it. The bundle (every cycle, NVML, the
+    run's record) replaces the cycle tabs opened while the script ran."""
+    for i in reversed(range(win.tabs.count())):
+        view = win.tabs.widget(i)
+        ts = getattr(view, "trace_set", None)
+        if ts is not None and str(Path(ts.path).resolve()) in cycle_paths:
+            win.close_tab(i)
+    panel._bundle_opened = True
+    win.open_path(bundle)
+    QtCore.QTimer.singleShot(0, lambda: panel.set_folded(True))  # after the new tab's first layout
 
 
 def install_all(win) -> Integrations:
@@ -133,7 +161,29 @@ def install_all(win) -> Integrations:
     win.action_run_script.triggered.connect(lambda _checked=False: run_panel.open_dialog())
     win.action_run_script.setEnabled(True)
     run_panel.sig_run_started.connect(lambda _bundle: show_run_dock(win, run_dock))
-    run_panel.sig_bundle_ready.connect(win.open_path)
+    run_panel.sig_bundle_ready.connect(lambda bundle: _open_run_trace(win, run_panel, run_dock, bundle, cycle_paths))
+    cycle_paths: list[str] = []  # the running script's cycle traces opened so far
+
+    def _open_cycle(path: str) -> None:  # each cycle's trace, as soon as saved, while the script goes on
+        cycle_paths.append(str(Path(path).resolve()))
+        win.open_path(path)
+
+    def _late_cycle(ts) -> None:  # a cycle tab that finished loading after its run's bundle opened
+        if not run_panel.is_running and cycle_paths and str(Path(ts.path).resolve()) in cycle_paths \
+                and getattr(run_panel, "_bundle_opened", False):
+            for i in range(win.tabs.count()):
+                if getattr(win.tabs.widget(i), "trace_set", None) is ts:
+                    win.close_tab(i)
+                    break
+
+    run_panel.sig_trace_saved.connect(_open_cycle)
+    run_panel.sig_run_started.connect(lambda _b: (cycle_paths.clear(), setattr(run_panel, "_bundle_opened", False)))
+    win.sig_trace_loaded.connect(_late_cycle)
+    run_panel.sig_folded_changed.connect(lambda folded: fit_run_dock(win, run_panel, run_dock, folded))
+    from gui.remote.open_remote import install_open_remote
+    win.open_remote = install_open_remote(win)  # File > Open Remote… (SSH host: browse, fetch, open)
+    from gui.remote.reattach import install_reattach
+    install_reattach(win, run_panel, lambda: show_run_dock(win, run_dock))  # remote runs left going
 
     # --- export: File > Export report… and Export as > PNG / CSV --------------------------------
     exporter = install_export(win, findings_for=lambda ts: analyses.get(ts), run_panel=run_panel)

@@ -15,6 +15,7 @@ Extension points for the lead / other helpers:
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtWidgets
@@ -113,6 +114,9 @@ class MainWindow(QtWidgets.QMainWindow):
         self.view_menu.addSeparator()
         self.help_menu = bar.addMenu("&Help")
         self.help_menu.addAction(a(self, "&Keyboard and Mouse", self._show_shortcuts))
+        self.action_about = a(self, "&About ptprof-gui", self._show_about)
+        self.action_about.setMenuRole(QtGui.QAction.MenuRole.AboutRole)
+        self.help_menu.addAction(self.action_about)
 
     def menu(self, title: str) -> QtWidgets.QMenu:
         """The menu named `title` ("File", "View", "Help" or a new one)."""
@@ -308,6 +312,20 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _show_shortcuts(self) -> None:
         QtWidgets.QMessageBox.information(self, "Keyboard and mouse", actions.SHORTCUTS_HTML)
+
+    def about_html(self) -> str:
+        from core.version import docs_url, version
+        import PySide6
+        return (f"<h3>ptprof-gui {version()}</h3><p>A desktop profiler for PyTorch training.</p>"
+                f"<p>Documentation: <a href=\"{docs_url()}\">{docs_url()}</a></p>"
+                f"<p>Python {sys.version.split()[0]} · PySide6 {PySide6.__version__} · Qt {QtCore.qVersion()}</p>")
+
+    def _show_about(self) -> None:
+        box = QtWidgets.QMessageBox(QtWidgets.QMessageBox.Icon.Information, "About ptprof-gui", self.about_html(),
+                                    QtWidgets.QMessageBox.StandardButton.Ok, self)
+        box.setTextFormat(QtCore.Qt.TextFormat.RichText)
+        box.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextBrowserInteraction)
+        box.exec()
 
     # --- drag and drop ------------------------------------------------------------------------
     def dragEnterEvent(self, ev: QtGui.QDragEnterEvent) -> None:

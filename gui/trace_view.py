@@ -245,13 +245,17 @@ class TraceView(QtWidgets.QWidget):
 
     def fit_splitter(self) -> None:
         """Give the timeline the height its rows need; the plots their compact height (or the toggle's
-        line when folded); tables keep at least 200 px."""
+        line when folded; at most 28 % of a short window); tables keep 200 px (22 % of a short window)."""
         total = self.split.height() if self.split.height() > 0 else (sum(self.split.sizes()) or self.height())
         self.memory_box.refresh()
         mem = self.memory_box.wanted_height()
         self.memory_box.setVisible(mem > 0)
         want = (len(self.timeline.rows) + 1) * self.timeline.theme.row_px + 40
-        tl = max(200, min(want, total - mem - 200))
+        # a short window (1366x768: ~560 px here) gave the timeline ~240 px: the plots and tables give way
+        tables = 200 if total >= 800 else max(120, total * 22 // 100)
+        if total < 700 and mem > total * 28 // 100 and not self.memory_box.folded:
+            mem = max(total * 28 // 100, 0)
+        tl = max(200, min(want, total - mem - tables))
         self.split.setSizes([tl, mem, max(120, total - tl - mem)])
 
     def stats_panels(self) -> list[StatsPanel]:

@@ -11,6 +11,7 @@
   stream_overlap       kernels overlapping on one stream by more than clock noise (1 µs); info up to 20 µs
                        (Hopper's programmatic dependent launch overlaps that much), else a warning
   zero_duration        GPU events of zero duration; negative durations / unmatched B/E (loader warnings)
+  truncated            the file was cut off (a crashed run): the loader's warning, as a banner above the timeline
   outside_span         GPU events starting before the first or after the last CPU event (clock skew)
   no_steps             no ProfilerStep#N markers: per-step numbers use the whole trace
   step_without_gpu     steps that launched no GPU work on a GPU trace
@@ -146,6 +147,8 @@ def _model_checks(m: TraceModel, cfg: dict) -> list[Health]:
                 out.append(Health("outside_span", "info", f"{outside} GPU events outside the CPU events' span, "
                                   "launched before the window (the GPU lagged the CPU)", outside))
     for w in m.warnings:
+        if w.startswith("file is truncated"):  # a crashed run's file: every number covers only its first part
+            out.append(Health("truncated", "warning", w + "; the timeline and every number cover only that part", 1))
         for pat, code, text in ((r"(\d+) events had a negative duration", "negative_duration", "events had a negative "
                                  "duration (clamped to 0)"),
                                 (r"(\d+) begin/end events without a partner", "unmatched_begin_end",

@@ -29,7 +29,11 @@ def add_arguments(p) -> None:
     p.add_argument("--nproc-per-node", type=int, default=None, dest="nproc",
                    help="processes (ranks); always launched through torchrun, 1 included")
     p.add_argument("--torchrun", action="store_true", help="launch through python -m torch.distributed.run")
-    p.add_argument("--python", default=sys.executable, help="interpreter that has torch (default: this one)")
+    p.add_argument("--python", default=None, help="interpreter that has torch (default: this one; with --host: "
+                   "python3 on the host)")
+    p.add_argument("--host", default=None, metavar="HOST", help="run on this SSH host (an alias of ~/.ssh/config, "
+                   "user@host[:port]); --cwd and the script are paths there; the bundle comes back here")
+    p.add_argument("--ssh-config", default=None, metavar="FILE", help="with --host: ssh's config file (ssh -F)")
     p.add_argument("--cwd", default="", help="working directory (default: the current one, as `python SCRIPT`)")
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="extra environment variable")
     p.add_argument("--with-stack", action="store_true", help="record Python stacks (traces get much larger)")
@@ -90,7 +94,7 @@ def config_from_args(args):
         except SwitchError as exc:
             raise ConfigError(f"--apply: {exc}") from None
     return RunConfig(apply=apply, script=args.script or "", module=module, stop_after_window=args.stop_after_window,
-                     args=tuple(script_args), python=args.python, cwd=args.cwd or os.getcwd(),
+                     args=tuple(script_args), python=args.python or sys.executable, cwd=args.cwd or os.getcwd(),
                      env=tuple(env), schedule=Schedule(args.wait, args.warmup, args.active, args.repeat),
                      record_shapes=not args.no_shapes, profile_memory=not args.no_memory,
                      with_stack=args.with_stack, sync_debug=not args.no_sync_debug, out_dir=args.out or "",
@@ -116,10 +120,19 @@ def status_line(session) -> str:
         parts.append(f"{st.cycles} trace(s) saved")
     if session.stopping:
         parts.append("stopping…")
+    connection = getattr(session, "connection", "connected")  # a remote run (core/remote/session.py)
+    if connection != "connected":
+        parts.append(connection)
+    if getattr(session, "fetching", False):
+        done, total = session.fetch_progress
+        parts.append(f"fetching the bundle {units.fmt_bytes(done)}{' of ' + units.fmt_bytes(total) if total else ''}")
     return " · ".join(parts)
 
 
 def run(args) -> int:
+    if args.host:  # the same run on an SSH host (core/remote/)
+        from core.commands.remote import record_remote
+        return record_remote(args)
     from core.runner.config import ConfigError, validate
     from core.runner.session import RunSession
     try:
@@ -140,6 +153,12 @@ def run(args) -> int:
     except BundleError as exc:
         print(f"ptprof: {exc}", file=sys.stderr)
         return 2
+    return drive(session, args)
+
+
+def drive(session, args, started: bool = False) -> int:
+    """Start (unless `started`) and follow a RunSession or a core.remote RemoteSession to its end: the
+    live status line, the script's output, Ctrl-C as Stop (a second one kills); the summary's exit code."""
     interrupts = []
 
     def on_sigint(signum, frame):
@@ -153,8 +172,10 @@ def run(args) -> int:
     old = {sig: signal.signal(sig, on_sigint) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     tty = sys.stderr.isatty() and not args.quiet
     shown = ""
+    said_connection = None
     try:
-        session.start()
+        if not started:
+            session.start()
         while not session.finished:
             up = session.poll()
             if not args.quiet:
@@ -167,6 +188,11 @@ def run(args) -> int:
                 for e in up.events:
                     if e.get("type") == "notice" and not tty and e.get("code") != "switch_refused":
                         sys.stderr.write(f"ptprof: {printable(e.get('message', ''))}\n")
+                connection = getattr(session, "connection", "connected")  # a remote run's link to its host
+                if not tty and connection != said_connection:
+                    if said_connection is not None or connection != "connected":
+                        sys.stderr.write(f"ptprof: {connection}\n")
+                    said_connection = connection
             if tty:
                 line = status_line(session)
                 if line != shown:

@@ -148,7 +148,8 @@ def source_of(model: TraceModel, row: int) -> Source | None:
             if src:
                 return src
         r = int(par[r])
-    fr = user_frame(model, int(row))
+    from core.rules.call_line import user_call_site
+    fr = user_call_site(model, int(row))  # the call's line inside the function, when its source tells
     return Source(*fr) if fr else None
 
 

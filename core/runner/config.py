@@ -117,6 +117,22 @@ def validate(cfg: RunConfig) -> RunConfig:
     python = resolve_python(cfg.python)
     if python is None:
         raise ConfigError(f"interpreter not found or not executable: {cfg.python}")
+    check_values(cfg)
+    cwd = Path(cfg.workdir if cfg.cwd or cfg.module else script.resolve().parent).expanduser()
+    if not cwd.is_dir():
+        raise ConfigError(f"working directory not found: {cwd}")
+    if cfg.out_dir:
+        from core.runner.bundle import out_dir_problem
+        problem = out_dir_problem(cfg.out_dir)
+        if problem:
+            raise ConfigError(problem)
+    return replace(cfg, script="" if cfg.module else str(script.resolve()), python=python, cwd=str(cwd.resolve()))
+
+
+def check_values(cfg: RunConfig) -> None:
+    """The checks that need no file system (a remote run's paths are checked on its host): ConfigError."""
+    if cfg.module and not _MODULE_NAME.match(cfg.module):
+        raise ConfigError(f"not a module name: {cfg.module!r} (expected e.g. package.train)")
     s = cfg.schedule
     for name in ("wait", "warmup", "active", "repeat"):
         if getattr(s, name) < 0:
@@ -129,9 +145,6 @@ def validate(cfg: RunConfig) -> RunConfig:
         raise ConfigError(f"NVML rate must be in (0, 1000] Hz (got {cfg.nvml_hz})")
     if cfg.memory_history and not 1 <= cfg.max_entries <= 100_000_000:
         raise ConfigError(f"--max-entries must be in 1 .. 100,000,000 (got {cfg.max_entries})")
-    cwd = Path(cfg.workdir if cfg.cwd or cfg.module else script.resolve().parent).expanduser()
-    if not cwd.is_dir():
-        raise ConfigError(f"working directory not found: {cwd}")
     for key, _ in cfg.env:
         if not key or "=" in key or "\0" in key:
             raise ConfigError(f"bad environment variable name: {key!r}")
@@ -141,12 +154,6 @@ def validate(cfg: RunConfig) -> RunConfig:
             parse(cfg.apply)
         except SwitchError as exc:
             raise ConfigError(f"--apply: {exc}") from None
-    if cfg.out_dir:
-        from core.runner.bundle import out_dir_problem
-        problem = out_dir_problem(cfg.out_dir)
-        if problem:
-            raise ConfigError(problem)
-    return replace(cfg, script="" if cfg.module else str(script.resolve()), python=python, cwd=str(cwd.resolve()))
 
 
 def advice(cfg: RunConfig) -> list[str]:

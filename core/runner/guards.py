@@ -156,7 +156,10 @@ class Orphan:
     parent = os.getppid()
     # under torchrun our parent is the torchrun agent, which outlives a killed launcher: the launcher
     # says who it is (core/runner/launch.py build_env)
-    launcher = int(os.environ.get("PTPROF_LAUNCHER_PID", "0") or 0)
+    try:
+        launcher = int(os.environ.get("PTPROF_LAUNCHER_PID", "0") or 0)
+    except ValueError:  # not ours to trust: no launcher to watch
+        launcher = 0
     stopped = False
 
     @classmethod

@@ -31,11 +31,12 @@ def child_options(cfg: RunConfig, bundle_dir: str | Path) -> list[str]:
     return opts
 
 
-def build_argv(cfg: RunConfig, bundle_dir: str | Path) -> list[str]:
+def build_argv(cfg: RunConfig, bundle_dir: str | Path, child: str | None = None) -> list[str]:
     """[python, child.py, options, --, script, args] or the same under `python -m torch.distributed.run`
-    (`--module -- MODULE args` for `python -m MODULE`)."""
+    (`--module -- MODULE args` for `python -m MODULE`). `child`: child.py's path where the run happens
+    (a remote host's uploaded copy, core/remote/); default this checkout's."""
     target = ["--module", "--", cfg.module] if cfg.module else ["--", cfg.script]
-    tail = [str(CHILD), *child_options(cfg, bundle_dir), *target, *cfg.args]
+    tail = [child or str(CHILD), *child_options(cfg, bundle_dir), *target, *cfg.args]
     if cfg.torchrun:
         return [cfg.python, "-u", "-m", "torch.distributed.run", "--standalone",
                 "--nproc-per-node", str(cfg.nproc), *tail]

@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 
 from core.gpu.backend import GpuBackend, open_backend
 from core.gpu.sampler import Sampler
-from core.commands.terminal import printable
 from core.runner import bundle as bl
 from core.runner.auth import RunKey
 from core.runner.config import RunConfig
 from core.runner.launch import build_argv, build_env
 from core.runner.process import ChildProcess, StopPlan
 from core.runner.events_check import valid
+from core.runner.livestate import LiveState, escaped  # noqa: F401 (one fold, here and on a remote host)
 from core.runner.protocol import EventTail
 
 WINDOW_DONE_GRACE_S = 30.0  # --stop-after-window: the child ends the script itself; SIGINT only after this
@@ -37,71 +37,6 @@ class Update:
     events: list[dict] = field(default_factory=list)
     lines: list[tuple[str, str]] = field(default_factory=list)
     exit_code: int | None = None  # set once, on the poll that saw the run end
-
-
-@dataclass(slots=True)
-class LiveState:
-    """What the status line / live panel shows: folded from events."""
-
-    step: int = 0
-    last_step_ns: int = 0
-    phase: str = "starting"
-    cycles: int = 0
-    torch_version: str = ""
-    notices: list[str] = field(default_factory=list)
-    exception: str = ""
-    step_source: str = "optimizer"
-    syncs: list[str] = field(default_factory=list)  # "file:line" of implicit host syncs (CUDA sync debug)
-    started: bool = False  # a rank sent its start event (the interpreter ran the child)
-    stepped_aside: bool = False  # the script runs its own torch.profiler
-    ooms: list[dict] = field(default_factory=list)  # the failing allocation of each rank that ran out of memory
-
-    def fold(self, e: dict) -> None:
-        """`e` passed core.runner.events_check.valid: its fields have the types read here."""
-        t = e.get("type")
-        if t == "step":
-            if e.get("rank", 0) == 0 and e.get("source", self.step_source) != self.step_source:
-                self.step = 0  # a stronger step source took over (child stepsource.py): steps count anew
-            self.step = max(self.step, e["step"]) if e.get("rank", 0) == 0 else self.step
-            if e.get("rank", 0) == 0:
-                self.last_step_ns = e.get("dur_ns", 0)
-                self.step_source = printable(e.get("source", self.step_source))
-        elif t == "phase" and e.get("rank", 0) == 0:
-            self.phase = e.get("phase", self.phase)
-        elif t == "cycle" and e.get("rank", 0) == 0:  # every rank saves each cycle: count rank 0's
-            self.cycles += 1
-        elif t == "start":
-            self.torch_version = printable(e.get("torch_version", ""))
-            self.phase = "running"
-            self.started = True
-        elif t == "notice":
-            msg = printable(e.get("message", ""))  # stored in run.json and shown: no raw ESC / bidi
-            if msg not in self.notices:  # ranks repeat the same notice
-                self.notices.append(msg)
-            if e.get("code") == "step_aside":
-                self.stepped_aside = True
-        elif t == "sync":
-            site = printable(f"{e.get('file')}:{e.get('line')}")
-            if site not in self.syncs:
-                self.syncs.append(site)
-        elif t == "exception" and not self.exception:
-            self.exception = printable(e.get("message", ""))
-        elif t == "oom" and len(self.ooms) < 1024:
-            self.ooms.append(escaped({k: v for k, v in e.items() if k not in ("type", "t_ns", "seq", "mac")}))
-
-
-def escaped(value, depth: int = 0):
-    """Every string in `value` (nested lists / dicts from an event) with control and bidi characters
-    escaped visibly (core.commands.terminal.printable); deeper than 8 levels is dropped."""
-    if isinstance(value, str):
-        return printable(value)
-    if depth >= 8:
-        return None
-    if isinstance(value, dict):
-        return {printable(str(k)): escaped(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list):
-        return [escaped(v, depth + 1) for v in value]
-    return value
 
 
 class RunSession:

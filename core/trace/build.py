@@ -174,8 +174,9 @@ PARALLEL_MIN_ROWS = 500_000  # below this a second thread costs more than it sav
 def _build_threads(n: int) -> bool:
     """Scatter the arg columns on a second thread? Only between PARALLEL_MIN_ROWS and the big loads
     (whose peak memory comes first), with two cores, unless PTPROF_WORKERS asks for one thread."""
-    env = os.environ.get("PTPROF_WORKERS", "").strip()
-    if env.isdigit() and int(env) <= 1:
+    from core.trace.parallel import workers_env
+    env = workers_env()
+    if env is not None and env <= 1:
         return False
     try:
         cores = len(os.sched_getaffinity(0))

@@ -113,22 +113,40 @@ def _time_ns(raw: str, scale: int) -> int | None:
     return t if t is not None and abs(t) < _MAX_ABS_NS else None
 
 
+# the columns any writer of nvml.csv puts there (core/gpu/backend.py COLUMNS, the shared traces' sibling
+# files); others are kept up to MAX_OTHER_COLUMNS (an nvml.csv of 20,000 numeric columns held ~10M Python
+# numbers: `info` 0.8 GB and minutes)
+KNOWN_COLUMNS = frozenset(SERIES_NAMES) | {"mem_used_mb", "mem_total_mb", "power_w", "temp_c", "sm_clock_mhz",
+                                           "pcie_tx_mb_s", "pcie_rx_mb_s", "proc_mem_mb"}
+MAX_OTHER_COLUMNS = 16
+
+
 def read_nvml_csv(path: Path, base_unix_ns: int) -> tuple[CounterTable | None, StringTable]:
-    """NVML samples -> CounterTable with series "gpu<N>/<column>", ts_ns on the trace's time base."""
+    """NVML samples -> CounterTable with series "gpu<N>/<column>", ts_ns on the trace's time base. Rows are
+    split by csv.reader (lists, not a dict per row) and only the kept columns are read."""
     strings = StringTable()
     ts, series, values = [], [], []
     skipped = 0
     try:
         with open_regular(path, max_bytes=MAX_NVML_BYTES) as raw_fh:
             fh = io.TextIOWrapper(raw_fh, encoding="utf-8", errors="replace", newline="")
-            reader = csv.DictReader(_bounded_lines(fh))
-            cols = [str(c) for c in (reader.fieldnames or [])]
+            reader = csv.reader(_bounded_lines(fh))
+            cols = [str(c) for c in next(reader, [])]
             tcol = next((c for c in cols if c in _TIME_COLS), None)
             if tcol is None:
                 return None, strings
             scale = _TIME_COLS[tcol]
-            value_cols = [c for c in cols if c not in (tcol, "gpu")]
-            names = {c: SERIES_NAMES.get(c, c) for c in value_cols}
+            t_at = cols.index(tcol)
+            gpu_at = cols.index("gpu") if "gpu" in cols else None
+            value_at = [i for i, c in enumerate(cols) if i != t_at and i != gpu_at]
+            known = [i for i in value_at if cols[i] in KNOWN_COLUMNS]
+            other = [i for i in value_at if cols[i] not in KNOWN_COLUMNS]
+            if len(other) > MAX_OTHER_COLUMNS:
+                log.warning("%s: %d columns; reading the known ones and the first %d others", path.name,
+                            len(cols), MAX_OTHER_COLUMNS)
+            value_at = sorted(known + other[:MAX_OTHER_COLUMNS])
+            names = {i: SERIES_NAMES.get(cols[i], cols[i]) for i in value_at}
+            ids: dict[tuple[str, int], int] = {}
             while True:
                 try:
                     row = next(reader)
@@ -137,25 +155,31 @@ def read_nvml_csv(path: Path, base_unix_ns: int) -> tuple[CounterTable | None, S
                 except csv.Error:
                     skipped += 1
                     continue
+                if not row:  # a blank line (or an oversized one, _bounded_lines), as DictReader skipped them
+                    continue
                 try:
-                    t = _time_ns(row[tcol], scale)
-                except (TypeError, ValueError, AttributeError, OverflowError):
+                    t = _time_ns(row[t_at], scale)
+                except (TypeError, ValueError, AttributeError, OverflowError, IndexError):
                     t = None
                 if t is None:
                     skipped += 1
                     continue
                 t -= base_unix_ns
-                gpu = row.get("gpu", "0") or "0"
-                if not isinstance(gpu, str) or len(gpu) > 8 or not gpu.isdigit():
+                gpu = (row[gpu_at] if gpu_at is not None and gpu_at < len(row) else "0") or "0"
+                if len(gpu) > 8 or not gpu.isdigit():
                     skipped += 1
                     continue
-                for c in value_cols:
+                for i in value_at:
                     try:
-                        v = float(row[c])
-                    except (TypeError, ValueError):
+                        v = float(row[i])
+                    except (ValueError, IndexError):
                         continue
+                    key = (gpu, i)
+                    sid = ids.get(key)
+                    if sid is None:
+                        sid = ids[key] = strings.intern(f"gpu{int(gpu)}/{names[i]}")
                     ts.append(t)
-                    series.append(strings.intern(f"gpu{int(gpu)}/{names[c]}"))
+                    series.append(sid)
                     values.append(v)
     except (OSError, csv.Error) as exc:
         log.warning("ignoring %s: %s", path.name, _one_line(exc))

@@ -6,6 +6,8 @@ import os
 import resource
 from pathlib import Path
 
+from core.env import env_bytes
+
 from core.compat import tomllib
 
 LIMITS_TOML = Path(__file__).resolve().parents[2] / "resources" / "limits.toml"
@@ -47,21 +49,24 @@ def _address_space_left_bytes() -> int | None:
     return max(0, soft - used)
 
 
+def _inflate_env() -> int | None:
+    """PTPROF_MAX_INFLATE_BYTES when it is a byte count; an invalid one ("abc", "inf", "-1") is one warning
+    and changes nothing (it used to switch the compression-ratio check off: a 4.7 MB bomb inflated to 1.15 GB)."""
+    return env_bytes("PTPROF_MAX_INFLATE_BYTES", "the memory-derived bound, with the compression-ratio check")
+
+
 def ratio_check_on() -> bool:
-    """The compression-ratio check applies unless the user set the inflate bound explicitly."""
-    return not os.environ.get("PTPROF_MAX_INFLATE_BYTES", "").strip()
+    """The compression-ratio check applies unless the user set a valid inflate bound explicitly."""
+    return _inflate_env() is None
 
 
 def max_inflate_bytes() -> int:
     """How many bytes a compressed trace may inflate to: PTPROF_MAX_INFLATE_BYTES when set, else a
     fraction of the memory available now (and of the address-space limit), at most max_bytes."""
     cfg = limits()["inflate"]
-    env = os.environ.get("PTPROF_MAX_INFLATE_BYTES", "").strip()
-    if env:
-        try:
-            return max(1, int(float(env)))
-        except (ValueError, OverflowError):
-            pass  # a bad value is ignored: the memory-derived bound applies
+    env = _inflate_env()
+    if env is not None:
+        return env
     bound = int(cfg["max_bytes"])
     for room in (_mem_available_bytes(), _address_space_left_bytes()):
         if room is not None:

@@ -51,10 +51,16 @@ _PIN: list = []  # see decode_chunk_columns
 _DROP = [False]  # _BUF is a file mmap: drop its pages from the worker's RSS after each chunk
 
 
+def workers_env() -> int | None:
+    """PTPROF_WORKERS (0-256) when set; anything else is one warning and the automatic count."""
+    value = env_int("PTPROF_WORKERS", -1, lo=0, hi=256)
+    return None if value < 0 else value
+
+
 def worker_count(n_bytes: int, method: str) -> int:
-    env = os.environ.get("PTPROF_WORKERS", "")
-    if env.strip().isdigit():  # 0 or 1: decode in this process
-        return min(int(env), 256) if int(env) > 1 else 0
+    env = workers_env()
+    if env is not None:  # 0 or 1: decode in this process
+        return env if env > 1 else 0
     cores = _cores()
     threshold = MIN_PARALLEL_BYTES if method == "fork" else MIN_PARALLEL_BYTES_SPAWN
     if cores < 2 or n_bytes < threshold:
@@ -110,9 +116,9 @@ def _drop_pages(buf: mmap.mmap, a: int, b: int) -> None:
 
 def thread_count(n_bytes: int) -> int:
     """Scanner threads for n_bytes of events (0: one chunk in the calling thread)."""
-    env = os.environ.get("PTPROF_WORKERS", "")
-    if env.strip().isdigit():
-        return min(int(env), 256) if int(env) > 1 else 0
+    env = workers_env()
+    if env is not None:
+        return env if env > 1 else 0
     if n_bytes < MIN_THREADED_BYTES:
         return 0
     # chunks are >= 4 MB (each costs ~3 ms of GIL-held Python: row selection, merge); on the 16-core

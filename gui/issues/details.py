@@ -12,9 +12,10 @@ from gui.issues.evidence import MAX_EVIDENCE_ROWS, Elide, Measure, evidence_html
 
 
 def finding_html(f: Finding, width_px: int = 480, measure: Measure | None = None, elide: Elide | None = None,
-                 bold_measure: Measure | None = None, measured: str = "") -> str:
+                 bold_measure: Measure | None = None, stacks: bool | None = None, measured: str = "") -> str:
     """The finding for a pane `width_px` wide; `measure` / `elide` use the pane's font (default: ~7 px a
-    character, cut at the end)."""
+    character, cut at the end). `stacks`: whether the trace has Python stacks (None: unknown), so a finding
+    without a source line only asks for with_stack=True when the trace was recorded without it."""
     measure = measure or (lambda s: 7 * len(s))
     elide = elide or (lambda s, px, _mode: s if 7 * len(s) <= px else s[: max(1, px // 7 - 1)] + "…")
     e = html.escape
@@ -30,6 +31,11 @@ def finding_html(f: Finding, width_px: int = 480, measure: Measure | None = None
         lib = f"<code>{e(f.source.library)}</code> &larr; " if getattr(f.source, "library", "") else ""
         parts.append(f"<p><b>Source:</b> {lib}<code>{e(f.source.file)}:{f.source.line}</code> in "
                      f"<code>{e(f.source.function)}</code></p>")
+    elif stacks:
+        parts.append("<p><b>Source:</b> <i>no line of your code above this in the recorded stacks (it runs in "
+                     "library code or C++ only)</i></p>")
+    elif stacks is None:
+        parts.append("<p><b>Source:</b> <i>not in the trace</i></p>")
     else:
         parts.append("<p><b>Source:</b> <i>not in the trace (record with with_stack=True)</i></p>")
     parts.append(f"<p><b>Fix:</b> {e(f.fix)}</p>")
@@ -88,6 +94,7 @@ class FindingDetails(QtWidgets.QTextBrowser):
         self.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setWordWrapMode(QtGui.QTextOption.WrapMode.WrapAtWordBoundaryOrAnywhere)
         self._shown: tuple[Finding | None, tuple] = (None, ())
+        self.stacks: bool | None = None  # the shown analysis' trace has Python stacks (set by the panel)
         self._width = -1  # text_width() the shown HTML was laid out for
         self._relayout = QtCore.QTimer(self, singleShot=True, interval=0)  # never setHtml inside a resize:
         self._relayout.timeout.connect(self._render)                       # the document doubled its text
@@ -117,7 +124,7 @@ class FindingDetails(QtWidgets.QTextBrowser):
         bar = self.verticalScrollBar().value() if keep_scroll else 0
         self.setHtml(finding_html(f, self.text_width(), fm.horizontalAdvance,
                                   lambda text, px, mode: fm.elidedText(text, mode, px), bfm.horizontalAdvance,
-                                  getattr(self, "_measured", "")))
+                                  stacks=self.stacks, measured=getattr(self, "_measured", "")))
         self.verticalScrollBar().setValue(bar)
 
     def resizeEvent(self, ev) -> None:  # noqa: N802 (Qt API)

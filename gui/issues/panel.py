@@ -51,6 +51,16 @@ def _glued(text: str) -> str:
     return re.sub(r"(\d) (?=[A-Za-zµ%])", "\\1\u00a0", text).replace("/", "/\u2060")
 
 
+class _TitleDelegate(QtWidgets.QStyledItemDelegate):
+    """Finding titles wrap, up to TITLE_LINES lines a row (the whole title is in Details and the tooltip)."""
+    TITLE_LINES = 3
+
+    def sizeHint(self, option, index):  # noqa: N802 (Qt API)
+        size = super().sizeHint(option, index)
+        cap = self.TITLE_LINES * option.fontMetrics.lineSpacing() + 6
+        return QtCore.QSize(size.width(), min(size.height(), cap))
+
+
 class IssuesPanel(QtWidgets.QWidget):
     sig_finding_selected = QtCore.Signal(int, object, object, object)
     """(model index, t0_ns, t1_ns, evidence rows: np.ndarray int64) of the selected finding."""
@@ -97,11 +107,13 @@ class IssuesPanel(QtWidgets.QWidget):
         self.table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.SingleSelection)
         self.table.setSortingEnabled(True)
         self.table.verticalHeader().setVisible(False)
-        self.table.setWordWrap(False)
+        self.table.setWordWrap(True)  # long titles wrap (1366x768 cut them to ~20 characters)
         # the columns fit the dock (Problem stretches and elides; full text on hover): no horizontal
         # scrolling, so selecting a finding can never scroll Severity out of view
         self.table.setHorizontalScrollBarPolicy(QtCore.Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.table.setTextElideMode(QtCore.Qt.TextElideMode.ElideRight)
+        self.table.setTextElideMode(QtCore.Qt.TextElideMode.ElideNone)
+        self.table.verticalHeader().setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
+        self.table.setItemDelegateForColumn(COLUMNS.index("Problem"), _TitleDelegate(self.table))
         self.table.horizontalHeader().setStretchLastSection(False)
         self.table.horizontalHeader().setMinimumSectionSize(36)
         self.csv_export = None  # callable: "Export findings as CSV…" (set by gui/integrations.py)
@@ -205,6 +217,8 @@ class IssuesPanel(QtWidgets.QWidget):
         # this panel another trace's analysis and the label must not keep the last one's reasons
         self.not_run.setText("Checks not run: " + not_run_text(analysis.not_run) if analysis.not_run else "")
         self.not_run.setVisible(bool(analysis.not_run))
+        # "Checks not run: source" is the analysis' word that the trace has no Python stacks
+        self.details.stacks = not any(getattr(n, "rule", None) == "source" for n in analysis.not_run)
         self.details.show_finding(None)
         self.rank_combo.blockSignals(True)
         self.rank_combo.clear()

@@ -85,6 +85,10 @@ class LivePanel(QtWidgets.QWidget):
         lay.setContentsMargins(2, 2, 2, 2)
         lay.setSpacing(2)
         lay.addWidget(self.state)
+        self.link = QtWidgets.QLabel("", self)  # a remote run's link when it is down (set_connection)
+        self.link.setStyleSheet("color: #d08b00; font-weight: bold;")
+        self.link.hide()
+        lay.addWidget(self.link)
         lay.addWidget(self.message)
         lay.addWidget(self.values)
         lay.addWidget(self.graphs, 1)
@@ -185,6 +189,11 @@ class LivePanel(QtWidgets.QWidget):
 
     def state_line(self) -> str:
         return self.run.line()
+
+    def set_connection(self, text: str) -> None:
+        """A remote run's link to its host: "" when up, else what the user should know (the run goes on)."""
+        self.link.setText(text)
+        self.link.setVisible(bool(text))
 
     def set_finished(self, text: str) -> None:
         """The run's end in words (replaces the state line)."""

@@ -10,6 +10,25 @@ from core.export.style import config
 from gui.report.canvas import Canvas, font, qcolor
 
 _HEADER_PX = 70
+_AXIS_PX = 80  # the left axis' width
+_BAR_LABEL_PX = 72  # "123.45 ms" at the report's 13 px font, with a gap
+
+
+def peak_anchor(x: float, x0: float, x1: float) -> tuple[float, float]:
+    """TextItem anchor for a peak label at x in the view [x0, x1]: centred, but starting at the point near
+    the left edge and ending at it near the right edge, so "peak 2.40 GiB" is never clipped to "ak 2.40 GiB"."""
+    span = x1 - x0
+    frac = (x - x0) / span if span > 0 else 0.5
+    return (0.0 if frac < 0.2 else 1.0 if frac > 0.8 else 0.5, 1.2)
+
+
+def label_stride(n: int, plot_px: float, label_px: float = _BAR_LABEL_PX) -> int:
+    """Label every k-th of n evenly spaced bars so that labels of label_px never overlap (30 steps on a
+    1600 px page: every 2nd)."""
+    if n <= 0:
+        return 1
+    per_bar = max(plot_px, 1.0) / n
+    return max(1, int(np.ceil(label_px / per_bar)))
 
 
 def _legend(plot: pg.PlotItem, columns: int) -> pg.LegendItem:
@@ -56,9 +75,12 @@ def paint_lines(fig: LineFigure) -> bytes:
             else:
                 plot.plot(s.x, s.y, pen=pen, name=s.label, symbol="o" if len(s.x) < 60 else None, symbolSize=4,
                           symbolBrush=qcolor(s.color), symbolPen=pg.mkPen(None))
+        xs = [s.x for s in panel.series if len(s.x)]
+        x_lo = min(float(np.nanmin(x)) for x in xs) if xs else 0.0
+        x_hi = max(float(np.nanmax(x)) for x in xs) if xs else 1.0
         for m in panel.markers:
             plot.plot([m.x], [m.y], pen=None, symbol="t", symbolSize=12, symbolBrush=qcolor("peak"))
-            text = pg.TextItem(m.text, color=config()["series"]["peak"], anchor=(0.5, 1.2))
+            text = pg.TextItem(m.text, color=config()["series"]["peak"], anchor=peak_anchor(m.x, x_lo, x_hi))
             text.setFont(font(bold=True))
             text.setPos(m.x, m.y)
             plot.addItem(text)
@@ -102,12 +124,15 @@ def paint_bars(fig: BarFigure) -> bytes:
                                pen=pg.mkPen("#ffffff", width=1), name=label)
         plot.addItem(item)
         bottom += h
+    stride = label_stride(n, canvas.width_px - _AXIS_PX - 40)
     for i, total in enumerate(bottom.tolist()):
+        if i % stride:
+            continue
         t = pg.TextItem(f"{total:.2f} ms", color=config()["page"]["text"], anchor=(0.5, 1.0))
         t.setFont(font())
         t.setPos(i, total)
         plot.addItem(t)
-    plot.getAxis("bottom").setTicks([[(i, lab) for i, lab in enumerate(fig.bar_labels)], []])
+    plot.getAxis("bottom").setTicks([[(i, lab) for i, lab in enumerate(fig.bar_labels) if i % stride == 0], []])
     plot.setXRange(-0.6, n - 0.4, padding=0)
     plot.setYRange(0, float(bottom.max()) * 1.35 if n else 1.0, padding=0)
     return canvas.to_png()

@@ -29,6 +29,8 @@ class RunController(QtCore.QObject):
     sig_state_changed = QtCore.Signal(str)  # "running" | "stopping" | "finished"
     sig_run_finished = QtCore.Signal(str, int)  # (bundle folder, exit code)
     sig_run_failed = QtCore.Signal(str)  # the run could not start: one line
+    sig_connection_changed = QtCore.Signal(str)  # a remote run's link: "connected", "disconnected - reconnecting (n)"
+    sig_remote_started = QtCore.Signal(str)  # (internal) a remote start finished in its worker: "" or the error
 
     def __init__(self, parent: QtCore.QObject | None = None, plan: StopPlan = StopPlan(),
                  backend_factory=None):
@@ -40,20 +42,27 @@ class RunController(QtCore.QObject):
         self._timer.setInterval(POLL_MS)
         self._timer.timeout.connect(self._on_timer_timeout)
         self._state = "idle"
+        self._connection = ""
+        self._worker = None
+        self.sig_remote_started.connect(self._on_remote_started)
 
     @property
     def is_running(self) -> bool:
-        return self.session is not None and not self.session.finished
+        return self._state == "connecting" or (self.session is not None and not self.session.finished)
 
     @property
     def state(self) -> str:
         return self._state
 
-    def start(self, cfg: RunConfig, doctor: dict | None = None) -> bool:
-        """Start a validated config. False (and sig_run_failed) when a run is active or launching fails."""
+    def start(self, cfg: RunConfig, doctor: dict | None = None, host=None) -> bool:
+        """Start a validated config. False (and sig_run_failed) when a run is active or launching fails.
+        `host` (core.remote.ssh.SshHost): the run happens there (core/remote/session.py), started in a
+        worker (connecting and uploading take seconds); sig_run_started follows when it runs."""
         if self.is_running:
             self.sig_run_failed.emit("a run is already in progress: stop it first")
             return False
+        if host is not None:
+            return self._start_remote(cfg, doctor, host)
         backend: GpuBackend | None = self.backend_factory() if self.backend_factory else None
         try:
             self.session = RunSession(cfg, backend=backend, plan=self.plan, doctor=doctor).start()
@@ -69,6 +78,72 @@ class RunController(QtCore.QObject):
         self._on_timer_timeout()
         return True
 
+    def _start_remote(self, cfg: RunConfig, doctor: dict | None, host) -> bool:
+        from superqt.utils import create_worker
+
+        from core.remote.session import RemoteSession, RemoteStartError
+        try:
+            session = RemoteSession(cfg, host, plan=self.plan, doctor=doctor)
+        except BundleError as exc:
+            self.sig_run_failed.emit(str(exc))
+            return False
+        self.session = session
+        self._set_state("connecting")
+
+        def go() -> str:
+            try:
+                session.start()
+                return ""
+            except RemoteStartError as exc:
+                return str(exc)
+        self._worker = create_worker(go, _start_thread=False, _ignore_errors=True)
+        self._worker.returned.connect(self.sig_remote_started.emit)
+        self._worker.start()
+        return True
+
+    def attach(self, host, run_id: str, out_dir: str) -> bool:
+        """Follow a remote run that goes on without us (the app was closed, the desktop died): the same
+        signals as a run started here, from where the local folder stops."""
+        if self.is_running:
+            self.sig_run_failed.emit("a run is already in progress: stop it first")
+            return False
+        from superqt.utils import create_worker
+
+        from core.remote.session import RemoteSession, RemoteStartError
+        self._set_state("connecting")
+        box = {}
+
+        def go() -> str:
+            try:
+                box["session"] = RemoteSession.attach(host, run_id, out_dir=out_dir, plan=self.plan)
+                return ""
+            except RemoteStartError as exc:
+                return str(exc)
+
+        def done(error: str) -> None:
+            self.session = box.get("session")
+            self.sig_remote_started.emit(error)
+        self._worker = create_worker(go, _start_thread=False, _ignore_errors=True)
+        self._worker.returned.connect(done)
+        self._worker.start()
+        return True
+
+    def _on_remote_started(self, error: str) -> None:
+        self._worker = None
+        if error:
+            self.session = None
+            self._set_state("idle")
+            self.sig_run_failed.emit(error)
+            return
+        self.sig_run_started.emit(str(self.session.bundle.root))
+        self._set_state("running")
+        self._timer.start()
+        self._on_timer_timeout()
+
+    @property
+    def remote(self) -> bool:
+        return self.session is not None and hasattr(self.session, "connection")
+
     def stop(self) -> None:
         """Ask the run to stop (escalates to SIGTERM/SIGKILL on its own if ignored)."""
         if self.is_running:
@@ -76,7 +151,14 @@ class RunController(QtCore.QObject):
             self._set_state("stopping")
 
     def shutdown(self) -> None:
-        """Blocking stop for app exit: the whole escalation, then the last events are delivered."""
+        """Blocking stop for app exit: the whole escalation, then the last events are delivered. A remote
+        run is left going on its host (ptprof remote attach / fetch it later)."""
+        if self._state == "connecting":
+            return  # a remote start in its worker: the run (if it starts) goes on on its host
+        if self.is_running and self.remote:
+            self._timer.stop()
+            self.session.detach("the app was closed")
+            return
         if self.is_running:
             self._set_state("stopping")
             self.session.stop_and_wait()
@@ -91,7 +173,16 @@ class RunController(QtCore.QObject):
         s = self.session
         if s is None:
             return
+        if self._state == "connecting":
+            return
         up = s.poll()
+        connection = getattr(s, "connection", "")
+        if getattr(s, "fetching", False) and connection == "connected":
+            done, total = s.fetch_progress
+            connection = f"fetching the bundle ({done / 1e6:.1f} of {total / 1e6:.1f} MB)"
+        if connection != self._connection:
+            self._connection = connection
+            self.sig_connection_changed.emit(connection)
         if up.lines:
             self.sig_lines_received.emit(up.lines)
         for e in up.events:

@@ -21,6 +21,7 @@ from superqt.utils import create_worker
 
 from core.runner import bundle as bundle_mod, doctor
 from core.runner.config import ConfigError, RunConfig, Schedule, advice, validate
+from gui.remote.host_row import RemoteRunMixin
 from gui.settings import settings, string, string_list
 
 STACK_NOTE = ("Python stacks give exact source lines for findings but multiply the trace size "
@@ -33,7 +34,7 @@ def _script_key(script: str) -> str:
     return "run/scripts/" + hashlib.sha1(name.encode()).hexdigest()[:16]
 
 
-class RunDialog(QtWidgets.QDialog):
+class RunDialog(RemoteRunMixin, QtWidgets.QDialog):
     sig_doctor_finished = QtCore.Signal(object)  # core.runner.doctor.DoctorReport
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, script: str = ""):
@@ -45,6 +46,7 @@ class RunDialog(QtWidgets.QDialog):
         self.doctor_report: doctor.DoctorReport | None = None  # the last check, kept for run.json
         self._pending: RunConfig | None = None  # Run pressed, waiting for the interpreter check
         form = QtWidgets.QFormLayout()
+        self._add_host_row(form)  # This computer or an SSH host (gui/remote/host_row.py)
         self.script = QtWidgets.QLineEdit(self)
         self.script.setPlaceholderText("train.py")
         self.script.editingFinished.connect(self._on_script_editing_finished)
@@ -190,7 +192,7 @@ class RunDialog(QtWidgets.QDialog):
         self._on_options_changed()
 
     def _browse_script(self) -> None:
-        if self.module_mode:
+        if self.module_mode or self._browse_remote(self.script, "file"):
             return
         path, _ = QtWidgets.QFileDialog.getOpenFileName(self, "Training script", "", "Python (*.py);;All files (*)")
         if path:
@@ -198,11 +200,15 @@ class RunDialog(QtWidgets.QDialog):
             self.load_settings(path)
 
     def _browse_python(self) -> None:
+        if self._browse_remote(self.python.lineEdit(), "file"):
+            return
         path, _ = QtWidgets.QFileDialog.getOpenFileName(self, "Python interpreter (e.g. venv/bin/python)")
         if path:
             self.python.setCurrentText(path)
 
     def _browse_dir(self, field: QtWidgets.QLineEdit) -> None:
+        if field is self.cwd and self._browse_remote(field, "dir"):
+            return
         path = QtWidgets.QFileDialog.getExistingDirectory(self, "Folder")
         if path:
             field.setText(path)
@@ -296,6 +302,8 @@ class RunDialog(QtWidgets.QDialog):
     def accept(self) -> None:
         """Run: validate, check the interpreter (in a worker, unless this Python was just checked),
         and close only when it can run the script - a missing torch is said here, not after a launch."""
+        if self.host_row.host_text():
+            return self._accept_remote()
         try:
             cfg = self._output_folder_answered(self.config())
             if cfg is None:

@@ -30,6 +30,8 @@ class RunPanel(QtWidgets.QWidget):
     sig_run_started = QtCore.Signal(str)  # bundle folder of the run that just started
     sig_run_finished = QtCore.Signal(str, int)  # (bundle folder, exit code)
     sig_bundle_ready = QtCore.Signal(str)  # a finished run's bundle holds traces: open it
+    sig_folded_changed = QtCore.Signal(bool)
+    sig_trace_saved = QtCore.Signal(str)  # a cycle's trace file, saved while the script goes on: open it
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, plan: StopPlan = StopPlan(), backend_factory=None):
         super().__init__(parent)
@@ -43,10 +45,16 @@ class RunPanel(QtWidgets.QWidget):
         self.live = LivePanel(self)
         self.live.state.hide()  # the status line above says it (one state line, next to Stop)
         self.console = ConsoleWidget(self)
+        # folded when the run's trace opens (the trace needs the height; gui/integrations.py): the status
+        # line and this toggle stay
+        self.fold_button = QtWidgets.QToolButton(self, text="▾ Live", autoRaise=True, checkable=True, checked=True)
+        self.fold_button.setToolTip("Show or fold the live plots and the console")
+        self.fold_button.toggled.connect(lambda shown: self.set_folded(not shown))
         top = QtWidgets.QHBoxLayout()
+        top.addWidget(self.fold_button)
         top.addWidget(self.status, 1)
         top.addWidget(self.stop_button)
-        split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal, self)
+        split = self.body = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal, self)
         split.addWidget(self.live)
         split.addWidget(self.console)
         split.setStretchFactor(0, 3)
@@ -63,9 +71,22 @@ class RunPanel(QtWidgets.QWidget):
         c.sig_state_changed.connect(self._on_controller_state_changed)
         c.sig_run_finished.connect(self._on_controller_run_finished)
         c.sig_run_failed.connect(self._on_controller_run_failed)
+        c.sig_connection_changed.connect(self._on_controller_connection_changed)
         app = QtCore.QCoreApplication.instance()
         if app is not None:
             app.aboutToQuit.connect(self.shutdown)
+
+    def set_folded(self, folded: bool) -> None:
+        """Fold to the status line (the live plots and console hidden), or unfold."""
+        self.body.setVisible(not folded)
+        self.fold_button.blockSignals(True)
+        self.fold_button.setChecked(not folded)
+        self.fold_button.blockSignals(False)
+        self.fold_button.setText(("▸" if folded else "▾") + " Live")
+        self.sig_folded_changed.emit(folded)
+
+    def is_folded(self) -> bool:
+        return self.body.isHidden()
 
     @property
     def is_running(self) -> bool:
@@ -79,16 +100,25 @@ class RunPanel(QtWidgets.QWidget):
         dlg = RunDialog(self, script=script)
         if not dlg.exec() or dlg.accepted_config is None:
             return False
-        return self.start(dlg.accepted_config, dlg.accepted_doctor)
+        return self.start(dlg.accepted_config, dlg.accepted_doctor, getattr(dlg, "accepted_host", None))
 
-    def start(self, cfg: RunConfig, doctor: dict | None = None, open_when_done: bool = True) -> bool:
+    def start(self, cfg: RunConfig, doctor: dict | None = None, host=None, open_when_done: bool = True) -> bool:
         """Start a validated RunConfig (core.runner.config.validate); bundle in ~/ptprof-runs unless set.
+        `host` (core.remote.ssh.SshHost): on that host, the bundle fetched into the same folder here.
         open_when_done=False: the finished bundle is not opened as a tab (Try it opens a Compare instead)."""
         self._open_when_done = open_when_done
         if not cfg.out_dir:
-            cfg = cfg.with_(out_dir=str(default_dir(cfg.script, Path.home() / "ptprof-runs")))
+            cfg = cfg.with_(out_dir=str(default_dir(cfg.script or cfg.module, Path.home() / "ptprof-runs")))
         self.console.clear()
-        return self.controller.start(cfg, doctor)
+        if host is not None:
+            self.status.setText(f"Connecting to {host.label} …")
+        return self.controller.start(cfg, doctor, host=host)
+
+    def attach(self, host, run_id: str, folder: str) -> bool:
+        """Follow a remote run again (File > Reattach Remote Run…) into its local folder."""
+        self.console.clear()
+        self.status.setText(f"Reattaching to {run_id} on {host.label} …")
+        return self.controller.attach(host, run_id, folder)
 
     def stop(self) -> None:
         self.controller.stop()
@@ -99,6 +129,7 @@ class RunPanel(QtWidgets.QWidget):
 
     # -- slots -----------------------------------------------------------------------------------
     def _on_controller_run_started(self, bundle: str) -> None:
+        self.set_folded(False)
         s = self.controller.session
         self.live.attach(s.sampler, s.started_ns, getattr(s.cfg, "schedule", None))
         self.status.setText("Running · " + self.live.state_line())
@@ -116,6 +147,42 @@ class RunPanel(QtWidgets.QWidget):
             self.console.append_note(f"ptprof: host sync at {lib}{e.get('file')}:{e.get('line')} (step {e.get('step')})")
         if t in ("start", "step", "phase", "cycle") and e.get("rank", 0) == 0:
             self.status.setText("Running · " + self.live.state_line())
+        if t == "cycle" and self.is_running and getattr(self, "_open_when_done", True):  # Try it: no tabs
+            self._on_cycle_saved(e)
+
+    def _on_cycle_saved(self, e: dict) -> None:
+        """A single-process run's cycle trace is complete on disk (the child renames it into place before it
+        says so): open it now, not when the script ends. Multi-rank runs open as one set at the end."""
+        s = self.controller.session
+        path = e.get("path")
+        root = getattr(getattr(s, "bundle", None), "root", None)
+        if root is None or max(1, int(getattr(getattr(s, "cfg", None), "nproc", 1) or 1)) > 1 \
+                or not isinstance(path, str):
+            return  # a remote run's files are not here; multi-rank runs open as one set
+        full = (Path(root) / path).resolve()
+        if Path(root).resolve() not in full.parents or not full.is_file():
+            return  # only a file inside this run's bundle
+        self.console.append_note(f"ptprof: cycle {e.get('cycle')} trace saved, opening it (the script goes on)")
+        self.status.setText("Running · " + self.live.state_line() + f" · cycle {e.get('cycle')} trace opened")
+        self.sig_trace_saved.emit(str(full))
+
+    def _on_controller_connection_changed(self, connection: str) -> None:
+        """A remote run: the link to its host (the run goes on there while it is down)."""
+        s = self.controller.session
+        if s is None or not connection:
+            return
+        if connection.startswith("fetching"):
+            self.status.setText(f"{s.host.label}: run ended · {connection}")
+            self.live.set_connection("")
+            return
+        if connection == "connected":
+            self.status.setText(f"Running on {s.host.label} · " + self.live.state_line())
+            self.live.set_connection("")
+        else:
+            text = f"{s.host.label}: {connection.replace(' - ', ' — ')} · the run goes on there"
+            self.status.setText(text)
+            self.live.set_connection(text)
+            self.console.append_note(f"ptprof: {text}")
 
     def _on_controller_state_changed(self, state: str) -> None:
         self.stop_button.setEnabled(state == "running")

@@ -93,7 +93,23 @@ def raw_args_html(event: dict | None) -> str:
 
 
 def _arg_text(v) -> str:
-    return v if isinstance(v, str) else json.dumps(v, separators=(", ", ": "))
+    """An arg as text; floats rounded to what a reader needs (Kineto's "memory bandwidth (GB/s)" came out as
+    12.846889893532301): 4 significant digits, one decimal from 100 up, integral floats without one."""
+    if isinstance(v, str):
+        return v
+    return json.dumps(_rounded(v), separators=(", ", ": "))
+
+
+def _rounded(v):
+    if isinstance(v, float):
+        if v != v or v in (float("inf"), float("-inf")) or v.is_integer():
+            return v
+        return round(v, 1) if abs(v) >= 100 else float(f"{v:.4g}")
+    if isinstance(v, list):
+        return [_rounded(x) for x in v]
+    if isinstance(v, dict):
+        return {k: _rounded(x) for k, x in v.items()}
+    return v
 
 
 _RUNNING: set = set()  # readers stay referenced until they finish, even if the panel goes away

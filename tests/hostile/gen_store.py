@@ -98,6 +98,18 @@ def _sync_names_fifo(root: Path) -> Path:
     return d
 
 
+def _nvml_wide(root: Path, rows: int = 500, cols: int = 20_000) -> Path:
+    """An nvml.csv of 500 rows x 20,000 numeric columns (~20 MB, far under the size cap): `info` held ~10M
+    Python numbers (0.8 GB, minutes) before only the known columns were read (issue 37)."""
+    d = _bundle(root, "nvml_wide")
+    cells = ",".join(["1.5"] * cols)
+    with open(d / "nvml.csv", "w") as fh:
+        fh.write("t_unix_ns,gpu,util_pct," + ",".join(f"c{i}" for i in range(cols - 1)) + "\n")
+        for r in range(rows):
+            fh.write(f"{1795974918454788160 + r * 10**8},0,{cells}\n")
+    return d
+
+
 _GOOD_ROW = "1795974918454788160,0,0,0,615.062,143771,79.23,34,345,1.27246,0.541016,"
 BUNDLE_CASES: dict[str, Callable[[Path], Path]] = {
     "fifo_run_json": _fifo("run.json"),
@@ -140,6 +152,7 @@ BUNDLE_CASES: dict[str, Callable[[Path], Path]] = {
                                       '{"type":"sync","rank":0,"file":"@DIR@","line":1}',
                                       '{"type":"sync"' + " " * (2 << 20) + "}"], "events_bad_lines"),
     "sync_names_2gb_file": _sync_names_big_file,
+    "nvml_20000_columns": _nvml_wide,
     "sync_names_fifo": _sync_names_fifo,
 }
 

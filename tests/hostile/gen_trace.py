@@ -309,6 +309,44 @@ def m_hostile_shapes(rng, text):
     return json.dumps(doc).replace("Infinity", "1e999").encode()
 
 
+def m_many(rng, text):
+    """Work that grows with a count, not the size (issue 37 "bound work by what the input can cost"): nested
+    ProfilerSteps, steps on one span, deep op nesting, one event per thread / stream, launches sharing one
+    correlation, flows sharing one id, counters of many series. Each must stay linear."""
+    doc = json.loads(text)
+    ev = doc["traceEvents"]
+    t0 = ev[0]["ts"]
+    n = rng.choice([2000, 20000])
+    shape = rng.choice(["nested_steps", "same_steps", "deep_ops", "threads", "streams", "one_correlation",
+                        "one_flow_id", "counter_series"])
+    for k in range(n):
+        if shape == "nested_steps":
+            ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{k + 10}", "pid": 1, "tid": 1,
+                       "ts": t0 - n + k, "dur": 2.0 * (n - k) + 2000.0})
+        elif shape == "same_steps":
+            ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{k + 10}", "pid": 1, "tid": 1,
+                       "ts": t0, "dur": 2000.0})
+        elif shape == "deep_ops":
+            ev.append({"ph": "X", "cat": "cpu_op", "name": f"aten::op{k % 7}", "pid": 1, "tid": 1,
+                       "ts": t0 + k * 0.001, "dur": 400.0 - k * 0.002 * 20000 / n})
+        elif shape in ("threads", "streams"):
+            gpu = shape == "streams"
+            ev.append({"ph": "X", "cat": "kernel" if gpu else "cpu_op", "name": "k", "pid": 0 if gpu else 1,
+                       "tid": 1000 + k, "ts": t0 + k * 0.01, "dur": 1.0,
+                       "args": {"device": 0, "stream": 1000 + k} if gpu else {}})
+        elif shape == "one_correlation":
+            ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                       "ts": t0 + k * 0.01, "dur": 0.005, "args": {"correlation": 0, "External id": 0}})
+            ev.append({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": t0 + k * 0.01, "dur": 0.005,
+                       "args": {"device": 0, "stream": 7, "correlation": 0}})
+        elif shape == "one_flow_id":
+            ev.append({"ph": "s" if k % 2 else "f", "cat": "ac2g", "name": "ac2g", "id": 7, "pid": 1, "tid": 1,
+                       "ts": t0 + 20, "bp": "e"})
+        elif k < n // 10:
+            ev.append({"ph": "C", "name": f"c{k}", "pid": 0, "tid": 0, "ts": t0 + k, "args": {f"s{j}": j for j in range(20)}})
+    return json.dumps(doc).encode()
+
+
 MUTATIONS = {
     "valid": lambda rng, text: text,
     "truncate": m_truncate, "flip": m_flip, "flip_structural": m_flip_structural, "weird_value": m_weird_value,
@@ -317,7 +355,7 @@ MUTATIONS = {
     "non_utf8": m_non_utf8, "encoding": m_encoding, "wrong_shape": m_wrong_shape,
     "events_of_wrong_type": m_events_of_wrong_type, "overlapping_kernels": m_overlapping_kernels,
     "bare_array": m_bare_array, "device_props": m_device_props, "padding": m_padding, "long_name": m_long_name,
-    "surrogate_names": m_surrogate_names, "hostile_shapes": m_hostile_shapes,
+    "surrogate_names": m_surrogate_names, "hostile_shapes": m_hostile_shapes, "many": m_many,
 }
 CONTAINERS = ("json", "gz", "xz", "gz_truncated", "gz_corrupt", "gz_multi", "gz_bomb", "xz_bomb", "gz_header")
 KINDS = tuple(MUTATIONS)

@@ -247,6 +247,42 @@ def test_the_gui_opens_a_non_utf8_file_name(non_utf8_trace, qtbot, tmp_path, mon
     assert outcome == ["loaded"] and not shown and win.tabs.count() == 1
 
 
-@pytest.mark.parametrize("kind", ["padding", "long_name", "surrogate_names", "hostile_shapes"])
+@pytest.mark.parametrize("kind", ["padding", "long_name", "surrogate_names", "hostile_shapes", "many"])
 def test_the_new_kinds_generate_deterministically(kind):
     assert generate(kind, 5) == generate(kind, 5)
+
+
+# --- numeric settings from the environment ------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", ["abc", "-1", "inf", "nan", "0"])
+def test_an_invalid_inflate_bound_keeps_the_ratio_check(tmp_path, value):
+    """PTPROF_MAX_INFLATE_BYTES=abc switched the compression-ratio check off (a 4.7 MB bomb inflated to
+    1.15 GB); now it is one warning and the bomb is refused by the ratio, as with the variable unset."""
+    from hostile.gen_trace import _bomb
+    path = tmp_path / "bomb.pt.trace.json.gz"
+    path.write_bytes(_bomb("gz", 300 << 20))
+    proc = _cli(["info", "--no-cache", str(path)], env={"PTPROF_MAX_INFLATE_BYTES": value})
+    _clean(proc, rc=2)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 2 and "PTPROF_MAX_INFLATE_BYTES" in lines[0] and "not a byte count" in lines[0], lines
+    assert "implausible decompressed size" in lines[1]
+
+
+# --- a wide nvml.csv ------------------------------------------------------------------------------------------
+
+def test_a_20000_column_nvml_csv_reads_the_known_columns(tmp_path, caplog):
+    """500 rows x 20,000 columns: `info` held ~10M Python numbers (0.8 GB RSS, minutes); now the known series
+    and at most MAX_OTHER_COLUMNS others are read, with one warning."""
+    from core.trace import extras
+    from hostile.gen_store import _nvml_wide
+    bundle = _nvml_wide(tmp_path)
+    table, strings = extras.read_nvml_csv(bundle / "nvml.csv", 0)
+    names = {strings[int(i)] for i in np.unique(table.series)}
+    assert "gpu0/gpu_util" in names and len(names) == 1 + extras.MAX_OTHER_COLUMNS
+    assert len(table.ts_ns) == 500 * len(names)
+    assert any("20002 columns" in r.getMessage() for r in caplog.records)
+    peak = subprocess.run([sys.executable, "-c", "import resource, sys; from core.cli import main; main(sys.argv[1:]);"
+                           "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)", "info", "--no-cache", str(bundle)],
+                          cwd=REPO, capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert peak.returncode == 0 and "Traceback" not in peak.stderr, peak.stderr
+    assert int(peak.stdout.strip().splitlines()[-1]) < 400_000  # KiB: was ~850,000

@@ -100,7 +100,10 @@ def test_poisoned_findings_cache_is_a_miss(how, tmp_path):
 
 @pytest.mark.parametrize("env", [{"PTPROF_CACHE_MAX_BYTES": "inf"}, {"PTPROF_CACHE_MAX_BYTES": "garbage"},
                                  {"PTPROF_CACHE_DIR": "~nosuchuser_ptprof/x"}, {"PTPROF_CHUNKS_PER_WORKER": "abc"},
-                                 {"PTPROF_CHUNKS_PER_WORKER": "-4"}])
+                                 {"PTPROF_CHUNKS_PER_WORKER": "-4"}, {"PTPROF_MAX_INFLATE_BYTES": "abc"},
+                                 {"PTPROF_MAX_INFLATE_BYTES": "-1"}, {"PTPROF_MAX_INFLATE_BYTES": "inf"},
+                                 {"PTPROF_WORKERS": "abc"}, {"PTPROF_WORKERS": "-3"}, {"PTPROF_WORKERS": "1e3"},
+                                 {"PTPROF_CACHE_PACK_MAX_BYTES": "x"}])
 def test_bad_environment_is_one_warning_line(env, tmp_path):
     env = {**env, "PTPROF_CACHE_DIR": env.get("PTPROF_CACHE_DIR", str(tmp_path / "c"))}
     proc = g.run_cli(["info", str(g.SMALL_TRACE)], env=env, real=True)  # settings are read at start-up too

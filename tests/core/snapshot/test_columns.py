@@ -112,9 +112,17 @@ def test_settings_with_wide_integers_and_shared_lists():
 
 def test_no_gc_nests_and_restores():
     import gc
-    assert gc.isenabled()
-    with columns.no_gc():
+    was = gc.isenabled()  # the GUI's gc_guard keeps it off in the app (and in GUI tests run before this)
+    gc.enable()
+    try:
         with columns.no_gc():
+            with columns.no_gc():
+                assert not gc.isenabled()
             assert not gc.isenabled()
-        assert not gc.isenabled()
-    assert gc.isenabled()
+        assert gc.isenabled()
+        gc.disable()
+        with columns.no_gc():
+            pass
+        assert not gc.isenabled()  # off before: left off
+    finally:
+        (gc.enable if was else gc.disable)()
