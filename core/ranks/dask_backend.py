@@ -48,7 +48,7 @@ class DaskExecutor:
         self.workers = max(1, sum(int(w.get("nthreads", 1)) for w in info.get("workers", {}).values()))
         self.name = f"dask {scheduler}"
 
-    def map_unordered(self, fn, tasks):
+    def map_unordered(self, fn, tasks, weight=None):  # each Dask worker has its own memory: no weights
         from distributed import as_completed
         tasks = list(tasks)
         futures = self.client.map(fn, tasks, pure=False)

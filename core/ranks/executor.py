@@ -20,8 +20,10 @@ class Executor(Protocol):
     name: str
     workers: int
 
-    def map_unordered(self, fn: Callable, tasks: Iterable) -> Iterator[tuple[int, Any]]:
-        """(position in tasks, fn(task)) as each completes; an exception of fn is raised here."""
+    def map_unordered(self, fn: Callable, tasks: Iterable, weight: Callable | None = None
+                      ) -> Iterator[tuple[int, Any]]:
+        """(position in tasks, fn(task)) as each completes; an exception of fn is raised here. `weight`: a
+        task's estimated peak bytes, for executors that bound the memory in flight (LocalPool)."""
 
     def call(self, fn: Callable, *args) -> Any:
         """fn(*args) on a worker (where the data is)."""
@@ -40,7 +42,7 @@ class InProcess:
     name = "in-process"
     workers = 1
 
-    def map_unordered(self, fn, tasks):
+    def map_unordered(self, fn, tasks, weight=None):
         for i, t in enumerate(tasks):
             yield i, fn(t)
 
@@ -73,22 +75,30 @@ class LocalPool:
         self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(method),
                                          initializer=_worker_init)
 
-    def map_unordered(self, fn, tasks):
-        pending = {}
+    def map_unordered(self, fn, tasks, weight=None):
+        """`weight(task)`: its estimated peak bytes (core/ranks/budget.py); tasks are admitted while the
+        estimates in flight fit the memory budget (one at least), at most `workers` at a time."""
+        from core.ranks.budget import budget_bytes
+        pending: dict = {}
         it = iter(enumerate(tasks))
-        limit = 2 * self.workers
+        budget = budget_bytes()
+        held = 0
+        nxt = next(it, None)
         try:
             while True:
-                while len(pending) < limit:
+                while nxt is not None and len(pending) < self.workers:
+                    w = int(weight(nxt[1])) if weight is not None else 0
+                    if pending and held + w > budget:
+                        break  # waits for a rank in flight to end
+                    pending[self._pool.submit(fn, nxt[1])] = (nxt[0], w)
+                    held += w
                     nxt = next(it, None)
-                    if nxt is None:
-                        break
-                    pending[self._pool.submit(fn, nxt[1])] = nxt[0]
                 if not pending:
                     return
                 done, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in done:
-                    i = pending.pop(fut)
+                    i, w = pending.pop(fut)
+                    held -= w
                     yield i, fut.result()
         finally:
             for fut in pending:

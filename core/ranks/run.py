@@ -86,7 +86,8 @@ def analyze_run(path, executor: Executor | None = None, rules=None, use_cache: b
         done = len(tasks) - len(todo)
         if progress is not None:
             progress(done / max(len(tasks), 1), f"{done} of {len(tasks)} ranks summarised")
-        for k, res in ex.map_unordered(_map_safe, [tasks[i] for i in todo]):
+        from core.ranks.budget import estimate_peak
+        for k, res in ex.map_unordered(_map_safe, [tasks[i] for i in todo], lambda t: estimate_peak(t.path)):
             results[todo[k]] = res
             done += 1
             if isinstance(res, RankSummary) and stored and use_cache and rules is None:

@@ -129,7 +129,15 @@ def finding_from_json(d: dict) -> Finding:
         fix=str(d["fix"]), model_index=int(d.get("model_index", 0)),
         evidence_rows=tuple(int(r) for r in d.get("evidence_rows", ())), hint=bool(d.get("hint", False)),
         saving_ns=None if d.get("saving_ns") is None else int(d["saving_ns"]),
-        saving_pct=None if d.get("saving_pct") is None else float(d["saving_pct"]), estimate=str(d.get("estimate", "")))
+        saving_pct=None if d.get("saving_pct") is None else float(d["saving_pct"]), estimate=str(d.get("estimate", "")),
+        **_by_fix(d.get("savings_by_fix")))
+
+
+def _by_fix(v) -> dict:
+    """Finding.savings_by_fix (to_json writes it as {fix: ns}) where this Finding has the field."""
+    if not v or "savings_by_fix" not in Finding.__dataclass_fields__:
+        return {}
+    return {"savings_by_fix": tuple((str(k), int(x)) for k, x in dict(v).items())}
 
 
 def _ranges(v) -> tuple:

@@ -47,6 +47,8 @@ def headline_html(d: Diff) -> str:
     sign = "+" if s.delta_ns > 0 else "−" if s.delta_ns < 0 else "±"
     lines = [side("A", d.a), side("B", d.b),
              f"Δ step: <b>{sign}{units.fmt_ns(abs(s.delta_ns))} ({s.delta_pct:+.1f} %)</b>, {verdict}"]
+    if getattr(d, "basis_note", ""):  # both sides in unprofiled time (core.analysis.diff._unprofiled_basis)
+        lines.append(f"note: {html.escape(d.basis_note)}")
     lines += [f"⚠ {html.escape(w)}" for w in d.warnings]
     return "<br>".join(lines)
 

@@ -34,8 +34,10 @@ def _key(a):
 
 def _same(old, new) -> None:
     assert _key(new) == _key(old)
-    assert [(f.time_ranges, f.model_index, f.count, f.impact_ns) for f in new.findings] == \
-        [(f.time_ranges, f.model_index, f.count, f.impact_ns) for f in old.findings]
+    assert [(f.time_ranges, f.model_index, f.count, f.impact_ns, getattr(f, "savings_by_fix", None))
+            for f in new.findings] == \
+        [(f.time_ranges, f.model_index, f.count, f.impact_ns, getattr(f, "savings_by_fix", None))
+         for f in old.findings]
     assert [(n.rule, n.reason) for n in new.not_run] == [(n.rule, n.reason) for n in old.not_run]
     drop = ("analysis_s",)
     assert {k: v for k, v in new.summary.items() if k not in drop} == \
