@@ -1,4 +1,4 @@
-"""`ptprof` command line: info | analyze | record | report | diff | mcp.
+"""`ptprof` command line: info | analyze | record | report | diff | try | mcp.
 
 Each subcommand lives in core/commands/<name>.py with `add_arguments(parser)` and `run(args) -> int`,
 imported only when used. Exit codes (ARCHITECTURE.md): 0 ok, 1 findings at/above --fail-on,
@@ -23,6 +23,7 @@ COMMANDS = {
     "record": ("core.commands.record", "run a training script under torch.profiler into a run bundle"),
     "report": ("core.commands.report", "write PNGs, CSVs and a self-contained report.html"),
     "diff": ("core.commands.diff", "compare two runs: step time, breakdown, kernels, ops, findings, memory"),
+    "try": ("core.commands.tryfix", "run a bundle's script again with a finding's fix switched on, measure the saving"),
     "remote": ("core.commands.remote", "runs on an SSH host: list them, fetch a bundle, attach to a running one"),
     "mcp": ("core.commands.mcp", "serve the analysis to AI assistants over the Model Context Protocol (stdio)"),
 }

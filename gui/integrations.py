@@ -201,4 +201,6 @@ def install_all(win) -> Integrations:
     from gui.compare.wiring import CompareActions
     compare = CompareActions(win)
     win.compare_paths = compare.compare_paths
+    from gui.tryfix import install as install_try  # Try it: a finding's fix at run time, then a Compare
+    win.try_controller = install_try(win, issues, run_panel, compare)
     return Integrations(issues, run_panel, run_dock, exporter, analyses, compare)

@@ -193,6 +193,9 @@ def _side(ts: TraceSet, steps_ns: np.ndarray) -> Side:
     stats = [step_stats(m) for m in ts.models]
     bounds = [str(b) for st in stats if not st.synthetic and st.bound is not None for b in st.bound.tolist()]
     bound = max(sorted(set(bounds)), key=bounds.count) if bounds else ""
+    from core.analysis.unprofiled import data_period_ns
+    if any(m.devices and data_period_ns(m) for m in ts.models):
+        bound = "data"  # the workers pace it: one stall per round, most steps served at once
     return Side(ts.path, int(len(steps_ns)), float(med), float(p10), float(p90), device, torch_version, len(ts.ranks),
                 bound)
 

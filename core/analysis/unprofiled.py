@@ -31,6 +31,12 @@ def _is_worker_next(name: str) -> bool:
 
 
 def data_period_ns(model: TraceModel) -> float | None:
+    """Cached per model: see _data_period_ns."""
+    from core.analysis.derived import cached
+    return cached(model, "unprofiled:data_period", lambda: _data_period_ns(model))
+
+
+def _data_period_ns(model: TraceModel) -> float | None:
     """The period at which the DataLoader workers delivered batches over the window (mean recorded step),
     when the loop waited for them (worker-fed loader, its __next__ >= DATA_WAIT_SHARE of the CPU steps);
     else None."""

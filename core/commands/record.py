@@ -49,6 +49,10 @@ def add_arguments(p) -> None:
     p.add_argument("--nvml-hz", type=float, default=10.0, help="GPU sampling rate (default 10)")
     p.add_argument("--stop-after-window", action="store_true",
                    help="stop the script (as Ctrl-C does) once the last trace cycle is saved; exit 0")
+    p.add_argument("--apply", metavar="ID[,ID...]", default="",
+                   help="record with runtime switches on: pin_memory, num_workers[=N], tf32, bf16_autocast, "
+                        "foreach, fused, set_to_none, channels_last, cudnn_benchmark, compile[=MODE], or a rule id "
+                        "that has one (pageable_memcpy ...); a switch that cannot apply stops the run (exit 2)")
     p.add_argument("--quiet", action="store_true", help="no status line, no script output echo")
     p.add_argument("--no-summaries", action="store_true",
                    help="several trace files: do not write each rank's analysis summary into the bundle at the end "
@@ -81,7 +85,15 @@ def config_from_args(args):
         if args.script:  # options before -m ended with a positional: `record train.py -m x` is ambiguous
             raise ConfigError(f"give either a script or -m MODULE, not both ({args.script!r})")
         module, script_args = args.module_argv[0], list(args.module_argv[1:])
-    return RunConfig(script=args.script or "", module=module, stop_after_window=args.stop_after_window,
+    apply = ""
+    if getattr(args, "apply", ""):
+        from core.runner.switches import SwitchError
+        from core.tryfix.fixes import resolve_spec
+        try:
+            apply = resolve_spec(args.apply)
+        except SwitchError as exc:
+            raise ConfigError(f"--apply: {exc}") from None
+    return RunConfig(apply=apply, script=args.script or "", module=module, stop_after_window=args.stop_after_window,
                      args=tuple(script_args), python=args.python or sys.executable, cwd=args.cwd or os.getcwd(),
                      env=tuple(env), schedule=Schedule(args.wait, args.warmup, args.active, args.repeat),
                      record_shapes=not args.no_shapes, profile_memory=not args.no_memory,
@@ -174,7 +186,7 @@ def drive(session, args, started: bool = False) -> int:
                     (sys.stdout if stream == "stdout" else sys.stderr).write(text + "\n")
                 sys.stdout.flush()
                 for e in up.events:
-                    if e.get("type") == "notice" and not tty:
+                    if e.get("type") == "notice" and not tty and e.get("code") != "switch_refused":
                         sys.stderr.write(f"ptprof: {printable(e.get('message', ''))}\n")
                 connection = getattr(session, "connection", "connected")  # a remote run's link to its host
                 if not tty and connection != said_connection:
@@ -199,6 +211,16 @@ def drive(session, args, started: bool = False) -> int:
     if not getattr(args, "no_summaries", False) and len(session.bundle.trace_files()) > 1:
         _summarise(session.bundle.root, args.quiet)
     return _summary(session, args.quiet)
+
+
+def switch_refusal(session) -> str:
+    """The one line saying which --apply switch could not apply ('' when all applied or none was asked)."""
+    if not session.cfg.apply:
+        return ""
+    from core.tryfix.store import read_switches
+    refused = [f"{s['name']} cannot apply: {s['message']}" for s in read_switches(session.bundle.root)
+               if s.get("status") == "refused"]
+    return "; ".join(refused)
 
 
 def _summarise(root, quiet: bool) -> None:
@@ -246,6 +268,10 @@ def _summary(session, quiet: bool) -> int:
         error = session._run_json.get("error") or f"exit {code}"
         print(f"ptprof: {session.cfg.python} did not start the script ({error}): is it a Python with torch?",
               file=sys.stderr)
+        return 2
+    refused = switch_refusal(session)
+    if refused:
+        print(f"ptprof: {printable(refused)} (the run was stopped: nothing measured)", file=sys.stderr)
         return 2
     if code == 0:
         if n_traces == 0 and st.stepped_aside:

@@ -111,6 +111,8 @@ def _findings(ctx: ReportContext) -> str:
         return f"<p class=muted>{esc(fr.note or 'no findings')}</p>" + _not_run(fr)
     t_base = 0
     cards = []
+    from core.tryfix.store import measured_for_rule, measured_text, tried_for
+    tried = tried_for(getattr(ctx.trace_set, "path", None))  # what `ptprof try` measured on this run
     for f in fr.findings:
         d = as_dict(f)
         sev = esc(d.get("severity") or "info")
@@ -133,6 +135,9 @@ def _findings(ctx: ReportContext) -> str:
         if d.get("saving_ns") is not None:
             saving = (f"<div class=fmeta><b>est. {esc(saving_text(d['saving_ns'], d.get('saving_pct')))}</b> · "
                       f"{esc(d.get('estimate') or '')}</div>")
+        hit = measured_for_rule(tried, str(d.get("rule"))) if tried else None
+        if hit:
+            saving += f"<div class=fmeta><b>{esc(measured_text(hit[1]))}</b> · ptprof try --fix {esc(hit[0])}</div>"
         cards.append(
             f"<div class='finding {sev}'><div class=fhead><span class='badge {sev}'>{sev}</span> "
             f"<b>{esc(d.get('title'))}</b> <code class=rule>{esc(d.get('rule'))}</code></div>"

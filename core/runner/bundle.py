@@ -19,8 +19,10 @@ COMPILE_JSON = "compile.json"
 COMPILE_LOG = "compile.log"
 STDOUT_LOG = "stdout.log"
 STDERR_LOG = "stderr.log"
+SWITCHES_JSON = "switches.json"  # what --apply did (core/runner/switches.py)
+TRIED_JSON = "tried.json"  # savings measured by `ptprof try` on this (before) run (core/tryfix/store.py)
 FORMAT = "ptprof-run/1"  # run.json "format": how a folder is known to be one of our bundles
-_OWN_FILES = (RUN_JSON, EVENTS, NVML_CSV, COMPILE_JSON, COMPILE_LOG, STDOUT_LOG, STDERR_LOG)
+_OWN_FILES = (RUN_JSON, EVENTS, NVML_CSV, COMPILE_JSON, COMPILE_LOG, STDOUT_LOG, STDERR_LOG, SWITCHES_JSON, TRIED_JSON)
 # what the child writes into traces/ (child.py _on_trace_ready): the only names a re-record removes there
 # (the temp files: unique mkstemp names since issue 37, older fixed names too)
 _OWN_TRACE = re.compile(r"rank\d+\.cycle\d+\.pt\.trace\.json\.gz(\.part)?"

@@ -57,6 +57,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--memory-history", action="store_true")  # memhist.py: the allocator's history + snapshot
     p.add_argument("--max-entries", type=int, default=100000)
     p.add_argument("--module", action="store_true", help="SCRIPT is a module name, run like `python -m`")
+    p.add_argument("--apply", default="", help="runtime switches (switches.py), e.g. pin_memory,tf32")
     p.add_argument("script")
     p.add_argument("args", nargs=argparse.REMAINDER)
     ns = p.parse_args(argv)
@@ -71,6 +72,7 @@ _Terminated, _Signals, _Orphan, _LogFallback = _guards.Terminated, _guards.Signa
 _on_sigterm, _user_frames = _guards.on_sigterm, _guards.user_frames
 _stepsource, _syncsite, _target = _load_sibling("stepsource"), _load_sibling("syncsite"), _load_sibling("target")
 _devinfo, _observe = _load_sibling("devinfo"), _load_sibling("observe")
+_switches = _load_sibling("switches")  # --apply: a finding's fix applied at run time (ptprof try)
 _memhist = _load_sibling("memhist")  # allocator history, the snapshot at an OOM (issue 32)
 _compat = _load_sibling("compat")  # what this Python / torch can do (older torch: features off, said once)
 
@@ -105,6 +107,7 @@ class ChildRunner:
         self.sites = _syncsite.SiteFinder(os.path.dirname(torch.__file__), str(_HERE))
         self.sync_sites: dict[tuple, dict] = {}
         self._sync_meta_n = 0
+        self.switches = _switches.Switches(torch, opts.apply, self.ev.emit, str(self.bundle), self.rank)
         self.memhist = _memhist.MemoryHistory(torch, self.bundle, self.rank, self.ev.emit, opts.memory_history,
                                               opts.max_entries, (os.path.dirname(torch.__file__), str(_HERE)))
         self.features = _compat.features_or_why(torch)  # {feature: {on, why}} -> start event, notices
@@ -204,6 +207,7 @@ class ChildRunner:
     def _on_step(self, source: str) -> None:
         start_ns = self._record_step(source)
         try:
+            self.switches.at_step(self.step)  # a switch that did not take stops the run here (exit 3)
             if self.stepped_aside or (self.prof is None and source == "forward" and self._forward_done):
                 return
             if self.prof is None:
@@ -380,6 +384,7 @@ class ChildRunner:
         self.memhist.start()
         exit_code = 0
         try:
+            self.switches.install()  # before the script: raises switches.Refused (exit 3) when one cannot apply
             target.run(args)
         except SystemExit as exc:
             exit_code = _exit_code(exc.code)

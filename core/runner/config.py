@@ -52,6 +52,7 @@ class RunConfig:
     fallback_steps: int = 5  # forward-stepped window length when no optimizer ever steps
     module: str = ""  # run `python -m MODULE` instead of a script (cwd = the working directory, as python -m)
     stop_after_window: bool = False  # stop the script (as Stop does) once every rank saved its last cycle
+    apply: str = ""  # runtime switches (core/runner/switches.py), e.g. "pin_memory,tf32": `record --apply`, `try`
     memory_history: bool = False  # torch.cuda.memory._record_memory_history -> memory.snapshot.pickle (memhist.py)
     max_entries: int = 100_000  # the allocator trace ring it keeps
 
@@ -85,7 +86,7 @@ class RunConfig:
             "record_shapes": self.record_shapes, "profile_memory": self.profile_memory,
             "with_stack": self.with_stack, "sync_debug": self.sync_debug, "nproc": self.nproc, "torchrun": self.torchrun,
             "nvml_hz": self.nvml_hz, "module": self.module, "stop_after_window": self.stop_after_window,
-            "memory_history": self.memory_history, "max_entries": self.max_entries,
+            "apply": self.apply, "memory_history": self.memory_history, "max_entries": self.max_entries,
         }
 
 
@@ -147,6 +148,12 @@ def check_values(cfg: RunConfig) -> None:
     for key, _ in cfg.env:
         if not key or "=" in key or "\0" in key:
             raise ConfigError(f"bad environment variable name: {key!r}")
+    if cfg.apply:
+        from core.runner.switches import SwitchError, parse
+        try:
+            parse(cfg.apply)
+        except SwitchError as exc:
+            raise ConfigError(f"--apply: {exc}") from None
 
 
 def advice(cfg: RunConfig) -> list[str]:

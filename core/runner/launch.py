@@ -22,6 +22,8 @@ def child_options(cfg: RunConfig, bundle_dir: str | Path) -> list[str]:
         opts.append("--with-stack")
     if not cfg.sync_debug:
         opts.append("--no-sync-debug")
+    if cfg.apply:
+        opts += ["--apply", cfg.apply]
     if cfg.stop_after_window:
         opts.append("--stop-after-window")
     if cfg.memory_history:

@@ -47,6 +47,8 @@ def headline_html(d: Diff) -> str:
     sign = "+" if s.delta_ns > 0 else "−" if s.delta_ns < 0 else "±"
     lines = [side("A", d.a), side("B", d.b),
              f"Δ step: <b>{sign}{units.fmt_ns(abs(s.delta_ns))} ({s.delta_pct:+.1f} %)</b>, {verdict}"]
+    if getattr(d, "basis_note", ""):  # both sides in unprofiled time (core.analysis.diff._unprofiled_basis)
+        lines.append(f"note: {html.escape(d.basis_note)}")
     lines += [f"⚠ {html.escape(w)}" for w in d.warnings]
     return "<br>".join(lines)
 
@@ -130,6 +132,18 @@ class CompareView(QtWidgets.QWidget):
         self._on_sides_step_changed()
 
     # --- linked, step-aligned timelines -----------------------------------------------------------
+    def set_verdict(self, text_html: str) -> None:
+        """A banner above the headline: what a fix was predicted to save and what it measured (Try it)."""
+        label = getattr(self, "verdict", None)
+        if label is None:
+            label = self.verdict = QtWidgets.QLabel()
+            label.setWordWrap(True)
+            label.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+            label.setFrameShape(QtWidgets.QFrame.Shape.StyledPanel)
+            label.setContentsMargins(6, 4, 6, 4)
+            self.layout().insertWidget(0, label)
+        label.setText(text_html)
+
     def _follow(self, source: _Side, target: _Side, t0: float, t1: float) -> None:
         if self._syncing:
             return

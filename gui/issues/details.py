@@ -12,7 +12,7 @@ from gui.issues.evidence import MAX_EVIDENCE_ROWS, Elide, Measure, evidence_html
 
 
 def finding_html(f: Finding, width_px: int = 480, measure: Measure | None = None, elide: Elide | None = None,
-                 bold_measure: Measure | None = None, stacks: bool | None = None) -> str:
+                 bold_measure: Measure | None = None, stacks: bool | None = None, measured: str = "") -> str:
     """The finding for a pane `width_px` wide; `measure` / `elide` use the pane's font (default: ~7 px a
     character, cut at the end). `stacks`: whether the trace has Python stacks (None: unknown), so a finding
     without a source line only asks for with_stack=True when the trace was recorded without it."""
@@ -25,6 +25,8 @@ def finding_html(f: Finding, width_px: int = 480, measure: Measure | None = None
     if f.saving_ns is not None:
         from gui.issues.model import saving_label
         parts.append(f"<p><b>If fixed:</b> {e(saving_label(f))} · <i>{e(f.estimate)}</i></p>")
+    if measured:  # what `ptprof try` / Try it measured for this finding's fix (the bundle's tried.json)
+        parts.append(f"<p><b>Measured:</b> {e(measured)}</p>")
     if f.source:
         lib = f"<code>{e(f.source.library)}</code> &larr; " if getattr(f.source, "library", "") else ""
         parts.append(f"<p><b>Source:</b> {lib}<code>{e(f.source.file)}:{f.source.line}</code> in "
@@ -97,8 +99,9 @@ class FindingDetails(QtWidgets.QTextBrowser):
         self._relayout = QtCore.QTimer(self, singleShot=True, interval=0)  # never setHtml inside a resize:
         self._relayout.timeout.connect(self._render)                       # the document doubled its text
 
-    def show_finding(self, f: Finding | None, not_run=()) -> None:
+    def show_finding(self, f: Finding | None, not_run=(), measured: str = "") -> None:
         self._shown = (f, tuple(not_run))
+        self._measured = measured
         self._render(keep_scroll=False)
 
     def text_width(self) -> int:
@@ -121,7 +124,7 @@ class FindingDetails(QtWidgets.QTextBrowser):
         bar = self.verticalScrollBar().value() if keep_scroll else 0
         self.setHtml(finding_html(f, self.text_width(), fm.horizontalAdvance,
                                   lambda text, px, mode: fm.elidedText(text, mode, px), bfm.horizontalAdvance,
-                                  stacks=self.stacks))
+                                  stacks=self.stacks, measured=getattr(self, "_measured", "")))
         self.verticalScrollBar().setValue(bar)
 
     def resizeEvent(self, ev) -> None:  # noqa: N802 (Qt API)

@@ -7,14 +7,17 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from core import units
 from core.rules.base import Finding, Severity
 
-COLUMNS = ("Severity", "Problem", "Impact", "% step", "Saves", "Count", "Rule")
+COLUMNS = ("Severity", "Problem", "Impact", "% step", "Saves", "Count", "Rule", "Try")
+TRY_COLUMN = COLUMNS.index("Try")
+TRY_TEXT = "Try"
 _ICONS = {Severity.ERROR: QtWidgets.QStyle.StandardPixmap.SP_MessageBoxCritical,
           Severity.WARNING: QtWidgets.QStyle.StandardPixmap.SP_MessageBoxWarning,
           Severity.INFO: QtWidgets.QStyle.StandardPixmap.SP_MessageBoxInformation}
 SORT_ROLE = QtCore.Qt.ItemDataRole.UserRole + 1
-_HEADERS = {"Severity": "", "% step": "%"}
+_HEADERS = {"Severity": "", "% step": "%", "Try": "▸"}
 _HEADER_TIPS = {"Severity": "Severity (error, warning, info)", "Impact": "Time the problem takes per window",
-                "% step": "Impact as % of the step", "Saves": "What the fix would save per step (what-if replay)"}
+                "% step": "Impact as % of the step", "Saves": "What the fix would save per step (what-if replay)",
+                "Try": "Try the fix at run time, no code change: the run again with a switch on, measured and compared"}
 
 
 def rank_ns(f: Finding) -> int:
@@ -52,11 +55,19 @@ class FindingsModel(QtCore.QAbstractTableModel):
         super().__init__(parent)
         self._findings: list[Finding] = []
         self._icons: dict[Severity, QtGui.QIcon] = {}
+        self.try_enabled = False  # the findings come from a run bundle: Try it can run its command again
 
     def set_findings(self, findings) -> None:
         self.beginResetModel()
         self._findings = sorted(findings, key=lambda f: -severity_key(f))
         self.endResetModel()
+
+    def try_spec(self, row: int) -> str | None:
+        """The runtime switch that tries this row's fix (core.tryfix.fixes), or None (a code change)."""
+        if not self.try_enabled:
+            return None
+        from core.tryfix.fixes import switch_for_rule
+        return switch_for_rule(self._findings[row].rule)
 
     def finding(self, row: int) -> Finding:
         return self._findings[row]
@@ -81,6 +92,18 @@ class FindingsModel(QtCore.QAbstractTableModel):
             return None
         f = self._findings[index.row()]
         col = index.column()
+        if col == TRY_COLUMN:
+            spec = self.try_spec(index.row())
+            if role == QtCore.Qt.ItemDataRole.DisplayRole:
+                return TRY_TEXT if spec else ""
+            if role == SORT_ROLE:
+                return 1 if spec else 0
+            if role == QtCore.Qt.ItemDataRole.ToolTipRole:
+                return (f"Try it: run again with {spec} switched on (no code change), measure, compare" if spec
+                        else "This fix needs a code change: no runtime switch applies it")
+            if role == QtCore.Qt.ItemDataRole.ForegroundRole and spec:
+                return QtGui.QBrush(QtWidgets.QApplication.palette().color(QtGui.QPalette.ColorRole.Link))
+            return None
         if role == QtCore.Qt.ItemDataRole.DisplayRole:
             # the severity is its icon (the word is the tooltip): the narrow dock's width goes to the Problem
             return ("", f.title, units.fmt_ns(f.impact_ns),

@@ -25,7 +25,7 @@ from core.rules.config import load_config
 from gui import lane
 from gui.issues.breakdown_view import BreakdownView
 from gui.issues.details import FindingDetails, not_run_text
-from gui.issues.model import COLUMNS, SORT_ROLE, FindingsModel
+from gui.issues.model import COLUMNS, SORT_ROLE, TRY_COLUMN, FindingsModel
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,8 @@ class IssuesPanel(QtWidgets.QWidget):
     """The Analysis, once the worker has returned and the panel is filled."""
     sig_progress_changed = QtCore.Signal(str, float)
     """(rule id, fraction) while the analysis runs."""
+    sig_try_requested = QtCore.Signal(str)
+    """A switch spec (core/runner/switches.py): Try it on the selected finding (gui/tryfix)."""
 
     def __init__(self, parent=None, config: dict | None = None) -> None:
         super().__init__(parent)
@@ -125,6 +127,13 @@ class IssuesPanel(QtWidgets.QWidget):
         self.tabs = QtWidgets.QTabWidget()
         self.tabs.addTab(self.details, "Details")
         self.tabs.addTab(self.breakdown, "Per-step breakdown")
+        # Try it: the selected finding's fix switched on at run time (gui/tryfix); only where a switch exists
+        self.try_button = QtWidgets.QPushButton("Try it")
+        self.try_button.setVisible(False)
+        self.try_button.clicked.connect(self._on_try_button_clicked)
+        self.tabs.setCornerWidget(self.try_button, QtCore.Qt.Corner.TopRightCorner)
+        self._tried: dict = {}  # what `ptprof try` / Try it measured on this run (tried.json)
+        self._current = None  # the selected Finding
 
         top = QtWidgets.QHBoxLayout()
         top.addWidget(self.status, 1)
@@ -146,6 +155,7 @@ class IssuesPanel(QtWidgets.QWidget):
         lay.addWidget(split)
 
         self.table.selectionModel().currentRowChanged.connect(self._on_table_current_changed)
+        self.table.clicked.connect(self._on_table_clicked)
         self.rank_combo.currentIndexChanged.connect(self._on_rank_changed)
         self.cancel_button.clicked.connect(self._on_cancel_clicked)
         self.breakdown.sig_step_clicked.connect(self.sig_range_requested)
@@ -189,6 +199,11 @@ class IssuesPanel(QtWidgets.QWidget):
         kw = int(self._config.get("gpu_idle", {}).get("kernel_wait_max_ns", 30_000))
         self._breakdowns = list(breakdowns) if breakdowns is not None else [step_breakdown(m, kw)
                                                                             for m in trace_set.models]
+        from core.runner.bundle import is_bundle
+        from core.tryfix.store import tried_for
+        path = getattr(trace_set, "path", None)
+        self.model.try_enabled = bool(path) and is_bundle(path)
+        self._tried = tried_for(path)
         self.model.set_findings(analysis.findings)
         self.table.sortByColumn(0, QtCore.Qt.SortOrder.DescendingOrder)  # errors first, then by saving / impact
         self._fit_columns()
@@ -221,6 +236,8 @@ class IssuesPanel(QtWidgets.QWidget):
         for hidden in ("Rule", "Count"):  # Details names the rule, the title says the count: Problem needs the width
             if hidden in COLUMNS:
                 self.table.setColumnHidden(COLUMNS.index(hidden), True)
+        # Try it only for a run bundle's findings (its command can run again): elsewhere the width is Problem's
+        self.table.setColumnHidden(TRY_COLUMN, not self.model.try_enabled)
         for col in range(self.model.columnCount()):
             mode = (QtWidgets.QHeaderView.ResizeMode.Stretch if col == problem
                     else QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
@@ -228,6 +245,27 @@ class IssuesPanel(QtWidgets.QWidget):
 
     def analysis(self) -> Analysis | None:
         return self._analysis
+
+    def trace_set(self):
+        return self._trace_set
+
+    def show_try_message(self, text: str) -> None:
+        """A Try it outcome or refusal (one line) in the status line, above the table."""
+        self.status.setText(text)
+
+    def refresh_tried(self) -> None:
+        """Re-read tried.json (a try just measured a fix) and show the selected finding again."""
+        from core.tryfix.store import tried_for
+        self._tried = tried_for(getattr(self._trace_set, "path", None))
+        if self._current is not None:
+            self._show(self._current)
+
+    def measured_text(self, f) -> str:
+        if not self._tried:
+            return ""
+        from core.tryfix.store import measured_for_rule, measured_text
+        hit = measured_for_rule(self._tried, f.rule)
+        return f"{measured_text(hit[1], prefix=False)} with {hit[0]} (Try it)" if hit else ""
 
     def is_running(self) -> bool:
         return self._worker is not None
@@ -248,6 +286,10 @@ class IssuesPanel(QtWidgets.QWidget):
     def _clear(self) -> None:
         self._analysis = None
         self._breakdowns = []
+        self._current = None
+        self._tried = {}
+        self.try_button.setVisible(False)
+        self.model.try_enabled = False
         self.model.set_findings([])
         self.not_run.setVisible(False)
         self.details.show_finding(None)
@@ -283,11 +325,36 @@ class IssuesPanel(QtWidgets.QWidget):
     def _on_table_current_changed(self, current: QtCore.QModelIndex, _previous) -> None:
         if not current.isValid():
             return
-        f = self.model.finding(self.proxy.mapToSource(current).row())
-        self.details.show_finding(f)
+        row = self.proxy.mapToSource(current).row()
+        f = self.model.finding(row)
+        self._show(f, self.model.try_spec(row))
         t0, t1 = f.time_ranges[0] if f.time_ranges else (0, 0)
         rows = np.asarray(f.evidence_rows, dtype=np.int64)
         self.sig_finding_selected.emit(int(f.model_index), int(t0), int(t1), rows)
+
+    def _show(self, f, spec: str | None = None) -> None:
+        self._current = f
+        if spec is None and self.model.try_enabled:
+            from core.tryfix.fixes import switch_for_rule
+            spec = switch_for_rule(f.rule)
+        self.details.show_finding(f, measured=self.measured_text(f))
+        self.try_button.setVisible(bool(spec))
+        if spec:
+            self.try_button.setText(f"Try it: {spec}")
+            self.try_button.setToolTip(f"Run this script again with {spec} switched on (no code change), "
+                                       "measure what it saves, and compare before vs after")
+            self.try_button.setProperty("spec", spec)
+
+    def _on_try_button_clicked(self) -> None:
+        spec = self.try_button.property("spec")
+        if spec:
+            self.sig_try_requested.emit(str(spec))
+
+    def _on_table_clicked(self, index: QtCore.QModelIndex) -> None:
+        if index.isValid() and index.column() == TRY_COLUMN:
+            spec = self.model.try_spec(self.proxy.mapToSource(index).row())
+            if spec:
+                self.sig_try_requested.emit(spec)
 
     def _on_rank_changed(self, index: int) -> None:
         if 0 <= index < len(self._breakdowns):

@@ -102,9 +102,11 @@ class RunPanel(QtWidgets.QWidget):
             return False
         return self.start(dlg.accepted_config, dlg.accepted_doctor, getattr(dlg, "accepted_host", None))
 
-    def start(self, cfg: RunConfig, doctor: dict | None = None, host=None) -> bool:
+    def start(self, cfg: RunConfig, doctor: dict | None = None, host=None, open_when_done: bool = True) -> bool:
         """Start a validated RunConfig (core.runner.config.validate); bundle in ~/ptprof-runs unless set.
-        `host` (core.remote.ssh.SshHost): on that host, the bundle fetched into the same folder here."""
+        `host` (core.remote.ssh.SshHost): on that host, the bundle fetched into the same folder here.
+        open_when_done=False: the finished bundle is not opened as a tab (Try it opens a Compare instead)."""
+        self._open_when_done = open_when_done
         if not cfg.out_dir:
             cfg = cfg.with_(out_dir=str(default_dir(cfg.script or cfg.module, Path.home() / "ptprof-runs")))
         self.console.clear()
@@ -145,7 +147,7 @@ class RunPanel(QtWidgets.QWidget):
             self.console.append_note(f"ptprof: host sync at {lib}{e.get('file')}:{e.get('line')} (step {e.get('step')})")
         if t in ("start", "step", "phase", "cycle") and e.get("rank", 0) == 0:
             self.status.setText("Running · " + self.live.state_line())
-        if t == "cycle" and self.is_running:
+        if t == "cycle" and self.is_running and getattr(self, "_open_when_done", True):  # Try it: no tabs
             self._on_cycle_saved(e)
 
     def _on_cycle_saved(self, e: dict) -> None:
@@ -203,7 +205,7 @@ class RunPanel(QtWidgets.QWidget):
         self.live.set_finished("done · " + text if code == 0 else text)
         self.console.append_note(f"ptprof: {text} -> {bundle}")
         self.sig_run_finished.emit(bundle, code)
-        if traces:
+        if traces and getattr(self, "_open_when_done", True):
             self.sig_bundle_ready.emit(bundle)
 
     def _on_controller_run_failed(self, message: str) -> None:

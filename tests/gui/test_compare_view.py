@@ -157,3 +157,12 @@ def test_big_loads_cache_writes_start_once_the_comparison_is_done(qtbot, main_wi
     assert sum(released) >= 2  # both runs' files were queued, then released together
     assert cache.flush(60)
     assert cache.release_behind() == 0
+
+
+def test_the_header_says_when_steps_are_compared_unprofiled(qtbot, main_window, tmp_path):
+    """A DataLoader-paced pair (tests/data/device/pairs2): the header notes the unprofiled comparison."""
+    pairs2 = REPO / "tests" / "data" / "device" / "pairs2"
+    view = _compare(qtbot, main_window, pairs2 / "loader_starved_a", pairs2 / "loader_starved_b")
+    assert view.diff.step_basis == "unprofiled"
+    assert "unprofiled time" in view.header.text()
+    assert not view.grab().save(str(tmp_path / "compare.png")) is None
