@@ -12,6 +12,7 @@ against the request) and turns what it sees into concrete suggestions. Qt-free; 
 """
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -99,9 +100,9 @@ def _text(v, limit: int = 2000) -> str:
 # ---- reading a bundle ----
 
 def read_run(root: Path) -> dict:
-    try:
-        with open(root / "run.json", encoding="utf-8") as fh:
-            run = json.load(fh)
+    from core.trace.safefile import read_json_file
+    try:  # a regular file of bounded size and depth: a FIFO at run.json must not block the window's open
+        run = read_json_file(root / "run.json")
     except (OSError, ValueError, RecursionError):
         return {}
     return run if isinstance(run, dict) else {}
@@ -111,7 +112,8 @@ def step_ends_ns(root: Path, rank: int) -> list[int]:
     """Wall-clock end of each step of `rank` (events.jsonl "step" events: t_ns = time.time_ns at the hook)."""
     out: list[int] = []
     try:
-        with open(root / "events.jsonl", encoding="utf-8", errors="replace") as fh:
+        from core.trace.safefile import open_regular
+        with io.TextIOWrapper(open_regular(root / "events.jsonl"), encoding="utf-8", errors="replace") as fh:
             for n, line in enumerate(fh):
                 if n > 2_000_000:
                     break

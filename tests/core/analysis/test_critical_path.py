@@ -50,8 +50,10 @@ def test_sync_with_cpu_work_after_it_costs_its_wait(tmp_path):
 
 def test_launch_bound_loop_gaps_are_on_the_cpu_path(tmp_path):
     # 200 x 2 µs kernels launched 20 µs apart: the GPU idles between them and the launches are the critical
-    # path. The fix (fuse the run / one CUDA graph launch) removes the launches but one, and the kernels run
-    # back to back: the step shrinks from ~4 ms of launches to ~0.4 ms of kernels
+    # path. One CUDA graph launch removes the launches but one, and the kernels run back to back: the step
+    # shrinks from ~4 ms of launches to ~0.4 ms of kernels. The finding's own saving is torch.compile
+    # (default mode)'s, which fuses only pointwise kernels and keeps a launch per kernel left (issue 28): it is
+    # smaller, and the CUDA-graph figure is given apart (savings_by_fix)
     ev, _ = loop(steps=5, kernels=200, kernel_us=2.0, launch_us=18.0, latency_us=4.0)
     m = load(write(tmp_path, ev), use_cache=False).primary
     comp = composition(m)
@@ -59,7 +61,11 @@ def test_launch_bound_loop_gaps_are_on_the_cpu_path(tmp_path):
     assert set(comp.path.tolist()) == {"cpu"} and (comp.launch_ns > 0.8 * cpu_ns).all()
     a = analyze(load(write(tmp_path, ev, "b.json"), use_cache=False))
     lb = [f for f in a.findings if f.rule == "launch_bound"]
-    assert lb and all(0.6 * float(cpu_ns.mean()) < f.saving_ns < float(cpu_ns.mean()) for f in lb)
+    assert lb
+    for f in lb:
+        by_fix = dict(f.savings_by_fix)
+        assert 0.6 * float(cpu_ns.mean()) < by_fix["cuda_graphs"] < float(cpu_ns.mean())
+        assert 0 < f.saving_ns == by_fix["compile"] <= by_fix["cuda_graphs"]
 
 
 def test_pageable_copy_priced_at_the_traces_pinned_bandwidth(tmp_path):
