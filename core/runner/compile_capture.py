@@ -34,8 +34,10 @@ class CompileCapture(logging.Filter):
     @classmethod
     def install(cls, torch) -> "CompileCapture | None":
         user_logs = "TORCH_LOGS" in os.environ
+        import runpy  # runpy.py is a file frame before 3.11 ("<frozen runpy>" after): not a user frame either
         cap = cls(quiet=not user_logs, skip_dirs=(os.path.dirname(torch.__file__) + os.sep,
-                                                  os.path.dirname(os.path.abspath(__file__)) + os.sep))
+                                                  os.path.dirname(os.path.abspath(__file__)) + os.sep,
+                                                  os.path.abspath(runpy.__file__)))
         try:
             internal = torch._logging._internal
             if not user_logs:
