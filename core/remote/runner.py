@@ -50,9 +50,7 @@ class RemoteError(RuntimeError):
 def runner_files(overrides: dict[str, bytes] | None = None) -> dict[str, bytes]:
     """name -> content: child.py with every sibling it loads (its `_load_sibling("x")` calls), the agent's
     modules and what they load. `overrides` replaces files (tests: a hostile helper)."""
-    child = (RUNNER_DIR / "child.py").read_bytes()
-    siblings = {f"{n.decode()}.py" for n in re.findall(rb'_load_sibling\("(\w+)"\)', child)}
-    names = {"child.py", *RUNNER_EXTRA, *siblings}
+    names = set(RUNNER_EXTRA) | _siblings_of("child.py")
     files = {name: (RUNNER_DIR / name).read_bytes() for name in sorted(names)}
     files["backend.py"] = (RUNNER_DIR.parent / "gpu" / "backend.py").read_bytes()
     files["terminal.py"] = (RUNNER_DIR.parent / "commands" / "terminal.py").read_bytes()  # livestate's printable
@@ -60,6 +58,22 @@ def runner_files(overrides: dict[str, bytes] | None = None) -> dict[str, bytes]:
         files[name] = (REMOTE_DIR / name).read_bytes()
     files.update(overrides or {})
     return files
+
+
+_SIBLING_CALL = re.compile(rb'_(?:load_)?sibling\("(\w+)"\)')
+
+
+def _siblings_of(name: str) -> set[str]:
+    """`name` and every runner module it loads by file, transitively (child.py's `_load_sibling("x")`,
+    switches.py's `_sibling("x")`, ...): a module a sibling loads must travel too."""
+    seen, todo = set(), [name]
+    while todo:
+        current = todo.pop()
+        if current in seen or not (RUNNER_DIR / current).is_file():
+            continue
+        seen.add(current)
+        todo.extend(f"{n.decode()}.py" for n in _SIBLING_CALL.findall((RUNNER_DIR / current).read_bytes()))
+    return seen
 
 
 def content_hash(files: dict[str, bytes]) -> str:

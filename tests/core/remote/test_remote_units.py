@@ -120,3 +120,18 @@ def test_bundle_fetched_from_an_h100_host_loads_with_its_nvidia_smi_samples():
     assert not any(n.startswith("gpu0/pcie") for n in names)  # nvidia-smi has no PCIe throughput: blank, as NaN
     util = [v for i, v in zip(ts.nvml.series.tolist(), ts.nvml.value.tolist()) if ts.nvml_strings[int(i)] == "gpu0/gpu_util"]
     assert len(util) == run["nvml"]["samples"] == 139 and max(util) > 50  # 10 Hz, the GPU worked
+
+
+def test_the_uploaded_runner_holds_every_module_its_files_load():
+    """A module a sibling loads by file (switches.py -> switch_module.py) travels too: the uploaded runner
+    missed them once and every remote run failed at import."""
+    import re
+
+    from core.remote.runner import runner_files
+    files = runner_files()
+    for name, body in files.items():
+        if not name.endswith(".py"):
+            continue
+        for wanted in re.findall(rb'_(?:load_)?sibling\("(\w+)"\)|\b_load\("(\w+)"\)', body):
+            module = (wanted[0] or wanted[1]).decode()
+            assert f"{module}.py" in files, f"{name} loads {module}.py, which is not uploaded"
