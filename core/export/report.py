@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core import units
-from core.commands.terminal import printable
+from core.terminal import printable
 from core.export import summary
 from core.export.breakdown_data import StepBreakdown
 from core.export.findings import FindingsResult, as_dict

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 import msgspec
+
 from core.trace.model import NONE
 from core.trace.safefile import bracket_depths
 
@@ -271,6 +272,7 @@ def _rstrip_len(mv) -> int:
     import mmap
 
     import numpy as np
+
     from core.trace.io import FileMap
     drop = mv.obj.madvise if isinstance(mv.obj, FileMap) and mv.nbytes == len(mv.obj) and \
         hasattr(mmap, "MADV_DONTNEED") else None

@@ -75,7 +75,7 @@ CATEGORY_KIND: dict[str, Kind] = {
 KNOWN_OTHER_CATEGORIES = frozenset({
     "external_correlation", "cpu_instant_event", "overhead", "mtia_insight", "mtia_counters", "cuda_sync",
     "cuda_event", "glow_runtime", "cuda_profiler_range", "collective_comm", "xpu_scope_profiler", "xpu_sync",
-    "ac2g", "fwdbwd", "async", "cuda_profiler_range", "ProfilerStep", "",
+    "ac2g", "fwdbwd", "async", "ProfilerStep", "",
 })
 
 

@@ -9,10 +9,9 @@ so a paint never touches more than a few spans per pixel whatever the trace size
 """
 from __future__ import annotations
 
+import math
 import os
 import re
-
-import math
 from dataclasses import dataclass
 
 import numpy as np

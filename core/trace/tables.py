@@ -8,8 +8,17 @@ import numpy as np
 
 from core.trace.columns import PH_FLOW_S
 from core.trace.model import (
-    NONE, CounterTable, FlowKind, FlowTable, InstantTable, Kind, MemoryTable, SliceTable, TraceMeta,
-    TrackKind, TrackTable,
+    NONE,
+    CounterTable,
+    FlowKind,
+    FlowTable,
+    InstantTable,
+    Kind,
+    MemoryTable,
+    SliceTable,
+    TraceMeta,
+    TrackKind,
+    TrackTable,
 )
 from core.trace.strings import StringTable
 

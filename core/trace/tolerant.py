@@ -12,10 +12,16 @@ import json
 import msgspec
 
 from core.trace.kineto import (
-    CORRUPT_MARK, _EVENT_SEP, _NAN, _UNQUOTED_NA, EMPTY_ARGS, Args, Event, _decode_events, _fast_counter_args,
+    _EVENT_SEP,
+    _NAN,
+    _UNQUOTED_NA,
+    CORRUPT_MARK,
+    EMPTY_ARGS,
+    Args,
+    Event,
+    _decode_events,
+    _fast_counter_args,
 )
-
-
 
 _INT64 = 2**63
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 import os
 
-import pytest
-
 import equivalence as eq
+import pytest
 
 GOLDEN = json.loads(eq.GOLDEN.read_text())
 _ALL = os.environ.get("PTPROF_EQUIV_ALL") == "1"

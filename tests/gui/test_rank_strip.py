@@ -6,9 +6,8 @@ import importlib.util
 import sys
 
 import pytest
-from PySide6 import QtCore
-
 from helpers import REPO, shared_trace
+from PySide6 import QtCore
 
 
 def _gen():

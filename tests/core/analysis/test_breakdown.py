@@ -1,12 +1,11 @@
 """Per-step time breakdown on real traces: the parts add up, and each trace's known character shows."""
 from __future__ import annotations
 
+import kineto_events
 import numpy as np
 import pytest
 from helpers import shared_trace
-import kineto_events
-from kineto_events import launched as _launched
-from kineto_events import x as _x
+from kineto_events import launched as _launched, x as _x
 
 from core.analysis import intervals
 from core.analysis.breakdown import PARTS, step_breakdown

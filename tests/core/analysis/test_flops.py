@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from kineto_events import x as _x
 
 from core.analysis.flops import device_peaks, op_flops, step_flops

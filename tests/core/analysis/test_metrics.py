@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 
+import kineto_events
 import numpy as np
 import pytest
 from helpers import hta_importable, shared_trace
-import kineto_events
-from kineto_events import kernel as _gpu
-from kineto_events import x as _x
+from kineto_events import kernel as _gpu, x as _x
 
 from core.analysis import metrics as mt
 from core.analysis.metrics import rank_metrics

@@ -3,11 +3,8 @@ records, most GPU work without a launch record is a warning, fp32 on TF32 tensor
 peak (and says so)."""
 from __future__ import annotations
 
-import json
-
-import pytest
-
 import kineto_events
+import pytest
 from kineto_events import x as _x
 
 from core.analysis import health

@@ -5,16 +5,15 @@ import importlib.util
 import json
 import shutil
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import REPO, shared_trace
 
 from core.ranks import analyze_run, is_multi
 from core.ranks.executor import InProcess, LocalPool
 from core.rules import analyze
 from core.trace.loader import load
-from helpers import REPO, shared_trace
 
 ROOT = REPO
 MULTI = REPO / "tests" / "data" / "multi" / "straggler"

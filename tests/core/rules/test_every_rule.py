@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-
 from helpers import shared_trace
 from kineto_events import x as _x
+
 from core.rules import all_rules
 from core.rules.base import RuleContext
 from core.rules.config import load_config

@@ -3,7 +3,6 @@
 pattern is there, and the same trace without the pattern must stay quiet."""
 from __future__ import annotations
 
-import json
 import re
 
 import kineto_events

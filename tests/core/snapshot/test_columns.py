@@ -8,13 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hostile import gen_snapshot as hostile
 
 from core.snapshot import columns
 from core.snapshot.intern import MAX_STACK_FRAMES, Interner
 from core.snapshot.load import from_dict, load_snapshot
 from core.trace.model import TraceParseError
-
-from hostile import gen_snapshot as hostile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 import gen_big_snapshot as bench_gen  # noqa: E402

@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from helpers import shared_trace
 
 from core.trace.loader import load
 from core.trace.model import FlowKind
-from helpers import shared_trace
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
 import gen_big_trace  # noqa: E402

@@ -9,8 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import shared_trace
-from hostile import gen_index as gi
-from hostile import gen_store as g
+from hostile import gen_index as gi, gen_store as g
 
 from core.trace import cache, cache_evict, index_store, query
 from core.trace.loader import load
