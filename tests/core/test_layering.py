@@ -61,7 +61,8 @@ def test_import_contracts_hold():
     """pyproject [tool.importlinter]: core never imports Qt or gui; commands > export > rules > analysis > trace
     (issue 35; .ci/run runs the same `lint-imports`)."""
     env = dict(__import__("os").environ, PYTHONPATH=str(REPO))
-    r = subprocess.run([_tool("lint-imports")], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    r = subprocess.run([_tool("lint-imports"), "--no-cache"], cwd=REPO, env=env, capture_output=True, text=True,
+                       timeout=300)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
 
 
