@@ -207,6 +207,7 @@ def differences(golden: dict, got: dict, prefix: str = "") -> list[str]:
             else:
                 out.extend(differences(golden[k], got[k], p))
     elif prefix.endswith("findings") and isinstance(golden, list) and isinstance(got, list) and golden != got \
+            and list(map(_finding_key, golden)) != list(map(_finding_key, got)) \
             and sorted(map(_finding_key, golden)) == sorted(map(_finding_key, got)):
         # the same findings in another order (a new sort key): say so, then compare each with its match
         out.append(f"{prefix}: the same {len(got)} findings in another order")
