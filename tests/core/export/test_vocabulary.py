@@ -12,12 +12,12 @@ import subprocess
 import sys
 
 import pytest
+from helpers import REPO, shared_trace
 
 from core import units
 from core.analysis import vocab
 from core.rules import analyze
 from core.trace.loader import load
-from helpers import REPO, shared_trace
 
 ISSUES = "gpu_issues.pt.trace.json.gz"
 
