@@ -44,7 +44,7 @@ GPU_KINDS = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
 # "operator"/"runtime" spellings) -> Kind. Device work: CUDA and ROCm (roctracer writes the CUDA names),
 # XPU (same device names, xpu_runtime / xpu_driver), MTIA (mtia_ccp_events = device kernels, mtia_runtime =
 # host launches), PrivateUse1 backends (kernel / gpu_memcpy on the device, privateuse1_runtime / _driver).
-# One lookup for both decode paths (core.trace.columns._kinds, on the scanner's and msgspec's columns).
+# One lookup for both decode paths (core.trace.colvals._kinds, on the scanner's and msgspec's columns).
 CATEGORY_KIND: dict[str, Kind] = {
     "kernel": Kind.KERNEL,
     "Kernel": Kind.KERNEL,
