@@ -218,4 +218,4 @@ if __name__ == "__main__":
     from c_fragmentation import SCENARIOS, simulate  # noqa: E402
     for name in SCENARIOS:
         for mode in ("native", "expandable"):
-            print(f"{name:12} {mode:10} {run(lambda al: simulate(name, al), mode, SCENARIOS[name]['cap'])}")
+            print(f"{name:12} {mode:10} {run(lambda al, n=name: simulate(n, al), mode, SCENARIOS[name]['cap'])}")

@@ -12,11 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import no_torch_skip  # noqa: E402
 
 from core.runner.bundle import read_json
 from core.runner.protocol import read_events
-
-from helpers import no_torch_skip  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 MESSAGE = ("CUDA out of memory. Tried to allocate 3.00 GiB. GPU 1 has a total capacity of 79.11 GiB of which "
