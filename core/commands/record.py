@@ -115,7 +115,8 @@ def status_line(session) -> str:
             if last is not None and not math.isnan(last[1][0]):
                 parts.append(f"gpu{gpu} {last[1][0]:.0f}% {last[1][2] / 1024:.1f}/{last[1][3] / 1024:.0f} GiB")
     elif sampler is not None:
-        parts.append(f"no GPU data ({sampler.reason})")
+        reason = sampler.reason  # a remote host's: "no GPU telemetry on this host (what was looked for)"
+        parts.append(reason if reason.startswith("no GPU telemetry") else f"no GPU data ({reason})")
     if st.cycles:
         parts.append(f"{st.cycles} trace(s) saved")
     if session.stopping:

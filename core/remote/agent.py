@@ -13,7 +13,7 @@ A run: ROOT/runs/<id>/ is its bundle (the local layout); ROOT/ctl/<id>/ holds sp
 supervisor's state), agent.log and the stop / kill requests. The supervisor (`supervise`, started by
 `start` in a new session, so a dropped connection or a closed terminal never reaches it) is the run's
 launcher on the host, as `ptprof record` is locally: it starts the child in its own session, writes
-the logs, samples the GPU (agent_gpu.py), folds events.jsonl (livestate.py) and writes run.json. Stop
+the logs, samples the GPU (agent_gpu.py: nvidia-smi, NVML, amd-smi / rocm-smi), folds events.jsonl (livestate.py) and writes run.json. Stop
 requests are files in ctl/<id>/, so only the supervisor ever signals, and only the run's own process
 tree (tree.py: pids known from the child it spawned, never pids read from events.jsonl alone).
 """
@@ -219,8 +219,9 @@ class Supervisor:
         self.run_json.update(status="running", host=platform.node(), started_at=iso_utc(started_ns),
                              launcher_python=sys.executable, remote={"id": self.id, "bundle": str(b)})
         write_json(b / "run.json", self.run_json)
-        feed = _load("agent_gpu").SmiFeed(str(b / "nvml.csv"), float(spec.get("nvml_hz") or 10.0),
-                                          env.get("CUDA_VISIBLE_DEVICES"), _load("backend").visible_devices).open()
+        # nvidia-smi, else NVML in this interpreter, else amd-smi / rocm-smi, else the reason in one line
+        feed = _load("agent_gpu").open_feed(str(b / "nvml.csv"), float(spec.get("nvml_hz") or 10.0), env,
+                                            _load("backend"), _load("agent_gpu_poll"))
         key_env, key_fds = self.key.child_env(bool(spec.get("torchrun")))
         env.update(key_env)
         try:
@@ -234,7 +235,7 @@ class Supervisor:
             return 0
         self.key.close_child_end()
         feed.start()
-        self.run_json["gpu"] = {"backend": "nvidia-smi" if feed.available else "none", "devices": feed.names,
+        self.run_json["gpu"] = {"backend": feed.backend if feed.available else "none", "devices": feed.names,
                                 "facts": feed.facts, "nvml_index": feed.physical or None, "reason": feed.reason}
         write_json(b / "run.json", self.run_json)
         tree = self.tree_mod.RunTree(child.pid, f"PTPROF_BUNDLE={b}".encode("utf-8", "surrogateescape"))

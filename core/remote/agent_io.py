@@ -11,6 +11,8 @@
                                                   (regular files only)
     ls PATH                                       a folder's entries (remote file picker)
     interpreters DIR                              Python interpreters worth offering (PATH, conda, venvs)
+    clock                                         this host's time.time_ns() once per line read on stdin
+                                                  (the desktop's round trips measure the clock offset)
 """
 from __future__ import annotations
 
@@ -213,6 +215,13 @@ def main(cmd: str, rest: list, agent) -> int:
         return pack(agent, rest[0])
     if cmd == "ls":
         agent.say(ls(rest[0] if rest else "~"))
+        return 0
+    if cmd == "clock":
+        for _ in range(64):
+            if not sys.stdin.readline():
+                break
+            sys.stdout.write(f"{time.time_ns()}\n")
+            sys.stdout.flush()
         return 0
     if cmd == "interpreters":
         agent.say(interpreters(rest[0] if rest else "~"))

@@ -71,6 +71,16 @@ def unfinished_mirrors(root: str | Path) -> list[tuple[Path, dict]]:
     return out
 
 
+def _iso_ns(text) -> int:
+    """agent.py's iso_utc ("2026-12-07T21:40:00.123Z") -> ns since the epoch; 0 when it is not that."""
+    import calendar
+    try:
+        whole, _, ms = str(text).rstrip("Z").partition(".")
+        return (calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S")) * 1000 + int(ms or 0)) * 1_000_000
+    except (ValueError, OverflowError):
+        return 0
+
+
 class RemoteStartError(RuntimeError):
     """The remote run could not start; str(exc) is one line."""
 
@@ -134,6 +144,9 @@ class RemoteSession:
         self.fetched: fetch_mod.Fetched | None = None
         self.fetch_error = ""
         self.first_step_s: float | None = None  # seconds from start() to the first step event seen here
+        # desktop clock - host clock (ns), measured at connect (Helper.clock_offset): the live view puts the
+        # host's stamps (events, GPU samples) on this desktop's clock; the bundle keeps the host's own
+        self.clock_offset_ns = 0
         self._t_start = 0.0
         self._offsets = {name: 0 for name in LIVE_FILES}
         self._partial = {"stdout": b"", "stderr": b""}
@@ -179,6 +192,7 @@ class RemoteSession:
         try:
             self.host.connect()
             self.helper.ensure()
+            self._measure_clock()
             answer = self.helper.call("start", input=json.dumps(spec).encode(), timeout=90)
         except (SshError, RemoteError) as exc:
             raise RemoteStartError(str(exc)) from None
@@ -193,6 +207,7 @@ class RemoteSession:
             host.connect()
             helper = (helper or Helper(host, python=python)).ensure()
             runs = {r.get("id"): r for r in helper.call("list").get("runs", []) if isinstance(r, dict)}
+            offset = helper.clock_offset()[0]
         except (SshError, RemoteError) as exc:
             raise RemoteStartError(str(exc)) from None
         if run_id not in runs:
@@ -204,7 +219,8 @@ class RemoteSession:
                     resume_id=run_id)
         except bl.BundleError as exc:
             raise RemoteStartError(str(exc)) from None
-        s._t_start = time.monotonic()
+        s._t_start, s.clock_offset_ns = time.monotonic(), offset
+        s.started_ns = _iso_ns(info.get("started_at")) + offset if _iso_ns(info.get("started_at")) else time.time_ns()
         for name, file_name in LIVE_FILES.items():  # resume: what the folder already holds is not asked again
             path = s.bundle.root / file_name
             s._offsets[name] = path.stat().st_size if path.is_file() and not path.is_symlink() else 0
@@ -213,6 +229,17 @@ class RemoteSession:
             s._offsets["nvml"] = 0
         s._begin({"id": run_id, **info})
         return s
+
+    def _measure_clock(self) -> None:
+        offset, rtt = self.helper.clock_offset()
+        self.clock_offset_ns = offset
+        log.info("clock of %s: %+.3f s from this desktop's (round trip %.1f ms)", self.host.label, -offset / 1e9,
+                 rtt / 1e6)
+
+    def live_t_ns(self, e: dict) -> int:
+        """An event's host stamp on this desktop's clock (the live plot's time axis)."""
+        t = e.get("t_ns")
+        return int(t) + self.clock_offset_ns if isinstance(t, int) and not isinstance(t, bool) else 0
 
     def _begin(self, answer: dict) -> None:
         self.run_id = str(answer.get("id") or "")
@@ -226,7 +253,7 @@ class RemoteSession:
                            "python": self.helper.python}})
         names = answer.get("gpus") if isinstance(answer.get("gpus"), list) else []
         self.sampler = MirrorSampler([str(n) for n in names][:64], str(answer.get("gpu_reason") or ""),
-                                     self.cfg.nvml_hz)
+                                     self.cfg.nvml_hz, clock_offset_ns=self.clock_offset_ns)
         self.connection = "connected"
         self._thread = threading.Thread(target=self._follow_loop, name="ptprof-remote-follow", daemon=True)
         self._thread.start()

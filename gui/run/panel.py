@@ -131,7 +131,8 @@ class RunPanel(QtWidgets.QWidget):
     def _on_controller_run_started(self, bundle: str) -> None:
         self.set_folded(False)
         s = self.controller.session
-        self.live.attach(s.sampler, s.started_ns, getattr(s.cfg, "schedule", None))
+        self.live.attach(s.sampler, s.started_ns, getattr(s.cfg, "schedule", None),
+                         clock_offset_ns=getattr(s, "clock_offset_ns", 0))  # a remote run: host -> desktop clock
         self.status.setText("Running · " + self.live.state_line())
         name = Path(s.cfg.script).name if s.cfg.script else s.cfg.target  # "-m pkg.train"
         self.console.append_note(f"ptprof: running {name} -> {bundle}")
