@@ -13,7 +13,8 @@ A run: ROOT/runs/<id>/ is its bundle (the local layout); ROOT/ctl/<id>/ holds sp
 supervisor's state), agent.log and the stop / kill requests. The supervisor (`supervise`, started by
 `start` in a new session, so a dropped connection or a closed terminal never reaches it) is the run's
 launcher on the host, as `ptprof record` is locally: it starts the child in its own session, writes
-the logs, samples the GPU (agent_gpu.py: nvidia-smi, NVML, amd-smi / rocm-smi), folds events.jsonl (livestate.py) and writes run.json. Stop
+the logs, samples the GPU (agent_gpu.py: nvidia-smi, NVML, amd-smi / rocm-smi), folds events.jsonl
+(livestate.py) and writes run.json. Stop
 requests are files in ctl/<id>/, so only the supervisor ever signals, and only the run's own process
 tree (tree.py: pids known from the child it spawned, never pids read from events.jsonl alone).
 """

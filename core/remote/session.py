@@ -29,10 +29,11 @@ from pathlib import Path
 from core.remote import fetch as fetch_mod
 from core.remote.agent import BUNDLE_TOKEN, RUNNER_TOKEN
 from core.remote.mirror import MirrorSampler
+from core.remote.mirrors import _iso_ns, _mirror_of, measure_clock, unfinished_mirrors, validate_remote  # noqa: F401
 from core.remote.runner import Helper, RemoteError
 from core.remote.ssh import SshError, SshHost
 from core.runner import bundle as bl
-from core.runner.config import ConfigError, RunConfig, check_values
+from core.runner.config import RunConfig
 from core.runner.events_check import valid
 from core.runner.launch import build_argv, build_env
 from core.runner.livestate import LiveState, printable
@@ -48,65 +49,8 @@ MAX_BAD_FRAMES = 10_000
 ENDED = ("finished", "lost", "failed")
 
 
-def _mirror_of(root: Path) -> str:
-    """The remote run id a local folder mirrors (its placeholder run.json), or ""."""
-    data = bl.read_json(Path(root) / bl.RUN_JSON) if (Path(root) / bl.RUN_JSON).is_file() else None
-    remote = data.get("remote") if isinstance(data, dict) and data.get("format") == bl.FORMAT else None
-    return str(remote.get("id") or "") if isinstance(remote, dict) else ""
-
-
-def unfinished_mirrors(root: str | Path) -> list[tuple[Path, dict]]:
-    """Local folders of remote runs nobody finished following (the app was closed, the desktop died):
-    (folder, its run.json "remote": host, ssh_config, id, python), newest first."""
-    out = []
-    try:
-        folders = sorted(Path(root).expanduser().iterdir(), key=lambda p: p.name, reverse=True)[:500]
-    except OSError:
-        return out
-    for folder in folders:
-        data = bl.read_json(folder / bl.RUN_JSON) if (folder / bl.RUN_JSON).is_file() else None
-        if isinstance(data, dict) and data.get("status") == "running" and isinstance(data.get("remote"), dict) \
-                and data["remote"].get("id") and data["remote"].get("host") and "exit_code" not in data:
-            out.append((folder, data["remote"]))
-    return out
-
-
-def measure_clock(helper: Helper) -> int:
-    """desktop - host clock in ns; 0 (the clocks assumed equal, said in the log) when the host cannot tell."""
-    try:
-        return helper.clock_offset()[0]
-    except (RemoteError, OSError) as exc:
-        log.warning("%s; live times assume its clock agrees with this desktop's", exc)
-        return 0
-
-
-def _iso_ns(text) -> int:
-    """agent.py's iso_utc ("2026-12-07T21:40:00.123Z") -> ns since the epoch; 0 when it is not that."""
-    import calendar
-    try:
-        whole, _, ms = str(text).rstrip("Z").partition(".")
-        return (calendar.timegm(time.strptime(whole, "%Y-%m-%dT%H:%M:%S")) * 1000 + int(ms or 0)) * 1_000_000
-    except (ValueError, OverflowError):
-        return 0
-
-
 class RemoteStartError(RuntimeError):
     """The remote run could not start; str(exc) is one line."""
-
-
-def validate_remote(cfg: RunConfig) -> RunConfig:
-    """What can be checked here (values, not paths: those are the host's, checked there)."""
-    if not cfg.module and not cfg.script:
-        raise ConfigError("no script given")
-    if not cfg.python:
-        raise ConfigError("no interpreter given (--python)")
-    check_values(cfg)
-    if cfg.out_dir:
-        problem = bl.out_dir_problem(cfg.out_dir)
-        if problem:
-            raise ConfigError(problem)
-    cwd = cfg.cwd or (os.path.dirname(cfg.script) if cfg.script.startswith(("/", "~/")) else "") or "~"
-    return cfg.with_(cwd=cwd)
 
 
 class _RemoteProc:

@@ -11,17 +11,18 @@ import time
 from pathlib import Path
 
 import pytest
+from runner_scripts import TRAIN, write
+from sshd_server import ALIAS
 
 from core.remote.mirror import MirrorSampler
 from core.remote.session import RemoteSession
 from core.remote.ssh import SshHost
 from core.runner.config import RunConfig, Schedule
-from runner_scripts import TRAIN, write
-from sshd_server import ALIAS
 
 REPO = Path(__file__).resolve().parents[3]
 FAKE = REPO / "tests" / "fake_gpu"
-COLUMNS = "t_unix_ns,gpu,util_pct,mem_util_pct,mem_used_mb,mem_total_mb,power_w,temp_c,sm_clock_mhz,pcie_tx_mb_s,pcie_rx_mb_s,proc_mem_mb"
+COLUMNS = ("t_unix_ns,gpu,util_pct,mem_util_pct,mem_used_mb,mem_total_mb,power_w,temp_c,sm_clock_mhz,"
+           "pcie_tx_mb_s,pcie_rx_mb_s,proc_mem_mb")
 SKEW_S = -3600.0  # the host's clock is an hour behind
 
 
