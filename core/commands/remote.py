@@ -50,13 +50,16 @@ def record_remote(args) -> int:
     from core.runner.bundle import BundleError
     from core.runner.config import ConfigError
     from core.runner.process import StopPlan
+    if args.remote_dir and not args.host:
+        return _fail("--remote-dir is a folder on the host: give --host too")
     if not args.start_timeout > 0:
         return _fail(f"--start-timeout must be > 0 (got {args.start_timeout})")
     try:
         cfg = config_from_args(args).with_(python=args.python or "python3", cwd=args.cwd or "")
         cfg = validate_remote(cfg)
         host = _host(args)
-        session = RemoteSession(cfg, host, plan=StopPlan(start_timeout_s=args.start_timeout))
+        session = RemoteSession(cfg, host, plan=StopPlan(start_timeout_s=args.start_timeout),
+                                remote_dir=args.remote_dir)
     except (ConfigError, SshError, BundleError) as exc:
         return _fail(str(exc))
     try:
@@ -157,3 +160,5 @@ def _print_runs(runs: list) -> None:
         print(printable(f"{str(r.get('id'))[:40]:40} {str(r.get('state'))[:9]:9} {str(r.get('status') or '-')[:9]:9} "
                         f"{str(r.get('steps') if r.get('steps') is not None else '-'):>6}  "
                         f"{str(r.get('started_at') or '-')[:24]:24} {str(r.get('script') or '')[:80]}"))
+        if r.get("bundle"):
+            print(printable(f"{'':40} in {str(r['bundle'])[:300]}"))

@@ -35,6 +35,8 @@ from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
 ROOT = Path(os.path.expanduser(os.environ.get("PTPROF_REMOTE_ROOT") or "~/.cache/ptprof"))
+# every run started on this host, whatever its root or bundle folder: one JSON line {"id", "ctl", "bundle"}
+INDEX = Path(os.path.expanduser(os.environ.get("PTPROF_REMOTE_INDEX") or "~/.cache/ptprof/runs.idx"))
 RUN_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,120}$")
 BUNDLE_TOKEN, RUNNER_TOKEN = "@@PTPROF_BUNDLE@@", "@@PTPROF_RUNNER@@"  # placeholders in the spec's argv / env
 TICK_S = 0.05
@@ -90,9 +92,16 @@ def proc_start_ticks(pid: int):
 
 
 def ctl_dir(run_id: str) -> Path:
+    """The run's ctl/<id>/ under this root, else where the index says it is (a run started under another
+    PTPROF_REMOTE_ROOT)."""
     if not RUN_ID.match(run_id or ""):
         raise SystemExit(_fail(f"not a run id: {run_id!r}"))
-    return ROOT / "ctl" / run_id
+    here = ROOT / "ctl" / run_id
+    if not here.is_dir():
+        for entry in reversed(_load("agent_index").indexed(INDEX, RUN_ID)):
+            if entry["id"] == run_id:
+                return Path(entry["ctl"])
+    return here
 
 
 def _fail(message: str) -> int:
@@ -153,6 +162,7 @@ def cmd_start() -> int:
             if isinstance(run_json.get("config"), dict):
                 run_json["config"].update(script=full, cwd=cwd)
     write_json(ctl / "spec.json", spec)
+    _load("agent_index").index_run(INDEX, run_id, ctl, bundle)
     with open(ctl / "agent.log", "ab") as log:
         sup = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "supervise", run_id],
                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,

@@ -23,15 +23,43 @@ def _mirror_of(root: Path) -> str:
     return str(remote.get("id") or "") if isinstance(remote, dict) else ""
 
 
+def mirrors_index() -> Path:
+    """This desktop's list of the local folders that mirror a remote run (one absolute path a line)."""
+    return Path(os.environ.get("PTPROF_MIRRORS_INDEX") or "~/.cache/ptprof/remote-mirrors.idx").expanduser()
+
+
+def note_mirror(folder: Path) -> None:
+    """Remember a mirror folder wherever the user put it (the Run dialog's Output, --out): Reattach finds it."""
+    index = mirrors_index()
+    try:
+        index.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(index, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "a") as fh:
+            fh.write(str(Path(folder).absolute()) + "\n")
+    except OSError as exc:
+        log.info("cannot note %s in %s: %s", folder, index, exc)
+
+
 def unfinished_mirrors(root: str | Path) -> list[tuple[Path, dict]]:
-    """Local folders of remote runs nobody finished following (the app was closed, the desktop died):
-    (folder, its run.json "remote": host, ssh_config, id, python), newest first."""
-    out = []
+    """Local folders of remote runs nobody finished following (the app was closed, the desktop died), in
+    `root` and wherever the mirrors index says one was made: (folder, its run.json "remote": host,
+    ssh_config, id, python), newest first."""
     try:
         folders = sorted(Path(root).expanduser().iterdir(), key=lambda p: p.name, reverse=True)[:500]
     except OSError:
-        return out
-    for folder in folders:
+        folders = []
+    try:
+        with open(mirrors_index(), "rb") as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - (1 << 20)))
+            noted = [Path(ln.decode("utf-8", "replace")) for ln in fh.read().splitlines()[-2000:] if ln.strip()]
+    except OSError:
+        noted = []
+    out, seen = [], set()
+    for folder in [*folders, *reversed(noted)]:
+        key = os.path.abspath(folder)
+        if key in seen:
+            continue
+        seen.add(key)
         data = bl.read_json(folder / bl.RUN_JSON) if (folder / bl.RUN_JSON).is_file() else None
         if isinstance(data, dict) and data.get("status") == "running" and isinstance(data.get("remote"), dict) \
                 and data["remote"].get("id") and data["remote"].get("host") and "exit_code" not in data:

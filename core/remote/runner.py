@@ -18,7 +18,7 @@ from core.remote.ssh import SshError, SshHost
 
 RUNNER_DIR = Path(__file__).resolve().parents[1] / "runner"
 REMOTE_DIR = Path(__file__).resolve().parent
-AGENT_FILES = ("agent.py", "agent_io.py", "agent_gpu.py", "agent_gpu_poll.py")
+AGENT_FILES = ("agent.py", "agent_io.py", "agent_gpu.py", "agent_gpu_poll.py", "agent_index.py")
 RUNNER_EXTRA = ("tree.py", "livestate.py", "events_check.py", "protocol.py", "auth.py")  # what the agent loads
 REMOTE_ROOT = "~/.cache/ptprof"  # where the runner and runs live on the host (PTPROF_REMOTE_ROOT: elsewhere)
 ANSWER_BYTES = 8 << 20
@@ -97,7 +97,9 @@ class Helper:
         """sh -c 'exec PY "$HOME/.cache/..."/agent.py "$@"' sh ARGS...: only the fixed folder is shell text,
         every argument (the interpreter, run ids, paths) is a quoted word."""
         folder, root = _sh_path(self.dir), _sh_path(self.root)
-        script = f'PTPROF_REMOTE_ROOT={root} PYTHONDONTWRITEBYTECODE=1 exec "$0" {folder}/agent.py "$@"'
+        index = os.environ.get("PTPROF_REMOTE_INDEX")  # the host's index of runs (default ~/.cache/ptprof/runs.idx)
+        index = f"PTPROF_REMOTE_INDEX={_sh_path(index)} " if index else ""
+        script = f'PTPROF_REMOTE_ROOT={root} {index}PYTHONDONTWRITEBYTECODE=1 exec "$0" {folder}/agent.py "$@"'
         return ["sh", "-c", script, self.python, *args]
 
     def ensure(self) -> "Helper":

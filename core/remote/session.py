@@ -29,7 +29,7 @@ from pathlib import Path
 from core.remote import fetch as fetch_mod
 from core.remote.agent import BUNDLE_TOKEN, RUNNER_TOKEN
 from core.remote.mirror import MirrorSampler
-from core.remote.mirrors import _iso_ns, _mirror_of, measure_clock, unfinished_mirrors, validate_remote  # noqa: F401
+from core.remote.mirrors import _iso_ns, _mirror_of, measure_clock, note_mirror, unfinished_mirrors, validate_remote  # noqa: F401  (re-exported)
 from core.remote.runner import Helper, RemoteError
 from core.remote.ssh import SshError, SshHost
 from core.runner import bundle as bl
@@ -67,8 +67,10 @@ class _RemoteProc:
 
 class RemoteSession:
     def __init__(self, cfg: RunConfig, host: SshHost, plan: StopPlan = StopPlan(), doctor: dict | None = None,
-                 helper: Helper | None = None, out_dir: str | Path | None = None, resume_id: str = ""):
+                 helper: Helper | None = None, out_dir: str | Path | None = None, resume_id: str = "",
+                 remote_dir: str = ""):
         self.cfg, self.host, self.plan, self.doctor = cfg, host, plan, doctor
+        self.remote_dir = (remote_dir or "").strip()  # the bundle's folder on the host: DIR/<id> ("" = the agent's root)
         self.helper = helper or Helper(host, python=cfg.python)
         root = Path(out_dir or cfg.out_dir or bl.default_dir(cfg.bundle_stem or "run")).expanduser()
         if resume_id and _mirror_of(root) == resume_id:  # the folder of an earlier follow: resume it
@@ -138,6 +140,7 @@ class RemoteSession:
                     "exit_code": None, "doctor": self.doctor, "environment": None}
         run_id = re.sub(r"[^A-Za-z0-9_.-]", "_", self.bundle.root.name).lstrip(".-") + "-" + secrets.token_hex(3)
         spec = {"id": run_id, "argv": argv, "env": env, "cwd": cfg.cwd, "script": cfg.script if not cfg.module else "",
+                "out": f"{self.remote_dir.rstrip('/') or '/'}/{run_id}" if self.remote_dir else "",
                 "label": cfg.target, "nproc": cfg.nproc, "torchrun": cfg.torchrun, "nvml_hz": cfg.nvml_hz,
                 "stop_after_window": cfg.stop_after_window, "run_json": run_json,
                 "plan": [self.plan.sigint_grace_s, self.plan.sigterm_grace_s, self.plan.flush_grace_s,
@@ -202,6 +205,7 @@ class RemoteSession:
                 "format": bl.FORMAT, "status": "running", "config": self.cfg.to_dict(),
                 "remote": {"host": self.host.label, "ssh_config": self.host.config_file, "id": self.run_id,
                            "python": self.helper.python}})
+            note_mirror(self.bundle.root)
         names = answer.get("gpus") if isinstance(answer.get("gpus"), list) else []
         self.sampler = MirrorSampler([str(n) for n in names][:64], str(answer.get("gpu_reason") or ""),
                                      self.cfg.nvml_hz, clock_offset_ns=self.clock_offset_ns)

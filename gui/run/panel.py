@@ -100,9 +100,11 @@ class RunPanel(QtWidgets.QWidget):
         dlg = RunDialog(self, script=script)
         if not dlg.exec() or dlg.accepted_config is None:
             return False
-        return self.start(dlg.accepted_config, dlg.accepted_doctor, getattr(dlg, "accepted_host", None))
+        return self.start(dlg.accepted_config, dlg.accepted_doctor, getattr(dlg, "accepted_host", None),
+                          remote_dir=getattr(dlg, "accepted_remote_dir", ""))
 
-    def start(self, cfg: RunConfig, doctor: dict | None = None, host=None, open_when_done: bool = True) -> bool:
+    def start(self, cfg: RunConfig, doctor: dict | None = None, host=None, open_when_done: bool = True,
+              remote_dir: str = "") -> bool:
         """Start a validated RunConfig (core.runner.config.validate); bundle in ~/ptprof-runs unless set.
         `host` (core.remote.ssh.SshHost): on that host, the bundle fetched into the same folder here.
         open_when_done=False: the finished bundle is not opened as a tab (Try it opens a Compare instead)."""
@@ -112,7 +114,7 @@ class RunPanel(QtWidgets.QWidget):
         self.console.clear()
         if host is not None:
             self.status.setText(f"Connecting to {host.label} …")
-        return self.controller.start(cfg, doctor, host=host)
+        return self.controller.start(cfg, doctor, host=host, remote_dir=remote_dir)
 
     def attach(self, host, run_id: str, folder: str) -> bool:
         """Follow a remote run again (File > Reattach Remote Run…) into its local folder."""
