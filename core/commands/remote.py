@@ -101,7 +101,7 @@ def _remove_if_empty(root) -> None:
 
 
 def run(args) -> int:
-    from core.remote.fetch import FetchError, fetch
+    from core.remote.fetch import FetchError, fetch_staged
     from core.remote.runner import Helper, RemoteError
     from core.remote.ssh import SshError
     if not args.remote_command:
@@ -121,7 +121,11 @@ def run(args) -> int:
             return _fail(f"no run {args.run!r} on {host.label} (ptprof remote runs {host.label})")
         if state.get("state") in ("running", "starting"):
             print(f"ptprof: note: {args.run} is still running: fetching what it wrote so far", file=sys.stderr)
-        got = fetch(helper, args.run, out, progress=_progress if sys.stderr.isatty() else None)
+        try:  # staged: a refused or interrupted fetch leaves no part of the bundle in `out`
+            got = fetch_staged(helper, args.run, out, progress=_progress if sys.stderr.isatty() else None)
+        except (FetchError, KeyboardInterrupt):
+            _remove_if_empty(out)
+            raise
     except (SshError, RemoteError, FetchError) as exc:
         return _fail(str(exc))
     if sys.stderr.isatty():

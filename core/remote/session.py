@@ -98,6 +98,7 @@ class RemoteSession:
         self.fetch_progress = (0, 0)
         self.fetched: fetch_mod.Fetched | None = None
         self.fetch_error = ""
+        self.fetch_cancelled = False  # cancel_fetch() took effect: the local folder holds no part of the bundle
         self.first_step_s: float | None = None  # seconds from start() to the first step event seen here
         # desktop clock - host clock (ns), measured at connect (Helper.clock_offset): the live view puts the
         # host's stamps (events, GPU samples) on this desktop's clock; the bundle keeps the host's own
@@ -407,9 +408,13 @@ class RemoteSession:
             try:
                 if self.fetch_error:
                     return
-                self.fetched = fetch_mod.fetch(self.helper, self.run_id, self.bundle.root,
+                self.fetched = fetch_mod.fetch_staged(self.helper, self.run_id, self.bundle.root,
                                                progress=lambda d, t: setattr(self, "fetch_progress", (d, t)),
                                                cancel=self._cancel_fetch.is_set)
+            except fetch_mod.FetchCancelled:
+                self.fetch_cancelled = True
+                self.fetch_error = (f"fetch cancelled: nothing of the bundle was kept in {self.bundle.root} (only what "
+                                    f"the live view showed; not a bundle); it stays on {self.host.label}")
             except fetch_mod.FetchError as exc:
                 self.fetch_error = str(exc)
             except (SshError, RemoteError) as exc:

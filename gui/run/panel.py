@@ -42,6 +42,12 @@ class RunPanel(QtWidgets.QWidget):
         self.stop_button.setEnabled(False)
         self.stop_button.setToolTip("SIGINT (the profiler saves the window in progress), then SIGTERM, then SIGKILL")
         self.stop_button.clicked.connect(self.controller.stop)
+        # a remote run's end-of-run fetch: cancel keeps no part of the bundle here (core/remote/fetch.py)
+        self.cancel_fetch_button = QtWidgets.QPushButton("Cancel fetch", self)
+        self.cancel_fetch_button.setToolTip("Stop bringing the bundle back; it stays on the host "
+                                            "(File > Reattach Remote Run… or ptprof remote fetch gets it later)")
+        self.cancel_fetch_button.clicked.connect(self._on_cancel_fetch_clicked)
+        self.cancel_fetch_button.hide()
         self.live = LivePanel(self)
         self.live.state.hide()  # the status line above says it (one state line, next to Stop)
         self.console = ConsoleWidget(self)
@@ -53,6 +59,7 @@ class RunPanel(QtWidgets.QWidget):
         top = QtWidgets.QHBoxLayout()
         top.addWidget(self.fold_button)
         top.addWidget(self.status, 1)
+        top.addWidget(self.cancel_fetch_button)
         top.addWidget(self.stop_button)
         split = self.body = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal, self)
         split.addWidget(self.live)
@@ -177,6 +184,7 @@ class RunPanel(QtWidgets.QWidget):
         if connection.startswith("fetching"):
             self.status.setText(f"{s.host.label}: run ended · {connection}")
             self.live.set_connection("")
+            self.cancel_fetch_button.setVisible(not s.finished)
             return
         if connection == "connected":
             self.status.setText(f"Running on {s.host.label} · " + self.live.state_line())
@@ -192,9 +200,26 @@ class RunPanel(QtWidgets.QWidget):
         if state == "stopping":
             self.status.setText("Stopping… (the profiler is writing the window in progress)")
 
+    def _on_cancel_fetch_clicked(self) -> None:
+        s = self.controller.session
+        if s is not None and hasattr(s, "cancel_fetch"):
+            s.cancel_fetch()
+            self.cancel_fetch_button.setEnabled(False)
+            self.status.setText(f"{s.host.label}: cancelling the fetch…")
+
     def _on_controller_run_finished(self, bundle: str, code: int) -> None:
         self.live.detach()
+        self.cancel_fetch_button.hide()
+        self.cancel_fetch_button.setEnabled(True)
         s = self.controller.session
+        if getattr(s, "fetch_cancelled", False):
+            text = (f"Fetch cancelled · nothing of the bundle was kept in {bundle} · it stays on {s.host.label}: "
+                    f"File > Reattach Remote Run… or ptprof remote fetch {s.host.label} {s.run_id}")
+            self.status.setText(text)
+            self.live.set_finished(text)
+            self.console.append_note(f"ptprof: {text}")
+            self.sig_run_finished.emit(bundle, code)
+            return
         traces = s.bundle.trace_files()
         if code == 0:
             text = f"Finished · {s.state.step} steps · {len(traces)} trace file(s)"
