@@ -89,7 +89,8 @@ def load(trace_set) -> list[dict] | None:
 MAX_BYTES = 64 << 20
 MAX_DEPTH = 16  # a finding nests 4 levels (evidence lists of dicts of lists)
 _KEYS = frozenset(("rule", "severity", "title", "count", "impact_ns", "impact_pct", "time_ranges", "source",
-                   "evidence", "fix", "saving_ns", "saving_pct", "estimate"))
+                   "evidence", "fix", "saving_ns", "saving_pct", "estimate", "steps", "one_off"))
+_OPTIONAL = frozenset(("savings_by_fix",))  # written only when a finding has them
 _SEVERITIES = frozenset(("info", "warning", "error"))
 
 
@@ -104,7 +105,15 @@ def _number(v) -> bool:  # a NaN / Infinity / 1e999 refused the whole file (safe
 def valid_finding(f) -> bool:
     """A finding as Finding.to_json writes it: its keys, each of its type (the readers do arithmetic on the
     numbers and format the strings: a NaN impact was a ValueError in `diff`)."""
-    if not isinstance(f, dict) or set(f) != _KEYS:
+    if not isinstance(f, dict) or not _KEYS <= set(f) <= _KEYS | _OPTIONAL:
+        return False
+    by_fix, one_off = f.get("savings_by_fix", {}), f["one_off"]
+    if not (isinstance(by_fix, dict) and all(isinstance(k, str) and _int(v) for k, v in by_fix.items())
+            and _int(f["steps"])):
+        return False
+    if one_off is not None and not (isinstance(one_off, dict) and set(one_off) == {"cost_ns", "steps", "label"}
+                                    and _int(one_off["cost_ns"]) and isinstance(one_off["label"], str)
+                                    and isinstance(one_off["steps"], list) and all(map(_int, one_off["steps"]))):
         return False
     src = f["source"]
     return (all(isinstance(f[k], str) for k in ("rule", "title", "fix", "estimate")) and f["severity"] in _SEVERITIES
