@@ -37,6 +37,8 @@ def add_arguments(p) -> None:
     p.add_argument("--host", default=None, metavar="HOST", help="run on this SSH host (an alias of ~/.ssh/config, "
                    "user@host[:port]); --cwd and the script are paths there; the bundle comes back here")
     p.add_argument("--ssh-config", default=None, metavar="FILE", help="with --host: ssh's config file (ssh -F)")
+    p.add_argument("--remote-dir", default="", metavar="DIR", help="with --host: the run's bundle goes into DIR/<run id> "
+                   "on the host (default ~/.cache/ptprof/runs/<run id>)")
     p.add_argument("--cwd", default="", help="working directory (default: the current one, as `python SCRIPT`)")
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="extra environment variable")
     p.add_argument("--with-stack", action="store_true", help="record Python stacks (traces get much larger)")
@@ -118,7 +120,8 @@ def status_line(session) -> str:
             if last is not None and not math.isnan(last[1][0]):
                 parts.append(f"gpu{gpu} {last[1][0]:.0f}% {last[1][2] / 1024:.1f}/{last[1][3] / 1024:.0f} GiB")
     elif sampler is not None:
-        parts.append(f"no GPU data ({sampler.reason})")
+        reason = sampler.reason  # a remote host's: "no GPU telemetry on this host (what was looked for)"
+        parts.append(reason if reason.startswith("no GPU telemetry") else f"no GPU data ({reason})")
     if st.cycles:
         parts.append(f"{st.cycles} trace(s) saved")
     if session.stopping:
@@ -133,7 +136,7 @@ def status_line(session) -> str:
 
 
 def run(args) -> int:
-    if args.host:  # the same run on an SSH host (core/remote/)
+    if args.host or args.remote_dir:  # the same run on an SSH host (core/remote/)
         from core.commands.remote import record_remote
         return record_remote(args)
     from core.runner.config import ConfigError, validate
