@@ -89,8 +89,15 @@ def load(trace_set) -> list[dict] | None:
 MAX_BYTES = 64 << 20
 MAX_DEPTH = 16  # a finding nests 4 levels (evidence lists of dicts of lists)
 _KEYS = frozenset(("rule", "severity", "title", "count", "impact_ns", "impact_pct", "time_ranges", "source",
-                   "evidence", "fix", "saving_ns", "saving_pct", "estimate", "steps", "one_off"))
-_OPTIONAL = frozenset(("savings_by_fix",))  # written only when a finding has them
+                   "evidence", "fix", "saving_ns", "saving_pct", "estimate"))
+# added since (each optional, of its type): launch_bound's savings by fix; issue 31's per-step vocabulary
+_OPTIONAL = {"savings_by_fix": lambda v: isinstance(v, dict) and all(_int(x) for x in v.values()),
+             "steps": lambda v: _int(v), "lost_per_step_ns": lambda v: _int(v),
+             "mean_step_ns": lambda v: v is None or _int(v),
+             "saving_pct_of_mean_step": lambda v: v is None or _number(v),
+             "one_off": lambda v: v is None or (isinstance(v, dict) and _int(v.get("cost_ns"))
+                                               and isinstance(v.get("steps"), list) and all(map(_int, v["steps"]))
+                                               and isinstance(v.get("label"), str))}
 _SEVERITIES = frozenset(("info", "warning", "error"))
 
 
@@ -105,15 +112,9 @@ def _number(v) -> bool:  # a NaN / Infinity / 1e999 refused the whole file (safe
 def valid_finding(f) -> bool:
     """A finding as Finding.to_json writes it: its keys, each of its type (the readers do arithmetic on the
     numbers and format the strings: a NaN impact was a ValueError in `diff`)."""
-    if not isinstance(f, dict) or not _KEYS <= set(f) <= _KEYS | _OPTIONAL:
+    if not isinstance(f, dict) or not _KEYS <= set(f) <= _KEYS | set(_OPTIONAL):
         return False
-    by_fix, one_off = f.get("savings_by_fix", {}), f["one_off"]
-    if not (isinstance(by_fix, dict) and all(isinstance(k, str) and _int(v) for k, v in by_fix.items())
-            and _int(f["steps"])):
-        return False
-    if one_off is not None and not (isinstance(one_off, dict) and set(one_off) == {"cost_ns", "steps", "label"}
-                                    and _int(one_off["cost_ns"]) and isinstance(one_off["label"], str)
-                                    and isinstance(one_off["steps"], list) and all(map(_int, one_off["steps"]))):
+    if not all(check(f[k]) for k, check in _OPTIONAL.items() if k in f):
         return False
     src = f["source"]
     return (all(isinstance(f[k], str) for k in ("rule", "title", "fix", "estimate")) and f["severity"] in _SEVERITIES
