@@ -134,7 +134,7 @@ class SshHost:
             env.update(SSH_ASKPASS=self.askpass, SSH_ASKPASS_REQUIRE="force", DISPLAY=env.get("DISPLAY") or ":0")
         elif self.interactive:
             from core.remote import tty_askpass
-            env.update(tty_askpass.shared().env())
+            env.update(tty_askpass.shared(control_dir()).env())
         return env
 
     @property

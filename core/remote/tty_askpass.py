@@ -8,8 +8,8 @@ follower thread (`prompting` pauses the status line meanwhile). The answer goes 
 stored, never on a command line or in an environment variable. Host keys are never asked: the command
 line keeps StrictHostKeyChecking=yes (an unknown key is one line with its fingerprint).
 
-    asker = shared()            # the CLI's, started once per process when stdin is a terminal
-    env.update(asker.env())     # SSH_ASKPASS (+ SSH_ASKPASS_REQUIRE=force), PTPROF_ASKPASS_SOCKET
+    asker = shared(control_dir())   # the CLI's, started once per process when stdin is a terminal
+    env.update(asker.env())         # SSH_ASKPASS (+ SSH_ASKPASS_REQUIRE=force), PTPROF_ASKPASS_SOCKET
 """
 from __future__ import annotations
 
@@ -34,9 +34,8 @@ class TtyAskpass:
         self.program = ""
         self._lock = threading.Lock()
 
-    def start(self) -> "TtyAskpass":
-        from core.remote.ssh import control_dir
-        folder = control_dir()
+    def start(self, folder) -> "TtyAskpass":
+        """Listen in `folder` (ssh.control_dir(): private, 0700) and write the program there."""
         self.sock_path = str(folder / f"ask-{os.getpid()}-{os.urandom(4).hex()}.sock")
         srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old = os.umask(0o177)
@@ -127,12 +126,12 @@ def _write_program(folder) -> str:
     return str(path)
 
 
-def shared() -> TtyAskpass:
-    """This process's asker, started at the first use."""
+def shared(folder) -> TtyAskpass:
+    """This process's asker, started at the first use (in `folder`, ssh.control_dir())."""
     global _shared
     with _shared_lock:
         if _shared is None:
-            _shared = TtyAskpass().start()
+            _shared = TtyAskpass().start(folder)
         return _shared
 
 
