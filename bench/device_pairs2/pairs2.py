@@ -15,8 +15,6 @@ that file, so recordings started in parallel never share the GPU with a measurem
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import json
 import os
 import sys
@@ -25,49 +23,9 @@ import time
 import torch
 from torch import nn
 
-DEV = "cuda" if torch.cuda.is_available() else "cpu"
+from pairs2_loop import DEV, block_ms, fixed, gpu_lock, loop, sync  # noqa: F401 (the harness, shared)
+
 F = nn.functional
-
-
-@contextlib.contextmanager
-def gpu_lock():
-    path = os.environ.get("PAIRS_LOCK")
-    if not path:
-        yield
-        return
-    with open(path, "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def sync():
-    if DEV == "cuda":
-        torch.cuda.synchronize()
-
-
-def loop(model, batch, loss_fn, opt, *, zero_none=True, items=0, sync_each=False, autocast=None, after=None):
-    def step():
-        x, y = batch()
-        opt.zero_grad(set_to_none=zero_none)
-        with torch.autocast(DEV, dtype=torch.bfloat16, enabled=autocast is not None):
-            out = model(x)
-        loss = loss_fn(out.float(), y)
-        loss.backward()
-        opt.step()
-        for _ in range(items):
-            float(loss.item())
-        if sync_each:
-            torch.cuda.synchronize()
-        if after is not None:
-            after()
-    return step
-
-
-def fixed(x, y):
-    return lambda: (x, y)
 
 
 # -- optimizer-heavy MLP: 200 parameter tensors --------------------------------------------------------
@@ -405,15 +363,6 @@ VARIANTS = {
     "bf16_tfm_a": lambda: bf16_tfm(False), "bf16_tfm_b": lambda: bf16_tfm(True),
     "sync_tfm_a": lambda: sync_tfm(True), "sync_tfm_b": lambda: sync_tfm(False),
 }
-
-
-def block_ms(step, n):
-    sync()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        step()
-    sync()
-    return 1e3 * (time.perf_counter() - t0) / n
 
 
 def time_pair(pair, rounds=3, block=int(os.environ.get("PAIRS_BLOCK", 30)), warm=15):

@@ -16,7 +16,7 @@ from core.remote.ssh import HostSpec, SshError, quote_command
 
 def test_uploaded_runner_is_stdlib_only_and_python39():
     files = runner_files()
-    assert {"agent.py", "agent_io.py", "agent_gpu.py", "child.py", "tree.py", "livestate.py", "guards.py"} <= set(files)
+    assert {"agent.py", "agent_io.py", "agent_gpu.py", "child.py", "tree.py", "livestate.py", "guards.py", "trace_export.py"} <= set(files)
     stdlib = set(sys.stdlib_module_names) | {"__future__", "torch", "pynvml"}
     for name, data in files.items():
         tree = ast.parse(data, filename=name, feature_version=(3, 9))  # the host may have Python 3.9
