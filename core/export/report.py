@@ -13,7 +13,7 @@ import numpy as np
 
 from core import units
 from core.analysis.vocab import one_off_text
-from core.commands.terminal import printable
+from core.terminal import printable
 from core.export import summary
 from core.export.breakdown_data import StepBreakdown
 from core.export.findings import FindingsResult, as_dict

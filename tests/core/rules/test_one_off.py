@@ -11,13 +11,13 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import LOCAL_TRACES, REPO, shared_trace
 
 from core.analysis import vocab
 from core.rules import analyze, sort_key
 from core.rules.base import Finding, Severity, Steps
 from core.rules.per_step import one_off_steps
 from core.trace.loader import load
-from helpers import LOCAL_TRACES, REPO, shared_trace
 
 COMPILE_SMALL = "gpu_compile_small.pt.trace.json.gz"
 
