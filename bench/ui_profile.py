@@ -4,9 +4,15 @@ UI thread spends its CPU while a run opens and after (py-spy is not available he
     QT_QPA_PLATFORM=offscreen python bench/ui_profile.py --ui-stalls --open --app TRACE_OR_FOLDER
 Prints the bench's line, then the UI thread's top functions of the gui/ and core/ packages by cumulative time.
 """
-import cProfile, io, os, pstats, sys
+import cProfile
+import io
+import os
+import pstats
+import sys
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(_HERE)); sys.path.insert(0, _HERE)
+sys.path.insert(0, os.path.dirname(_HERE))
+sys.path.insert(0, _HERE)
 if __name__ == "__main__":
     import bench_timeline
     sys.argv = ["bench_timeline"] + sys.argv[1:]

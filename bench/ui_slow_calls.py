@@ -4,9 +4,15 @@ put on the call that made it (its CPU) or on the machine's load (wall without CP
 
     QT_QPA_PLATFORM=offscreen python bench/ui_slow_calls.py --ui-stalls --open --app TRACE_OR_FOLDER
 """
-import functools, importlib, os, sys, time
+import functools
+import importlib
+import os
+import sys
+import time
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(_HERE)); sys.path.insert(0, _HERE)
+sys.path.insert(0, os.path.dirname(_HERE))
+sys.path.insert(0, _HERE)
 TARGETS = ["gui.main_window:MainWindow._on_job_loaded", "gui.trace_view:TraceView.__init__",
            "gui.stats.panels:StatsPanel._on_worker_returned", "gui.issues.panel:IssuesPanel.set_analysis",
            "gui.issues.panel:IssuesPanel._on_worker_yielded", "gui.memory.panel:MemoryPanel.set_trace",

@@ -9,6 +9,7 @@ import shutil
 import sys
 
 import pytest
+from helpers import REPO, shared_trace
 
 from core.analysis import diff, unprofiled
 from core.analysis.findings_cache import findings_of
@@ -17,7 +18,6 @@ from core.ranks.executor import InProcess, LocalPool
 from core.ranks.views import open_view
 from core.trace.loader import load
 from core.trace.model import TraceModel
-from helpers import REPO, shared_trace
 
 MULTI = REPO / "tests" / "data" / "multi" / "straggler"
 
