@@ -248,9 +248,9 @@ class IssuesPanel(QtWidgets.QWidget):
     def _fit_rows(self, n: int) -> None:
         """Rows sized to their wrapped titles ask every cell of every row for its size on each layout: 1,153
         findings of 128 ranks held the UI thread ~1.5 s. Past MANY_ROWS the rows get the title's cap (the
-        delegate's TITLE_LINES) and the columns are sized from the first MANY_ROWS rows."""
+        delegate's TITLE_LINES); columns are sized from 64 rows."""
         many = n > MANY_ROWS
-        self.table.horizontalHeader().setResizeContentsPrecision(MANY_ROWS)
+        self.table.horizontalHeader().setResizeContentsPrecision(64)  # as the stats tables: 64 rows, not all
         rows = self.table.verticalHeader()
         if many:
             rows.setDefaultSectionSize(_TitleDelegate.TITLE_LINES * self.table.fontMetrics().lineSpacing() + 6)
