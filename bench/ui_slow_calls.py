@@ -36,7 +36,35 @@ def _wrap(owner, name, label):
     setattr(owner, name, timed)
 
 
+def _timed_app():
+    """The QApplication, made here with its notify() timed: every top-level event dispatch over SLOW_MS of UI
+    CPU is printed with its receiver's class and the event type (paints, resizes, queued signal calls)."""
+    from PySide6 import QtCore, QtWidgets
+    depth = [0]
+
+    class TimedApp(QtWidgets.QApplication):
+        def notify(self, receiver, event):  # noqa: N802 (Qt API)
+            depth[0] += 1
+            c0, w0 = time.thread_time(), time.perf_counter()
+            try:
+                return super().notify(receiver, event)
+            finally:
+                depth[0] -= 1
+                c = (time.thread_time() - c0) * 1e3
+                if depth[0] == 0 and c > SLOW:
+                    w = (time.perf_counter() - w0) * 1e3
+                    kind = event.type()
+                    name = getattr(kind, "name", str(kind))
+                    extra = ""
+                    if kind == QtCore.QEvent.Type.MetaCall:
+                        extra = " (a queued signal / invokeMethod)"
+                    print(f"SLOW event {name} -> {type(receiver).__name__}{extra}: cpu {c:.0f} ms, wall {w:.0f} ms",
+                          flush=True)
+    return TimedApp([sys.argv[0]])
+
+
 if __name__ == "__main__":
+    _APP = _timed_app()
     for t in TARGETS:
         mod, _, attr = t.partition(":")
         try:
