@@ -43,7 +43,7 @@ def bench(path: Path, runs: int) -> dict:
         rule_t = {}
         last = [t0, None]
 
-        def progress(fraction, rule_id):
+        def progress(fraction, rule_id, last=last, rule_t=rule_t):  # this round's lists
             now = time.perf_counter()
             if last[1] is not None:
                 rule_t[last[1]] = rule_t.get(last[1], 0.0) + now - last[0]

@@ -52,7 +52,8 @@ json.dump(times, open(os.environ["BENCH_OUT"], "w"))
 """
 
 PLAIN_OPEN = """acts = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if DEV == "cuda" else [])
-prof = torch.profiler.profile(activities=acts, schedule=torch.profiler.schedule(wait={wait}, warmup={warmup}, active={active}, repeat=1),
+prof = torch.profiler.profile(activities=acts,
+    schedule=torch.profiler.schedule(wait={wait}, warmup={warmup}, active={active}, repeat=1),
     on_trace_ready=lambda p: p.export_chrome_trace(os.path.join(os.environ["BENCH_DIR"], "plain.json")),
     record_shapes=True, profile_memory=True)
 prof.start()"""

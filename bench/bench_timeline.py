@@ -214,7 +214,8 @@ def ui_stalls(path: Path, in_process: bool | None, paint: bool = False, whole_wi
         t1 = time.perf_counter()
 
         def busy() -> bool:
-            return bool(pool.activeThreadCount() or (lane is not None and not lane.idle()) or (issues is not None and issues._worker is not None))  # noqa: SLF001
+            return bool(pool.activeThreadCount() or (lane is not None and not lane.idle())
+                        or (issues is not None and issues._worker is not None))
 
         while (busy() or time.perf_counter() - t1 < 2.0) and time.perf_counter() - t1 < 300:
             app.processEvents(QtCore.QEventLoop.ProcessEventsFlag.AllEvents, 50)

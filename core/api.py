@@ -169,8 +169,7 @@ def _analyze(ts: TraceSet, rules: list[str] | None) -> Analysis:
     from core.analysis import health
     from core.analysis.metrics import trace_metrics
     from core.commands.analyze import json_doc
-    from core.rules import RULE_IDS, all_rules
-    from core.rules import analyze as run_rules
+    from core.rules import RULE_IDS, all_rules, analyze as run_rules
     chosen = None
     if rules is not None:
         unknown = sorted(set(rules) - set(RULE_IDS))

@@ -49,12 +49,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         p.set_defaults(_module=module)
         if chosen is not None and name != chosen:
             continue
-        try:
-            importlib.import_module(module).add_arguments(p)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-            p.set_defaults(_missing=True)
+        importlib.import_module(module).add_arguments(p)
     return parser
 
 
@@ -66,9 +61,6 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s")
     if not getattr(args, "command", None):
         parser.print_help(sys.stderr)
-        return 2
-    if getattr(args, "_missing", False):
-        print(f"ptprof: '{args.command}' is not available in this build", file=sys.stderr)
         return 2
     from core.trace.alloc import single_arena
     single_arena()  # no UI thread here: the loader's threads share one malloc arena (faster big loads)

@@ -37,9 +37,9 @@ def main() -> int:
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    from PySide6 import QtCore, QtWidgets
-
     import sshd_server
+    from PySide6 import QtWidgets
+
     from core.remote.ssh import SshHost
     from gui import theme
     tmp = Path(tempfile.mkdtemp(prefix="ptprof-shots-"))

@@ -20,10 +20,10 @@ DATA = REPO / "tests" / "data" / "device" / "try"
 def render(out: Path, theme: str) -> list[Path]:
     import pyqtgraph as pg
     from PySide6 import QtWidgets
+    from screens import grab, new_window, open_in, settle, wait_analysis, wait_until
 
     from gui.theme import apply_scheme
     from gui.tryfix.controller import verdict_html
-    from screens import grab, new_window, open_in, settle, wait_analysis, wait_until
     app = QtWidgets.QApplication.instance() or QtWidgets.QApplication([sys.argv[0]])
     apply_scheme(app, theme)
     pg.setConfigOptions(antialias=False, useOpenGL=False)

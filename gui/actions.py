@@ -15,7 +15,7 @@ MAX_RECENT = 10
 TRACE_FILTER = ("PyTorch profiler traces and CUDA memory snapshots (*.json *.json.gz *.gz *.xz *.pickle *.pkl);;"
                 "PyTorch profiler traces (*.json *.json.gz *.gz *.xz);;"
                 "CUDA memory snapshots (*.pickle *.pkl *.pickle.gz);;All files (*)")
-from gui.settings import settings, string_list  # noqa: F401 - settings: used by tests and older callers
+from gui.settings import settings, string_list  # noqa: E402, F401 - settings: used by tests and older callers
 
 log = logging.getLogger(__name__)
 SAMPLE = Path(__file__).resolve().parents[1] / "resources" / "sample.pt.trace.json.gz"

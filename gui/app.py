@@ -12,8 +12,8 @@ from pathlib import Path
 
 USAGE = "ptprof-gui [PATH ...]"
 DESCRIPTION = ("Desktop profiler for PyTorch training. PATH is a trace (*.pt.trace.json[.gz]), a TensorBoard "
-               "log dir, a multi-rank dir, a run bundle or a CUDA memory snapshot (*.pickle); each opens in its own tab. Without PATH the "
-               "bundled sample trace opens.")
+               "log dir, a multi-rank dir, a run bundle or a CUDA memory snapshot (*.pickle); each opens in its "
+               "own tab. Without PATH the bundled sample trace opens.")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from core.blas import one_blas_thread
     one_blas_thread()  # before pyqtgraph imports numpy: OpenBLAS's spinning threads took CPU from the loader
-    from PySide6 import QtWidgets
+    from PySide6 import QtWidgets  # noqa: I001 - first: pyqtgraph binds to the Qt already imported (not PyQt)
     import pyqtgraph as pg
 
     from gui.main_window import MainWindow
@@ -58,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         win.open_sample()
     rc = app.exec()
     from PySide6 import QtCore
+
     from gui import lane
     lane.wait(3000)  # let the after-open jobs (tables, health, issues) finish before teardown
     QtCore.QThreadPool.globalInstance().waitForDone(3000)

@@ -79,7 +79,7 @@ def _child(path: str, conn) -> None:
         pass
     from core.trace.alloc import single_arena
     single_arena()  # no UI thread in this process (see core/trace/alloc.py)
-    from core.trace import query
+    from core.trace import index_cache
     from core.trace.loader import iter_load
     from core.trace.model import TraceParseError
 
@@ -100,7 +100,7 @@ def _child(path: str, conn) -> None:
             conn.send(("cached",))
             return
         conn.send(("progress", "indexing", 1.0, Path(path).name))
-        indexes = query.view_indexes(trace_set)
+        indexes = index_cache.view_indexes(trace_set)
         conn.send(("done", trace_set, indexes))
     except TraceParseError as exc:
         conn.send(("error", exc.path, exc.reason))
@@ -184,8 +184,8 @@ class ProcessLoad:
         trace_set = yield from iter_load(self.path)  # cache hits: mmap, nothing parsed
         yield Progress("indexing", 1.0, Path(self.path).name)
         indexes = window_indexes(trace_set)  # the child's kept indexes, mapped (else built here)
-        from core.trace import index_store
-        index_store.keep([], trace_set.models, indexes)  # one it could not keep (or a bad one)
+        from core.trace import index_cache
+        index_cache.keep([], trace_set.models, indexes)  # one it could not keep (or a bad one)
         return trace_set, indexes
 
     def _receive(self) -> Generator[Progress, None, tuple | None]:
@@ -250,13 +250,13 @@ def use_process(path: str | Path) -> bool:
 
 
 def window_indexes(trace_set) -> list:
-    """In the load worker, what the window needs before its first paint: `query.view_indexes`, the kind
+    """In the load worker, what the window needs before its first paint: `index_cache.view_indexes`, the kind
     histogram the legend reads and the memory series the plots and counter rows draw (memoised on the
     model: passes over every slice / memory event, 0.1-0.2 s each at 37M slices, on the UI thread before)."""
     from core.analysis import rows
     from core.analysis.memory import memory_series
-    from core.trace import query
-    indexes = query.view_indexes(trace_set)
+    from core.trace import index_cache
+    indexes = index_cache.view_indexes(trace_set)
     for m in trace_set.models:
         rows.kind_counts(m)
         if not memory_series(m):  # the window falls back to the host allocator's series only then

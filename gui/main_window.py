@@ -314,8 +314,9 @@ class MainWindow(QtWidgets.QMainWindow):
         QtWidgets.QMessageBox.information(self, "Keyboard and mouse", actions.SHORTCUTS_HTML)
 
     def about_html(self) -> str:
-        from core.version import docs_url, version
         import PySide6
+
+        from core.version import docs_url, version
         return (f"<h3>ptprof-gui {version()}</h3><p>A desktop profiler for PyTorch training.</p>"
                 f"<p>Documentation: <a href=\"{docs_url()}\">{docs_url()}</a></p>"
                 f"<p>Python {sys.version.split()[0]} · PySide6 {PySide6.__version__} · Qt {QtCore.qVersion()}</p>")

@@ -6,8 +6,10 @@ import numpy as np
 import shiboken6
 from PySide6 import QtCore, QtWidgets
 
+from core.analysis.memory import counter_series, memory_series
 from core.trace import query
 from core.trace.model import TraceSet, TrackKind
+from core.units import fmt_bytes
 from gui import lane
 from gui.health_banner import HealthBanner
 from gui.memory.box import PlotsBox
@@ -16,8 +18,6 @@ from gui.stats.panels import KernelsPanel, OpsPanel, StatsPanel, StepsPanel
 from gui.theme import Theme
 from gui.timeline.details import DetailsPanel
 from gui.timeline.legend import Legend
-from core.analysis.memory import counter_series, memory_series
-from core.units import fmt_bytes
 from gui.timeline.rank_strip import MANY_RANKS, RankStrip
 from gui.timeline.rows import CounterRow, model_title
 from gui.timeline.search import SearchBar
@@ -39,8 +39,8 @@ def counter_rows(ts: TraceSet) -> list[CounterRow]:
     for c in counter_series(ts.nvml, ts.nvml_strings) if ts.nvml is not None else []:
         inside = (c.ts_ns >= t0) & (c.ts_ns <= t1)
         if c.name.endswith("/gpu_util") and inside.any():  # samples outside the window: an empty row
-            rows.append(CounterRow(_model_of_gpu(ts, c.name.split("/")[0]), f"NVML {c.name.split('/')[0]} util (0–100 %)", c.ts_ns, c.value, 100.0,
-                                   "#2e9e4f"))
+            rows.append(CounterRow(_model_of_gpu(ts, c.name.split("/")[0]), f"NVML {c.name.split('/')[0]} util (0–100 %)",
+                                   c.ts_ns, c.value, 100.0, "#2e9e4f"))
     return rows
 
 

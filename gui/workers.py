@@ -22,12 +22,12 @@ def _thread_gen(path: str):
     released by MainWindow through `lane.when_idle`): beside the indexes, the write's page faults and
     theirs contended (1.1 GB trace: first paint 1.6-3.1 s -> 1.3 s; 10 GB: indexes 2.5 -> 8 s). So are
     the indexes built for models opened from an entry that kept none (core/trace/index_store.py)."""
-    from core.trace import index_store
+    from core.trace import index_cache
     parsed: list = []
     trace_set = yield from iter_load(path, deferred=parsed)
     yield Progress("indexing", 1.0, Path(path).name)
     indexes = window_indexes(trace_set)
-    index_store.keep(parsed, trace_set.models, indexes)
+    index_cache.keep(parsed, trace_set.models, indexes)
     return trace_set, indexes
 
 

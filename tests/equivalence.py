@@ -190,6 +190,10 @@ def digests(root: Path, only=None, progress=None) -> dict[str, dict]:
     return out
 
 
+def _finding_key(f) -> str:
+    return json.dumps([f.get("rule"), f.get("model_index"), f.get("title"), f.get("evidence")], sort_keys=True)
+
+
 def differences(golden: dict, got: dict, prefix: str = "") -> list[str]:
     """Human-readable paths where two digests differ ('a/b/findings[2].title: 'x' -> 'y'')."""
     out: list[str] = []
@@ -202,6 +206,14 @@ def differences(golden: dict, got: dict, prefix: str = "") -> list[str]:
                 out.append(f"{p}: new (not in the golden file)")
             else:
                 out.extend(differences(golden[k], got[k], p))
+    elif prefix.endswith("findings") and isinstance(golden, list) and isinstance(got, list) and golden != got \
+            and list(map(_finding_key, golden)) != list(map(_finding_key, got)) \
+            and sorted(map(_finding_key, golden)) == sorted(map(_finding_key, got)):
+        # the same findings in another order (a new sort key): say so, then compare each with its match
+        out.append(f"{prefix}: the same {len(got)} findings in another order")
+        by_key = {_finding_key(f): f for f in golden}
+        for f in got:
+            out.extend(differences(by_key[_finding_key(f)], f, f"{prefix}[{f.get('rule')}: {f.get('title', '')[:60]}]"))
     elif isinstance(golden, list) and isinstance(got, list) and len(golden) == len(got):
         for i, (a, b) in enumerate(zip(golden, got)):
             out.extend(differences(a, b, f"{prefix}[{i}]"))

@@ -39,7 +39,8 @@ STUBBORN = """
 import os, signal, subprocess, sys, time
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
-child = subprocess.Popen([sys.executable, "-c", "import signal,time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(120)"])
+child = subprocess.Popen([sys.executable, "-c",
+                          "import signal,time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(120)"])
 open(sys.argv[1], "w").write(str(child.pid))
 print("ignoring signals", flush=True)
 while True:

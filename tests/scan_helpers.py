@@ -5,7 +5,7 @@ import math
 
 from core.trace import columns
 from core.trace.columns import STR_CODE_BASE, events_to_columns, scan_columns
-from core.trace.kineto import decode_events
+from core.trace.tolerant import decode_events
 
 
 def _canon(cc):

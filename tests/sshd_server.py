@@ -90,9 +90,9 @@ LogLevel ERROR
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1):
                     return self
-            except OSError:
+            except OSError as exc:
                 if self.proc.poll() is not None:
-                    raise RuntimeError(f"sshd exited: {(self.root / 'sshd.log').read_text()[-500:]}")
+                    raise RuntimeError(f"sshd exited: {(self.root / 'sshd.log').read_text()[-500:]}") from exc
                 time.sleep(0.05)
         raise RuntimeError("sshd did not listen within 20 s")
 

@@ -8,15 +8,15 @@ long as the copy), a DataLoader __next__ of `data_us` CPU time at the step start
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+import kineto_events
 
 GIB = 2**30
 
 
 def _x(name, cat, ts, dur, pid=1, tid=1, **args):
-    return {"ph": "X", "name": name, "cat": cat, "ts": round(ts, 3), "dur": round(dur, 3), "pid": pid, "tid": tid,
-            "args": args}
+    return kineto_events.x(name, cat, round(ts, 3), round(dur, 3), pid=pid, tid=tid, **args)
 
 
 def loop(steps=8, kernels=20, kernel_us=50.0, launch_us=5.0, latency_us=4.0, cpu_gap_us=2.0, syncs=0,
@@ -83,9 +83,5 @@ def loop(steps=8, kernels=20, kernel_us=50.0, launch_us=5.0, latency_us=4.0, cpu
 
 
 def write(tmp_path: Path, events, name="loop.json") -> Path:
-    doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H200", "totalGlobalMem": 140 * GIB,
-                                                     "computeMajor": 9, "computeMinor": 0}],
-           "traceEvents": events}
-    p = Path(tmp_path) / name
-    p.write_text(json.dumps(doc))
-    return p
+    return kineto_events.write(Path(tmp_path) / name, events, total_mem=140 * GIB,
+                               props={"computeMajor": 9, "computeMinor": 0})

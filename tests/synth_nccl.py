@@ -8,11 +8,9 @@ import json
 import random
 from pathlib import Path
 
+from kineto_events import x as _x
+
 ALLREDUCE = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
-
-
-def _x(name, cat, ts, dur, pid=1, tid=1, **args):
-    return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "pid": pid, "tid": tid, "args": args}
 
 
 def write_nccl_run(folder: Path, steps: int = 6, ranks: int = 2) -> Path:

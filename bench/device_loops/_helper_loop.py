@@ -2,7 +2,7 @@
 import torch
 from torch import nn
 
-from _common import WIDTH, DEVICE, batch, iterations
+from _common import DEVICE, WIDTH, batch, iterations
 
 
 def fit():

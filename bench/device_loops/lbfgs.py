@@ -11,7 +11,7 @@ calls = 0
 for _ in iterations():
     x, y = batch()
 
-    def closure():
+    def closure(x=x, y=y):  # this iteration's batch
         global calls
         calls += 1
         opt.zero_grad()

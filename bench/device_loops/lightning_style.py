@@ -29,7 +29,7 @@ class MiniTrainer:
         for _ in iterations():
             b = batch()
 
-            def closure():
+            def closure(b=b):  # this iteration's batch
                 loss = module.training_step(b)
                 opt.zero_grad()
                 loss.backward()

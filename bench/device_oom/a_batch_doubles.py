@@ -1,6 +1,5 @@
 """(a) OOM at step 7: the batch doubles every step (a curriculum / "growing batch" bug)."""
 import torch
-
 from common import cap_memory, mlp
 
 cap_memory()

@@ -1,6 +1,5 @@
 """(b) OOM because a list keeps every step's loss graph alive (`losses.append(loss)` instead of loss.item())."""
 import torch
-
 from common import cap_memory, mlp
 
 cap_memory()

@@ -4,6 +4,7 @@ import os
 
 import torch
 
+
 def cap_memory(limit_gib=None):
     limit = int(float(limit_gib or os.environ.get("OOM_LIMIT_GIB", "3")) * (1 << 30))
     total = torch.cuda.get_device_properties(0).total_memory

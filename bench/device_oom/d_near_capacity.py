@@ -1,6 +1,5 @@
 """(d) A run close to its memory cap that survives: steady state at ~80 % of the cap, no growth."""
 import torch
-
 from common import cap_memory, mlp
 
 limit = cap_memory()

@@ -17,10 +17,12 @@ model = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width
 opt = torch.optim.SGD(model.parameters(), lr=1e-4)
 side = torch.cuda.Stream() if dev == "cuda" else None
 
-import time
+import time  # noqa: E402
 
 timing = "--time" in sys.argv
-bf16 = "--bf16" in sys.argv  # the fp32_gemm fix: both streams under bf16 autocast  # unprofiled: ms/step of the steps after the first 10, synced at both ends
+# --bf16: the fp32_gemm fix, both streams under bf16 autocast; --time: unprofiled ms/step of the steps after the
+# first 10, synced at both ends
+bf16 = "--bf16" in sys.argv
 
 
 def sync():

@@ -40,7 +40,7 @@ def main():
     torch.manual_seed(0)
     model = DDP(nn.Sequential(nn.Linear(a.width, a.width), nn.ReLU(), nn.Linear(a.width, 10)).to(device))
     opt = torch.optim.SGD(model.parameters(), lr=1e-2)
-    for step in range(a.steps):
+    for _step in range(a.steps):
         x = torch.randn(64, a.width)
         with torch.profiler.record_function("load_batch"):
             if rank == a.slow_rank:

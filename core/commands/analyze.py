@@ -192,6 +192,7 @@ def format_table(result, metrics=(), checks=(), tried=None) -> str:
     traces = s.get("traces", s["ranks"])
     files = f" in {traces} trace files" if traces != s["ranks"] else ""
     from core.analysis.headline import fixes_text, step_text
+    from core.analysis.vocab import one_off_text
     step = step_text(s)
     lines = [f"{s['trace']}",
              f"  {s['steps']} step(s){', ' + step if step else ''}, {s['ranks']} rank(s){files}; "
@@ -210,6 +211,9 @@ def format_table(result, metrics=(), checks=(), tried=None) -> str:
             saves = "" if f.saving_ns is None else "≈ 0" if f.saving_ns < 1_000 else f"-{units.fmt_ns(f.saving_ns)}"
             lines.append(f"  {f.severity.label:8} {f.rule:22} {units.fmt_ns(f.impact_ns):>10} "
                          f"{f.impact_pct:6.1f} {saves:>11} {f.count:6d}  {f.title}")
+            if f.one_off:  # paid once, not every step (core/rules/per_step.py)
+                lines.append(f"  {'':8} {'':22} {'':>10} {'':>6} {'':>11} {'':>6}  {one_off_text(f)} "
+                             "(paid once, not every step)")
             if f.source:
                 lines.append(f"  {'':8} {'':22} {'':>10} {'':>6} {'':>11} {'':>6}  at {f.source}")
             lines.append(f"  {'':8} {'':22} {'':>10} {'':>6} {'':>11} {'':>6}  fix: {f.fix}")

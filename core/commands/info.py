@@ -5,8 +5,8 @@ import json
 import sys
 
 from core import units
-from core.commands.terminal import printable
 from core.analysis import health
+from core.terminal import printable
 from core.trace.loader import load
 
 

@@ -5,8 +5,8 @@ import json
 import sys
 
 from core import units
-from core.commands.terminal import printable
 from core.snapshot import active_timeline, load_snapshot, peak_allocations
+from core.terminal import printable
 
 TOP_N = 5
 
@@ -71,7 +71,8 @@ def run(args) -> int:
             w(f"    peak active {b(d['peak_active_bytes'])} at +{units.fmt_ns(d['peak_at_ns'])}"
               f" (from {b(d['baseline_bytes'])} before the trace)\n")
         for a in d["top_at_peak"]:
-            w(f"      {b(a['size_bytes']):>12}  {a['address']}  {a['user_frame'] or (a['op'] + ' (no Python frame)' if a['op'] else '(no stack)')}\n")
+            where = a['user_frame'] or (a['op'] + ' (no Python frame)' if a['op'] else '(no stack)')
+            w(f"      {b(a['size_bytes']):>12}  {a['address']}  {where}\n")
     conf = info["allocator_settings"].get("PYTORCH_CUDA_ALLOC_CONF")
     if conf:
         w(f"  PYTORCH_CUDA_ALLOC_CONF={conf}\n")

@@ -16,7 +16,7 @@ import sys
 import time
 
 from core import units
-from core.commands.terminal import printable
+from core.terminal import printable
 
 
 def add_arguments(p) -> None:

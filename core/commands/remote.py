@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
-from core.commands.terminal import printable
+from core.terminal import printable
 
 
 def add_arguments(p) -> None:

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from core.commands.terminal import printable
+from core.terminal import printable
 from core.trace.loader import load
 
 

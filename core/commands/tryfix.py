@@ -21,7 +21,7 @@ import sys
 import time
 
 from core import units
-from core.commands.terminal import printable
+from core.terminal import printable
 
 
 def add_arguments(p) -> None:
@@ -45,8 +45,7 @@ def _fail(msg: str) -> int:
 
 def run(args) -> int:
     from core.runner.config import ConfigError
-    from core.tryfix import plan
-    from core.tryfix import session as ts
+    from core.tryfix import plan, session as ts
     if not args.fix and not args.all:
         return _fail("try: give --fix ID[,ID...] or --all")
     if args.runs < 1 or args.runs > 20:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from core.atomic import atomic_write
-from core.commands.terminal import printable
+from core.terminal import printable
 from core.export import tables
 from core.export.tables import ExportTable
 from core.trace.model import TraceSet

@@ -56,10 +56,9 @@ def wrap(result) -> FindingsResult:
 
 
 def _sort_key(f) -> tuple:
-    d = as_dict(f)
-    saving = d.get("saving_ns")
-    return (SEVERITY_ORDER.get(str(d.get("severity", "")).lower(), 3), -float(saving if saving is not None else -1),
-            -float(d.get("impact_ns") or 0))
+    """The app's order (core/analysis/vocab.py)."""
+    from core.analysis.vocab import order_key
+    return order_key(f)
 
 
 def as_dict(f) -> dict:

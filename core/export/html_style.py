@@ -36,6 +36,7 @@ figcaption { color: var(--muted); font-size: 12.5px; margin-top: 4px; }
 .badge { display:inline-block; font-size:11px; font-weight:700; text-transform:uppercase; color:#fff;
          border-radius:4px; padding:1px 6px; background: var(--info); }
 .badge.error { background: var(--error); } .badge.warning { background: var(--warning); }
+.badge.oneoff { background: #5f6368; text-transform: none; }
 .evidence { margin: 6px 0; padding-left: 20px; font-size: 13px; }
 .evidence li { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; max-width: 1140px; }
 .fix { background: #e6f4ea; border-radius: 4px; padding: 6px 10px; font-size: 13px; }

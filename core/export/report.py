@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core import units
-from core.commands.terminal import printable
+from core.analysis.vocab import one_off_text
+from core.terminal import printable
 from core.export import summary
 from core.export.breakdown_data import StepBreakdown
 from core.export.findings import FindingsResult, as_dict
@@ -128,9 +129,12 @@ def _findings(ctx: ReportContext) -> str:
         ev = "".join(f"<li title='{esc(e)}'>{esc(e)}</li>" for e in evidence[:EVIDENCE_N])
         if len(evidence) > EVIDENCE_N:
             ev += f"<li class=muted>{len(evidence) - EVIDENCE_N} more in findings.csv</li>"
-        cost = f"{units.fmt_ns(d.get('impact_ns') or 0)}"
+        once = one_off_text(d)
+        cost = once or f"cost {units.fmt_ns(d.get('impact_ns') or 0)}"
         if d.get("impact_pct") is not None:
             cost += f" ({float(d['impact_pct']):.1f} % of profiled time)"
+        if once:
+            cost += ", paid once, not every step"
         saving = ""
         if d.get("saving_ns") is not None:
             saving = (f"<div class=fmeta><b>est. {esc(saving_text(d['saving_ns'], d.get('saving_pct')))}</b> · "
@@ -140,8 +144,9 @@ def _findings(ctx: ReportContext) -> str:
             saving += f"<div class=fmeta><b>{esc(measured_text(hit[1]))}</b> · ptprof try --fix {esc(hit[0])}</div>"
         cards.append(
             f"<div class='finding {sev}'><div class=fhead><span class='badge {sev}'>{sev}</span> "
+            + (f"<span class='badge oneoff'>one-off</span> " if once else "") +
             f"<b>{esc(d.get('title'))}</b> <code class=rule>{esc(d.get('rule'))}</code></div>"
-            f"<div class=fmeta>cost {esc(cost)} · {esc(d.get('count'))}× · {where} · {esc(first)}</div>" + saving
+            f"<div class=fmeta>{esc(cost)} · {esc(d.get('count'))}× · {where} · {esc(first)}</div>" + saving
             + (f"<ul class=evidence>{ev}</ul>" if ev else "")
             + (f"<div class=fix><b>Fix:</b> {esc(d.get('fix'))}</div>" if d.get("fix") else "") + "</div>")
     return "".join(cards) + _not_run(fr)

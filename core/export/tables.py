@@ -92,6 +92,8 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         ("rank", "rank the finding's time ranges refer to"),
         ("title", "one-line description"),
         ("count", "occurrences"),
+        ("one_off", "'one-off: 3.84 s at step 4' when the cost is paid once (a recompile, a first-step compile, a "
+                    "cold start: it sits in one or few steps), not every step; empty otherwise"),
         ("impact_us", "estimated time lost"),
         ("impact_pct", "impact_us as a share of the profiled time"),
         ("saving_us", "what the fix would save per step (median over steps) in a replay of the critical path; empty without a what-if"),
@@ -263,6 +265,7 @@ def metrics_table(ts: TraceSet) -> ExportTable:
 
 def findings_table(findings, ts: TraceSet | None = None) -> ExportTable:
     """`findings`: Finding objects (core.rules) or their JSON dicts (ARCHITECTURE.md contract)."""
+    from core.analysis.vocab import one_off_text
     from core.export.findings import as_dict
 
     rows = [as_dict(f) for f in findings]
@@ -275,7 +278,7 @@ def findings_table(findings, ts: TraceSet | None = None) -> ExportTable:
         first = ranges[0] if ranges else (None, None)
         mi = int(d.get("model_index") or 0)
         rank = d.get("rank", ranks[mi] if mi < len(ranks) else mi)
-        values = (d.get("rule", ""), d.get("severity", ""), rank, d.get("title", ""), d.get("count"),
+        values = (d.get("rule", ""), d.get("severity", ""), rank, d.get("title", ""), d.get("count"), one_off_text(d),
                   _round(d.get("impact_ns"), 1e-3), _round(d.get("impact_pct"), 1.0),
                   _round(d.get("saving_ns"), 1e-3), _round(d.get("saving_pct"), 1.0), d.get("estimate") or "",
                   _round(first[0], 1e-3), _round(first[1], 1e-3), len(ranges), src.get("file") or "",

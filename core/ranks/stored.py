@@ -1,9 +1,10 @@
 """Rank summaries kept next to their traces in a run bundle, so a later `analyze` of a 1,024-rank run only
 reduces.
 
-`<bundle>/.ptprof-summaries/<trace file name>.rank-summary` (not a trace name: discovery never takes it): the map's `RankSummary` as JSON (never pickle: opening a bundle
-executes nothing), written by the launcher when the run ends (core/runner/session.py calls `summarise_bundle`
-in the launcher's process, which has this package; the ranks' own interpreters run stdlib + torch only)
+`<bundle>/.ptprof-summaries/<trace file name>.rank-summary` (not a trace name: discovery never takes it): the
+map's `RankSummary` as JSON (never pickle: opening a bundle executes nothing), written by the launcher when the
+run ends (core/runner/session.py calls `summarise_bundle` in the launcher's process, which has this package; the
+ranks' own interpreters run stdlib + torch only)
 or by the first `analyze` of the bundle. A summary is used only when it was made from the trace as it is
 now (size, mtime), by this code and these thresholds (the rules' digest) and for the same run shape (ranks);
 anything else - unreadable, malformed, stale, too big - is a miss and the rank is mapped again.

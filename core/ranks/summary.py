@@ -130,7 +130,14 @@ def finding_from_json(d: dict) -> Finding:
         evidence_rows=tuple(int(r) for r in d.get("evidence_rows", ())), hint=bool(d.get("hint", False)),
         saving_ns=None if d.get("saving_ns") is None else int(d["saving_ns"]),
         saving_pct=None if d.get("saving_pct") is None else float(d["saving_pct"]), estimate=str(d.get("estimate", "")),
-        **_by_fix(d.get("savings_by_fix")))
+        **_by_fix(d.get("savings_by_fix")), **_per_step(d))
+
+
+def _per_step(d: dict) -> dict:
+    """Finding.steps / one_off / one_off_steps (core/rules/per_step.py) from their JSON form."""
+    one = d.get("one_off")
+    return {"steps": int(d.get("steps") or 0), "one_off": bool(one),
+            "one_off_steps": tuple(int(n) for n in (one.get("steps") or ())) if isinstance(one, dict) else ()}
 
 
 def _by_fix(v) -> dict:

@@ -308,8 +308,8 @@ class Supervisor:
         if kind == "start":
             self.ranks_started.add(rank)
             if self.run_json.get("environment") is None:
-                self.run_json["environment"] = {k: self.livestate.escaped(e.get(k)) for k in ("python", "torch_version", "cuda", "devices",
-                                                                       "world_size", "cwd", "device_properties")}
+                self.run_json["environment"] = {k: self.livestate.escaped(e.get(k)) for k in (
+                    "python", "torch_version", "cuda", "devices", "world_size", "cwd", "device_properties")}
             if isinstance(e.get("world_size"), int):
                 self.world = max(self.world, e["world_size"])
         elif kind == "phase" and e.get("phase") == "done" and self.spec.get("stop_after_window"):

@@ -7,9 +7,9 @@ uploaded once into `~/.cache/ptprof/runner-<content hash>/` (0700) and checked b
 from __future__ import annotations
 
 import hashlib
-import os
 import io
 import json
+import os
 import re
 import tarfile
 from pathlib import Path
@@ -53,7 +53,7 @@ def runner_files(overrides: dict[str, bytes] | None = None) -> dict[str, bytes]:
     names = set(RUNNER_EXTRA) | _siblings_of("child.py")
     files = {name: (RUNNER_DIR / name).read_bytes() for name in sorted(names)}
     files["backend.py"] = (RUNNER_DIR.parent / "gpu" / "backend.py").read_bytes()
-    files["terminal.py"] = (RUNNER_DIR.parent / "commands" / "terminal.py").read_bytes()  # livestate's printable
+    files["terminal.py"] = (RUNNER_DIR.parent / "terminal.py").read_bytes()  # livestate's printable
     for name in AGENT_FILES:
         files[name] = (REMOTE_DIR / name).read_bytes()
     files.update(overrides or {})

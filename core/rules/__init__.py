@@ -100,7 +100,8 @@ def iter_analyze(trace_set, config: dict | None = None, rules: Iterable[Rule] | 
     yield 1.0, "what-if savings"
     from core.rules import savings
     priced, together = savings.price(ctx, total.findings)
-    findings = sorted(priced, key=sort_key)
+    from core.rules.per_step import annotate
+    findings = sorted(annotate(ctx, priced), key=sort_key)
     not_run = _dedupe(total.not_run)
     elapsed = time.perf_counter() - t0
     summary = _summary(ctx, findings, not_run, elapsed)
@@ -119,8 +120,11 @@ def _first_line(exc: BaseException) -> str:
 
 
 def sort_key(f: Finding):
-    """Largest saving first (severity follows the saving), then findings without a what-if by impact."""
-    return (-int(f.severity), -(f.saving_ns if f.saving_ns is not None else -1), -f.impact_ns, f.rule)
+    """The one order of findings (core/analysis/vocab.py `order_key`, also the app's and the report's): errors
+    first; per-step trivia last in their severity (one-off costs never are); then the largest saving, then
+    findings without a what-if by impact."""
+    from core.analysis.vocab import order_key
+    return order_key(f)
 
 
 def _capability_notes(ctx: RuleContext) -> list[CheckNotRun]:

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from core.analysis.step_times import step_times
+from core.analysis.vocab import one_off_text
 from core.analysis.steps import step_windows
 from core.trace.model import GPU_KINDS, TraceModel, TraceSet
 
@@ -85,6 +86,12 @@ class Finding:
     # the saving of each way to fix it where they differ (launch_bound: {"compile": ns, "cuda_graphs": ns});
     # saving_ns is the first one's
     savings_by_fix: tuple[tuple[str, int], ...] = ()
+    # set by core/rules/per_step.py after pricing: the profiled steps of its model (0: no step markers, or a
+    # finding made outside the rules), and whether its cost is one-off (a recompile, a first-step compile, a
+    # cold start: it sits in one or few steps, `one_off_steps` their ProfilerStep numbers) rather than per step
+    steps: int = 0
+    one_off: bool = False
+    one_off_steps: tuple[int, ...] = ()
 
     def to_json(self) -> dict:
         return {
@@ -102,6 +109,9 @@ class Finding:
             "saving_pct": None if self.saving_pct is None else round(float(self.saving_pct), 3),
             "estimate": self.estimate,
             **({"savings_by_fix": {k: int(v) for k, v in self.savings_by_fix}} if self.savings_by_fix else {}),
+            "steps": int(self.steps),
+            "one_off": ({"cost_ns": int(self.impact_ns), "steps": [int(n) for n in self.one_off_steps],
+                         "label": one_off_text(self)} if self.one_off else None),
         }
 
 

@@ -15,15 +15,12 @@ graph breaks and recompiles to compile.json.
 from __future__ import annotations
 
 import argparse
-import gzip
 import importlib.util
 import json
 import os
 import re
-import shutil
 import signal
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -75,6 +72,7 @@ _devinfo, _observe = _load_sibling("devinfo"), _load_sibling("observe")
 _switches = _load_sibling("switches")  # --apply: a finding's fix applied at run time (ptprof try)
 _memhist = _load_sibling("memhist")  # allocator history, the snapshot at an OOM (issue 32)
 _compat = _load_sibling("compat")  # what this Python / torch can do (older torch: features off, said once)
+_trace_export = _load_sibling("trace_export")  # a cycle -> traces/<name>.pt.trace.json.gz, atomically
 
 
 class ChildRunner:
@@ -306,26 +304,12 @@ class ChildRunner:
             return
         self._cycle += 1
         name = f"rank{self.rank}.cycle{self._cycle}.pt.trace.json.gz"
-        final = self.traces / name
         t0 = time.perf_counter()
-        tmp_json = part = None  # temp files are created exclusively under unique names (mkstemp: O_EXCL,
-        try:                    # never a link planted in an old bundle), then renamed over the final name
-            fd, tmp_json = tempfile.mkstemp(dir=str(self.traces), prefix=f".{name}.", suffix=".json.tmp")
-            os.close(fd)
-            prof.export_chrome_trace(tmp_json)
-            fd, part = tempfile.mkstemp(dir=str(self.traces), prefix=f".{name}.", suffix=".part")
-            os.chmod(part, 0o644)
-            with open(tmp_json, "rb") as src, os.fdopen(fd, "wb") as raw, \
-                    gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=3) as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
-            os.replace(part, final)
-            part = None
+        try:
+            final = _trace_export.export_cycle(prof, self.traces, name)
         except Exception as exc:
             self.ev.emit("notice", code="export_failed", message=f"could not write trace {name}: {exc}")
             return
-        finally:
-            for leftover in filter(None, (tmp_json, part)):
-                Path(leftover).unlink(missing_ok=True)
         self.ev.emit("cycle", cycle=self._cycle, path=f"traces/{name}", bytes=final.stat().st_size,
                      export_s=round(time.perf_counter() - t0, 3), step=self.step, source=self.source)
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from core.runner.config import resolve_python
 
@@ -117,8 +117,8 @@ def check(python: str, compile_test: bool = False, timeout_s: float = 60.0) -> D
         import os
         env = {**os.environ, "PTPROF_DOCTOR_COMPILE": "1"}
     try:
-        r = subprocess.run([exe, "-c", PROBE, str(COMPAT)], capture_output=True, text=True, timeout=timeout_s + (120 if compile_test else 0),
-                           env=env, stdin=subprocess.DEVNULL)
+        r = subprocess.run([exe, "-c", PROBE, str(COMPAT)], capture_output=True, text=True,
+                           timeout=timeout_s + (120 if compile_test else 0), env=env, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         return DoctorReport(exe, False, {}, (("error", f"{exe} did not answer within {timeout_s:.0f} s"),))
     except OSError as exc:

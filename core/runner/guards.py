@@ -11,7 +11,6 @@ import threading
 import time
 from pathlib import Path
 
-
 TORCHRUN = "TORCHELASTIC_RUN_ID" in os.environ  # a rank started by torchrun's agent
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 try:
-    from core.commands.terminal import printable
+    from core.terminal import printable
 except ImportError:  # on a remote host: the uploaded copy beside this file (core/remote/runner.py)
     import importlib.util as _util
     import os as _os
@@ -71,7 +71,7 @@ class LiveState:
 
 def escaped(value, depth: int = 0):
     """Every string in `value` (nested lists / dicts from an event) with control and bidi characters
-    escaped visibly (core.commands.terminal.printable); deeper than 8 levels is dropped."""
+    escaped visibly (core.terminal.printable); deeper than 8 levels is dropped."""
     if isinstance(value, str):
         return printable(value)
     if depth >= 8:

@@ -28,7 +28,6 @@ from pathlib import Path
 from core.gpu.sampler import group_pids
 from core.runner import tree as tree_mod
 
-
 READ_BYTES = 1 << 16  # a line longer than this reaches the console in pieces
 MAX_LINE_CHARS = 2000  # what the console queue keeps of one line (the log keeps everything)
 

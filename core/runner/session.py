@@ -21,10 +21,10 @@ from core.gpu.sampler import Sampler
 from core.runner import bundle as bl
 from core.runner.auth import RunKey
 from core.runner.config import RunConfig
-from core.runner.launch import build_argv, build_env
-from core.runner.process import ChildProcess, StopPlan
 from core.runner.events_check import valid
+from core.runner.launch import build_argv, build_env
 from core.runner.livestate import LiveState, escaped  # noqa: F401 (one fold, here and on a remote host)
+from core.runner.process import ChildProcess, StopPlan
 from core.runner.protocol import EventTail
 
 WINDOW_DONE_GRACE_S = 30.0  # --stop-after-window: the child ends the script itself; SIGINT only after this

@@ -53,8 +53,8 @@ class StepSources:
     def install(self) -> bool:
         """False when torch has no global optimizer hooks (torch < 2.0)."""
         try:
-            from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
             from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+            from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
         except ImportError:
             return False
         self._handles += [register_optimizer_step_pre_hook(self._guard(self._on_opt_pre)),

@@ -263,7 +263,7 @@ class Switches(_module.ModuleSwitches, _checks.Checks):
         if "pin_memory" in overrides:
             it_cls = self.torch.utils.data.dataloader._BaseDataLoaderIter
             nxt = it_cls.__next__
-            batch, switches = self.batch, self
+            switches = self
 
             def __next__(it):
                 data = nxt(it)

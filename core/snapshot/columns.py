@@ -5,7 +5,8 @@ A 1 M-allocation snapshot is ~10 M dict lookups: `map(methodcaller("get", key, d
 refused with the field named (`Malformed`): a size of -2**63 made the active-memory cumsum overflow, a
 time of 2**60 us wrapped around int64 silently. What shared references could multiply is bounded
 before anything is read (`check_rows`): more than MAX_DEVICES rings, more than MAX_ROWS rows in all,
-rings or block lists shared so often that the rows read are many times those held. Entries that are not dicts are skipped, with a warning.
+rings or block lists shared so often that the rows read are many times those held. Entries that are not
+dicts are skipped, with a warning.
 The cyclic garbage collector is paused while millions of containers are built and read (`no_gc`: it
 scanned them all again and again; 2.7x the unpickling time of a 1 M-allocation snapshot).
 """
@@ -20,8 +21,16 @@ from operator import itemgetter, methodcaller
 import numpy as np
 
 from core.snapshot.intern import Interner
-from core.snapshot.model import (ACTION_CODES, BLOCK_STATE_CODES, Action, BlockState, BlockTable, DeviceTrace,
-                                 SegmentTable, Window)
+from core.snapshot.model import (
+    ACTION_CODES,
+    BLOCK_STATE_CODES,
+    Action,
+    BlockState,
+    BlockTable,
+    DeviceTrace,
+    SegmentTable,
+    Window,
+)
 
 MAX_DEVICES = 1024  # distinct device ids (a node has <= 16 GPUs); more would make the per-device views quadratic
 MAX_ROWS = 50_000_000  # trace events + blocks read in all (a 1 GB snapshot holds ~7 M)

@@ -16,11 +16,8 @@ from core.trace.beside import Beside
 from core.trace.depth import _is_identity, assign_lanes, compute_depth
 from core.trace.kineto import CORRUPT_MARK
 from core.trace.limits import limits
-from core.trace.merge import Merged, dense
-from core.trace.merge import values as merge_values
-from core.trace.model import (
-    NONE, EventCounts, Kind, SliceTable, StepTable, TraceModel, TrackKind, unknown_categories,
-)
+from core.trace.merge import Merged, dense, values as merge_values
+from core.trace.model import NONE, EventCounts, Kind, SliceTable, StepTable, TraceModel, TrackKind, unknown_categories
 from core.trace.sparse import Sparse, from_pairs, pairs, sparsify, values_at
 from core.trace.timens import NS_MISSING
 

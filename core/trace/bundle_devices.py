@@ -29,5 +29,5 @@ def device_properties(run: dict | None) -> tuple[dict, ...]:
         for key, name in (("max_sm_clock_mhz", "maxSmClockMHz"), ("max_mem_clock_mhz", "maxMemClockMHz")):
             if isinstance(f.get(key), (int, float)):
                 d[name] = f[key]
-    from core.trace.tables import device_props  # run.json is the user's file: the same checks as a trace's
+    from core.trace.devprops import device_props  # run.json is the user's file: the same checks as a trace's
     return device_props([{**d, "source": "run.json"} for _, d in sorted(out.items())])

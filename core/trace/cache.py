@@ -34,8 +34,16 @@ import numpy as np
 from core.env import env_int
 from core.trace import cache_evict, index_store, jsontext
 from core.trace.cache_check import (
-    TABLES, check_entry, check_fingerprints, check_model, fingerprint, open_npy, packed_bytes, packed_column,
-    packed_dtype, stored_columns,
+    TABLES,
+    check_entry,
+    check_fingerprints,
+    check_model,
+    fingerprint,
+    open_npy,
+    packed_bytes,
+    packed_column,
+    packed_dtype,
+    stored_columns,
 )
 from core.trace.model import EventCounts, TraceMeta, TraceModel
 from core.trace.safefile import read_regular

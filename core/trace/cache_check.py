@@ -15,7 +15,17 @@ import numpy as np
 from numpy.lib import format as npy_format
 
 from core.trace.model import (
-    CounterTable, EventCounts, FlowKind, FlowTable, InstantTable, Kind, MemoryTable, SliceTable, StepTable, TrackKind, TrackTable,
+    CounterTable,
+    EventCounts,
+    FlowKind,
+    FlowTable,
+    InstantTable,
+    Kind,
+    MemoryTable,
+    SliceTable,
+    StepTable,
+    TrackKind,
+    TrackTable,
 )
 from core.trace.sparse import Sparse
 

@@ -18,15 +18,24 @@ from operator import attrgetter
 import msgspec
 import numpy as np
 
-from core.trace.kineto import CounterEvent, Event, _fast_counter_args
 from core.trace import strcap
-from core.trace.strcap import CUT_WARNING, MAX_STRING_BYTES, cap_strings, cap_text, is_long, is_unicode
-from core.trace.model import NONE, Kind
-from core.trace.timens import NS_MISSING, ns_col
+
 # the string table and value converters live in core.trace.colvals; re-exported for callers
 from core.trace.colvals import (  # noqa: F401
-    STR_CODE_BASE, _add_series, _kind_mask, _kinds, _narrow, _pick, _Strings, float_col, int_col,
+    STR_CODE_BASE,
+    _add_series,
+    _kind_mask,
+    _kinds,
+    _narrow,
+    _pick,
+    _Strings,
+    float_col,
+    int_col,
 )
+from core.trace.kineto import CounterEvent, Event, _fast_counter_args
+from core.trace.model import NONE, Kind
+from core.trace.strcap import CUT_WARNING, MAX_STRING_BYTES, cap_strings, cap_text, is_long, is_unicode
+from core.trace.timens import NS_MISSING, ns_col
 
 # phase codes
 PH_X, PH_B, PH_E, PH_INSTANT, PH_FLOW_S, PH_FLOW_F, PH_FLOW_T, PH_META, PH_COUNTER, PH_OTHER = range(10)

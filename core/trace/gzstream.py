@@ -91,7 +91,8 @@ def decode_streamed(path: Path) -> Generator[float, None, Streamed | None]:
                     yield 0.5 * pos / size
                 if not d.eof or d.unused_data or fh.read(1):
                     return None  # truncated, or several gzip members: the ordinary path
-        except (OSError, EOFError, ValueError, zlib.error, io._IsalError) as exc:  # corrupt / truncated: the ordinary path reports it
+        # corrupt / truncated: the ordinary path reports it
+        except (OSError, EOFError, ValueError, zlib.error, io._IsalError) as exc:
             log.info("streamed gunzip of %s stopped (%s); using the ordinary path", path.name, exc)
             return None
         view.release()

@@ -192,36 +192,3 @@ def _check(a: dict[str, np.ndarray], model: TraceModel, n_depth: int) -> None:
     want = s.track[rows].astype(np.int64) * n_depth + s.depth[rows]
     if not np.array_equal(gids[g], want):
         raise BadEntry("index.order: a row in another group")
-
-
-def index_for(model: TraceModel) -> SliceIndex:
-    """`model`'s timeline index: opened from its cache entry when one is kept there, else built."""
-    from core.trace import cache
-    folder = cache.entry_of(model)
-    if folder is not None and worth_storing(model):
-        index = open_index(folder, model)
-        if index is not None:
-            return index
-    return SliceIndex(model)
-
-
-def keep(parsed: list, models: list[TraceModel], indexes: list[SliceIndex | None]) -> None:
-    """After the window's load: write the cache entries of the `parsed` (source path, model) pairs with their
-    indexes, and add the indexes built for models opened from an entry that had none (an index None:
-    nothing to keep). A small model's entry is written now; the big writes wait for the window's after-open
-    work (`cache.write_behind`, released by MainWindow)."""
-    from core.trace import cache
-    by_table = {id(m.slices): ix for m, ix in zip(models, indexes)}
-    mine = set()
-    for src, model in parsed:
-        index = by_table.get(id(model.slices))
-        mine.add(id(model.slices))
-        if cache.model_bytes(model) >= cache.ASYNC_MIN_BYTES:
-            cache.write_behind(src, model, index)
-        else:
-            cache.store(src, model, index)
-    for model, index in zip(models, indexes):
-        if index is None or id(model.slices) in mine or index.stored or not worth_storing(model):
-            continue
-        if cache.entry_of(model) is not None:
-            cache.write_behind(None, model, index)

@@ -16,9 +16,10 @@ import re
 from dataclasses import dataclass
 
 import msgspec
+
 from core.trace.model import NONE
-from core.trace.timens import MISSING_RAW
 from core.trace.safefile import bracket_depths
+from core.trace.timens import MISSING_RAW
 
 log = logging.getLogger(__name__)
 
@@ -117,35 +118,6 @@ def _fast_counter_args(chunk, events: list[Event] | None = None) -> dict[int, di
             if isinstance(a, dict):
                 out[i] = a
     return out
-
-
-def decode_events(chunk, last: bool, salvage: bool | None = None) -> tuple[list[Event], dict[int, dict] | None, list[str]]:
-    """Decode one `[...]` chunk of events. Never raises on bad content: returns warnings instead.
-
-    Returns (events, {index: args} of counter events or None = not decoded yet, warnings). Raises ValueError only when
-    nothing at all could be read from a chunk that is not to be salvaged (`salvage`, default: the
-    last chunk): the caller merges it with the next one (a bad cut). Salvaging keeps every event
-    that decodes (tolerant.resync); a failed final event of the `last` chunk is a cut-off tail.
-    """
-    salvage = last if salvage is None else salvage
-    warnings: list[str] = []
-    try:
-        events = _decode_events(chunk)
-        return events, None, warnings  # counter args: decoded on demand (events_to_columns)
-    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
-        first_error = exc
-    from core.trace import tolerant  # the slow paths, loaded only when needed
-    if last and "truncated" in str(first_error):
-        return tolerant.salvage_fast(bytes(chunk), warnings, cut_tail=True)
-    try:
-        events, cargs = tolerant.tolerant_decode(bytes(chunk))
-        warnings.append("non-standard JSON values (e.g. unquoted N/A) were read as strings")
-        return events, cargs, warnings
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        pass
-    if not salvage:
-        raise ValueError(str(first_error))
-    return tolerant.salvage_fast(bytes(chunk), warnings, cut_tail=last)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,6 +245,7 @@ def _rstrip_len(mv) -> int:
     import mmap
 
     import numpy as np
+
     from core.trace.io import FileMap
     drop = mv.obj.madvise if isinstance(mv.obj, FileMap) and mv.nbytes == len(mv.obj) and \
         hasattr(mmap, "MADV_DONTNEED") else None

@@ -6,9 +6,8 @@ import os
 import resource
 from pathlib import Path
 
-from core.env import env_bytes
-
 from core.compat import tomllib
+from core.env import env_bytes
 
 LIMITS_TOML = Path(__file__).resolve().parents[2] / "resources" / "limits.toml"
 

@@ -26,7 +26,6 @@ from core.trace import io
 from core.trace.alloc import trim, tune_malloc
 from core.trace.model import TraceModel, TraceParseError, TraceSet
 
-
 TRIM_AFTER_ROWS = 1_000_000  # models this big give the load's freed heap pages back when built
 
 

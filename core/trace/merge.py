@@ -11,7 +11,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core.trace.columns import (
-    ARG_FILL, FLOAT_ARGS, INT_ARGS, PH_B, PH_X, STR_ARGS, STR_CODE_BASE, ChunkColumns, as_sparse,
+    ARG_FILL,
+    FLOAT_ARGS,
+    INT_ARGS,
+    PH_B,
+    PH_X,
+    STR_ARGS,
+    STR_CODE_BASE,
+    ChunkColumns,
+    as_sparse,
 )
 from core.trace.strings import StringTable
 from core.trace.timens import NS_HIGH

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from core.compat import Weakrefable
+from core.trace.devprops import device_props
 from core.trace.slices import NONE, SliceTable  # noqa: F401 - NONE: "missing" in integer arg columns (-1)
 from core.trace.strings import StringTable
 
@@ -75,7 +76,7 @@ CATEGORY_KIND: dict[str, Kind] = {
 KNOWN_OTHER_CATEGORIES = frozenset({
     "external_correlation", "cpu_instant_event", "overhead", "mtia_insight", "mtia_counters", "cuda_sync",
     "cuda_event", "glow_runtime", "cuda_profiler_range", "collective_comm", "xpu_scope_profiler", "xpu_sync",
-    "ac2g", "fwdbwd", "async", "cuda_profiler_range", "ProfilerStep", "",
+    "ac2g", "fwdbwd", "async", "ProfilerStep", "",
 })
 
 
@@ -230,8 +231,6 @@ class TraceMeta:
     @classmethod
     def from_json(cls, d: dict) -> TraceMeta:
         """From a cache entry's meta (not trusted: the same checks as a trace header's, wrong types dropped)."""
-        from core.trace.tables import device_props
-
         def obj(v):
             return v if isinstance(v, dict) else {}
         return cls(

@@ -1,7 +1,8 @@
 """Decode the chunks of a traceEvents array, in worker processes for big files, in order.
 
 `decode_chunks(...)` is a generator: it yields the fraction of bytes decoded so far and returns
-the chunks' columns merged (core.trace.merge) as they arrived, in file order. Closing it (a cancelled load) terminates the workers at once.
+the chunks' columns merged (core.trace.merge) as they arrived, in file order. Closing it (a cancelled load)
+terminates the workers at once.
 
 Workers get the bytes without copies where possible: with the "fork" start method (the default when
 the loading process has a single thread, as the CLI does) they inherit the buffer; otherwise a plain
@@ -28,12 +29,11 @@ from pathlib import Path
 
 from core.env import env_int
 from core.trace import io, kineto
-from core.trace.kineto import CORRUPT_MARK
 from core.trace.alloc import tune_malloc
 from core.trace.columns import ChunkColumns, scan_available, scan_columns
+from core.trace.kineto import CORRUPT_MARK
 from core.trace.merge import Merged, Merger
 from core.trace.pieces import decode_chunk_columns, decode_range
-
 
 log = logging.getLogger(__name__)
 

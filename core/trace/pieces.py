@@ -17,7 +17,8 @@ import numpy as np
 
 from core.trace import kineto
 from core.trace.columns import ChunkColumns, _Strings, events_to_columns, scan_columns
-from core.trace.kineto import _EVENT_SEP, _decode_events, decode_events
+from core.trace.kineto import _EVENT_SEP, _decode_events
+from core.trace.tolerant import decode_events
 
 PIECE_BYTES = 1 << 20  # ~3k events: a piece's objects stay in L2/L3 (1 MB L2 per core here)
 

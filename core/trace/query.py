@@ -9,10 +9,9 @@ so a paint never touches more than a few spans per pixel whatever the trace size
 """
 from __future__ import annotations
 
+import math
 import os
 import re
-
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,16 +48,6 @@ def ns_ceil(t: float) -> np.int64:
 
 
 _EMPTY = Spans(*(np.zeros(0, np.int64) for _ in range(4)))
-
-
-def view_indexes(trace_set) -> list["SliceIndex"]:
-    """What a window needs before its first paint, built off the UI thread: each model's SliceIndex
-    (opened from its cache entry when kept there: core/trace/index_store.py), and its span (memoised
-    on the model) so the view does no pass over every slice."""
-    from core.trace import index_store  # it imports this module
-    for m in trace_set.models:
-        m.span_ns  # noqa: B018 - fills the model's memo
-    return [index_store.index_for(m) for m in trace_set.models]
 
 
 def _count_groups(n_groups: int, n_rows: int) -> bool:

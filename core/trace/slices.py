@@ -8,8 +8,7 @@ import threading
 
 import numpy as np
 
-from core.trace.sparse import Sparse
-from core.trace.sparse import present as sparse_present
+from core.trace.sparse import Sparse, present as sparse_present
 
 NONE = -1  # "missing" in integer arg columns
 

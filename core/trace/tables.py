@@ -7,9 +7,19 @@ from pathlib import Path
 import numpy as np
 
 from core.trace.columns import PH_FLOW_S
+from core.trace.devprops import device_props
 from core.trace.model import (
-    NONE, CounterTable, FlowKind, FlowTable, InstantTable, Kind, MemoryTable, SliceTable, TraceMeta,
-    TrackKind, TrackTable,
+    NONE,
+    CounterTable,
+    FlowKind,
+    FlowTable,
+    InstantTable,
+    Kind,
+    MemoryTable,
+    SliceTable,
+    TraceMeta,
+    TrackKind,
+    TrackTable,
 )
 from core.trace.strings import StringTable
 
@@ -196,32 +206,6 @@ def trace_meta(doc: dict, path: str, base_unix_ns: int) -> TraceMeta:
         versions={k: doc[k] for k in _VERSION_KEYS if k in doc},
         extra={k: v for k, v in doc.items() if k not in _KNOWN_TOP},
     )
-
-
-# deviceProperties keys that readers do arithmetic on or format as numbers (Kineto's, and run.json's facts)
-_NUMERIC_DEVICE_KEYS = ("id", "totalGlobalMem", "computeMajor", "computeMinor", "numSms", "maxThreadsPerBlock",
-                        "maxThreadsPerMultiprocessor", "regsPerBlock", "regsPerMultiprocessor", "warpSize",
-                        "sharedMemPerBlock", "sharedMemPerMultiprocessor", "sharedMemPerBlockOptin",
-                        "maxSmClockMHz", "maxMemClockMHz")
-
-
-def _device_props(p: dict) -> dict:
-    """A deviceProperties entry from a file (a trace's, or run.json's): a name that is not a string
-    becomes one; a numeric key that is not a finite number >= 0 ("143771 MB", "lots", NaN, true, a
-    list) is left out - it was a ValueError traceback in `report` (summary.metadata's fmt_bytes)."""
-    out = dict(p)
-    if "name" in out and not isinstance(out["name"], str):
-        out["name"] = str(out["name"])[:256]
-    for key in _NUMERIC_DEVICE_KEYS:
-        v = out.get(key)
-        if key in out and not (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 2**62):
-            del out[key]  # also drops NaN (every comparison is False) and +-inf
-    return out
-
-
-def device_props(props) -> tuple[dict, ...]:
-    """Every entry of a deviceProperties list checked (see _device_props); anything not a dict dropped."""
-    return tuple(_device_props(p) for p in props if isinstance(p, dict)) if isinstance(props, (list, tuple)) else ()
 
 
 def rank_of(meta: TraceMeta, path: str) -> int:

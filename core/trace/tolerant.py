@@ -1,6 +1,7 @@
 """The slow, tolerant decoding paths: non-standard JSON (unquoted N/A, NaN), corrupt and truncated chunks.
 
-Used only for chunks the typed decoder refused. Events are rebuilt from stdlib-parsed dicts with
+`decode_events` is the entry: the typed decoder (core.trace.kineto) first, these paths only for chunks it
+refused (kineto imports nothing from here: no circle). Events are rebuilt from stdlib-parsed dicts with
 coercion. A chunk that still does not decode (a flipped byte, a crashed run's cut-off tail) is
 resynchronised at event boundaries (`resync`): only the events that do not decode are skipped,
 counted with their byte offsets, so one bad byte costs one event, not the rest of the file.
@@ -12,11 +13,16 @@ import json
 import msgspec
 
 from core.trace.kineto import (
-    CORRUPT_MARK, _EVENT_SEP, _UNQUOTED_NA, EMPTY_ARGS, Args, Event, _decode_events, _fast_counter_args,
+    _EVENT_SEP,
+    _UNQUOTED_NA,
+    CORRUPT_MARK,
+    EMPTY_ARGS,
+    Args,
+    Event,
+    _decode_events,
+    _fast_counter_args,
 )
 from core.trace.timens import ExactFloat, raw_of_value
-
-
 
 _INT64 = 2**63
 
@@ -191,3 +197,31 @@ def salvage_fast(chunk: bytes, warnings: list[str], cut_tail: bool = True) -> tu
     if tail_at is not None:
         warnings.append(f"file is truncated (crashed run?): recovered {len(events):,} complete events of the last part")
     return events, cargs, warnings
+
+
+def decode_events(chunk, last: bool, salvage: bool | None = None) -> tuple[list[Event], dict[int, dict] | None, list[str]]:
+    """Decode one `[...]` chunk of events. Never raises on bad content: returns warnings instead.
+
+    Returns (events, {index: args} of counter events or None = not decoded yet, warnings). Raises ValueError only when
+    nothing at all could be read from a chunk that is not to be salvaged (`salvage`, default: the
+    last chunk): the caller merges it with the next one (a bad cut). Salvaging keeps every event
+    that decodes (resync); a failed final event of the `last` chunk is a cut-off tail.
+    """
+    salvage = last if salvage is None else salvage
+    warnings: list[str] = []
+    try:
+        events = _decode_events(chunk)
+        return events, None, warnings  # counter args: decoded on demand (events_to_columns)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError) as exc:
+        first_error = exc
+    if last and "truncated" in str(first_error):
+        return salvage_fast(bytes(chunk), warnings, cut_tail=True)
+    try:
+        events, cargs = tolerant_decode(bytes(chunk))
+        warnings.append("non-standard JSON values (e.g. unquoted N/A) were read as strings")
+        return events, cargs, warnings
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        pass
+    if not salvage:
+        raise ValueError(str(first_error))
+    return salvage_fast(bytes(chunk), warnings, cut_tail=last)

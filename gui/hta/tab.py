@@ -16,9 +16,8 @@ import shiboken6
 from PySide6 import QtCore, QtGui, QtWidgets
 from superqt.utils import create_worker
 
+from core.analysis.hta import ANALYSES, NOT_INSTALLED, TITLES, HtaReport, check_available, launch_summary, run_hta
 from core.trace.model import Kind
-from core.analysis.hta import (ANALYSES, NOT_INSTALLED, TITLES, HtaReport, check_available, launch_summary,
-                                run_hta)
 from gui.hta.frame_model import DataFrameModel
 from gui.hta.install import HtaInstaller
 from gui.theme import Theme, category_color, load_theme, style_plot
@@ -284,7 +283,7 @@ def _bars(plot, labels, values, brush) -> None:
     brushes = brush if isinstance(brush, list) else None
     plot.addItem(pg.BarGraphItem(x=x, height=np.asarray(values, float), width=0.7, pen=None,
                                  **({"brushes": brushes} if brushes else {"brush": brush})))
-    plot.getAxis("bottom").setTicks([[(float(i), str(l)[:24]) for i, l in enumerate(labels)]])
+    plot.getAxis("bottom").setTicks([[(float(i), str(label)[:24]) for i, label in enumerate(labels)]])
 
 
 _TEMPORAL_COLORS = {"idle": "host_wait_ns", "compute": "compute_ns", "non_compute": "memcpy_ns"}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from core import units
+from core.analysis import vocab
 from core.rules.base import Finding, Severity
 
 COLUMNS = ("Severity", "Problem", "Impact", "% step", "Saves", "Count", "Rule", "Try")
@@ -20,16 +21,13 @@ _HEADER_TIPS = {"Severity": "Severity (error, warning, info)", "Impact": "Time t
                 "Try": "Try the fix at run time, no code change: the run again with a switch on, measured and compared"}
 
 
-def rank_ns(f: Finding) -> int:
-    """What orders findings of one severity: the estimated saving when the finding has one, else its impact."""
-    saving = getattr(f, "saving_ns", None)
-    return int(saving) if saving is not None else int(f.impact_ns)
-
-
-def severity_key(f: Finding) -> float:
-    """Severity first (errors on top when sorted descending), then saving / impact: one number, so that
-    the Severity column sorts like the default order."""
-    return float(int(f.severity)) * 1e18 + float(rank_ns(f))
+def impact_cell(f: Finding) -> str:
+    """The Impact column: the time lost, or for a one-off cost "one-off: 3.84 s" over "at step 4"."""
+    label = vocab.one_off_text(f)
+    if label:
+        head, _, where = label.partition(" at ")
+        return f"{head}\nat {where}" if where else head
+    return units.fmt_ns(f.impact_ns)
 
 
 def severity_icon(sev: Severity) -> QtGui.QIcon:
@@ -54,12 +52,14 @@ class FindingsModel(QtCore.QAbstractTableModel):
     def __init__(self, parent=None) -> None:
         super().__init__(parent)
         self._findings: list[Finding] = []
+        self._order: dict[int, int] = {}
         self._icons: dict[Severity, QtGui.QIcon] = {}
         self.try_enabled = False  # the findings come from a run bundle: Try it can run its command again
 
     def set_findings(self, findings) -> None:
         self.beginResetModel()
-        self._findings = sorted(findings, key=lambda f: -severity_key(f))
+        self._findings = sorted(findings, key=vocab.order_key)  # the order of the report and `ptprof analyze`
+        self._order = {id(f): len(self._findings) - i for i, f in enumerate(self._findings)}
         self.endResetModel()
 
     def try_spec(self, row: int) -> str | None:
@@ -106,10 +106,11 @@ class FindingsModel(QtCore.QAbstractTableModel):
             return None
         if role == QtCore.Qt.ItemDataRole.DisplayRole:
             # the severity is its icon (the word is the tooltip): the narrow dock's width goes to the Problem
-            return ("", f.title, units.fmt_ns(f.impact_ns),
+            return ("", f.title, impact_cell(f),
                     f"{f.impact_pct:.1f}", saving_label(f, short=True), str(f.count), f.rule)[col]
         if role == SORT_ROLE:
-            return (severity_key(f), f.title, f.impact_ns, f.impact_pct,
+            # the Severity column sorts (descending) in the one order of core/analysis/vocab.py
+            return (self._order.get(id(f), 0), f.title, f.impact_ns, f.impact_pct,
                     f.saving_ns if f.saving_ns is not None else -1, f.count, f.rule)[col]
         if role == QtCore.Qt.ItemDataRole.DecorationRole and col == 0:
             if f.severity not in self._icons:
@@ -121,7 +122,8 @@ class FindingsModel(QtCore.QAbstractTableModel):
             return f.severity.label
         if role == QtCore.Qt.ItemDataRole.ToolTipRole:
             extra = f"\n\nsaving: {f.estimate}" if f.estimate else ""
-            return f"{f.title}\n\nfix: {f.fix}{extra}"
+            once = f"\n\n{vocab.one_off_text(f)} (paid once, not every step)" if f.one_off else ""
+            return f"{f.title}{once}\n\nfix: {f.fix}{extra}"
         if role == QtCore.Qt.ItemDataRole.TextAlignmentRole and col in (2, 3, 4, 5):
             return int(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
         return None

@@ -16,10 +16,9 @@ import shiboken6
 from PySide6 import QtCore, QtGui, QtWidgets
 from superqt.utils import create_worker
 
-from core.export import breakdown_data, outdir, plots_data, tables, timeline_data
+from core.export import breakdown_data, findings as findings_src, outdir, plots_data, tables, timeline_data
 from core.export.csv import write_table
 from core.export.figures import FigureSpec
-from core.export import findings as findings_src
 from core.export.findings import FindingsResult
 from core.export.writer import ExportProgress, ReportOptions, iter_write_report
 from core.trace.model import TraceSet

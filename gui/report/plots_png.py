@@ -61,7 +61,7 @@ def paint_lines(fig: LineFigure) -> bytes:
             plot.setXLink(first)
         first = first or plot
         _legend(plot, len(panel.series))
-        for k, (x0, x1, label) in enumerate(fig.shade):
+        for k, (x0, x1, _label) in enumerate(fig.shade):
             if k % 2 == 0 or len(fig.shade) == 1:
                 region = pg.LinearRegionItem((x0, x1), movable=False, brush=QtGui.QColor(page["band"]),
                                              pen=pg.mkPen(None))

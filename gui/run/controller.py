@@ -12,9 +12,9 @@ import logging
 from PySide6 import QtCore
 
 from core.gpu.backend import GpuBackend
+from core.runner.bundle import BundleError
 from core.runner.config import RunConfig
 from core.runner.process import StopPlan
-from core.runner.bundle import BundleError
 from core.runner.session import RunSession
 
 log = logging.getLogger(__name__)

@@ -99,9 +99,11 @@ class OomView(QtWidgets.QWidget):
         self.bar = MemoryBar(r, theme)
         self.legend = QtWidgets.QLabel(self._legend_html())
         self.legend.setWordWrap(True)
-        self.fragmentation = QtWidgets.QLabel(self._fragmentation_text(), textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.fragmentation = QtWidgets.QLabel(self._fragmentation_text(),
+                                              textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse)
         self.fragmentation.setWordWrap(True)
-        self.suggestions = QtWidgets.QLabel(self._suggestions_html(), textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.suggestions = QtWidgets.QLabel(self._suggestions_html(),
+                                            textInteractionFlags=Qt.TextInteractionFlag.TextSelectableByMouse)
         self.suggestions.setWordWrap(True)
         self.open_traces = QtWidgets.QPushButton(f"Open the run's traces ({len(data.traces)})")
         self.open_traces.setVisible(bool(data.traces))

@@ -74,7 +74,8 @@ class SnapshotPlot(pg.PlotWidget):
             reserved = snap.reserved_bytes(d) / div
             line = pg.InfiniteLine(pos=reserved, angle=0, pen=pg.mkPen(color, width=1, style=QtCore.Qt.PenStyle.DashLine),
                                    label=f"cuda:{d} reserved at snapshot {fmt_bytes(snap.reserved_bytes(d))}",
-                                   labelOpts={"position": 0.02 + 0.3 * (i % 3), "color": self.theme.text, "anchors": [(0, 1), (0, 1)]})
+                                   labelOpts={"position": 0.02 + 0.3 * (i % 3), "color": self.theme.text,
+                                              "anchors": [(0, 1), (0, 1)]})
             p.addItem(line)
             self._mark_peak(tl, t0, color, d)
         self.alloc_line.hide()

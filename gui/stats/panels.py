@@ -9,15 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from PySide6 import QtCore, QtWidgets
 import shiboken6
+from PySide6 import QtCore, QtWidgets
 from superqt.utils import create_worker
 
+from core.analysis.metrics import format_metrics, rank_metrics
 from core.analysis.stats import kernel_table, op_table
 from core.analysis.step_times import BOUNDS
-from core.export.tables import kind_labels, step_extras
-from core.analysis.metrics import format_metrics, rank_metrics
 from core.analysis.steps import step_stats
+from core.export.tables import kind_labels, step_extras
 from core.trace import query
 from core.trace.model import Kind, TraceModel
 from core.units import fmt_bytes, fmt_ns

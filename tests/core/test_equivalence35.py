@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 import os
 
-import pytest
-
 import equivalence as eq
+import pytest
 
 GOLDEN = json.loads(eq.GOLDEN.read_text())
 _ALL = os.environ.get("PTPROF_EQUIV_ALL") == "1"
@@ -69,3 +68,12 @@ def test_a_changed_number_is_reported():
     assert len(diff) == 2
     assert diff[0].startswith("findings[0].saving_ns: ")
     assert diff[1].startswith("models[0].slices.dur_ns: ")
+
+
+def test_a_new_order_is_one_line():
+    """A new sort key reorders findings: the comparison says so once, then compares each with its match."""
+    key = next(k for k, v in GOLDEN.items() if len(v.get("findings", ())) >= 3)
+    got = json.loads(json.dumps(GOLDEN[key]))
+    got["findings"].reverse()
+    diff = eq.differences(GOLDEN[key], got)
+    assert diff == [f"findings: the same {len(got['findings'])} findings in another order"]

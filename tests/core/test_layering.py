@@ -46,3 +46,29 @@ def test_loader_and_cli_do_not_load_qt():
             "print(bad); sys.exit(1 if bad else 0)")
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def _tool(name: str):
+    import shutil
+    exe = shutil.which(name, path=str(Path(sys.executable).parent)) or shutil.which(name)
+    if exe is None:
+        import pytest
+        pytest.skip(f"{name} is not installed (it comes with the test extra: pip install -e \".[test]\")")
+    return exe
+
+
+def test_import_contracts_hold():
+    """pyproject [tool.importlinter]: core never imports Qt or gui; commands > export > rules > analysis > trace
+    (issue 35; .ci/run runs the same `lint-imports`)."""
+    env = dict(__import__("os").environ, PYTHONPATH=str(REPO))
+    r = subprocess.run([_tool("lint-imports"), "--no-cache"], cwd=REPO, env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+
+
+def test_ruff_check_is_clean():
+    """pyproject [tool.ruff] (E, F, W, B, I; issue 35; .ci/run runs the same). Most findings fix themselves:
+    `ruff check --fix .` (import order, unused imports); review the diff."""
+    r = subprocess.run([_tool("ruff"), "check", "--output-format", "concise", "."], cwd=REPO, capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, "ruff check: run `ruff check --fix .` and fix the rest by hand\n" + r.stdout[-3000:]

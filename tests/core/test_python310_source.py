@@ -52,8 +52,9 @@ def test_app_source_has_no_python311_only_features():
 
 
 def test_compat_switch_reads_toml():
-    from core.compat import Weakrefable, tomllib
     import weakref
+
+    from core.compat import Weakrefable, tomllib
     assert tomllib.loads("a = 1") == {"a": 1}
     from core.trace.model import TraceModel, TraceSet
     assert issubclass(TraceModel, Weakrefable) and issubclass(TraceSet, Weakrefable)

@@ -2,8 +2,13 @@
     python tests/data/cpu_flops.gen.py && gzip -9 -f cpu_flops.pt.trace.json
 A small conv / linear / bmm / matmul / sdpa model, 3 profiled training steps with record_shapes, and
 FlopCounterMode's count of one forward + backward as the expected FLOPs per step."""
-import json, torch, torch.nn as nn, torch.nn.functional as F
+import json
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
+
 torch.manual_seed(0)
 class Net(nn.Module):
     def __init__(self):

@@ -5,12 +5,12 @@ import csv
 import time
 
 import pytest
+from helpers import shared_trace
 from PySide6 import QtCore, QtWidgets
 
 from core.analysis import stats
 from core.trace.loader import load
 from gui.report.actions import ExportContext, ReportActions
-from helpers import shared_trace
 
 
 @pytest.fixture(scope="module")

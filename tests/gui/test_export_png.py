@@ -6,13 +6,13 @@ import threading
 
 import numpy as np
 import pytest
+from helpers import shared_trace
 from PySide6 import QtCore, QtGui
 
 from core.export import breakdown_data, plots_data, timeline_data
 from core.export.figures import FigureSpec, NoteFigure, header
 from core.trace.loader import load
 from gui.report.renderer import QtRenderer
-from helpers import shared_trace
 
 
 def png_stats(data: bytes) -> tuple[int, int, int, float]:

@@ -44,6 +44,7 @@ def test_a_check_that_raises_is_one_banner_line_not_a_traceback(qtbot, monkeypat
 def test_a_truncated_trace_gets_a_banner_not_only_the_warnings_button(qtbot, tmp_path):
     """Issue 31: a crashed run's cut-off file said so only in the status bar's small "⚠ 1 warning" button."""
     import gzip
+
     from gui.health_banner import HealthBanner
     raw = gzip.open(Path(__file__).resolve().parents[1] / "data" / "traces" / "gpu_clean.pt.trace.json.gz").read()
     path = tmp_path / "cut.pt.trace.json"

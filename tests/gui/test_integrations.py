@@ -48,8 +48,9 @@ def test_run_script_opens_its_bundle_in_a_tab_with_findings(qtbot, main_window, 
     opens as a trace tab and the issues dock analyses it (the deliberate .item() per step)."""
     import pytest
     pytest.importorskip("torch")
-    from core.runner.config import RunConfig, Schedule, validate
     from helpers import REPO
+
+    from core.runner.config import RunConfig, Schedule, validate
 
     win = main_window
     integ = win.integrations
@@ -78,6 +79,7 @@ def test_table_context_menus_export_csv(qtbot, main_window, open_and_wait, tmp_p
     """Kernels / Ops / Steps / findings tables offer "Export … as CSV…" in their context menus; the
     findings CSV is complete even when the Issues panel has not finished its analysis."""
     import csv
+
     from helpers import shared_trace
     win = main_window
     integ = win.integrations
@@ -109,6 +111,7 @@ def test_filtered_tables_count_and_export_the_shown_rows(qtbot, main_window, ope
     """The filter updates the row count ('7 of 61 rows') and 'Export table as CSV…' writes the rows the
     filter shows, in the CSV's own columns (they wrote every row, under a '61 rows' label)."""
     import csv
+
     from helpers import shared_trace
     win = main_window
     exporter = win.integrations.exporter

@@ -6,10 +6,9 @@ import sys
 
 import pytest
 from helpers import hta_importable, shared_trace
+from PySide6 import QtCore
 
 from core.trace.loader import load
-
-from PySide6 import QtCore
 
 pytest.importorskip("pytestqt")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from PySide6 import QtCore
 from helpers import shared_trace
 
 from core.rules import analyze
@@ -26,12 +27,12 @@ def test_worker_fills_panel_and_selection_emits_range(qtbot, issues_ts):
         assert panel.status.text().startswith("Analysing")  # returned at once: the work is in the worker
     analysis = blocker.args[0]
     assert panel.model.rowCount() == len(analysis.findings) > 5
-    # sorted by severity (errors first), then by saving / impact, largest first
-    from gui.issues.model import rank_ns
+    # the one order of core (errors first, then by saving / impact), the order of report.html and `analyze`
     shown = [panel.model.finding(panel.proxy.mapToSource(panel.proxy.index(r, 0)).row())
              for r in range(panel.proxy.rowCount())]
-    keys = [(int(f.severity), rank_ns(f)) for f in shown]
-    assert keys == sorted(keys, reverse=True)
+    assert shown == list(analysis.findings)
+    from core.export.findings import wrap
+    assert [(f.rule, f.title) for f in wrap(analysis).findings] == [(f.rule, f.title) for f in shown]
     texts = [panel.proxy.index(r, 4).data() for r in range(panel.proxy.rowCount())]
     assert all((t.startswith("−") and "%" in t) if f.saving_ns >= 1_000 else t == "≈ 0"
                for t, f in zip(texts, shown) if f.saving_ns is not None)
@@ -165,3 +166,25 @@ def test_panel_closed_while_analysing_ignores_the_late_result(qtbot):
     while worker.is_running and time.monotonic() - t0 < 60:
         qtbot.wait(50)
     qtbot.wait(200)  # deliver the queued yielded/returned signals
+
+
+def test_one_off_cost_has_its_own_label_in_the_table_and_details(qtbot):
+    """gpu_compile_small's recompile: "one-off: 3.84 s at step 4", not a cost of every step (issue 31)."""
+    from gui.issues import IssuesPanel
+    from gui.issues.model import COLUMNS
+    ts = load(shared_trace("gpu_compile_small.pt.trace.json.gz"), use_cache=False)
+    analysis = analyze(ts)
+    panel = IssuesPanel()
+    qtbot.addWidget(panel)
+    panel.set_analysis(ts, analysis)
+    rules = [panel.proxy.index(r, COLUMNS.index("Rule")).data() for r in range(panel.proxy.rowCount())]
+    row = rules.index("recompile")
+    assert row == 0  # an error: first
+    cell = panel.proxy.index(row, COLUMNS.index("Impact")).data()
+    assert cell == "one-off: 3.84 s\nat step 4"
+    assert "one-off: 3.84 s at step 4" in panel.proxy.index(row, COLUMNS.index("Problem")).data(
+        QtCore.Qt.ItemDataRole.ToolTipRole)
+    panel.select_row(row)
+    assert "one-off: 3.84 s at step 4" in panel.details.toPlainText()
+    # the one-off allocator_churn (info) is listed above the info findings that save ≈ 0 per step
+    assert rules.index("allocator_churn") < rules.index("fp32_gemm")

@@ -80,10 +80,11 @@ def test_a_dropped_job_never_runs_and_a_promoted_one_goes_first(qtbot, held_view
 
 
 def test_the_shown_table_is_computed_before_the_hidden_ones(qtbot):
+    from helpers import shared_trace
+
     from core.trace.loader import load
     from gui.theme import load_theme
     from gui.trace_view import TraceView
-    from helpers import shared_trace
 
     ts = load(shared_trace("gpu_issues.pt.trace.json.gz"), use_cache=False)
     view = TraceView(ts, None, load_theme(dark=False))
@@ -98,10 +99,11 @@ def test_the_shown_table_is_computed_before_the_hidden_ones(qtbot):
 
 
 def test_a_closed_views_queued_tables_are_dropped(qtbot):
+    from helpers import shared_trace
+
     from core.trace.loader import load
     from gui.theme import load_theme
     from gui.trace_view import TraceView
-    from helpers import shared_trace
 
     gate = threading.Event()
     lane.start(create_worker(gate.wait, 30, _start_thread=False), lane.HEALTH + 10)  # keeps the lane busy

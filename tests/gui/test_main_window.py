@@ -184,6 +184,7 @@ def test_process_loader_hands_the_model_over_through_the_cache(qtbot, monkeypatc
     """With the cache on, the child writes the entry and the window opens it memory-mapped (no pickled
     model); with the cache off the model itself comes over the pipe. Same columns either way."""
     import numpy as np
+
     from core.trace.loader import load
     from gui.workers import LoadJob
     path = shared_trace("gpu_issues.pt.trace.json.gz")
@@ -195,7 +196,7 @@ def test_process_loader_hands_the_model_over_through_the_cache(qtbot, monkeypatc
             monkeypatch.setenv("PTPROF_CACHE_DIR", str(blocker / "cache"))  # unusable: the cache is off
         got = []
         job = LoadJob(path, in_process=True)
-        job.sig_job_loaded.connect(lambda ts, idx: got.append((ts, idx)))
+        job.sig_job_loaded.connect(lambda ts, idx: got.append((ts, idx)))  # noqa: B023 - called in this iteration
         with qtbot.waitSignal(job.sig_job_loaded, timeout=120_000):
             job.start()
         ts, indexes = got[0]
@@ -212,6 +213,7 @@ def test_process_loader_keeps_the_timeline_index_with_the_entry(qtbot, monkeypat
     """The loader child writes the entry with the model's timeline index; the window maps that index (no
     sort in this process), on the first open and on a reopen; equal to one built here."""
     import numpy as np
+
     from core.trace import index_store, query
     from core.trace.loader import load
     from gui.workers import LoadJob
@@ -222,7 +224,7 @@ def test_process_loader_keeps_the_timeline_index_with_the_entry(qtbot, monkeypat
     for _ in range(2):  # first open (the child parses), then a reopen (all from the cache)
         got = []
         job = LoadJob(path, in_process=True)
-        job.sig_job_loaded.connect(lambda ts, idx: got.append((ts, idx)))
+        job.sig_job_loaded.connect(lambda ts, idx: got.append((ts, idx)))  # noqa: B023 - called in this iteration
         with qtbot.waitSignal(job.sig_job_loaded, timeout=120_000):
             job.start()
         ts, (index,) = got[0]
@@ -294,10 +296,12 @@ def test_the_thread_or_child_choice_counts_inflated_bytes(tmp_path):
 def test_all_ranks_memory_plot_shows_every_rank(qtbot, tmp_path):
     """Two ranks with [memory] events: "all ranks" plots both GPUs' curves and peaks, labelled by rank."""
     import shutil
+
+    from helpers import SAMPLE
+
     from core.trace.loader import load
     from gui.memory.panel import MemoryPanel
     from gui.theme import load_theme
-    from helpers import SAMPLE
     for r in (0, 1):
         shutil.copy(SAMPLE, tmp_path / f"rank{r}.pt.trace.json.gz")
     ts = load(tmp_path, use_cache=False)
@@ -341,6 +345,7 @@ def test_a_big_models_cache_write_waits_for_the_after_open_work(qtbot, main_wind
     """A model over cache.ASYNC_MIN_BYTES parsed in the window's load thread is written once the lane
     (tables, health, Issues) is idle - not beside the indexes and the open."""
     import shutil
+
     from core.trace import cache
     from core.trace.loader import load
     from gui import lane

@@ -29,7 +29,8 @@ def test_screens_render_in_both_themes(qtbot, tmp_path):  # qtbot: a QApplicatio
     run = subprocess.run([sys.executable, str(REPO / "docs" / "make_screenshots.py"), "--out", str(tmp_path),
                           "--only", SMALL], env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
-    noise = [l for l in run.stderr.splitlines() if not l.startswith(("skipped ", "/")) and "screenshot(s) in" not in l]
+    noise = [line for line in run.stderr.splitlines()
+             if not line.startswith(("skipped ", "/")) and "screenshot(s) in" not in line]
     assert not noise, noise[:5]  # issue 31: ~80 Qt "propagateSizeHints" warnings
     shots = sorted(tmp_path.glob("*.png"))
     names = {p.name for p in shots}

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import pytest
-
 
 def test_unanswered_dialogs_return_at_once_and_are_recorded(_no_unanswered_modal, qtbot):
     from PySide6 import QtWidgets

@@ -2,21 +2,14 @@
 straggler marked, a click expands a rank and draws its memory; tables are built in their worker."""
 from __future__ import annotations
 
-import importlib.util
-import sys
-
 import pytest
+from helpers import shared_trace
 from PySide6 import QtCore
-
-from helpers import REPO, shared_trace
 
 
 def _gen():
-    spec = importlib.util.spec_from_file_location("gen_ranks", REPO / "bench" / "multi" / "gen_ranks.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("gen_ranks", mod)
-    spec.loader.exec_module(mod)
-    return mod
+    import gen_ranks  # tests/gen_ranks.py (bench/multi/gen_ranks.py runs it)
+    return gen_ranks
 
 
 @pytest.fixture

@@ -7,14 +7,14 @@ import pytest
 
 pytest.importorskip("PySide6")
 
+from helpers import no_torch_skip  # noqa: E402
+from runner_scripts import STUBBORN, TRAIN, write  # noqa: E402
+
 from core.gpu.backend import FakeBackend  # noqa: E402
 from core.runner.config import RunConfig, Schedule, validate  # noqa: E402
 from core.runner.process import StopPlan  # noqa: E402
 from core.trace.loader import load  # noqa: E402
 from gui.run.panel import RunPanel  # noqa: E402
-from runner_scripts import STUBBORN, TRAIN, write  # noqa: E402
-
-from helpers import no_torch_skip  # noqa: E402
 
 pytestmark = [pytest.mark.needs_torch, no_torch_skip]
 

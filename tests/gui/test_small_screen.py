@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from helpers import shared_trace
 
-
 LAPTOP = (1366, 740)
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pickle
 
 import numpy as np
+from helpers import shared_trace
 from PySide6 import QtWidgets
 
 from core.snapshot import active_timeline, load_snapshot
-from helpers import shared_trace
 
 NAME = "gpu_memory.snapshot.pickle"
 

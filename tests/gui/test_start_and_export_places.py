@@ -2,8 +2,6 @@
 the trace (or ~/ptprof-reports) and end with a non-modal note that offers to open the result."""
 from __future__ import annotations
 
-from pathlib import Path
-
 from PySide6 import QtWidgets
 
 

@@ -9,10 +9,11 @@ pytest.importorskip("pytestqt")
 
 
 def test_the_plots_come_a_turn_later_in_their_planned_place(qtbot):
+    from helpers import shared_trace
+
     from core.trace.loader import load
     from gui.theme import load_theme
     from gui.trace_view import TraceView
-    from helpers import shared_trace
 
     ts = load(shared_trace("gpu_memory.pt.trace.json.gz"), use_cache=False)
     started = []
@@ -41,11 +42,12 @@ def test_the_plots_come_a_turn_later_in_their_planned_place(qtbot):
 
 
 def test_the_lane_waits_for_the_second_turn(qtbot):
+    from helpers import shared_trace
+
     from core.trace.loader import load
     from gui import lane
     from gui.theme import load_theme
     from gui.trace_view import TraceView
-    from helpers import shared_trace
 
     ts = load(shared_trace("gpu_clean.pt.trace.json.gz"), use_cache=False)
     v = TraceView(ts, None, load_theme(dark=False))
@@ -63,10 +65,11 @@ def test_the_lane_waits_for_the_second_turn(qtbot):
 def test_the_memory_plots_frame_comes_a_turn_before_its_curves(qtbot):
     """Its PlotItem (~30 ms of pyqtgraph) in one turn, the curves in the next: together with their
     first paint they were one 100+ ms freeze at 10 GB."""
+    from helpers import shared_trace
+
     from core.trace.loader import load
     from gui.theme import load_theme
     from gui.trace_view import TraceView
-    from helpers import shared_trace
 
     ts = load(shared_trace("gpu_memory.pt.trace.json.gz"), use_cache=False)
     v = TraceView(ts, None, load_theme(dark=False))

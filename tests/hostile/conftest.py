@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
 
 def slow_enabled(config) -> bool:
     return os.environ.get("PTPROF_SLOW", "") not in ("", "0") or "slow" in (config.getoption("-m") or "")

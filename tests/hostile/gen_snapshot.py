@@ -135,7 +135,8 @@ CASES: dict[str, Callable[[], bytes]] = {
     "huge_time": huge_time, "negative_total_size": negative_total_size, "long_put_index": long_put_index,
     "put_leading_zeros": put_leading_zeros, "put_leading_spaces": put_leading_spaces,
     "many_memoize": many_memoize, "deep_list": deep_list, "deep_marks": deep_marks, "deep_tuples": deep_tuples,
-    "many_appends": many_appends, "many_appends_top": many_appends_top, "many_annotations": many_annotations, "huge_length_prefix": huge_length_prefix,
+    "many_appends": many_appends, "many_appends_top": many_appends_top, "many_annotations": many_annotations,
+    "huge_length_prefix": huge_length_prefix,
 }
 
 # the one-line reason `ptprof info` must give (None: it opens, with what is valid in it)

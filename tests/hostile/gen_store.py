@@ -8,7 +8,6 @@ The trace-loader corpus (JSON trace files) is gen_trace.py's (the safety-loader 
 from __future__ import annotations
 
 import functools
-import gzip
 import json
 import os
 import pickle

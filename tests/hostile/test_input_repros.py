@@ -15,11 +15,11 @@ import time
 
 import numpy as np
 import pytest
+from helpers import REPO, SAMPLE
 
 from core.analysis import flops
 from core.trace import columns, kineto, rawevent
 from core.trace.loader import load
-from helpers import REPO, SAMPLE
 from hostile.gen_trace import base_doc, generate, gzip_member, kineto_text, write_case
 
 pytestmark = pytest.mark.timeout(600)

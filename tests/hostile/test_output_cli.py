@@ -8,9 +8,9 @@ import os
 import threading
 
 import pytest
+from helpers import no_torch_skip
 
 from core.commands.terminal import printable
-from helpers import no_torch_skip
 from hostile import gen_output as g
 from hostile.gen_store import run_cli
 

@@ -7,8 +7,7 @@ import re
 
 import pytest
 
-from hostile import gen_fields, gen_snapshot
-from hostile import gen_store as g
+from hostile import gen_fields, gen_snapshot, gen_store as g
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -113,8 +112,8 @@ def test_bad_environment_is_one_warning_line(env, tmp_path):
     assert name in proc.stderr or "cache off" in proc.stderr
 
 
-@pytest.mark.parametrize("args", [["info", "{small}", "--no-cache"], ["info", "{small}", "--json", "--no-cache"], ["info", "{snap}"],
-                                  ["analyze", "{bundle}", "--no-cache"], ["info", "--no-such-flag"], []])
+@pytest.mark.parametrize("args", [["info", "{small}", "--no-cache"], ["info", "{small}", "--json", "--no-cache"],
+                                  ["info", "{snap}"], ["analyze", "{bundle}", "--no-cache"], ["info", "--no-such-flag"], []])
 def test_the_fork_server_answers_as_a_real_process(args, tmp_path):
     """tests/cli_fork.py runs most cases above: the same exit code, stdout and stderr as `python -m core.cli`."""
     paths = {"small": str(g.SMALL_TRACE), "snap": str(g.write_snapshot(tmp_path, "memo_index_bomb")),

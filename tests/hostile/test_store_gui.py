@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from hostile import gen_index as gi
-from hostile import gen_store as g
+from hostile import gen_index as gi, gen_store as g
 
 pytestmark = pytest.mark.timeout(300)
 

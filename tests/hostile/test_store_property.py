@@ -159,6 +159,8 @@ def _strategies(work: Path):
 
 
 def _child(n_cases: int, root: Path) -> dict:
+    import logging
+
     import numpy as np
     from hypothesis import HealthCheck, given, settings
 
@@ -171,8 +173,6 @@ def _child(n_cases: int, root: Path) -> dict:
     from core.trace.loader import load
     from core.trace.model import TraceParseError
     from hostile import gen_store as g
-
-    import logging
     logging.disable(logging.WARNING)  # the readers' one-line warnings are expected here; exceptions are not
     signal.signal(signal.SIGALRM, _on_alarm)
     work = root / "work"

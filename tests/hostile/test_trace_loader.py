@@ -12,8 +12,7 @@ import os
 import shutil
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from hostile.gen_trace import CONTAINERS, KINDS, generate, write_case
 from hostile.trace_pool import CONFIGS, Worker, acceptable

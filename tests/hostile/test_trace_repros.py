@@ -14,12 +14,12 @@ import textwrap
 
 import numpy as np
 import pytest
+from helpers import REPO, SAMPLE
 
 from core.trace import columns, limits
 from core.trace.build import assign_lanes
 from core.trace.loader import load
 from core.trace.model import TraceParseError
-from helpers import REPO, SAMPLE
 from hostile.gen_trace import _bomb, base_doc, kineto_text
 
 pytestmark = pytest.mark.timeout(600)

@@ -32,14 +32,14 @@ def main() -> None:
     ap.add_argument("--rss-bytes", type=int, default=3 << 30, help="address space beyond what the imports use")
     opts = ap.parse_args()
     os.environ["PTPROF_WORKERS"] = opts.workers
-    from core import cli
-    from core.trace import columns, kineto, pieces
-    from core.trace.loader import load
-    from core.trace.model import TraceParseError
     import core.commands.analyze  # noqa: F401 - imported before the cap, like the loader
     import core.commands.info  # noqa: F401
     import core.commands.report  # noqa: F401
     import core.export.writer  # noqa: F401
+    from core import cli
+    from core.trace import columns, kineto, pieces
+    from core.trace.loader import load
+    from core.trace.model import TraceParseError
 
     columns._DISABLED = opts.scanner == "off"
     if opts.chunk_bytes:

@@ -8,7 +8,6 @@ import os
 import sys
 
 import pytest
-
 from helpers import REPO, shared_trace
 
 mcp = pytest.importorskip("mcp", reason="the MCP SDK is the [mcp] extra (installed by the test extra)")
@@ -115,7 +114,7 @@ def test_hostile_arguments_are_tool_errors(tmp_path):
 
     results = with_session(body)
     *bad, good = results
-    for i, r in enumerate(bad):
+    for r in bad:
         assert r.is_error
         text = r.content[0].text
         assert "Traceback (most recent call last)" not in text and len(text) < 1000, text

@@ -8,9 +8,9 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import REPO, shared_trace
 
 import ptprof
-from helpers import REPO, shared_trace
 
 
 def _cli_json(*argv) -> dict:

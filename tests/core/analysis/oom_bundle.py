@@ -26,7 +26,7 @@ def snapshot() -> dict:
     ring, blocks = [], []
     addr = 1 << 32
     t = T0_US
-    for i in range(2):  # optimizer state, allocated once
+    for _ in range(2):  # optimizer state, allocated once
         ring.append({"action": "alloc", "addr": addr, "size": 32 * MIB, "stream": 0, "time_us": t, "frames": opt})
         blocks.append({"address": addr, "size": 32 * MIB, "requested_size": 32 * MIB, "state": "active_allocated",
                        "frames": opt})

@@ -1,9 +1,11 @@
 """Per-step time breakdown on real traces: the parts add up, and each trace's known character shows."""
 from __future__ import annotations
 
+import kineto_events
 import numpy as np
 import pytest
 from helpers import shared_trace
+from kineto_events import launched as _launched, x as _x
 
 from core.analysis import intervals
 from core.analysis.breakdown import PARTS, step_breakdown
@@ -67,20 +69,7 @@ def test_intersect_and_subtract():
 
 
 def _kineto(tmp_path, events, name="t.json"):
-    import json
-    doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H200"}], "traceEvents": events}
-    p = tmp_path / name
-    p.write_text(json.dumps(doc))
-    return load(p, use_cache=False).primary
-
-
-def _x(name, cat, ts, dur, pid=1, tid=1, **args):
-    return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "pid": pid, "tid": tid, "args": args}
-
-
-def _launched(name, launch_ts, kernel_ts, dur, corr, stream=7):
-    return [_x("cudaLaunchKernel", "cuda_runtime", launch_ts, 3, correlation=corr),
-            _x(name, "kernel", kernel_ts, dur, pid=0, tid=stream, correlation=corr, stream=stream, device=0)]
+    return load(kineto_events.write(tmp_path / name, events), use_cache=False).primary
 
 
 def test_idle_split_has_hta_other_class(tmp_path):

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import shared_trace
+from synth_loops import loop, write
 
 from core.analysis.critical_path import composition, replay_input, simulate, validate
 from core.analysis.step_times import step_times
 from core.rules import analyze
 from core.trace.loader import load
-from helpers import shared_trace
-from synth_loops import loop, write
 
 PAIRS = Path(__file__).resolve().parents[2] / "data" / "device" / "pairs"
 

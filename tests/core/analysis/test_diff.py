@@ -5,11 +5,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import REPO, shared_trace
 
 from core.analysis import diff, significance
 from core.rules import analyze
 from core.trace.loader import load
-from helpers import REPO, shared_trace
 
 PAIRS = REPO / "tests" / "data" / "device" / "pairs"
 
@@ -170,7 +170,8 @@ def test_findings_of_each_rank_are_kept_apart():
 
 def test_matching_survives_template_and_recompile_changes():
     a = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >(int)"
-    b = "void at::native::vectorized_elementwise_kernel<8, at::native::FillFunctor<c10::BFloat16>, at::detail::Array<char*, 1> >(int)"
+    b = ("void at::native::vectorized_elementwise_kernel<8, at::native::FillFunctor<c10::BFloat16>, "
+         "at::detail::Array<char*, 1> >(int)")
     assert diff.kernel_key(a, False) != diff.kernel_key(b, False)
     assert diff.kernel_key(a, True) == diff.kernel_key(b, True)
     assert diff.op_key("Torch-Compiled Region: 0/0") == diff.op_key("Torch-Compiled Region: 0/1")

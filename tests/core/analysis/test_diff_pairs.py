@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import REPO
 
 from core.cli import main
-from helpers import REPO
 
 PAIRS = REPO / "tests" / "data" / "device" / "pairs"
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from kineto_events import x as _x
 
 from core.analysis.flops import device_peaks, op_flops, step_flops
 from core.trace.loader import load
@@ -40,10 +41,6 @@ def test_device_peak_lookup(name, entry):
 
 def test_unknown_device_has_no_peak():
     assert device_peaks("NVIDIA L40") == {} and device_peaks("Some NPU 9000") == {}
-
-
-def _x(name, cat, ts, dur, tid=1, **args):
-    return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "pid": 1, "tid": tid, "args": args}
 
 
 def _mm_trace(tmp_path, device="NVIDIA H200", backward_shapes=True, name="t.json"):

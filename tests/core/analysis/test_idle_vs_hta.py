@@ -15,6 +15,7 @@ import json
 import numpy as np
 import pytest
 from helpers import hta_importable, shared_trace
+from kineto_events import x as _x
 
 from core.analysis import intervals
 from core.analysis.breakdown import idle_pieces
@@ -94,10 +95,6 @@ def test_idle_classes_match_hta_on_shared_traces(name):
 @pytest.mark.slow
 def test_idle_classes_match_hta_on_gpt_big():
     _check(shared_trace("gpu_gpt_big.pt.trace.json.gz"))
-
-
-def _x(name, cat, ts, dur, pid=1, tid=1, **args):
-    return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "pid": pid, "tid": tid, "args": args}
 
 
 def test_all_three_classes_match_hta_on_a_synthetic_stream(tmp_path):

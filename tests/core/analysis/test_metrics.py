@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 
+import kineto_events
 import numpy as np
 import pytest
 from helpers import hta_importable, shared_trace
+from kineto_events import kernel as _gpu, x as _x
 
 from core.analysis import metrics as mt
 from core.analysis.metrics import rank_metrics
@@ -16,19 +17,8 @@ from core.trace.loader import load
 from core.trace.model import Kind
 
 
-def _x(name, cat, ts, dur, pid=1, tid=1, **args):
-    return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "pid": pid, "tid": tid, "args": args}
-
-
-def _gpu(name, ts, dur, corr, stream=7, cat="kernel", **args):
-    return _x(name, cat, ts, dur, pid=0, tid=stream, correlation=corr, stream=stream, device=0, **args)
-
-
 def _load(tmp_path, events):
-    p = tmp_path / "t.json"
-    p.write_text(json.dumps({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA H200"}],
-                             "traceEvents": events}))
-    return load(p, use_cache=False).primary
+    return load(kineto_events.write(tmp_path / "t.json", events), use_cache=False).primary
 
 
 def test_metrics_on_a_synthetic_trace(tmp_path):

@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import shared_trace
 
 from core.analysis import rows
 from core.trace.loader import load
 from core.trace.model import GPU_KINDS, FlowKind, Kind
-from helpers import shared_trace
 
 KIND_SETS = [GPU_KINDS, (Kind.RUNTIME,), (Kind.CPU_OP, Kind.RUNTIME, Kind.ANNOTATION), (Kind.TRACE,),
              (Kind.PYTHON,), (Kind.CPU_OP, Kind.ANNOTATION, Kind.OTHER, Kind.PYTHON), tuple(Kind), ()]

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from helpers import shared_trace
+
 from core.analysis import intervals, stats, steps, tree
 from core.trace.loader import load
 from core.trace.model import Kind

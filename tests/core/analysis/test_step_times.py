@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import shared_trace
+from synth_loops import loop, write
 
 from core.analysis.step_times import step_times
 from core.analysis.steps import step_stats
 from core.trace.loader import load
-from helpers import shared_trace
-from synth_loops import loop, write
 
 
 def test_gpu_bound_loop_steps_are_the_gpu_cadence(tmp_path):

@@ -3,17 +3,13 @@ records, most GPU work without a launch record is a warning, fp32 on TF32 tensor
 peak (and says so)."""
 from __future__ import annotations
 
-import json
-
+import kineto_events
 import pytest
+from kineto_events import x as _x
 
 from core.analysis import health
 from core.analysis.flops import step_flops
 from core.trace.loader import load
-
-
-def _x(name, cat, ts, dur, tid=1, pid=1, **args):
-    return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "pid": pid, "tid": tid, "args": args}
 
 
 def _flow(cid, ts_src, ts_dst, tid_dst=7):
@@ -22,9 +18,7 @@ def _flow(cid, ts_src, ts_dst, tid_dst=7):
 
 
 def _load(tmp_path, ev, name="t.json", device="NVIDIA H100 80GB HBM3"):
-    p = tmp_path / name
-    p.write_text(json.dumps({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": device}], "traceEvents": ev}))
-    return load(p, use_cache=False)
+    return load(kineto_events.write(tmp_path / name, ev, device=device), use_cache=False)
 
 
 def _rnn_steps(memsets_in_rnn: bool):

@@ -4,8 +4,9 @@ from __future__ import annotations
 import csv
 import json
 
-from core.cli import main
 from helpers import REPO
+
+from core.cli import main
 
 PAIRS = REPO / "tests" / "data" / "device" / "pairs"
 SLOW, FAST = str(PAIRS / "copy_pageable"), str(PAIRS / "copy_pinned")

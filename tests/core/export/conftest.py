@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 import pytest
+from helpers import shared_trace
 
 from core.trace.loader import load
-from helpers import shared_trace
 
 TRACES = ["gpu_issues.pt.trace.json.gz", "gpu_memory.pt.trace.json.gz", "gpu_ddp2", "cpu_train.pt.trace.json.gz"]
 

@@ -3,15 +3,13 @@ from __future__ import annotations
 
 import csv
 import math
-
-import pytest
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from core.analysis import stats, steps
-from core.export import csv as ecsv
-from core.export import tables
+from core.export import csv as ecsv, tables
 from core.trace.model import Kind
 
 README = Path(__file__).resolve().parents[3] / "README.md"

@@ -6,7 +6,6 @@ import re
 
 import numpy as np
 
-
 from core.export import tables
 from core.export.findings import FindingsResult
 from core.export.writer import ReportOptions, write_report

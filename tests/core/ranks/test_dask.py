@@ -8,16 +8,16 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("distributed", reason="Dask distributed is not installed (pip install \".[cluster]\")")
 
+from helpers import REPO  # noqa: E402
+
 from core.ranks import analyze_run  # noqa: E402
 from core.ranks.dask_backend import DaskExecutor  # noqa: E402
 from core.ranks.executor import LocalPool  # noqa: E402
-from helpers import REPO, shared_trace  # noqa: E402
 
 pytestmark = pytest.mark.timeout(240)
 

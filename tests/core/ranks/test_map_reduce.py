@@ -1,31 +1,25 @@
 """Map / reduce over ranks (core/ranks) gives the findings of the whole-set path (core.rules.analyze)."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import REPO, shared_trace
 
 from core.ranks import analyze_run, is_multi
 from core.ranks.executor import InProcess, LocalPool
 from core.rules import analyze
 from core.trace.loader import load
-from helpers import REPO, shared_trace
 
 ROOT = REPO
 MULTI = REPO / "tests" / "data" / "multi" / "straggler"
 
 
 def _gen():
-    spec = importlib.util.spec_from_file_location("gen_ranks", ROOT / "bench" / "multi" / "gen_ranks.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("gen_ranks", mod)
-    spec.loader.exec_module(mod)
-    return mod
+    import gen_ranks  # tests/gen_ranks.py (bench/multi/gen_ranks.py runs it)
+    return gen_ranks
 
 
 def _key(a):

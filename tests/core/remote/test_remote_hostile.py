@@ -8,14 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from runner_scripts import TRAIN, write
+from sshd_server import ALIAS
 
 from core.remote import fetch as fetch_mod
 from core.remote.runner import Helper
 from core.remote.session import RemoteSession
 from core.remote.ssh import SshHost
 from core.runner.config import RunConfig, Schedule
-from runner_scripts import TRAIN, write
-from sshd_server import ALIAS
 
 pytest.importorskip("torch")
 

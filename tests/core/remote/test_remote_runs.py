@@ -12,14 +12,13 @@ import time
 from pathlib import Path
 
 import pytest
+from runner_scripts import TRAIN, write
+from sshd_server import ALIAS
 
-from core.remote.runner import Helper
 from core.remote.session import RemoteSession
 from core.remote.ssh import SshHost
 from core.runner.config import RunConfig, Schedule
 from core.runner.protocol import read_events
-from runner_scripts import TRAIN, write
-from sshd_server import ALIAS
 
 pytest.importorskip("torch")
 REPO = Path(__file__).resolve().parents[3]
@@ -118,7 +117,7 @@ def test_live_events_then_stop(sshd, remote_root, tmp_path):
 
 @pytest.mark.timeout(200)
 def test_desktop_killed_mid_run_then_attach_and_fetch(sshd, remote_root, tmp_path):
-    script = write(tmp_path, "slow.py", SLOW)
+    write(tmp_path, "slow.py", SLOW)
     out = tmp_path / "first"
     e = dict(os.environ, PYTHONPATH=str(REPO))
     proc = subprocess.Popen([sys.executable, "-m", "core.cli", "record", *host_args(sshd), "--python", sys.executable,

@@ -16,7 +16,8 @@ from core.remote.ssh import HostSpec, SshError, quote_command
 
 def test_uploaded_runner_is_stdlib_only_and_python39():
     files = runner_files()
-    assert {"agent.py", "agent_io.py", "agent_gpu.py", "child.py", "tree.py", "livestate.py", "guards.py"} <= set(files)
+    assert {"agent.py", "agent_io.py", "agent_gpu.py", "child.py", "tree.py", "livestate.py", "guards.py",
+            "trace_export.py"} <= set(files)
     stdlib = set(sys.stdlib_module_names) | {"__future__", "torch", "pynvml"}
     for name, data in files.items():
         tree = ast.parse(data, filename=name, feature_version=(3, 9))  # the host may have Python 3.9
@@ -28,7 +29,7 @@ def test_uploaded_runner_is_stdlib_only_and_python39():
             else:
                 continue
             # auth.py's `core.runner.protocol` is the uploaded protocol.py (agent.py puts it in sys.modules);
-            # livestate.py's `core.commands.terminal` falls back to the uploaded terminal.py
+            # livestate.py's `core.terminal` falls back to the uploaded terminal.py
             allowed = stdlib | ({"core"} if name in ("auth.py", "livestate.py") else set())
             assert mods <= allowed, f"{name} imports {mods - allowed}: it runs on a host with nothing installed"
         assert b"slots=True" not in data, f"{name}: dataclass(slots=True) needs Python 3.10"
@@ -109,8 +110,9 @@ def test_bundle_fetched_from_an_h100_host_loads_with_its_nvidia_smi_samples():
     local sampler's does, on the trace's clock."""
     import json
 
-    from core.trace.loader import load
     from helpers import REPO
+
+    from core.trace.loader import load
     root = REPO / "tests" / "data" / "bundles" / "remote_h100_smi"
     run = json.loads((root / "run.json").read_text())
     assert run["gpu"]["backend"] == "nvidia-smi" and run["steps"] == 400 and run["status"] == "ok"

@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-
 from helpers import shared_trace
+from kineto_events import x as _x
+
 from core.rules import all_rules
 from core.rules.base import RuleContext
 from core.rules.config import load_config
@@ -50,9 +51,6 @@ def test_every_rule_on_shared_traces(name, loaded):
 
 
 # ---- synthetic mixtures, in the Kineto event format of the H200 traces ----
-
-def _x(name, cat, ts, dur, pid=1, tid=1, **args):
-    return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "pid": pid, "tid": tid, "args": args}
 
 
 def _steps(n=3, step_us=1000, tid=1):

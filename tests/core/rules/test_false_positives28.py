@@ -1,9 +1,10 @@
 """False positives issue 28 found on public example scripts."""
 from __future__ import annotations
 
+from helpers import REPO
+
 from core.rules import analyze
 from core.trace.loader import load
-from helpers import REPO
 
 BUNDLES = REPO / "tests" / "data" / "bundles"
 

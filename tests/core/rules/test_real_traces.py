@@ -49,6 +49,9 @@ def test_planted_found_and_clean_stays_clean(case):
     assert not (must_not & got), f"{name}: false positives {sorted(must_not & got)}"
 
 
+ADDED_FIELDS = {"steps", "one_off"}
+
+
 def test_findings_are_well_formed(case):
     name, ts, result = case
     doc = json.loads(json.dumps(result.to_json()))
@@ -60,9 +63,11 @@ def test_findings_are_well_formed(case):
         if f.saving_ns is not None:  # never negative, never more than a step
             assert 0 <= f.saving_ns and 0 <= f.saving_pct <= 100.0 and f.estimate
     for f, obj in zip(doc["findings"], result.findings):
+        # the documented fields, unchanged (scripts read them), and the ones added since (issue 31: the per-step
+        # vocabulary and one-off costs); savings_by_fix: launch_bound's compile / CUDA graphs
         assert set(f) - {"savings_by_fix"} == {"rule", "severity", "title", "count", "impact_ns", "impact_pct",
                                                "time_ranges", "source", "evidence", "fix", "saving_ns", "saving_pct",
-                                               "estimate"}  # savings_by_fix: launch_bound's compile / CUDA graphs
+                                               "estimate"} | ADDED_FIELDS
         assert f["rule"] in RULE_IDS and f["severity"] in ("info", "warning", "error")
         assert f["count"] >= 1 and f["impact_ns"] >= 0 and f["fix"] and f["title"]
         assert f["time_ranges"], f"{name}/{f['rule']}: no time range to jump to"

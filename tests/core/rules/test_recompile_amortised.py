@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import shutil
 
+from helpers import REPO
+
 from core.rules import analyze
 from core.trace.loader import load
-from helpers import REPO
 
 C1 = REPO / "tests" / "data" / "bundles" / "c1"
 

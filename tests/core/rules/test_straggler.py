@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+from helpers import REPO, shared_trace
 
 from core.analysis import collectives
 from core.rules import analyze
 from core.trace.loader import load
-from helpers import REPO, shared_trace
 
 STRAGGLER = REPO / "tests" / "data" / "multi" / "straggler"
 

@@ -3,8 +3,10 @@
 pattern is there, and the same trace without the pattern must stay quiet."""
 from __future__ import annotations
 
-import json
 import re
+
+import kineto_events
+from kineto_events import x as _x
 
 from core.rules import analyze
 from core.trace.loader import load
@@ -13,15 +15,7 @@ GIB = 2**30
 
 
 def _write(tmp_path, events, name="t.json", **top):
-    doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "H200", "totalGlobalMem": 140 * GIB}],
-           "traceEvents": events, **top}
-    p = tmp_path / name
-    p.write_text(json.dumps(doc))
-    return p
-
-
-def _x(name, cat, ts, dur, pid=1, tid=1, **args):
-    return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "pid": pid, "tid": tid, "args": args}
+    return kineto_events.write(tmp_path / name, events, device="H200", total_mem=140 * GIB, **top)
 
 
 def _steps(n=3, step_us=1000):

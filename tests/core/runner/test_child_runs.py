@@ -4,16 +4,15 @@ from __future__ import annotations
 import time
 
 import pytest
+from runner_scripts import COMPILED, OWN_PROFILER, STUBBORN, SYNTAX_ERROR, TRAIN, write
 
+from core.gpu.backend import FakeBackend, NoGpu
+from core.runner.bundle import read_json
 from core.runner.config import RunConfig, Schedule, validate
 from core.runner.process import StopPlan
 from core.runner.protocol import read_events
-from core.runner.bundle import read_json
 from core.runner.session import RunSession
-from core.gpu.backend import FakeBackend, NoGpu
 from core.trace.loader import load
-
-from runner_scripts import COMPILED, OWN_PROFILER, STUBBORN, SYNTAX_ERROR, TRAIN, write
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[3]
 

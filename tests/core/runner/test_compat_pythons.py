@@ -5,13 +5,10 @@ interpreter is not on this machine. The same checks run as `python tests/compat_
 from __future__ import annotations
 
 import ast
-import json
-import subprocess
-from pathlib import Path
-
-import pytest
 
 import compat_job as job
+import pytest
+
 from core.runner import compat, doctor
 
 

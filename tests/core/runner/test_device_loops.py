@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from core.runner.bundle import read_json
 from core.rules import analyze
+from core.runner.bundle import read_json
 from core.trace.loader import load
 from core.trace.model import Kind
 

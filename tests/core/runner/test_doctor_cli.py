@@ -5,12 +5,12 @@ import json
 import sys
 
 import pytest
+from runner_scripts import SYNTAX_ERROR, write
 
 from core.cli import main
 from core.runner import doctor
 from core.runner.bundle import read_json
 from core.runner.protocol import read_events
-from runner_scripts import SYNTAX_ERROR, write
 
 REPO_EXAMPLE = __import__("pathlib").Path(__file__).resolve().parents[3] / "resources" / "examples" / "train_small.py"
 
@@ -32,7 +32,7 @@ def test_doctor_missing_interpreter_and_no_torch(tmp_path):
     fake.write_text(f"#!/bin/sh\nexec {sys.executable} -S -I \"$@\"\n")  # no site-packages -> no torch
     fake.chmod(0o755)
     r = doctor.check(str(fake))
-    assert not r.ok and r.messages[0][1].startswith(f"torch not installed in ")
+    assert not r.ok and r.messages[0][1].startswith("torch not installed in ")
 
 
 @pytest.mark.needs_torch
@@ -82,7 +82,7 @@ def test_record_with_an_interpreter_without_torch_is_one_line_exit_2(tmp_path, c
     code = main(["record", "--quiet", "--python", str(fake), "--out", str(tmp_path / "b"), str(script)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2
-    assert err[-1].startswith(f"ptprof: torch not installed in ") and "--python" in err[-1]
+    assert err[-1].startswith("ptprof: torch not installed in ") and "--python" in err[-1]
     assert not any("Traceback" in line for line in err)
 
 

@@ -10,6 +10,7 @@ import textwrap
 import time
 
 import pytest
+from runner_scripts import TRAIN
 
 from core.gpu.backend import NoGpu
 from core.runner.auth import RunKey
@@ -17,8 +18,6 @@ from core.runner.bundle import read_json
 from core.runner.config import RunConfig, Schedule, validate
 from core.runner.protocol import EventWriter, read_events
 from core.runner.session import RunSession
-from helpers import no_torch_skip
-from runner_scripts import TRAIN
 
 ESC = "\x1b]0;owned\x07\x1b[2J\x1b[31m bidi\u202eevil \x9b"
 FORGER = f'''

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import no_torch_skip  # noqa: E402
 
 from core.gpu.backend import NoGpu
 from core.runner.bundle import read_json
@@ -14,8 +15,6 @@ from core.runner.config import RunConfig, Schedule, validate
 from core.runner.protocol import read_events
 from core.runner.session import RunSession
 from core.trace.loader import load
-
-from helpers import no_torch_skip  # noqa: E402
 
 pytestmark = [pytest.mark.needs_torch, no_torch_skip]
 

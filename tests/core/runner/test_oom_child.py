@@ -11,15 +11,14 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import no_torch_skip  # noqa: E402
 
+from core.gpu.backend import NoGpu
 from core.runner import memhist
 from core.runner.bundle import read_json
 from core.runner.config import RunConfig, Schedule, validate
 from core.runner.protocol import read_events
 from core.runner.session import RunSession
-from core.gpu.backend import NoGpu
-
-from helpers import no_torch_skip  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 MESSAGE = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.11 GiB of which "

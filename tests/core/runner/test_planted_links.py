@@ -10,10 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from core.runner import bundle as bl
 from helpers import no_torch_skip
 from runner_scripts import COMPILED, write
+
+from core.runner import bundle as bl
 
 pytestmark = [pytest.mark.needs_torch, no_torch_skip]
 REPO = Path(__file__).resolve().parents[3]

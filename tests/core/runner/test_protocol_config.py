@@ -75,6 +75,7 @@ def test_an_orphaned_child_escalates_on_its_launchers_graces(tmp_path):
     SIGKILL) on the graces that launcher would have kept; a missing or malformed plan is the default."""
     import math
     import signal
+
     from core.runner.guards import ORPHAN_ESCALATION_S, ORPHAN_FLUSH_GRACE_S, orphan_plan
     from core.runner.process import StopPlan
     env = build_env(RunConfig(script="/x/train.py"), tmp_path, base={},

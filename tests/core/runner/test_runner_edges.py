@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from runner_scripts import TRAIN
 
 from core.gpu.backend import NoGpu
 from core.runner.bundle import read_json
@@ -20,8 +21,6 @@ from core.runner.process import StopPlan
 from core.runner.protocol import read_events
 from core.runner.session import RunSession
 from core.trace.loader import load
-
-from runner_scripts import TRAIN
 
 REPO = Path(__file__).resolve().parents[3]
 from helpers import no_torch_skip  # noqa: E402

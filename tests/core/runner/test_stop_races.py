@@ -3,7 +3,6 @@ Event-driven: every wait is for an event or a process state, with generous limit
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -12,14 +11,13 @@ import time
 from pathlib import Path
 
 import pytest
+from runner_scripts import TRAIN, write
 
+from core.gpu.backend import NoGpu
 from core.runner.config import RunConfig, Schedule, validate
 from core.runner.process import StopPlan
 from core.runner.protocol import read_events
 from core.runner.session import RunSession
-from core.gpu.backend import NoGpu
-
-from runner_scripts import TRAIN, write
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -63,7 +61,7 @@ def test_a_stop_in_the_training_loop_with_a_short_grace_stays_sigint_only(tmp_pa
     """The child answers from its wake-up thread; the launcher then waits for progress (flushing, cycle,
     end), however slow the machine: a short sigint grace is not a SIGTERM for a child that answered."""
     s = _session(tmp_path, StopPlan(sigint_grace_s=0.3, sigterm_grace_s=0.3))
-    events = _until_finished(s, lambda ev: sum(e["type"] == "step" for e in ev) >= 4)
+    _until_finished(s, lambda ev: sum(e["type"] == "step" for e in ev) >= 4)
     assert s.exit_code == 130 and s.proc.signals_sent == ["SIGINT"]
     assert s.bundle.trace_files(), "the window in progress was flushed"
 

@@ -57,7 +57,7 @@ def test_a_free_slides_the_blocks_above_down():
                            np.full(len(a), -1, np.int32))
     A, F = Action.ALLOC, Action.FREE_COMPLETED
     tr = trace([(A, 0x100, 10, 0), (A, 0x200, 20, 1), (A, 0x300, 30, 2), (F, 0x200, 20, 3), (F, 0x100, 10, 4)])
-    from core.snapshot.model import SegmentTable, BlockTable, StackTable
+    from core.snapshot.model import BlockTable, SegmentTable, StackTable
     z = np.zeros(0, np.int64)
     snap = MemorySnapshot("x", SegmentTable(np.zeros(0, np.int32), z, z, z, z, z, np.zeros(0, bool), ()),
                           BlockTable(np.zeros(0, np.int32), z, z, z, np.zeros(0, np.int8), np.zeros(0, np.int32)),

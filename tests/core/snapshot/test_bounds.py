@@ -4,18 +4,16 @@ pure-Python twin, which must give the same answer."""
 from __future__ import annotations
 
 import pickle
-import sys
 from pathlib import Path
 
 import pytest
+from hostile import gen_snapshot
 
 from core.snapshot import bounds
 from core.snapshot.bounds import SnapshotBoundError, scan_opcodes
 from core.snapshot.unpickle import safe_loads
 from core.trace import columns as trace_columns
 from core.trace.model import TraceParseError
-
-from hostile import gen_snapshot
 
 WALKS = ["c", "python"]
 

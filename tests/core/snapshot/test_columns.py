@@ -3,21 +3,16 @@ refuses numbers no allocator reports with the field named."""
 from __future__ import annotations
 
 import pickle
-import sys
-from pathlib import Path
 
+import gen_big_snapshot as bench_gen  # tests/gen_big_snapshot.py (bench/gen_big_snapshot.py runs it)
 import numpy as np
 import pytest
+from hostile import gen_snapshot as hostile
 
 from core.snapshot import columns
 from core.snapshot.intern import MAX_STACK_FRAMES, Interner
 from core.snapshot.load import from_dict, load_snapshot
 from core.trace.model import TraceParseError
-
-from hostile import gen_snapshot as hostile
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
-import gen_big_snapshot as bench_gen  # noqa: E402
 
 
 def _frame(k):

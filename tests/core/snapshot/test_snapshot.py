@@ -10,11 +10,11 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import REPO, shared_trace
 
 from core.snapshot import Action, active_timeline, is_snapshot_path, load_snapshot, peak_allocations, safe_loads
 from core.snapshot.timeline import live_at
 from core.trace.model import TraceParseError
-from helpers import REPO, shared_trace
 
 NAME = "gpu_memory.snapshot.pickle"
 

@@ -119,7 +119,9 @@ def test_sort_order_matches_lexsort():
     track, ts, dur = track[shuffle], ts[shuffle], dur[shuffle]
     order = build._sort_order(track, ts, dur)
     ref = np.lexsort((-dur, ts, track))
-    key = lambda o: np.stack([track[o], ts[o], -dur[o]])  # ties may order either way: compare the keys
+    def key(o):  # ties may order either way: compare the keys
+        return np.stack([track[o], ts[o], -dur[o]])
+
     assert np.array_equal(key(order), key(ref))
 
 

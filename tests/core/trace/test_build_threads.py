@@ -6,8 +6,8 @@ from __future__ import annotations
 import threading
 
 import pytest
-
 from helpers import shared_trace
+
 from core.trace import build
 from core.trace.beside import Beside
 from core.trace.loader import load

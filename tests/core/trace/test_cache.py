@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from helpers import REPO, shared_trace
+
 from core.cli import main
 from core.trace import cache, cache_check, cache_evict
 from core.trace.loader import load

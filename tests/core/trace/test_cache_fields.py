@@ -8,10 +8,10 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from helpers import SAMPLE
 
 from core.trace import cache
 from core.trace.loader import load
-from helpers import SAMPLE
 
 
 @pytest.fixture

@@ -143,7 +143,8 @@ def _resave(d: Path, name: str, arr: np.ndarray, fix_shape: bool = True) -> None
         (d / "entry.json").write_text(json.dumps(entry))
 
 
-@pytest.mark.parametrize("poison", ["swap_columns", "swap_same_type", "swap_ids", "retype", "string_id", "track_id", "flow_id", "step_slice",
+@pytest.mark.parametrize("poison", ["swap_columns", "swap_same_type", "swap_ids", "retype", "string_id", "track_id",
+                                    "flow_id", "step_slice",
                                     "sparse_unsorted", "sparse_out_of_range", "sparse_string_id", "sparse_count",
                                     "sparse_not_sparse",
                                     "offsets", "kind", "object_dtype", "entry_not_dict", "strings_not_str",
@@ -302,9 +303,10 @@ def test_value_checks_in_pieces_catch_a_bad_row_anywhere(monkeypatch, piece):
     a row in the middle of a track) is still a miss; a good model passes."""
     from dataclasses import replace
 
+    from helpers import SAMPLE
+
     from core.trace import cache_check
     from core.trace.sparse import Sparse
-    from helpers import SAMPLE
     monkeypatch.setattr(cache_check, "_PIECE", piece)
     model = load(SAMPLE, use_cache=False).primary
     cache_check.check_model(model, len(model.strings))

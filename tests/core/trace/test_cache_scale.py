@@ -8,8 +8,8 @@ import shutil
 
 import numpy as np
 import pytest
-
 from helpers import shared_trace
+
 from core.trace import cache
 from core.trace.loader import load
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 
 from helpers import shared_trace
+
 from core.trace.loader import load
 
 

@@ -8,13 +8,13 @@ import random
 
 import numpy as np
 import pytest
+from scan_helpers import _both, _canon
 
 from core.analysis.metrics import rank_metrics
 from core.trace import columns
 from core.trace.loader import load
 from core.trace.model import Kind
 from core.trace.timens import NS_HIGH, NS_LOW, NS_MISSING, ns_col, ns_of_text, ns_of_value
-from scan_helpers import _both, _canon
 
 needs_scanner = pytest.mark.skipif(not columns.scan_available(), reason="C scanner not built (no compiler)")
 

@@ -3,17 +3,13 @@ structure as the regex copies: every event, launch flow, python parent link and 
 from __future__ import annotations
 
 import gzip
-import sys
-from pathlib import Path
 
+import gen_big_trace  # tests/gen_big_trace.py (bench/gen_big_trace.py runs it)
 import numpy as np
+from helpers import shared_trace
 
 from core.trace.loader import load
 from core.trace.model import FlowKind
-from helpers import shared_trace
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
-import gen_big_trace  # noqa: E402
 
 
 def test_fast_copies_equal_the_regex_copies(tmp_path):

@@ -9,10 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import shared_trace
-from hostile import gen_index as gi
-from hostile import gen_store as g
+from hostile import gen_index as gi, gen_store as g
 
-from core.trace import cache, cache_evict, index_store, query
+from core.trace import cache, cache_evict, index_cache, index_store, query
 from core.trace.loader import load
 
 SMALL = g.SMALL_TRACE
@@ -69,7 +68,7 @@ def test_an_index_stored_with_the_entry_opens_mapped_and_equal(name, tmp_path, c
     assert all(f.is_file() for f in index_store.files(entry))
     ts = load(path)
     assert ts.cache_hit
-    (index,) = query.view_indexes(ts)
+    (index,) = index_cache.view_indexes(ts)
     assert index.stored and not index.ts_ns.flags.writeable  # read-only views of the entry
     assert_same_index(index, ts.primary)
 
@@ -81,7 +80,7 @@ def test_small_models_keep_no_index(tmp_path, cdir, monkeypatch):
     assert len(model.slices) < index_store.STORE_MIN_SLICES
     assert cache.store(path, model, query.SliceIndex(model))
     assert not any(f.exists() for f in index_store.files(_entry(cdir)))
-    (index,) = query.view_indexes(load(path))
+    (index,) = index_cache.view_indexes(load(path))
     assert not index.stored
 
 
@@ -99,7 +98,7 @@ def test_an_index_is_added_to_an_entry_that_has_none_and_counted(tmp_path, cdir,
     entry = _entry(cdir)
     assert not index_store.has_index(entry)
     ts = load(path)
-    (index,) = query.view_indexes(ts)
+    (index,) = index_cache.view_indexes(ts)
     assert not index.stored and cache.entry_of(ts.primary) == entry
     added = []
     monkeypatch.setattr(cache_evict, "note_added", lambda root, n, limit, keep=None: added.append((root, n, keep)))
@@ -107,7 +106,7 @@ def test_an_index_is_added_to_an_entry_that_has_none_and_counted(tmp_path, cdir,
     assert added == [(cdir, index.nbytes, entry)]
     assert not cache.add_index(ts.primary, index)  # kept already: nothing to do
     ts2 = load(path)
-    (again,) = query.view_indexes(ts2)
+    (again,) = index_cache.view_indexes(ts2)
     assert again.stored
     assert_same_index(again, ts2.primary)
 
@@ -126,9 +125,9 @@ def _load_deferred(path):
 def test_keep_writes_parsed_entries_with_their_index_and_queues_the_rest(tmp_path, cdir, keep_all, monkeypatch):
     path = _copy(tmp_path)
     ts, parsed = _load_deferred(path)
-    index_store.keep(parsed, ts.models, query.view_indexes(ts))  # a small model: written now, with its index
+    index_cache.keep(parsed, ts.models, index_cache.view_indexes(ts))  # a small model: written now, with its index
     assert index_store.has_index(_entry(cdir))
-    (index,) = query.view_indexes(load(path))
+    (index,) = index_cache.view_indexes(load(path))
     assert index.stored
     # a big model's entry waits for the window's after-open work; so does an index added to an entry
     monkeypatch.setattr(cache, "ASYNC_MIN_BYTES", 0)
@@ -136,17 +135,17 @@ def test_keep_writes_parsed_entries_with_their_index_and_queues_the_rest(tmp_pat
     (tmp_path / "other").mkdir()
     other = _copy(tmp_path / "other")
     ts, parsed = _load_deferred(other)
-    index_store.keep(parsed, ts.models, query.view_indexes(ts))
+    index_cache.keep(parsed, ts.models, index_cache.view_indexes(ts))
     assert not cache.has_entry(other)
     assert cache.release_behind() == 1
     assert cache.has_entry(other) and index_store.has_index(cache.entry_dir(cache.source_key(other)))
     index_store.remove(cache.entry_dir(cache.source_key(other)))
     ts = load(other)
-    (index,) = query.view_indexes(ts)
+    (index,) = index_cache.view_indexes(ts)
     assert not index.stored
-    index_store.keep([], ts.models, [index])
+    index_cache.keep([], ts.models, [index])
     assert cache.release_behind() == 1
-    (again,) = query.view_indexes(load(other))
+    (again,) = index_cache.view_indexes(load(other))
     assert again.stored
 
 
@@ -155,7 +154,7 @@ def test_an_entry_evicted_while_its_index_is_added_leaves_nothing(tmp_path, cdir
     load(path)
     ts = load(path)
     entry = cache.entry_of(ts.primary)
-    (index,) = query.view_indexes(ts)
+    (index,) = index_cache.view_indexes(ts)
     real_write = index_store.write
 
     def write_then_evicted(folder, ix, model):
@@ -179,11 +178,11 @@ def test_a_poisoned_index_is_a_miss_removed_and_rebuilt(how, tmp_path, monkeypat
     assert cache.entry_of(ts.primary) == entry
     assert index_store.open_index(entry, ts.primary) is None
     assert not any(os.path.lexists(f) for f in index_store.files(entry)), "the bad index stays"
-    (index,) = query.view_indexes(ts)
+    (index,) = index_cache.view_indexes(ts)
     assert not index.stored
     assert_same_index(index, ts.primary)
     assert cache.add_index(ts.primary, index)  # and a good one takes its place
-    (again,) = query.view_indexes(load(trace))
+    (again,) = index_cache.view_indexes(load(trace))
     assert again.stored
     if how == "index_array_symlinked":
         assert (entry.parent.parent / "elsewhere-index.npy").is_file()  # what the link pointed to is untouched

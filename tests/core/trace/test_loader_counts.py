@@ -7,8 +7,8 @@ from collections import Counter
 
 import numpy as np
 import pytest
-
 from helpers import shared_trace, trace_names
+
 from core.trace.loader import load
 from core.trace.model import Kind
 
@@ -117,7 +117,7 @@ def test_depth_vectorised_matches_stack():
     # random properly nested intervals on 3 tracks
     rows = []
     for t in range(3):
-        def gen(a, b, d):
+        def gen(a, b, d, t=t):  # this track
             x = a
             while x < b and len(rows) < 3000:
                 w = int(rng.integers(0, max(1, (b - x) // 2) + 1))

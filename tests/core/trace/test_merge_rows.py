@@ -9,8 +9,8 @@ import pytest
 
 from core.trace import parallel
 from core.trace.columns import events_to_columns, scan_available, scan_columns
-from core.trace.kineto import decode_events
 from core.trace.merge import Merger, merge_chunks
+from core.trace.tolerant import decode_events
 
 
 def _chunk(i: int, n: int, fast: bool):

@@ -6,13 +6,13 @@ from __future__ import annotations
 import gzip
 import multiprocessing as mp
 import os
-import threading
 import signal
+import threading
 import time
 
 import pytest
-
 from helpers import shared_trace
+
 from core.trace import columns, gzstream, kineto, parallel
 from core.trace.loader import iter_load, load
 

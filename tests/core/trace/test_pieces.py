@@ -5,8 +5,8 @@ from __future__ import annotations
 import gzip
 
 import pytest
-
 from helpers import shared_trace
+
 from core.trace import kineto, pieces
 from core.trace.loader import load
 

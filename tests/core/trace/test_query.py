@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from helpers import SAMPLE, shared_trace
 
-from core.trace import query
+from core.trace import index_cache, query
 from core.trace.loader import load
 from core.trace.model import Kind, TrackKind
 
@@ -188,7 +188,7 @@ def test_view_indexes_fill_the_span_once_per_model():
     ts = load(shared_trace("gpu_issues.pt.trace.json.gz"), use_cache=False)
     m = ts.primary
     s = m.slices
-    indexes = query.view_indexes(ts)
+    indexes = index_cache.view_indexes(ts)
     assert len(indexes) == len(ts.models) and isinstance(indexes[0], query.SliceIndex)
     first = m.span_ns
     assert first is m.span_ns  # memoised: the same tuple, no second pass

@@ -6,8 +6,8 @@ import lzma
 
 import numpy as np
 import pytest
-
 from helpers import shared_trace
+
 from core.trace import columns
 from core.trace.loader import load
 from core.trace.rawevent import read_event

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from helpers import SAMPLE, shared_trace
 from scan_helpers import _both, _canon
+
 from core.trace import columns
 from core.trace.columns import events_to_columns, scan_columns
 from core.trace.loader import load
@@ -263,7 +263,9 @@ def test_mutated_chunks_never_diverge_from_msgspec():
     import gzip
     import random
     import re
+
     import msgspec
+
     from core.trace.kineto import _decode_events
     text = gzip.open(shared_trace("gpu_issues.pt.trace.json.gz")).read()
     start = text.index(b"[", text.index(b'"traceEvents"')) + 1
@@ -337,6 +339,7 @@ def test_long_names_with_a_special_character_at_every_position(special):
     character at any offset of a block, in long Python-frame-like names, gives msgspec's columns
     (or both refuse: raw control characters are invalid JSON)."""
     import msgspec
+
     from core.trace.kineto import _decode_events
     for pos in range(0, 40):
         name = "m" * pos + special + "x" * (45 - pos) + "(12): forward"

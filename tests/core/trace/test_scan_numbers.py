@@ -5,10 +5,10 @@ from __future__ import annotations
 import random
 
 import pytest
+from scan_helpers import _both, _canon
 
 from core.trace import columns
 from core.trace.columns import scan_columns
-from scan_helpers import _both, _canon
 
 needs_scanner = pytest.mark.skipif(not columns.scan_available(), reason="C scanner not built (no compiler)")
 

@@ -3,18 +3,17 @@ the cache, pickling and every rule and table (none of them builds a dense column
 from __future__ import annotations
 
 import json
-
 import pickle
 import threading
 
 import numpy as np
 import pytest
+from helpers import LOCAL_TRACES, REPO, SAMPLE
 
 from core.trace import sparse
 from core.trace.loader import load
 from core.trace.model import NONE, SliceTable
 from core.trace.sparse import Sparse, from_pairs, sparsify
-from helpers import LOCAL_TRACES, REPO, SAMPLE
 
 TRACES = [SAMPLE, REPO / "tests" / "data" / "gpu_print.pt.trace.json.gz",
           REPO / "tests" / "data" / "cpu_flops.pt.trace.json.gz",

@@ -7,8 +7,8 @@ import json
 import zlib
 
 import pytest
-
 from helpers import shared_trace
+
 from core.trace.loader import load
 
 SOURCE = "gpu_issues.pt.trace.json.gz"

@@ -12,18 +12,17 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import no_torch_skip
+from runner_scripts import write
+from switch_scripts import FACTS, FLAGS_OFF, PLAIN
 
+from core.gpu.backend import NoGpu
 from core.runner.bundle import read_json
 from core.runner.config import ConfigError, RunConfig, Schedule, validate
 from core.runner.session import RunSession
 from core.runner.switches import REFUSED_EXIT, SwitchError, parse
-from core.gpu.backend import NoGpu
 from core.tryfix.fixes import resolve, resolve_spec, switch_for_rule
 from core.tryfix.store import read_switches
-
-from helpers import no_torch_skip
-from runner_scripts import write
-from switch_scripts import FACTS, FLAGS_OFF, PLAIN
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -181,6 +180,7 @@ def test_compiled_frames_are_counted_whichever_counter_torch_keeps(monkeypatch):
     import types
 
     import torch
+
     from core.runner.switches import Switches
     sw = Switches(torch, "compile")
     for counters, n in (({"stats": {}, "frames": {"total": 2, "ok": 2}}, 2),

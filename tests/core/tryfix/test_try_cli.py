@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from helpers import no_torch_skip
 from runner_scripts import write
 from switch_scripts import ZERO_GRAD

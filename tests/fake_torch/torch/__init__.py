@@ -17,7 +17,7 @@ LEGACY = _os.environ.get("FAKE_TORCH_LEGACY") == "1"
 if float(_os.environ.get("FAKE_TORCH_IMPORT_S", "0") or 0) > 0:
     _time.sleep(float(_os.environ["FAKE_TORCH_IMPORT_S"]))
 
-from torch import version  # noqa: E402
+from torch import version  # noqa: E402, F401, I001 - this order: the submodules import each other
 from torch._tensor import Tensor, tensor, randn  # noqa: E402,F401
 from torch import _C, autograd, backends, cuda, nn, optim, profiler, amp, _logging  # noqa: E402,F401
 # torch._dynamo is not imported by `import torch` (as in torch 2.2: it loads with torch.compile)

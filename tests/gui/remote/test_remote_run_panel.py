@@ -4,11 +4,11 @@ the Host row connects and probes interpreters, a remote run shows live, a droppe
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from PySide6 import QtCore, QtWidgets
+from sshd_server import ALIAS
 
 from core.remote.session import validate_remote
 from core.remote.ssh import SshHost
@@ -16,7 +16,6 @@ from core.runner.config import RunConfig, Schedule
 from gui.remote import host_row
 from gui.run.dialog import RunDialog
 from gui.run.panel import RunPanel
-from sshd_server import ALIAS
 
 pytest.importorskip("torch")
 SLOW = """

@@ -1,4 +1,5 @@
 import torch
+
 x = torch.randn(64, 64, requires_grad=True)
 opt = torch.optim.SGD([x], lr=0.1)
 for i in range(8):

@@ -1,5 +1,5 @@
-from torch.nn.modules.module import Module  # noqa: F401
 from torch.nn import modules  # noqa: F401
+from torch.nn.modules.module import Module  # noqa: F401
 
 
 class Linear(Module):

@@ -1,2 +1,2 @@
 from torch.optim import optimizer  # noqa: F401
-from torch.optim.optimizer import Optimizer, SGD  # noqa: F401
+from torch.optim.optimizer import SGD, Optimizer  # noqa: F401

@@ -1,0 +1,87 @@
+"""Per-step facts of each finding, after pricing: how many profiled steps its model has (what "Lost / step"
+divides by) and whether its cost is one-off.
+
+One-off: a recompile always (compile time is paid once, not per step), and any finding whose time ranges
+account for its cost (they cover 50-150 % of it) and put at least 80 % of it in one or few steps (at most a
+quarter of the window's steps, and at most 3) of a window of 3 or more steps: a first-step compile, a cold
+start, a single cudaMalloc after warm-up (not gpu_idle, whose ranges are the worst step's gaps by design). Such a cost is shown as "one-off: 3.84 s at step 4"
+(core/analysis/vocab.py), not as a cost of every step.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import numpy as np
+
+from core.analysis import intervals
+from core.rules.base import Finding, RuleContext
+
+log = logging.getLogger(__name__)
+
+ONE_OFF_RULES = frozenset({"recompile"})
+# rules whose time ranges are examples from one step by construction (gpu_idle: the worst step's largest gaps)
+EXAMPLE_RANGES = frozenset({"gpu_idle"})
+MIN_STEPS = 3
+SHARE = 0.8  # of the cost, in the few steps
+MAX_STEPS = 3
+COVERAGE = (0.5, 1.5)  # ranges / impact: below, the ranges are only examples (the top N), above, not the cost
+MIN_COST_NS = 1_000
+
+
+def annotate(ctx: RuleContext, findings: list[Finding]) -> list[Finding]:
+    out = []
+    for f in findings:
+        try:
+            out.append(_annotate(ctx, f))
+        except Exception:  # noqa: BLE001 - a label must never lose the finding
+            log.exception("per-step facts of %s failed", f.rule)
+            out.append(f)
+    return out
+
+
+def _annotate(ctx: RuleContext, f: Finding) -> Finding:
+    if not 0 <= f.model_index < len(ctx.models):
+        return f
+    st = ctx.steps(f.model_index)
+    n = 0 if st.synthetic else len(st.number)
+    steps = one_off_steps(st, f) if n >= MIN_STEPS else None
+    one_off = steps is not None or (f.rule in ONE_OFF_RULES and f.impact_ns >= MIN_COST_NS)
+    if one_off and steps is None and n:  # a recompile spread over the window: the steps that hold most of it
+        steps = _top_steps(st, f, MAX_STEPS)
+    return dataclasses.replace(f, steps=n, one_off=one_off, one_off_steps=tuple(steps or ()))
+
+
+def _per_step(st, f: Finding) -> np.ndarray:
+    """Time of the finding's ranges inside each step (the ranges merged first: overlaps count once)."""
+    if not f.time_ranges:
+        return np.zeros(len(st.number))
+    r = np.asarray(f.time_ranges, np.int64).reshape(-1, 2)
+    us, ue = intervals.union(r[:, 0], r[:, 1])
+    return intervals.covered(us, ue, st.t0_ns, st.t1_ns).astype(np.float64)
+
+
+def one_off_steps(st, f: Finding) -> tuple[int, ...] | None:
+    """The ProfilerStep numbers holding a one-off cost, or None when the cost is spread over the steps (or the
+    ranges do not tell: they are examples, not the cost)."""
+    if f.impact_ns < MIN_COST_NS or f.hint or f.rule in EXAMPLE_RANGES:
+        return None
+    per = _per_step(st, f)
+    total = float(per.sum())
+    if not total or not COVERAGE[0] <= total / f.impact_ns <= COVERAGE[1]:
+        return None
+    few = min(MAX_STEPS, max(1, len(per) // 4))
+    order = np.argsort(-per, kind="stable")
+    k = int(np.searchsorted(np.cumsum(per[order]) / total, SHARE - 1e-9) + 1)
+    if k > few:
+        return None
+    return tuple(sorted(int(st.number[i]) for i in order[:k]))
+
+
+def _top_steps(st, f: Finding, most: int) -> tuple[int, ...]:
+    per = _per_step(st, f)
+    if not per.sum():
+        return ()
+    order = np.argsort(-per, kind="stable")
+    k = int(np.searchsorted(np.cumsum(per[order]) / per.sum(), SHARE - 1e-9) + 1)
+    return tuple(sorted(int(st.number[i]) for i in order[:min(k, most)] if per[i] > 0))
