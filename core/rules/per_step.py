@@ -31,8 +31,13 @@ MIN_COST_NS = 1_000
 
 def annotate(ctx: RuleContext, findings: list[Finding]) -> list[Finding]:
     out = []
+    steps: dict[tuple[int, bool], int] = {}
     for f in findings:
         try:
+            key = (f.model_index, f.saving_ns is not None)
+            if key not in steps and 0 <= f.model_index < len(ctx.models):
+                steps[key] = mean_step_ns(ctx, f.model_index, saving=key[1])
+            f = dataclasses.replace(f, mean_step_ns=steps.get(key, 0))
             out.append(_annotate(ctx, f))
         except Exception:  # noqa: BLE001 - a label must never lose the finding
             log.exception("per-step facts of %s failed", f.rule)
@@ -50,6 +55,25 @@ def _annotate(ctx: RuleContext, f: Finding) -> Finding:
     if one_off and steps is None and n:  # a recompile spread over the window: the steps that hold most of it
         steps = _top_steps(st, f, MAX_STEPS)
     return dataclasses.replace(f, steps=n, one_off=one_off, one_off_steps=tuple(steps or ()))
+
+
+def mean_step_ns(ctx: RuleContext, index: int, saving: bool) -> int:
+    """The mean step a finding's per-step numbers are shares of: the mean effective step of its model (what
+    impact_pct divides by, per step); for a saving in unprofiled time (a bundle that knows its recording
+    inflation, or a loop the DataLoader workers pace: core/rules/whatif.py), the unprofiled step the status
+    line shows next to it."""
+    from core.analysis.step_times import step_times
+    st = ctx.steps(index)
+    n = 1 if st.synthetic else max(len(st.number), 1)
+    total = st.total_ns if st.synthetic else int(step_times(ctx.models[index], ctx.config).effective_ns.sum())
+    recorded = int(round(total / n))  # impact_pct's denominator, per step (ctx.pct)
+    if not saving:
+        return recorded
+    from core.rules.savings import _inflation
+    from core.rules.whatif import unprofiled_step_ns
+    unprofiled = ctx.memoized(f"unprofiled_step:{index}",
+                              lambda: unprofiled_step_ns(ctx.models[index], _inflation(ctx)))
+    return int(unprofiled or recorded)
 
 
 def _per_step(st, f: Finding) -> np.ndarray:
