@@ -22,10 +22,13 @@ from core.terminal import printable
 def add_arguments(p) -> None:
     p.add_argument("--out", default=None, help="bundle folder: new, empty, or an old bundle (only ptprof's own "
                    "files are replaced); default ./ptprof-runs/<script>-<time>")
-    p.add_argument("--wait", type=int, default=5, help="schedule: optimizer steps skipped per cycle")
-    p.add_argument("--warmup", type=int, default=1, help="schedule: warm-up steps (traced, not saved)")
-    p.add_argument("--active", type=int, default=3, help="schedule: recorded steps per cycle")
-    p.add_argument("--repeat", type=int, default=1, help="schedule: cycles (0 = until the script ends)")
+    from core.runner.config import Schedule
+    d = Schedule()  # the one place the default schedule lives (also the Run dialog's)
+    p.add_argument("--wait", type=int, default=d.wait, help="schedule: optimizer steps skipped per cycle")
+    p.add_argument("--warmup", type=int, default=d.warmup, help="schedule: warm-up steps (traced, not saved)")
+    p.add_argument("--active", type=int, default=d.active, help="schedule: recorded steps per cycle (default "
+                   f"{d.active}: two default runs compare with significance, 4+ steps a side)")
+    p.add_argument("--repeat", type=int, default=d.repeat, help="schedule: cycles (0 = until the script ends)")
     p.add_argument("--nproc-per-node", type=int, default=None, dest="nproc",
                    help="processes (ranks); always launched through torchrun, 1 included")
     p.add_argument("--torchrun", action="store_true", help="launch through python -m torch.distributed.run")
@@ -196,7 +199,7 @@ def drive(session, args, started: bool = False) -> int:
                     if said_connection is not None or connection != "connected":
                         sys.stderr.write(f"ptprof: {connection}\n")
                     said_connection = connection
-            if tty:
+            if tty and not getattr(getattr(session, "host", None), "prompting", False):  # ssh asks a password
                 line = status_line(session)
                 if line != shown:
                     sys.stderr.write("\r\033[K" + line[:200])
