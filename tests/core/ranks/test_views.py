@@ -123,3 +123,25 @@ def test_diff_cli_on_multi_rank_runs(cache_dir, tmp_path, capsys):
     assert main(["diff", str(run), str(run), "--json"]) == 0
     out = capsys.readouterr().out
     assert '"per_rank"' in out and '"ranks": 2' in out
+
+
+def test_report_whose_window_needs_the_whole_run_span(cache_dir, tmp_path, monkeypatch):
+    """No busiest step on the primary rank: the window is the whole run's span, so the timeline pieces take a
+    second pass over the ranks; the files are still the whole-set report's."""
+    from core.export import timeline_data
+    from core.export.findings import wrap
+    from core.ranks.report_parts import report_view
+    monkeypatch.setattr(timeline_data, "busiest_step", lambda m: None)
+    run = _run("ddp2", tmp_path)
+    write_report(load(run), tmp_path / "old", None, ReportOptions(pngs=False))
+    view, ra = report_view(run, executor=InProcess())
+    try:
+        assert all("timeline" in m.parts for m in view.models)
+        write_report(view, tmp_path / "new", None, ReportOptions(pngs=False, findings=wrap(ra.analysis)))
+        fig_old = timeline_data.build(load(run))
+        fig_new = timeline_data.build(view)
+        assert (fig_new.t0_ms, fig_new.t1_ms, fig_new.row_labels) == (fig_old.t0_ms, fig_old.t1_ms, fig_old.row_labels)
+        assert "whole trace" in fig_new.header.subtitle
+    finally:
+        view.close()
+    assert _files(tmp_path / "old") == _files(tmp_path / "new")
