@@ -3,8 +3,9 @@ divides by) and whether its cost is one-off.
 
 One-off: a recompile always (compile time is paid once, not per step), and any finding whose time ranges
 account for its cost (they cover 50-150 % of it) and put at least 80 % of it in one or few steps (at most a
-quarter of the window's steps, and at most 3) of a window of 3 or more steps: a first-step compile, a cold
-start, a single cudaMalloc after warm-up (not gpu_idle, whose ranges are the worst step's gaps by design). Such a cost is shown as "one-off: 3.84 s at step 4"
+quarter of the window's steps, and at most 3, not evenly spaced: that is every N steps) of a window of 3 or
+more steps: a first-step compile, a cold start, a single cudaMalloc after warm-up (not gpu_idle, whose ranges
+are the worst step's gaps by design). Such a cost is shown as "one-off: 3.84 s at step 4"
 (core/analysis/vocab.py), not as a cost of every step.
 """
 from __future__ import annotations
@@ -99,7 +100,15 @@ def one_off_steps(st, f: Finding) -> tuple[int, ...] | None:
     k = int(np.searchsorted(np.cumsum(per[order]) / total, SHARE - 1e-9) + 1)
     if k > few:
         return None
-    return tuple(sorted(int(st.number[i]) for i in order[:k]))
+    steps = tuple(sorted(int(st.number[i]) for i in order[:k]))
+    if periodic(steps):  # every N steps (a .item() in a log_metrics every 10 steps): recurring, not one-off
+        return None
+    return steps
+
+
+def periodic(steps: tuple[int, ...]) -> bool:
+    """Three or more steps evenly spaced: a cost that comes back every N steps."""
+    return len(steps) >= 3 and len({b - a for a, b in zip(steps, steps[1:])}) == 1
 
 
 def _top_steps(st, f: Finding, most: int) -> tuple[int, ...]:

@@ -44,6 +44,7 @@ def _analysis_job(trace_set, config):
 
 
 STATUS_LINES = 3
+MANY_ROWS = 200  # more findings than this (a run of 100+ ranks: 1,153): rows of a fixed height, see _fit_rows
 
 
 def _glued(text: str) -> str:
@@ -204,6 +205,7 @@ class IssuesPanel(QtWidgets.QWidget):
         path = getattr(trace_set, "path", None)
         self.model.try_enabled = bool(path) and is_bundle(path)
         self._tried = tried_for(path)
+        self._fit_rows(len(analysis.findings))
         self.model.set_findings(analysis.findings)
         self.table.sortByColumn(0, QtCore.Qt.SortOrder.DescendingOrder)  # errors first, then by saving / impact
         self._fit_columns()
@@ -242,6 +244,18 @@ class IssuesPanel(QtWidgets.QWidget):
             mode = (QtWidgets.QHeaderView.ResizeMode.Stretch if col == problem
                     else QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
             header.setSectionResizeMode(col, mode)
+
+    def _fit_rows(self, n: int) -> None:
+        """Rows sized to their wrapped titles ask every cell of every row for its size on each layout: 1,153
+        findings of 128 ranks held the UI thread ~1.5 s. Past MANY_ROWS the rows get the title's cap (the
+        delegate's TITLE_LINES); columns are sized from 64 rows."""
+        many = n > MANY_ROWS
+        self.table.horizontalHeader().setResizeContentsPrecision(64)  # as the stats tables: 64 rows, not all
+        rows = self.table.verticalHeader()
+        if many:
+            rows.setDefaultSectionSize(_TitleDelegate.TITLE_LINES * self.table.fontMetrics().lineSpacing() + 6)
+        rows.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.Fixed if many
+                                  else QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
 
     def analysis(self) -> Analysis | None:
         return self._analysis
