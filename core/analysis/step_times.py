@@ -26,10 +26,10 @@ import numpy as np
 from core.analysis import intervals
 from core.analysis.derived import cached
 from core.analysis.rows import kind_rows, launch_src_ts, named_rows_matching
+from core.trace import event_names
 from core.trace.model import GPU_KINDS, Kind, TraceModel
 
 BOUNDS = ("gpu", "cpu", "sync", "data")
-SYNC_CALL_NAMES = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
 # resources/rules.toml [steps]: defaults used when no config is passed
 DEFAULT_GPU_BUSY_BOUND_PCT = 85.0
 DEFAULT_CPU_SHARE_BOUND_PCT = 30.0
@@ -174,10 +174,6 @@ def _cpu_named_time(model: TraceModel, predicate, kinds, t0: np.ndarray, t1: np.
     return intervals.covered(us, ue, t0, t1)
 
 
-def is_blocking_call(name: str) -> bool:
-    return name in SYNC_CALL_NAMES or (name.startswith("cudaMemcpy") and "Async" not in name)
-
-
 def _step_times(model: TraceModel, cfg: dict) -> StepTimes:
     number, t0, t1, synthetic = cpu_windows(model)
     number = np.asarray(number, np.int64)
@@ -215,8 +211,8 @@ def _step_times(model: TraceModel, cfg: dict) -> StepTimes:
     cpu_ns = (t1 - t0).astype(np.int64)
     effective = np.maximum(cpu_ns, gpu_ns)
     busy = _grouped_union_total(step, g_start, g_end, n)
-    sync_ns = _cpu_named_time(model, is_blocking_call, [Kind.RUNTIME], t0, t1)
-    data_ns = _cpu_named_time(model, lambda x: x.startswith("enumerate(DataLoader)") and "__next__" in x,
+    sync_ns = _cpu_named_time(model, event_names.is_blocking_call, [Kind.RUNTIME], t0, t1)
+    data_ns = _cpu_named_time(model, event_names.is_dataloader_next,
                               [Kind.CPU_OP, Kind.ANNOTATION, Kind.OTHER, Kind.PYTHON], t0, t1)
     bound = _bound(cfg, cpu_ns, gpu_ns, busy, sync_ns, data_ns, has)
     return StepTimes(number=number, cpu_t0_ns=t0, cpu_ns=cpu_ns, gpu_t0_ns=gpu_t0, gpu_ns=gpu_ns,

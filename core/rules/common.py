@@ -9,11 +9,11 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from core.analysis.breakdown import COMPILE_PATTERN
 from core.analysis.derived import cached
 from core.analysis.steps import gpu_busy_union
 from core.analysis.tree import is_library_frame, parents, parse_frame, user_frame
 from core.rules.base import Source
+from core.trace import event_names
 from core.trace.model import GPU_KINDS, Kind, TraceModel, TrackKind
 
 MAX_EVIDENCE = 20  # evidence dicts per finding (the rows to highlight are all kept)
@@ -208,14 +208,11 @@ def step_of(steps, ts_ns) -> np.ndarray:
     return steps.index_of(ts_ns)
 
 
-COMPILE_RX = COMPILE_PATTERN.pattern
-
-
 def compile_windows(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
     """Disjoint intervals where torch.compile itself runs (dynamo tracing, inductor, autotuning)."""
     def compute():
         from core.analysis import intervals
-        rows = rows_with_names(model, "compile", regex(COMPILE_RX))
+        rows = rows_with_names(model, "compile", event_names.is_compile_event)
         s = model.slices
         return intervals.union(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
     return cached(model, "compile_windows", compute)

@@ -16,6 +16,7 @@ from core.analysis import intervals
 from core.rules import common as c
 from core.rules import compile_info as ci
 from core.rules.base import RuleContext, RuleOutput, Source, rule
+from core.trace import event_names
 
 _REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)$")
 _RESUME = re.compile(r"^(.+?)\((\d+)\): torch_dynamo_resume_in_(\w+?)_at_(\d+)$")
@@ -23,7 +24,7 @@ _RESUME = re.compile(r"^(.+?)\((\d+)\): torch_dynamo_resume_in_(\w+?)_at_(\d+)$"
 
 def _regions(m) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows, X, Y) of compiled-region ranges."""
-    ids = c.name_ids(m, "compiled-region", lambda n: n.startswith("Torch-Compiled Region: "))
+    ids = c.name_ids(m, "compiled-region", event_names.is_compiled_region)
     if not len(ids):
         z = np.zeros(0, np.int64)
         return z, z, z
@@ -93,8 +94,7 @@ def graph_break(ctx: RuleContext) -> RuleOutput:
         g = rows[sel]
         r0, r1 = s.ts_ns[g], s.ts_ns[g] + s.dur_ns[g]
         us, ue = intervals.union(r0, r1)
-        graphs = c.rows_with_names(m, "compiled-graph-calls", lambda n: n.startswith("## Call CompiledFxGraph")
-                                   or n == "CompiledFunction")
+        graphs = c.rows_with_names(m, "compiled-graph-calls", event_names.is_compiled_graph_call)
         cw0, cw1 = c.compile_windows(m)
         gs, ge = intervals.union(np.concatenate([s.ts_ns[graphs], cw0]),
                                  np.concatenate([s.ts_ns[graphs] + s.dur_ns[graphs], cw1]))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from core.analysis.breakdown import step_breakdown
 from core.rules import common as c
 from core.rules.base import RuleContext, RuleOutput, rule
+from core.trace import event_names
 from core.units import fmt_pct
 
 
@@ -27,7 +28,7 @@ def dataloader_bound(ctx: RuleContext) -> RuleOutput:
         if 100.0 * cpu_ns / total < min_pct:
             continue
         rows = c.rows_with_names(m, "dataloader-next",
-                                 lambda n: n.startswith("enumerate(DataLoader)") and "__next__" in n)
+                                 event_names.is_dataloader_next)
         rows = ctx.in_steps(i, rows)
         single = any("_SingleProcessDataLoaderIter" in m.name(int(r)) for r in rows[:5])
         impact = int(b.dataloader_ns.sum()) if b.has_gpu else cpu_ns

@@ -23,6 +23,7 @@ from core.analysis.steps import gpu_busy_union
 from core.analysis.tree import ancestor_with_kind
 from core.rules import common as c
 from core.rules.base import CheckNotRun, RuleContext, RuleOutput, Severity, rule
+from core.trace import event_names
 from core.trace.model import GPU_KINDS, FlowKind, Kind, TrackKind
 from core.units import fmt_ns, fmt_pct
 
@@ -176,10 +177,9 @@ def copy_call_intervals(m) -> tuple[np.ndarray, np.ndarray]:
     s = m.slices
     f = m.flows
     launch = f.kind == FlowKind.LAUNCH
-    pageable = c.name_ids(m, "memcpy-pageable-ids", lambda n: "Pageable" in n)
+    pageable = c.name_ids(m, "memcpy-pageable-ids", event_names.is_pageable_copy)
     sel = launch & np.isin(s.name[f.dst], pageable) & (s.kind[f.dst] == Kind.MEMCPY)
-    blocking = c.rows_with_names(m, "cudaMemcpy-blocking",
-                                 lambda n: n.startswith("cudaMemcpy") and "Async" not in n, [Kind.RUNTIME])
+    blocking = c.rows_with_names(m, "cudaMemcpy-blocking", event_names.is_blocking_memcpy, [Kind.RUNTIME])
     rows = np.unique(np.concatenate([f.src[sel], blocking]))
     return intervals.union(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
 

@@ -13,7 +13,7 @@ from core.analysis import intervals
 from core.rules import common as c
 from core.rules import sync_sites
 from core.rules.base import RuleContext, RuleOutput, rule
-from core.rules.sync import SYNC_NAMES
+from core.trace import event_names
 from core.trace.model import FlowKind, Kind
 
 
@@ -22,7 +22,7 @@ def pageable_memcpy(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     for i, m in enumerate(ctx.models):
         s = m.slices
-        rows = c.rows_with_names(m, "memcpy-pageable", lambda n: "Pageable" in n, [Kind.MEMCPY])
+        rows = c.rows_with_names(m, "memcpy-pageable", event_names.is_pageable_copy, [Kind.MEMCPY])
         if not len(rows):
             continue
         f = m.flows
@@ -39,7 +39,7 @@ def pageable_memcpy(ctx: RuleContext) -> RuleOutput:
         aten = c.name_ids(m, "aten", lambda n: n.startswith("aten::"))
         op = c.outermost_chain(m, np.maximum(src, 0), aten)
         op = np.where(src >= 0, op, -1)
-        syncs = c.rows_with_names(m, "sync", c.exact(*SYNC_NAMES), [Kind.RUNTIME])
+        syncs = c.rows_with_names(m, "sync", c.exact(*event_names.SYNC_CALLS), [Kind.RUNTIME])
         sync_op = c.outermost_chain(m, syncs, aten) if len(syncs) else np.zeros(0, np.int64)
         direction = np.array(["HtoD" if "HtoD" in m.name(int(r)) else "DtoH" for r in rows])
         for d in np.unique(direction).tolist():

@@ -15,6 +15,7 @@ import numpy as np
 from core.rules import common as c
 from core.rules import sync_sites
 from core.rules.base import RuleContext, RuleOutput, rule
+from core.trace import event_names
 from core.trace.model import Kind
 
 PRINTING = "printing a tensor (str/print/format)"
@@ -22,9 +23,8 @@ PRINTING = "printing a tensor (str/print/format)"
 # __format__, whose ops (item, is_nonzero, masked_select, to/copy_) are the syncs
 _PRINT_FRAMES = ("torch/_tensor_str.py(",)
 _PRINT_METHODS = (": __repr__", ": __format__", ": __str__")
-SYNC_NAMES = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
-WOULD_SYNC = ("aten::item", "aten::_local_scalar_dense", "aten::nonzero", "aten::is_nonzero", "aten::masked_select",
-              "aten::unique", "aten::_unique2", "aten::equal")
+SYNC_NAMES = event_names.SYNC_CALLS
+WOULD_SYNC = event_names.WOULD_SYNC_OPS
 
 _WHY = {
     "aten::item": (".item() / float(t) / bool(t) copies a scalar to the host and waits for the GPU",
@@ -75,7 +75,7 @@ def _sync_rows(ctx: RuleContext, i: int) -> np.ndarray:
         rows = rows[steps.index_of(s.ts_ns[rows]) >= 0]
     elif len(rows):
         # no steps: the profiler's own flush is the last root-level cudaDeviceSynchronize of the trace
-        last = rows[-1] if m.name(int(rows[-1])) == "cudaDeviceSynchronize" else -1
+        last = rows[-1] if m.name(int(rows[-1])) == event_names.DEVICE_SYNC else -1
         par = c.parents(m)
         if last >= 0 and par[last] < 0 and s.ts_ns[last] >= int(s.ts_ns[rows].max()):
             rows = rows[rows != last]
@@ -211,7 +211,7 @@ def _h2d_pageable_ops(m, aten_ids: np.ndarray) -> np.ndarray:
     from core.trace.model import FlowKind
     f = m.flows
     launch = f.kind == FlowKind.LAUNCH
-    pageable = c.name_ids(m, "memcpy-h2d-pageable", lambda n: "HtoD" in n and "Pageable" in n)
+    pageable = c.name_ids(m, "memcpy-h2d-pageable", event_names.is_pageable_h2d)
     if not len(pageable):
         return np.zeros(0, np.int64)
     sel = launch & np.isin(m.slices.name[f.dst], pageable)
@@ -262,8 +262,7 @@ def _cpu_hints(ctx: RuleContext, i: int) -> RuleOutput:
 def sync_memcpy(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     for i, m in enumerate(ctx.models):
-        rows = c.rows_with_names(m, "cudaMemcpy-blocking",
-                                 lambda n: n.startswith("cudaMemcpy") and "Async" not in n, [Kind.RUNTIME])
+        rows = c.rows_with_names(m, "cudaMemcpy-blocking", event_names.is_blocking_memcpy, [Kind.RUNTIME])
         rows = ctx.in_steps(i, rows)
         if not len(rows):
             continue

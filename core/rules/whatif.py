@@ -34,6 +34,7 @@ import numpy as np
 from core.analysis import intervals
 from core.analysis.critical_path import Edit, Replay, replay_input, simulate
 from core.compat import tomllib
+from core.trace import event_names
 from core.trace.model import FlowKind, Kind, TraceModel
 
 TOML = Path(__file__).resolve().parents[2] / "resources" / "whatif.toml"
@@ -89,7 +90,7 @@ def _pinned_bandwidth(model: TraceModel, direction: str, cfg: dict) -> tuple[flo
     """Bytes per ns of pinned copies in that direction: the trace's own (median of copies >= 64 KiB),
     else resources/whatif.toml by GPU name."""
     s = model.slices
-    ids = model.strings.ids_matching(lambda n: direction in n and "Pinned" in n)
+    ids = model.strings.ids_matching(lambda n: event_names.is_pinned_copy(n, direction))
     rows = s.present_rows("bytes")  # copies and sets carry bytes: no pass over every slice's bytes
     nbytes = s.at("bytes", rows)
     keep = np.isin(s.name[rows], ids) & (s.kind[rows] == Kind.MEMCPY) & (nbytes >= 65536) & (s.dur_ns[rows] > 0)
@@ -214,8 +215,7 @@ def _graph_break(model, finding, rp, cfg, ctx) -> Edit:
     if not len(rows):
         return Edit()
     us, ue = intervals.union(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
-    graphs = c.rows_with_names(model, "compiled-graph-calls", lambda n: n.startswith("## Call CompiledFxGraph")
-                               or n == "CompiledFunction")
+    graphs = c.rows_with_names(model, "compiled-graph-calls", event_names.is_compiled_graph_call)
     cw0, cw1 = c.compile_windows(model)
     gs, ge = intervals.union(np.concatenate([s.ts_ns[graphs], cw0]),
                              np.concatenate([s.ts_ns[graphs] + s.dur_ns[graphs], cw1]))

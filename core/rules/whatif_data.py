@@ -19,6 +19,7 @@ import numpy as np
 from core.analysis import intervals
 from core.analysis.critical_path import replay_input
 from core.analysis.rows import named_rows_matching
+from core.trace import event_names
 from core.trace.model import Kind, TraceModel
 
 TARGET_WORKERS = 8
@@ -63,7 +64,7 @@ def fix_workers(workers: int, cpus: int | None) -> int:
 
 
 def _next_rows(model: TraceModel) -> np.ndarray:
-    return named_rows_matching(model, lambda n: n.startswith("enumerate(DataLoader)") and "__next__" in n,
+    return named_rows_matching(model, event_names.is_dataloader_next,
                                [Kind.CPU_OP, Kind.ANNOTATION, Kind.OTHER, Kind.PYTHON])
 
 
