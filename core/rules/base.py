@@ -76,7 +76,7 @@ class Finding:
     source: Source | None
     fix: str
     model_index: int = 0  # which TraceModel of the set (rank) the ranges and rows refer to
-    evidence_rows: tuple[int, ...] = ()  # SliceTable rows of that model to highlight
+    evidence_rows: tuple[int, ...] = ()  # SliceTable rows of that model to highlight (what the GUI shows)
     hint: bool = False  # advisory (no measured cost), always info
     # what the fix would save (core/rules/whatif.py): per step, median over steps, from the replay of the
     # critical path; None when the rule has no what-if (hints, memory, multi-rank findings)
@@ -92,6 +92,11 @@ class Finding:
     steps: int = 0
     one_off: bool = False
     one_off_steps: tuple[int, ...] = ()
+    # the edit input of the rule's what-if (its `WhatIf.edit` reads these rows, never evidence_rows: widening
+    # a highlight cannot change a saving); fix_groups, when set, one group id per fix row (launch_bound: the
+    # run each kernel belongs to)
+    fix_rows: tuple[int, ...] = ()
+    fix_groups: tuple[int, ...] = ()
 
     def to_json(self) -> dict:
         return {
@@ -258,7 +263,7 @@ class RuleContext:
 
     def finding(self, rule: str, index: int, *, title: str, count: int, impact_ns: float,
                 time_ranges, evidence, source, fix: str, evidence_rows=(), hint: bool = False,
-                severity: Severity | None = None) -> Finding:
+                severity: Severity | None = None, fix_rows=(), fix_groups=()) -> Finding:
         pct = self.pct(index, impact_ns)
         sev = severity if severity is not None else self.severity(pct, impact_ns, hint)
         if len(self.models) > 1:
@@ -266,7 +271,8 @@ class RuleContext:
         return Finding(rule=rule, severity=sev, title=title, count=int(count), impact_ns=int(impact_ns),
                        impact_pct=pct, time_ranges=tuple((int(a), int(b)) for a, b in time_ranges),
                        evidence=tuple(evidence), source=source, fix=fix, model_index=index,
-                       evidence_rows=tuple(int(r) for r in evidence_rows), hint=hint)
+                       evidence_rows=tuple(int(r) for r in evidence_rows), hint=hint,
+                       fix_rows=tuple(int(r) for r in fix_rows), fix_groups=tuple(int(g) for g in fix_groups))
 
 
 def _jsonable(value):
@@ -284,19 +290,41 @@ def _jsonable(value):
 
 
 @dataclass(frozen=True, slots=True)
+class WhatIf:
+    """What a rule's fix would save (core/rules/savings.py prices every finding with it).
+
+    `edit(model, finding, replay, cfg) -> Edit`: the replay edit the fix makes, built from the finding's
+    `fix_rows` / `fix_groups` (core.analysis.critical_path.Edit; cfg = resources/whatif.toml). `doc`: one
+    line, what the edit does. `loader_fix`: the fix changes the DataLoader's period (whatif_data.py).
+    `alternatives(model, finding, cfg, inflation, saving) -> (estimate, savings_by_fix)`: where fixes differ
+    (launch_bound: torch.compile vs CUDA graphs). `amortised(ctx, finding, model, step_ns) -> (saving_ns,
+    pct, estimate) | None`: a one-off cost priced over the run (recompile), before the edit."""
+
+    edit: Any
+    doc: str = ""
+    loader_fix: bool = False
+    alternatives: Any = None
+    amortised: Any = None
+
+
+@dataclass(frozen=True, slots=True)
 class FnRule:
-    """A rule written as a function `fn(ctx) -> RuleOutput` (what the rule modules use)."""
+    """One rule as one unit: its id, title, one-paragraph doc (the README's rules table and `ptprof analyze
+    --explain RULE`), its detector `fn(ctx) -> RuleOutput` and its what-if (None: no saving is priced)."""
 
     id: str
     title: str
     fn: Any
+    doc: str = ""
+    what_if: WhatIf | None = None
 
     def run(self, ctx: RuleContext) -> RuleOutput:
         return self.fn(ctx)
 
 
-def rule(rule_id: str, title: str):
-    """Decorator: `@rule("host_sync", "Host-device synchronisation")` turns a function into a Rule."""
+def rule(rule_id: str, title: str, *, doc: str = "", what_if: WhatIf | None = None):
+    """Decorator: `@rule("host_sync", "Host-device synchronisation", doc=..., what_if=WhatIf(...))` turns a
+    detector function into a Rule."""
     def wrap(fn) -> FnRule:
-        return FnRule(rule_id, title, fn)
+        return FnRule(rule_id, title, fn, " ".join(doc.split()), what_if)
     return wrap

@@ -6,15 +6,32 @@ spent inside `__next__` (GPU traces) or its CPU time (CPU-only traces).
 """
 from __future__ import annotations
 
+import numpy as np
 
 from core.analysis.breakdown import step_breakdown
 from core.rules import common as c
-from core.rules.base import RuleContext, RuleOutput, rule
+from core.analysis.critical_path import Edit
+from core.rules import whatif
+from core.rules.base import RuleContext, RuleOutput, WhatIf, rule
 from core.trace import event_names
+from core.trace.model import Kind
 from core.units import fmt_pct
 
 
-@rule("dataloader_bound", "Data loading stalls the step")
+def _dataloader(model, finding, rp, cfg) -> Edit:
+    s = model.slices
+    rows = whatif.of_kind(model, whatif.fix_rows(finding), Kind.CPU_OP, Kind.ANNOTATION, Kind.OTHER, Kind.PYTHON)
+    handoff = int(cfg.get("dataloader", {}).get("handoff_ns", 100_000))
+    t0 = s.ts_ns[rows] + np.minimum(s.dur_ns[rows], handoff)
+    t1 = s.ts_ns[rows] + s.dur_ns[rows]
+    return Edit(label="loading overlapped with the previous step", cut_start_ns=t0, cut_end_ns=t1)
+
+
+@rule("dataloader_bound", "Data loading stalls the step",
+      what_if=WhatIf(_dataloader, "DataLoader __next__ overlapped with the previous step (its CPU time leaves the "
+                     "step, "
+                     "[dataloader] handoff_ns stays per call)", loader_fix=True), doc="""
+DataLoader `__next__` > 5 % of the step; `_SingleProcessDataLoaderIter` = num_workers=0""")
 def dataloader_bound(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     min_pct = float(ctx.cfg("dataloader_bound").get("min_pct", 5.0))
@@ -45,7 +62,7 @@ def dataloader_bound(ctx: RuleContext) -> RuleOutput:
             "dataloader_bound", i,
             title=f"DataLoader takes {fmt_pct(100.0 * cpu_ns / total)} of step time{mode}",
             count=len(rows), impact_ns=impact, time_ranges=c.ranges_of(m, rows), evidence=ev,
-            source=c.source_of(m, int(rows[0])) if len(rows) else None, fix=fix, evidence_rows=rows))
+            source=c.source_of(m, int(rows[0])) if len(rows) else None, fix=fix, evidence_rows=rows, fix_rows=rows))
     return out
 
 

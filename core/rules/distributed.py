@@ -55,7 +55,8 @@ def _comm_fix(m, gpu_collectives: bool) -> str:
             "accumulation with no_sync(), or larger per-rank batches so compute hides communication.")
 
 
-@rule("comm_bound", "Communication not overlapped with compute")
+@rule("comm_bound", "Communication not overlapped with compute", doc="""
+collectives not overlapped with compute (multi-rank)""")
 def comm_bound(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     world = max([_world_size(m) for m in ctx.models] + [ctx.world_hint])
@@ -94,7 +95,8 @@ def comm_bound(ctx: RuleContext) -> RuleOutput:
     return out
 
 
-@rule("rank_imbalance", "Ranks run at different speeds")
+@rule("rank_imbalance", "Ranks run at different speeds", doc="""
+ranks whose mean step time differs > 10 % (multi-rank)""")
 def rank_imbalance(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     if not _multi_rank(ctx, "rank_imbalance", out):

@@ -23,7 +23,8 @@ def _cuda_memory(m):
     return cuda if cuda.any() else None
 
 
-@rule("memory_near_capacity", "GPU memory close to capacity")
+@rule("memory_near_capacity", "GPU memory close to capacity", doc="""
+reserved memory > 90 % of the device""")
 def memory_near_capacity(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     limit = float(ctx.cfg("memory_near_capacity").get("max_reserved_pct", 90.0))
@@ -60,7 +61,8 @@ def memory_near_capacity(ctx: RuleContext) -> RuleOutput:
     return out
 
 
-@rule("memory_growth", "Allocated memory grows step over step")
+@rule("memory_growth", "Allocated memory grows step over step", doc="""
+allocated memory at step end rising step over step""")
 def memory_growth(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     cfg = ctx.cfg("memory_growth")
@@ -106,7 +108,8 @@ def memory_growth(ctx: RuleContext) -> RuleOutput:
     return out
 
 
-@rule("allocator_churn", "cudaMalloc / cudaFree inside the steps")
+@rule("allocator_churn", "cudaMalloc / cudaFree inside the steps", doc="""
+cudaMalloc / cudaFree after the first step""")
 def allocator_churn(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     min_calls = int(ctx.cfg("allocator_churn").get("min_calls", 1))

@@ -9,11 +9,32 @@ from __future__ import annotations
 import numpy as np
 
 from core.rules import common as c
-from core.rules.base import RuleContext, RuleOutput, rule
-from core.trace.model import Kind
+from core.analysis.critical_path import Edit
+from core.rules import whatif
+from core.rules.base import RuleContext, RuleOutput, WhatIf, rule
+from core.trace.model import Kind, TraceModel
 
 
-@rule("fp32_gemm", "FP32 GEMMs without tensor cores")
+def tensor_core_factor(model: TraceModel, cfg: dict) -> tuple[float, str]:
+    table = cfg.get("tensor_core_factor", {})
+    for p in model.meta.device_properties:
+        cc = f"sm_{p.get('computeMajor', '')}{p.get('computeMinor', '')}"
+        if cc in table:
+            return float(table[cc]), cc
+    return float(table.get("default", 4.0)), "default"
+
+
+def _fp32(model, finding, rp, cfg) -> Edit:
+    rows = whatif.of_kind(model, whatif.fix_rows(finding), Kind.KERNEL)
+    factor, arch = tensor_core_factor(model, cfg)
+    return Edit(label=f"GEMMs / {factor:g} (tensor cores, {arch})", scale_rows=rows,
+                scale=np.full(len(rows), 1.0 / factor))
+
+
+@rule("fp32_gemm", "FP32 GEMMs without tensor cores",
+      what_if=WhatIf(_fp32, "the GEMM kernels divided by the tensor-core factor of the architecture "
+                     "(resources/whatif.toml)"), doc="""
+GEMM/conv kernels without tensor cores (`sgemm`, `simt`, `f32f32_f32f32`, `ffma`)""")
 def fp32_gemm(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     cfg = ctx.cfg("fp32_gemm")
@@ -44,7 +65,7 @@ def fp32_gemm(ctx: RuleContext) -> RuleOutput:
             fix="Run the model under torch.autocast('cuda', dtype=torch.bfloat16) (bf16 tensor cores), or at least "
                 "allow TF32: torch.backends.cuda.matmul.allow_tf32 = True / "
                 "torch.set_float32_matmul_precision('high') (and torch.backends.cudnn.allow_tf32 = True).",
-            evidence_rows=rows))
+            evidence_rows=rows, fix_rows=rows))
     return out
 
 

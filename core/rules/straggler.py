@@ -39,7 +39,10 @@ def cause_of_lateness(model, t0: np.ndarray, t1: np.ndarray) -> tuple[str, int, 
     return model.strings[int(names[best])], int(per_name[best]), rows[inv == best]
 
 
-@rule("straggler", "One rank makes the others wait at the collectives")
+@rule("straggler", "One rank makes the others wait at the collectives", doc="""
+multi-rank: the rank that arrives last at the collectives (matched across ranks by name and order; arrival = the
+NCCL kernel's start or the gloo range's), how long every other rank waited for it, and what it was doing
+meanwhile (the top-level op / `record_function` / DataLoader range covering most of that time)""")
 def straggler(ctx: RuleContext) -> RuleOutput:
     models = list(ctx.models)
 

@@ -14,7 +14,8 @@ import numpy as np
 
 from core.rules import common as c
 from core.rules import sync_sites
-from core.rules.base import RuleContext, RuleOutput, rule
+from core.rules import whatif
+from core.rules.base import RuleContext, RuleOutput, WhatIf, rule
 from core.trace import event_names
 from core.trace.model import Kind
 
@@ -86,7 +87,13 @@ def _sync_rows(ctx: RuleContext, i: int) -> np.ndarray:
     return rows[coll < 0]
 
 
-@rule("host_sync", "CPU blocked waiting for the GPU")
+@rule("host_sync", "CPU blocked waiting for the GPU",
+      what_if=WhatIf(whatif.unblock, "the syncs no longer block (the copy of the value still happens; data "
+                     "dependencies stay)"), doc="""
+cudaStream/Device/EventSynchronize inside steps, named by the op that caused it (`.item()`, `nonzero`, `if
+tensor:`, `.cpu()`, printing a tensor with `str`/`print`/f-string when stacks show `torch/_tensor_str.py`); cost
+= blocked CPU time + GPU idle that follows. The profiler's own final sync is ignored. CPU-only traces: ops that
+would sync on a GPU, as hints""")
 def host_sync(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     for i, m in enumerate(ctx.models):
@@ -141,7 +148,7 @@ def host_sync(ctx: RuleContext) -> RuleOutput:
                 title=f"Host sync from {label}{where}: {why} ({_times(sel.sum(), calls[sel], 'syncs')})",
                 count=_count(sel.sum(), calls[sel]), impact_ns=int(cost[sel].sum()),
                 time_ranges=c.ranges_of(m, np.where(g_cause >= 0, g_cause, g_rows)), evidence=ev,
-                source=src, fix=fix, evidence_rows=ev_rows))
+                source=src, fix=fix, evidence_rows=ev_rows, fix_rows=ev_rows))
     return out
 
 
@@ -258,7 +265,10 @@ def _cpu_hints(ctx: RuleContext, i: int) -> RuleOutput:
     return out
 
 
-@rule("sync_memcpy", "Blocking cudaMemcpy")
+@rule("sync_memcpy", "Blocking cudaMemcpy",
+      what_if=WhatIf(whatif.unblock, "the blocking cudaMemcpy calls no longer block (async from pinned memory)"),
+      doc="""
+blocking `cudaMemcpy` calls""")
 def sync_memcpy(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     for i, m in enumerate(ctx.models):
@@ -274,7 +284,7 @@ def sync_memcpy(ctx: RuleContext) -> RuleOutput:
             count=len(rows), impact_ns=int(cost.sum()), time_ranges=c.ranges_of(m, rows),
             evidence=c.evidence(m, rows), source=c.source_of(m, int(rows[0])),
             fix="Use tensor.to(device, non_blocking=True) from pinned memory (cudaMemcpyAsync) and avoid "
-                "synchronous copies inside the step.", evidence_rows=rows))
+                "synchronous copies inside the step.", evidence_rows=rows, fix_rows=rows))
     return out
 
 
