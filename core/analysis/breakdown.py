@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core import resource_files
 from core.analysis import intervals
 from core.analysis.derived import cached
 from core.analysis.steps import breakdown_windows, gpu_busy_union, step_windows
@@ -42,7 +43,8 @@ from core.trace import event_names
 from core.trace.model import GPU_KINDS, FlowKind, Kind, TraceModel
 
 SYNC_NAMES = event_names.SYNC_CALLS
-DEFAULT_KERNEL_WAIT_MAX_NS = 30_000  # resources/rules.toml [gpu_idle] kernel_wait_max_ns (HTA default range)
+# the one kernel-wait bound (HTA's consecutive_kernel_delay): resources/rules.toml [gpu_idle] kernel_wait_max_ns
+DEFAULT_KERNEL_WAIT_MAX_NS = int(resource_files.load_toml("rules.toml")["gpu_idle"]["kernel_wait_max_ns"])
 
 PARTS = ("compute_ns", "comm_ns", "memcpy_ns", "dataloader_ns", "compile_ns", "comm_wait_ns", "sync_wait_ns",
          "host_wait_ns", "kernel_wait_ns", "other_idle_ns")

@@ -18,12 +18,12 @@ import os
 import tempfile
 from pathlib import Path
 
+from core import resource_files
 from core.trace import cache, safefile
 
 log = logging.getLogger(__name__)
 
 PACKAGE = Path(__file__).resolve().parents[1]
-RESOURCES = PACKAGE.parent / "resources"
 SIDE_FILES = ("run.json", "compile.json", "events.jsonl", "nvml.csv")
 _code_digest: str | None = None
 
@@ -33,7 +33,8 @@ def _code() -> str:
     if _code_digest is None:
         h = hashlib.sha1()
         files = sorted([*PACKAGE.joinpath("rules").glob("*.py"), *PACKAGE.joinpath("analysis").glob("*.py"),
-                        PACKAGE / "trace" / "event_names.py", *RESOURCES.glob("*.toml")])
+                        PACKAGE / "trace" / "event_names.py"])
+        files += [resource_files.path(name) for name in resource_files.names(".toml")]
         for path in files:
             try:
                 h.update(path.name.encode() + path.read_bytes())

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core import resource_files
 from core.analysis import intervals
 from core.analysis.derived import cached
 from core.analysis.rows import kind_rows, launch_src_ts, named_rows_matching
@@ -30,10 +31,6 @@ from core.trace import event_names
 from core.trace.model import GPU_KINDS, Kind, TraceModel
 
 BOUNDS = ("gpu", "cpu", "sync", "data")
-# resources/rules.toml [steps]: defaults used when no config is passed
-DEFAULT_GPU_BUSY_BOUND_PCT = 85.0
-DEFAULT_CPU_SHARE_BOUND_PCT = 30.0
-DEFAULT_GPU_LONGER_PCT = 3.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,29 +95,23 @@ def cpu_windows(model: TraceModel) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
     return np.array([-1]), np.array([t0], np.int64), np.array([t1], np.int64), True
 
 
-def _toml_steps() -> dict:
-    from core.compat import tomllib
-    from pathlib import Path
-    path = Path(__file__).resolve().parents[2] / "resources" / "rules.toml"
-    try:
-        with open(path, "rb") as fh:
-            return dict(tomllib.load(fh).get("steps", {}))
-    except OSError:
-        return {}
-
-
 _TOML_STEPS: dict | None = None
+
+
+def _toml_steps() -> dict:
+    """resources/rules.toml [steps]: the thresholds when no config is passed (and under a config's own)."""
+    global _TOML_STEPS
+    if _TOML_STEPS is None:
+        _TOML_STEPS = dict(resource_files.load_toml("rules.toml")["steps"])
+    return _TOML_STEPS
 
 
 def step_times(model: TraceModel, config: dict | None = None) -> StepTimes:
     """StepTimes of a model (cached); thresholds from `config["steps"]`, else resources/rules.toml [steps]."""
-    global _TOML_STEPS
     if config is None:
-        if _TOML_STEPS is None:
-            _TOML_STEPS = _toml_steps()
-        cfg = _TOML_STEPS
+        cfg = _toml_steps()
     else:
-        cfg = config.get("steps", {})
+        cfg = {**_toml_steps(), **config.get("steps", {})}
     key = f"step_times:{sorted(cfg.items())}"
     return cached(model, key, lambda: _step_times(model, cfg))
 
@@ -222,9 +213,9 @@ def _step_times(model: TraceModel, cfg: dict) -> StepTimes:
 
 
 def _bound(cfg: dict, cpu_ns, gpu_ns, busy, sync_ns, data_ns, has) -> np.ndarray:
-    busy_pct = float(cfg.get("gpu_busy_bound_pct", DEFAULT_GPU_BUSY_BOUND_PCT))
-    share_pct = float(cfg.get("cpu_share_bound_pct", DEFAULT_CPU_SHARE_BOUND_PCT))
-    longer_pct = float(cfg.get("gpu_longer_pct", DEFAULT_GPU_LONGER_PCT))
+    busy_pct = float(cfg["gpu_busy_bound_pct"])
+    share_pct = float(cfg["cpu_share_bound_pct"])
+    longer_pct = float(cfg["gpu_longer_pct"])
     cpu = np.maximum(cpu_ns, 1)
     gpu_side = has & ((gpu_ns * 100 > cpu_ns * (100 + longer_pct)) |
                       (busy * 100 >= np.maximum(np.maximum(cpu_ns, gpu_ns), 1) * busy_pct))

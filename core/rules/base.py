@@ -173,9 +173,10 @@ class Rule(Protocol):
 class RuleContext:
     """What rules read: the trace set, thresholds and cheap per-model helpers."""
 
-    def __init__(self, trace_set: TraceSet, config: dict[str, Any]) -> None:
+    def __init__(self, trace_set: TraceSet, config: dict[str, Any] | None) -> None:
+        from core.rules.config import with_defaults
         self.trace_set = trace_set
-        self.config = config
+        self.config = with_defaults(config)  # checked: an unknown key fails here, not silently later
         self._steps: dict[int, Steps] = {}
         self.memo: dict[str, Any] = {}  # per-analysis values shared by rules (bundle sync sites ...)
         self.world_hint = 0  # ranks of the run when the set holds one of them (core/ranks' per-rank map)
@@ -200,7 +201,8 @@ class RuleContext:
         return f"rank {m.rank} · cycle {cycle.group(1)}" if cycle else f"rank {m.rank} · {name.split('.pt.trace')[0]}"
 
     def cfg(self, rule: str) -> dict[str, Any]:
-        return self.config.get(rule, {})
+        """The thresholds of `rule` (its resources/rules.toml table; every key is there)."""
+        return self.config[rule]
 
     def in_steps(self, index: int, rows: np.ndarray) -> np.ndarray:
         """The rows of model `index` inside a profiled step (all rows when steps are synthetic): CPU rows that
@@ -232,10 +234,10 @@ class RuleContext:
         `per_step_severity` instead: one long step (a compile, a checkpoint) dilutes the share."""
         if hint:
             return Severity.INFO
-        sev = self.config.get("severity", {})
-        if impact_pct >= sev.get("error_pct", 20.0):
+        sev = self.config["severity"]
+        if impact_pct >= sev["error_pct"]:
             return Severity.ERROR
-        if impact_pct >= sev.get("warning_pct", 3.0):
+        if impact_pct >= sev["warning_pct"]:
             return Severity.WARNING
         return Severity.INFO
 

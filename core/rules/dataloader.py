@@ -21,7 +21,7 @@ from core.units import fmt_pct
 def _dataloader(model, finding, rp, cfg) -> Edit:
     s = model.slices
     rows = whatif.of_kind(model, whatif.fix_rows(finding), Kind.CPU_OP, Kind.ANNOTATION, Kind.OTHER, Kind.PYTHON)
-    handoff = int(cfg.get("dataloader", {}).get("handoff_ns", 100_000))
+    handoff = int(cfg["dataloader"]["handoff_ns"])
     t0 = s.ts_ns[rows] + np.minimum(s.dur_ns[rows], handoff)
     t1 = s.ts_ns[rows] + s.dur_ns[rows]
     return Edit(label="loading overlapped with the previous step", cut_start_ns=t0, cut_end_ns=t1)
@@ -34,8 +34,8 @@ def _dataloader(model, finding, rp, cfg) -> Edit:
 DataLoader `__next__` > 5 % of the step; `_SingleProcessDataLoaderIter` = num_workers=0""")
 def dataloader_bound(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
-    min_pct = float(ctx.cfg("dataloader_bound").get("min_pct", 5.0))
-    kw = int(ctx.cfg("gpu_idle").get("kernel_wait_max_ns", 30_000))
+    min_pct = float(ctx.cfg("dataloader_bound")["min_pct"])
+    kw = int(ctx.cfg("gpu_idle")["kernel_wait_max_ns"])
     for i, m in enumerate(ctx.models):
         b = step_breakdown(m, kw)
         steps = ctx.steps(i)

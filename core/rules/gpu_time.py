@@ -66,7 +66,7 @@ def launch_runs(ctx: RuleContext, i: int) -> list[LaunchRun]:
 
 def _launch_runs(ctx: RuleContext, i: int) -> list[LaunchRun]:
     cfg = ctx.cfg("launch_bound")
-    short_ns, min_run = int(cfg.get("short_kernel_ns", 10_000)), int(cfg.get("min_run", 32))
+    short_ns, min_run = int(cfg["short_kernel_ns"]), int(cfg["min_run"])
     m = ctx.models[i]
     s = m.slices
     f = m.flows
@@ -311,8 +311,8 @@ has one paragraph per class that holds >= 10 % of the idle (never above warning:
 def gpu_idle(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     cfg = ctx.cfg("gpu_idle")
-    max_idle = float(cfg.get("max_idle_pct", 40.0))
-    kw = int(cfg.get("kernel_wait_max_ns", 30_000))
+    max_idle = float(cfg["max_idle_pct"])
+    kw = int(cfg["kernel_wait_max_ns"])
     for i, m in enumerate(ctx.models):
         b = step_breakdown(m, kw)
         if not b.has_gpu:
@@ -349,8 +349,8 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
             ev.insert(0, {"name": "host / kernel / other wait billed by launch_bound and copy findings", "dur_ns": billed,
                           "rank": m.rank})
         ev += [{"name": "idle gap", "ts_ns": int(gs[j]), "dur_ns": int(ge[j] - gs[j]), "rank": m.rank} for j in big]
-        fix = idle_fix_text(parts, dur, kw, float(cfg.get("fix_min_share_pct", 10.0)))
-        cap = Severity.parse(str(cfg.get("max_severity", "warning")))
+        fix = idle_fix_text(parts, dur, kw, float(cfg["fix_min_share_pct"]))
+        cap = Severity.parse(str(cfg["max_severity"]))
         sev = min(ctx.severity(ctx.pct(i, unexplained), unexplained), cap)
         out.findings.append(ctx.finding(
             "gpu_idle", i, severity=sev, title=f"GPU idle {fmt_pct(100 * idle / dur)} of step time ({split})",

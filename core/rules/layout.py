@@ -118,7 +118,7 @@ def non_contiguous_input(ctx: RuleContext) -> RuleOutput:
         # one finding per op context that costs a real share of the step; the small ones are folded into
         # one finding so that a model with many cheap layout copies is not a wall of near-identical rows.
         # A memory-format conversion always gets its own finding: its cause and fix are of another kind.
-        fold_ns = ctx.cfg("non_contiguous_input").get("fold_below_pct", 3.0) / 100.0 * max(steps.total_ns, 1)
+        fold_ns = ctx.cfg("non_contiguous_input")["fold_below_pct"] / 100.0 * max(steps.total_ns, 1)
         is_big = [g["cost"] >= fold_ns or g["kind"] == "convert" for g in groups]
         big = [g for g, b in zip(groups, is_big) if b]
         small = [g for g, b in zip(groups, is_big) if not b]
@@ -165,7 +165,7 @@ def _layout_finding(ctx: RuleContext, m, i: int, groups: list[dict], title: str,
     first = groups[0]
     a0 = int(first["a"][0])
     src = c.source_of(m, a0) or c.forward_source(m, a0)
-    fix, extra, fsrc = layout_fix.fix_for(m, first, int(ctx.cfg("non_contiguous_input").get("transpose_window", 3)))
+    fix, extra, fsrc = layout_fix.fix_for(m, first, int(ctx.cfg("non_contiguous_input")["transpose_window"]))
     ev = extra + ev
     return ctx.finding(
         "non_contiguous_input", i, title=title, count=int(sum(g["n"] for g in groups)),
@@ -204,7 +204,7 @@ def _channels_last(model, finding, rp, cfg) -> Edit:
 cuDNN `nchwToNhwc` / `nhwcToNchw` conversions around convolutions""")
 def channels_last(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
-    markers = tuple(ctx.cfg("channels_last").get("markers", ["nchwToNhwc", "nhwcToNchw"]))
+    markers = tuple(ctx.cfg("channels_last")["markers"])
     for i, m in enumerate(ctx.models):
         rows = c.rows_with_names(m, "layout-kernels", lambda n: any(k in n for k in markers), [Kind.KERNEL])
         rows = ctx.in_steps(i, rows)

@@ -30,11 +30,11 @@ def _pinned_bandwidth(model: TraceModel, direction: str, cfg: dict) -> tuple[flo
     if int(keep.sum()) >= 3:
         return float(np.median(nbytes[keep] / s.dur_ns[rows[keep]])), "this trace's pinned copies"
     names = [str(p.get("name", "")) for p in model.meta.device_properties]
-    table = cfg.get("pinned_gbps", {})
+    table = cfg["pinned_gbps"]
     for key, gbps in table.items():
         if key != "default" and any(key.lower() in n.lower() for n in names):
             return float(gbps), f"{key} pinned bandwidth (resources/whatif.toml)"
-    return float(table.get("default", 20.0)), "default pinned bandwidth (resources/whatif.toml)"
+    return float(table["default"]), "default pinned bandwidth (resources/whatif.toml)"
 
 
 def _pageable(model, finding, rp, cfg) -> Edit:

@@ -27,7 +27,7 @@ def _cuda_memory(m):
 reserved memory > 90 % of the device""")
 def memory_near_capacity(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
-    limit = float(ctx.cfg("memory_near_capacity").get("max_reserved_pct", 90.0))
+    limit = float(ctx.cfg("memory_near_capacity")["max_reserved_pct"])
     for i, m in enumerate(ctx.models):
         if c.gpu_event_count(m) == 0:
             continue
@@ -66,8 +66,8 @@ allocated memory at step end rising step over step""")
 def memory_growth(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     cfg = ctx.cfg("memory_growth")
-    min_frac = float(cfg.get("min_rising_fraction", 0.75))
-    min_bytes = int(cfg.get("min_growth_bytes", 8 << 20))
+    min_frac = float(cfg["min_rising_fraction"])
+    min_bytes = int(cfg["min_growth_bytes"])
     for i, m in enumerate(ctx.models):
         cuda = _cuda_memory(m)
         if cuda is None:
@@ -112,7 +112,7 @@ def memory_growth(ctx: RuleContext) -> RuleOutput:
 cudaMalloc / cudaFree after the first step""")
 def allocator_churn(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
-    min_calls = int(ctx.cfg("allocator_churn").get("min_calls", 1))
+    min_calls = int(ctx.cfg("allocator_churn")["min_calls"])
     for i, m in enumerate(ctx.models):
         rows = c.rows_with_names(m, "cuda-malloc", c.exact("cudaMalloc", "cudaFree", "cudaMallocAsync",
                                                            "cudaFreeAsync", "cudaMallocHost", "cudaFreeHost"),

@@ -33,7 +33,7 @@ def _fused_optimizer(model, finding, rp, cfg) -> Edit:
     rows = whatif.fix_rows(finding)
     kern = whatif.of_kind(model, rows, Kind.KERNEL)
     ann = whatif.of_kind(model, rows, Kind.ANNOTATION)
-    keep = float(cfg.get("optimizer", {}).get("fused_cpu_share", 0.08))
+    keep = float(cfg["optimizer"]["fused_cpu_share"])
     a0, a1 = s.ts_ns[ann], s.ts_ns[ann] + s.dur_ns[ann]
     cut_s = a0 + (keep * (a1 - a0)).astype(np.int64)
     a_step = np.searchsorted(a0, s.ts_ns[kern], side="right") - 1 if len(ann) else np.zeros(len(kern), np.int64)
@@ -56,7 +56,7 @@ def _zero_grad(model, finding, rp, cfg) -> Edit:
 `aten::zero_` per parameter inside `Optimizer.zero_grad` (set_to_none=False)""")
 def zero_grad_not_none(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
-    min_per_step = int(ctx.cfg("zero_grad_not_none").get("min_per_step", 2))
+    min_per_step = int(ctx.cfg("zero_grad_not_none")["min_per_step"])
     for i, m in enumerate(ctx.models):
         zg = c.name_ids(m, "zero-grad-ann", lambda n: n.startswith("Optimizer.zero_grad"))
         if not len(zg):
@@ -113,7 +113,7 @@ MULTI_TENSOR = {
 optimizer steps launching per-parameter kernels with no multi-tensor/fused kernel""")
 def single_tensor_optimizer(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
-    min_kernels = int(ctx.cfg("single_tensor_optimizer").get("min_kernels", 16))
+    min_kernels = int(ctx.cfg("single_tensor_optimizer")["min_kernels"])
     for i, m in enumerate(ctx.models):
         step_ids = c.name_ids(m, "opt-step-ann", lambda n: n.startswith("Optimizer.step#"))
         if not len(step_ids):

@@ -16,12 +16,12 @@ from core.trace.model import Kind, TraceModel
 
 
 def tensor_core_factor(model: TraceModel, cfg: dict) -> tuple[float, str]:
-    table = cfg.get("tensor_core_factor", {})
+    table = cfg["tensor_core_factor"]
     for p in model.meta.device_properties:
         cc = f"sm_{p.get('computeMajor', '')}{p.get('computeMinor', '')}"
         if cc in table:
             return float(table[cc]), cc
-    return float(table.get("default", 4.0)), "default"
+    return float(table["default"]), "default"
 
 
 def _fp32(model, finding, rp, cfg) -> Edit:
@@ -38,9 +38,9 @@ GEMM/conv kernels without tensor cores (`sgemm`, `simt`, `f32f32_f32f32`, `ffma`
 def fp32_gemm(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     cfg = ctx.cfg("fp32_gemm")
-    fp32 = tuple(k.lower() for k in cfg.get("fp32_markers", ["sgemm", "simt", "f32f32_f32f32", "ffma"]))
-    fine = tuple(k.lower() for k in cfg.get("fine_markers", ["tf32", "bf16", "f16", "tensorop", "nvjet"]))
-    save = float(cfg.get("savings_fraction", 0.5))
+    fp32 = tuple(k.lower() for k in cfg["fp32_markers"])
+    fine = tuple(k.lower() for k in cfg["fine_markers"])
+    save = float(cfg["savings_fraction"])
 
     def is_fp32(name: str) -> bool:
         low = name.lower()

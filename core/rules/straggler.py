@@ -64,8 +64,8 @@ def straggler_findings(ctx: RuleContext, coll_of, cause_of) -> RuleOutput:
     if len({m.rank for m in models}) < 2:
         return out
     cfg = ctx.cfg("straggler")
-    min_share = float(cfg.get("min_last_share", 0.75))
-    min_wait_pct = float(cfg.get("min_wait_pct", 3.0))
+    min_share = float(cfg["min_last_share"])
+    min_wait_pct = float(cfg["min_wait_pct"])
     for group in collectives.rank_groups(models):
         matched = collectives.match_rows([coll_of(i) for i in group], group)
         if len(matched) == 0:

@@ -9,24 +9,16 @@ clipped to [0, step]. Numbers: resources/whatif.toml (each with its origin).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from core.analysis import intervals
 from core.analysis.critical_path import Edit, Replay
-from core.compat import tomllib
+from core import resource_files
 from core.trace.model import Kind, TraceModel
 
-TOML = Path(__file__).resolve().parents[2] / "resources" / "whatif.toml"
-
-
 def load_whatif_config() -> dict:
-    try:
-        with open(TOML, "rb") as fh:
-            return tomllib.load(fh)
-    except OSError:
-        return {}
+    return resource_files.load_toml("whatif.toml")
 
 
 @dataclass(frozen=True, slots=True)
