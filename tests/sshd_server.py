@@ -148,6 +148,8 @@ def _fixtures():
         """Each test's own folder on the host (PTPROF_REMOTE_ROOT): runs never mix."""
         root = tmp_path / "remote-root"
         monkeypatch.setenv("PTPROF_REMOTE_ROOT", str(root))
+        monkeypatch.setenv("PTPROF_REMOTE_INDEX", str(tmp_path / "remote-runs.idx"))  # the host's index of runs
+        monkeypatch.setenv("PTPROF_MIRRORS_INDEX", str(tmp_path / "mirrors.idx"))  # this desktop's mirror folders
         return root
     return sshd, remote_root
 

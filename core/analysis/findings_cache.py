@@ -91,6 +91,14 @@ MAX_BYTES = 64 << 20
 MAX_DEPTH = 16  # a finding nests 4 levels (evidence lists of dicts of lists)
 _KEYS = frozenset(("rule", "severity", "title", "count", "impact_ns", "impact_pct", "time_ranges", "source",
                    "evidence", "fix", "saving_ns", "saving_pct", "estimate"))
+# added since (each optional, of its type): launch_bound's savings by fix; issue 31's per-step vocabulary
+_OPTIONAL = {"savings_by_fix": lambda v: isinstance(v, dict) and all(_int(x) for x in v.values()),
+             "steps": lambda v: _int(v), "lost_per_step_ns": lambda v: _int(v),
+             "mean_step_ns": lambda v: v is None or _int(v),
+             "saving_pct_of_mean_step": lambda v: v is None or _number(v),
+             "one_off": lambda v: v is None or (isinstance(v, dict) and _int(v.get("cost_ns"))
+                                               and isinstance(v.get("steps"), list) and all(map(_int, v["steps"]))
+                                               and isinstance(v.get("label"), str))}
 _SEVERITIES = frozenset(("info", "warning", "error"))
 
 
@@ -105,7 +113,9 @@ def _number(v) -> bool:  # a NaN / Infinity / 1e999 refused the whole file (safe
 def valid_finding(f) -> bool:
     """A finding as Finding.to_json writes it: its keys, each of its type (the readers do arithmetic on the
     numbers and format the strings: a NaN impact was a ValueError in `diff`)."""
-    if not isinstance(f, dict) or set(f) != _KEYS:
+    if not isinstance(f, dict) or not _KEYS <= set(f) <= _KEYS | set(_OPTIONAL):
+        return False
+    if not all(check(f[k]) for k, check in _OPTIONAL.items() if k in f):
         return False
     src = f["source"]
     return (all(isinstance(f[k], str) for k in ("rule", "title", "fix", "estimate")) and f["severity"] in _SEVERITIES

@@ -78,3 +78,72 @@ def order_key(f) -> tuple:
     value = int(saving) if saving is not None else int(get(f, "impact_ns", 0) or 0)
     return (-severity_rank(f), is_trivia(f), saving is None, -value, str(get(f, "rule", "")),
             str(get(f, "title", "")))
+
+
+# --- the per-step vocabulary (issue 31 item 4) -----------------------------------------------------------
+# What users read, the same words in the app, report.html, findings.csv headers and `ptprof analyze`:
+# "Lost / step" (the time a problem takes per profiled step: its impact over the window / the window's steps,
+# the mean), "Saves / step" (what its fix would give back per step, the what-if replay), both positive times
+# with units, and both as "% of mean step": the mean effective step (max of CPU and GPU span), the statistic
+# the status line and report.html state. A saving in unprofiled time (a run bundle that knows how much
+# recording slowed its loop) is a share of the mean unprofiled step.
+LOST = "Lost / step"
+SAVES = "Saves / step"
+OF_MEAN = "% of mean step"
+STATISTIC = "mean"
+
+
+def steps_of(f) -> int:
+    return max(int(get(f, "steps", 0) or 0), 1)  # a trace without step markers: the window is one step
+
+
+def lost_per_step_ns(f) -> int:
+    return int(round(int(get(f, "impact_ns", 0) or 0) / steps_of(f)))
+
+
+def lost_pct(f) -> float:
+    """Lost / step as % of the mean step: the same number as impact_pct (impact over the summed steps)."""
+    return float(get(f, "impact_pct", 0.0) or 0.0)
+
+
+def saves_pct(f) -> float | None:
+    """Saves / step as % of the mean step (None without a what-if)."""
+    saving = get(f, "saving_ns")
+    if saving is None:
+        return None
+    step = int(get(f, "mean_step_ns", 0) or 0)
+    if step > 0:
+        return 100.0 * int(saving) / step
+    pct = get(f, "saving_pct")  # made before the mean step was recorded on findings: the replay's step
+    return None if pct is None else float(pct)
+
+
+def time_text(ns: int) -> str:
+    return units.fmt_ns(int(ns))
+
+
+def lost_text(f, short: bool = False) -> str:
+    """'3.48 ms (42.8 % of mean step)'; a one-off cost: 'one-off: 3.84 s at step 4 (99.3 % of the profiled
+    steps)'. short (a table cell): '3.48 ms' over '42.8 %'."""
+    once = one_off_text(f)
+    if once:
+        if short:
+            head, _, where = once.partition(" at ")
+            return f"{head}\nat {where}" if where else head
+        return f"{once} ({lost_pct(f):.1f} % of the profiled steps; paid once, not every step)"
+    if short:
+        return f"{time_text(lost_per_step_ns(f))}\n{lost_pct(f):.1f} %"
+    return f"{time_text(lost_per_step_ns(f))} ({lost_pct(f):.1f} {OF_MEAN})"
+
+
+def saves_text(f, short: bool = False) -> str:
+    """'2.49 ms (30.6 % of mean step)', '≈ 0' under a microsecond, '—' without a what-if. short: two lines."""
+    saving = get(f, "saving_ns")
+    if saving is None:
+        return "—"
+    if int(saving) < TRIVIAL_NS:
+        return "≈ 0" if short else "≈ 0 (the step would not get shorter)"
+    pct = saves_pct(f)
+    if short:
+        return time_text(saving) + (f"\n{pct:.1f} %" if pct is not None else "")
+    return time_text(saving) + (f" ({pct:.1f} {OF_MEAN})" if pct is not None else "")

@@ -217,23 +217,30 @@ def format_table(result, metrics=(), checks=(), tried=None) -> str:
     lines.extend(format_metrics(metrics))
     lines.append("")
     if result.findings:
-        lines.append(f"  {'SEVERITY':8} {'RULE':22} {'IMPACT':>10} {'%STEP':>6} {'SAVES/STEP':>11} {'COUNT':>6}  TITLE")
+        from core.analysis import vocab
+        pad = f"  {'':8} {'':22} {'':>11} {'':>5} {'':>12} {'':>5} {'':>5}  "
+        lines.append(f"  {'SEVERITY':8} {'RULE':22} {'LOST / STEP':>11} {'%':>5} {'SAVES / STEP':>12} {'%':>5} "
+                     f"{'COUNT':>5}  TITLE")
+        lines.append(f"  ({vocab.LOST}, {vocab.SAVES}: the {vocab.STATISTIC} per profiled step; %: {vocab.OF_MEAN}"
+                     + (f" = {units.fmt_ns(s['mean_step_ns'])}" if s.get("mean_step_ns") else "") + ")")
         for f in result.findings:
+            lost = "one-off" if f.one_off else units.fmt_ns(vocab.lost_per_step_ns(f))
             # under a microsecond per step the fix would not change the step: "≈ 0", as in the app
-            saves = "" if f.saving_ns is None else "≈ 0" if f.saving_ns < 1_000 else f"-{units.fmt_ns(f.saving_ns)}"
-            lines.append(f"  {f.severity.label:8} {f.rule:22} {units.fmt_ns(f.impact_ns):>10} "
-                         f"{f.impact_pct:6.1f} {saves:>11} {f.count:6d}  {f.title}")
+            saves = "" if f.saving_ns is None else "≈ 0" if f.saving_ns < vocab.TRIVIAL_NS else units.fmt_ns(f.saving_ns)
+            spct = vocab.saves_pct(f)
+            spct = "" if spct is None or f.saving_ns < vocab.TRIVIAL_NS else f"{spct:.1f}"
+            lines.append(f"  {f.severity.label:8} {f.rule:22} {lost:>11} {vocab.lost_pct(f):5.1f} {saves:>12} "
+                         f"{spct:>5} {f.count:5d}  {f.title}")
             if f.one_off:  # paid once, not every step (core/rules/per_step.py)
-                lines.append(f"  {'':8} {'':22} {'':>10} {'':>6} {'':>11} {'':>6}  {one_off_text(f)} "
-                             "(paid once, not every step)")
+                lines.append(f"{pad}{one_off_text(f)} (paid once, not every step)")
             if f.source:
-                lines.append(f"  {'':8} {'':22} {'':>10} {'':>6} {'':>11} {'':>6}  at {f.source}")
-            lines.append(f"  {'':8} {'':22} {'':>10} {'':>6} {'':>11} {'':>6}  fix: {f.fix}")
+                lines.append(f"{pad}at {f.source}")
+            lines.append(f"{pad}fix: {f.fix}")
             if f.estimate:
-                lines.append(f"  {'':8} {'':22} {'':>10} {'':>6} {'':>11} {'':>6}  saving: {f.estimate}")
+                lines.append(f"{pad}saving: {f.estimate}")
             measured = _measured_line(tried, f.rule)
             if measured:
-                lines.append(f"  {'':8} {'':22} {'':>10} {'':>6} {'':>11} {'':>6}  {measured}")
+                lines.append(f"{pad}{measured}")
     else:
         lines.append("  no findings")
     if result.not_run:

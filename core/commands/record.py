@@ -22,10 +22,13 @@ from core.terminal import printable
 def add_arguments(p) -> None:
     p.add_argument("--out", default=None, help="bundle folder: new, empty, or an old bundle (only ptprof's own "
                    "files are replaced); default ./ptprof-runs/<script>-<time>")
-    p.add_argument("--wait", type=int, default=5, help="schedule: optimizer steps skipped per cycle")
-    p.add_argument("--warmup", type=int, default=1, help="schedule: warm-up steps (traced, not saved)")
-    p.add_argument("--active", type=int, default=3, help="schedule: recorded steps per cycle")
-    p.add_argument("--repeat", type=int, default=1, help="schedule: cycles (0 = until the script ends)")
+    from core.runner.config import Schedule
+    d = Schedule()  # the one place the default schedule lives (also the Run dialog's)
+    p.add_argument("--wait", type=int, default=d.wait, help="schedule: optimizer steps skipped per cycle")
+    p.add_argument("--warmup", type=int, default=d.warmup, help="schedule: warm-up steps (traced, not saved)")
+    p.add_argument("--active", type=int, default=d.active, help="schedule: recorded steps per cycle (default "
+                   f"{d.active}: two default runs compare with significance, 4+ steps a side)")
+    p.add_argument("--repeat", type=int, default=d.repeat, help="schedule: cycles (0 = until the script ends)")
     p.add_argument("--nproc-per-node", type=int, default=None, dest="nproc",
                    help="processes (ranks); always launched through torchrun, 1 included")
     p.add_argument("--torchrun", action="store_true", help="launch through python -m torch.distributed.run")
@@ -34,6 +37,8 @@ def add_arguments(p) -> None:
     p.add_argument("--host", default=None, metavar="HOST", help="run on this SSH host (an alias of ~/.ssh/config, "
                    "user@host[:port]); --cwd and the script are paths there; the bundle comes back here")
     p.add_argument("--ssh-config", default=None, metavar="FILE", help="with --host: ssh's config file (ssh -F)")
+    p.add_argument("--remote-dir", default="", metavar="DIR", help="with --host: the run's bundle goes into DIR/<run id> "
+                   "on the host (default ~/.cache/ptprof/runs/<run id>)")
     p.add_argument("--cwd", default="", help="working directory (default: the current one, as `python SCRIPT`)")
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="extra environment variable")
     p.add_argument("--with-stack", action="store_true", help="record Python stacks (traces get much larger)")
@@ -115,7 +120,8 @@ def status_line(session) -> str:
             if last is not None and not math.isnan(last[1][0]):
                 parts.append(f"gpu{gpu} {last[1][0]:.0f}% {last[1][2] / 1024:.1f}/{last[1][3] / 1024:.0f} GiB")
     elif sampler is not None:
-        parts.append(f"no GPU data ({sampler.reason})")
+        reason = sampler.reason  # a remote host's: "no GPU telemetry on this host (what was looked for)"
+        parts.append(reason if reason.startswith("no GPU telemetry") else f"no GPU data ({reason})")
     if st.cycles:
         parts.append(f"{st.cycles} trace(s) saved")
     if session.stopping:
@@ -130,7 +136,7 @@ def status_line(session) -> str:
 
 
 def run(args) -> int:
-    if args.host:  # the same run on an SSH host (core/remote/)
+    if args.host or args.remote_dir:  # the same run on an SSH host (core/remote/)
         from core.commands.remote import record_remote
         return record_remote(args)
     from core.runner.config import ConfigError, validate

@@ -50,13 +50,16 @@ def record_remote(args) -> int:
     from core.runner.bundle import BundleError
     from core.runner.config import ConfigError
     from core.runner.process import StopPlan
+    if args.remote_dir and not args.host:
+        return _fail("--remote-dir is a folder on the host: give --host too")
     if not args.start_timeout > 0:
         return _fail(f"--start-timeout must be > 0 (got {args.start_timeout})")
     try:
         cfg = config_from_args(args).with_(python=args.python or "python3", cwd=args.cwd or "")
         cfg = validate_remote(cfg)
         host = _host(args)
-        session = RemoteSession(cfg, host, plan=StopPlan(start_timeout_s=args.start_timeout))
+        session = RemoteSession(cfg, host, plan=StopPlan(start_timeout_s=args.start_timeout),
+                                remote_dir=args.remote_dir)
     except (ConfigError, SshError, BundleError) as exc:
         return _fail(str(exc))
     try:
@@ -98,7 +101,7 @@ def _remove_if_empty(root) -> None:
 
 
 def run(args) -> int:
-    from core.remote.fetch import FetchError, fetch
+    from core.remote.fetch import FetchError, fetch_staged
     from core.remote.runner import Helper, RemoteError
     from core.remote.ssh import SshError
     if not args.remote_command:
@@ -118,7 +121,11 @@ def run(args) -> int:
             return _fail(f"no run {args.run!r} on {host.label} (ptprof remote runs {host.label})")
         if state.get("state") in ("running", "starting"):
             print(f"ptprof: note: {args.run} is still running: fetching what it wrote so far", file=sys.stderr)
-        got = fetch(helper, args.run, out, progress=_progress if sys.stderr.isatty() else None)
+        try:  # staged: a refused or interrupted fetch leaves no part of the bundle in `out`
+            got = fetch_staged(helper, args.run, out, progress=_progress if sys.stderr.isatty() else None)
+        except (FetchError, KeyboardInterrupt):
+            _remove_if_empty(out)
+            raise
     except (SshError, RemoteError, FetchError) as exc:
         return _fail(str(exc))
     if sys.stderr.isatty():
@@ -157,3 +164,5 @@ def _print_runs(runs: list) -> None:
         print(printable(f"{str(r.get('id'))[:40]:40} {str(r.get('state'))[:9]:9} {str(r.get('status') or '-')[:9]:9} "
                         f"{str(r.get('steps') if r.get('steps') is not None else '-'):>6}  "
                         f"{str(r.get('started_at') or '-')[:24]:24} {str(r.get('script') or '')[:80]}"))
+        if r.get("bundle"):
+            print(printable(f"{'':40} in {str(r['bundle'])[:300]}"))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core import units
+from core.analysis import vocab
 from core.analysis.vocab import one_off_text
 from core.terminal import printable
 from core.export import summary
@@ -86,14 +87,6 @@ def _not_run(fr: FindingsResult) -> str:
     return f"<h3>Checks not run</h3><ul class='muted notrun'>{li}</ul>"
 
 
-def saving_text(saving_ns, saving_pct) -> str:
-    """"−1.20 ms/step (−3.2 %)": what a finding's fix would save (the GUI shows the same text)."""
-    if int(saving_ns) < 1_000:  # the fix would not change the step (the GUI says the same)
-        return "≈ 0 per step"
-    pct = f" (−{float(saving_pct):.1f} %)" if saving_pct is not None else ""
-    return f"−{units.fmt_ns(int(saving_ns))}/step{pct}"
-
-
 def _health(ctx: ReportContext) -> str:
     items = getattr(ctx, "health", None)
     if items is None:
@@ -130,14 +123,10 @@ def _findings(ctx: ReportContext) -> str:
         if len(evidence) > EVIDENCE_N:
             ev += f"<li class=muted>{len(evidence) - EVIDENCE_N} more in findings.csv</li>"
         once = one_off_text(d)
-        cost = once or f"cost {units.fmt_ns(d.get('impact_ns') or 0)}"
-        if d.get("impact_pct") is not None:
-            cost += f" ({float(d['impact_pct']):.1f} % of profiled time)"
-        if once:
-            cost += ", paid once, not every step"
+        cost = (f"<b>{esc(vocab.lost_text(d))}</b>" if once else f"{vocab.LOST} <b>{esc(vocab.lost_text(d))}</b>")
         saving = ""
         if d.get("saving_ns") is not None:
-            saving = (f"<div class=fmeta><b>est. {esc(saving_text(d['saving_ns'], d.get('saving_pct')))}</b> · "
+            saving = (f"<div class=fmeta>{vocab.SAVES} <b>{esc(vocab.saves_text(d))}</b> · "
                       f"{esc(d.get('estimate') or '')}</div>")
         hit = measured_for_rule(tried, str(d.get("rule"))) if tried else None
         if hit:
@@ -146,7 +135,7 @@ def _findings(ctx: ReportContext) -> str:
             f"<div class='finding {sev}'><div class=fhead><span class='badge {sev}'>{sev}</span> "
             + (f"<span class='badge oneoff'>one-off</span> " if once else "") +
             f"<b>{esc(d.get('title'))}</b> <code class=rule>{esc(d.get('rule'))}</code></div>"
-            f"<div class=fmeta>{esc(cost)} · {esc(d.get('count'))}× · {where} · {esc(first)}</div>" + saving
+            f"<div class=fmeta>{cost} · {esc(d.get('count'))}× · {where} · {esc(first)}</div>" + saving
             + (f"<ul class=evidence>{ev}</ul>" if ev else "")
             + (f"<div class=fix><b>Fix:</b> {esc(d.get('fix'))}</div>" if d.get("fix") else "") + "</div>")
     return "".join(cards) + _not_run(fr)

@@ -80,12 +80,14 @@ def headline(ts: TraceSet) -> list[tuple[str, str]]:
     if len(st):
         real = not st.synthetic
         out.append(("steps" if real else "window", f"{len(st)}" if real else "whole trace"))
-        out.append(("median step" if real else "duration", units.fmt_ns(float(np.median(st.effective_ns)))))
+        # the mean, as the app's status line and `ptprof analyze` say it (core/analysis/vocab.py): the step every
+        # finding's "% of mean step" refers to
+        out.append(("mean step" if real else "duration", units.fmt_ns(float(np.mean(st.effective_ns)))))
         if ts.primary.devices:
             names, counts = np.unique(st.bound, return_counts=True)
-            out.append(("CPU · GPU", f"{units.fmt_ns(float(np.median(st.dur_ns)))} · "
-                                     f"{units.fmt_ns(float(np.median(st.gpu_span_ns)))} · "
-                                     f"{names[np.argmax(counts)]}-bound"))
+            out.append(("CPU · GPU (mean)", f"{units.fmt_ns(float(np.mean(st.dur_ns)))} · "
+                                            f"{units.fmt_ns(float(np.mean(st.gpu_span_ns)))} · "
+                                            f"{names[np.argmax(counts)]}-bound"))
             busy = 100.0 * st.gpu_busy_ns.sum() / max(int(st.effective_ns.sum()), 1)
             out.append(("GPU busy", units.fmt_pct(busy)))
     from core.analysis.metrics import rank_metrics

@@ -94,10 +94,17 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         ("count", "occurrences"),
         ("one_off", "'one-off: 3.84 s at step 4' when the cost is paid once (a recompile, a first-step compile, a "
                     "cold start: it sits in one or few steps), not every step; empty otherwise"),
-        ("impact_us", "estimated time lost"),
-        ("impact_pct", "impact_us as a share of the profiled time"),
-        ("saving_us", "what the fix would save per step (median over steps) in a replay of the critical path; empty without a what-if"),
-        ("saving_pct", "saving_us as a share of the effective step"),
+        ("lost_per_step_us", "Lost / step: the time the problem takes per profiled step (impact_us over the steps, the mean)"),
+        ("lost_pct_of_mean_step", "Lost / step as % of the mean step (the same number as impact_pct)"),
+        ("saves_per_step_us", "Saves / step: what the fix would give back per step in a replay of the critical path "
+                              "(positive; the same number as saving_us); empty without a what-if"),
+        ("saves_pct_of_mean_step", "Saves / step as % of the mean step (of the unprofiled one when the saving is in "
+                                   "unprofiled time); empty without a what-if"),
+        ("impact_us", "estimated time lost over the whole window (Lost / step x steps)"),
+        ("impact_pct", "impact_us as a share of the profiled steps' time"),
+        ("saving_us", "what the fix would save per step (median over steps, or the mean on a loop the DataLoader "
+                      "paces) in a replay of the critical path; empty without a what-if"),
+        ("saving_pct", "saving_us as a share of the replayed step"),
         ("estimate", "how saving_us was computed (the replay edit)"),
         ("first_start_us", "start of the first occurrence, relative to the trace start"),
         ("first_end_us", "end of the first occurrence"),
@@ -265,6 +272,7 @@ def metrics_table(ts: TraceSet) -> ExportTable:
 
 def findings_table(findings, ts: TraceSet | None = None) -> ExportTable:
     """`findings`: Finding objects (core.rules) or their JSON dicts (ARCHITECTURE.md contract)."""
+    from core.analysis import vocab
     from core.analysis.vocab import one_off_text
     from core.export.findings import as_dict
 
@@ -278,7 +286,10 @@ def findings_table(findings, ts: TraceSet | None = None) -> ExportTable:
         first = ranges[0] if ranges else (None, None)
         mi = int(d.get("model_index") or 0)
         rank = d.get("rank", ranks[mi] if mi < len(ranks) else mi)
+        spct = vocab.saves_pct(d)
         values = (d.get("rule", ""), d.get("severity", ""), rank, d.get("title", ""), d.get("count"), one_off_text(d),
+                  _round(vocab.lost_per_step_ns(d), 1e-3), _round(vocab.lost_pct(d), 1.0),
+                  _round(d.get("saving_ns"), 1e-3), _round(spct, 1.0),
                   _round(d.get("impact_ns"), 1e-3), _round(d.get("impact_pct"), 1.0),
                   _round(d.get("saving_ns"), 1e-3), _round(d.get("saving_pct"), 1.0), d.get("estimate") or "",
                   _round(first[0], 1e-3), _round(first[1], 1e-3), len(ranges), src.get("file") or "",

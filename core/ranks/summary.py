@@ -136,7 +136,7 @@ def finding_from_json(d: dict) -> Finding:
 def _per_step(d: dict) -> dict:
     """Finding.steps / one_off / one_off_steps (core/rules/per_step.py) from their JSON form."""
     one = d.get("one_off")
-    return {"steps": int(d.get("steps") or 0), "one_off": bool(one),
+    return {"steps": int(d.get("steps") or 0), "one_off": bool(one), "mean_step_ns": int(d.get("mean_step_ns") or 0),
             "one_off_steps": tuple(int(n) for n in (one.get("steps") or ())) if isinstance(one, dict) else ()}
 
 

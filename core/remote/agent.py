@@ -13,7 +13,8 @@ A run: ROOT/runs/<id>/ is its bundle (the local layout); ROOT/ctl/<id>/ holds sp
 supervisor's state), agent.log and the stop / kill requests. The supervisor (`supervise`, started by
 `start` in a new session, so a dropped connection or a closed terminal never reaches it) is the run's
 launcher on the host, as `ptprof record` is locally: it starts the child in its own session, writes
-the logs, samples the GPU (agent_gpu.py), folds events.jsonl (livestate.py) and writes run.json. Stop
+the logs, samples the GPU (agent_gpu.py: nvidia-smi, NVML, amd-smi / rocm-smi), folds events.jsonl
+(livestate.py) and writes run.json. Stop
 requests are files in ctl/<id>/, so only the supervisor ever signals, and only the run's own process
 tree (tree.py: pids known from the child it spawned, never pids read from events.jsonl alone).
 """
@@ -34,6 +35,8 @@ from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
 ROOT = Path(os.path.expanduser(os.environ.get("PTPROF_REMOTE_ROOT") or "~/.cache/ptprof"))
+# every run started on this host, whatever its root or bundle folder: one JSON line {"id", "ctl", "bundle"}
+INDEX = Path(os.path.expanduser(os.environ.get("PTPROF_REMOTE_INDEX") or "~/.cache/ptprof/runs.idx"))
 RUN_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,120}$")
 BUNDLE_TOKEN, RUNNER_TOKEN = "@@PTPROF_BUNDLE@@", "@@PTPROF_RUNNER@@"  # placeholders in the spec's argv / env
 TICK_S = 0.05
@@ -89,9 +92,16 @@ def proc_start_ticks(pid: int):
 
 
 def ctl_dir(run_id: str) -> Path:
+    """The run's ctl/<id>/ under this root, else where the index says it is (a run started under another
+    PTPROF_REMOTE_ROOT)."""
     if not RUN_ID.match(run_id or ""):
         raise SystemExit(_fail(f"not a run id: {run_id!r}"))
-    return ROOT / "ctl" / run_id
+    here = ROOT / "ctl" / run_id
+    if not here.is_dir():
+        for entry in reversed(_load("agent_index").indexed(INDEX, RUN_ID)):
+            if entry["id"] == run_id:
+                return Path(entry["ctl"])
+    return here
 
 
 def _fail(message: str) -> int:
@@ -152,6 +162,7 @@ def cmd_start() -> int:
             if isinstance(run_json.get("config"), dict):
                 run_json["config"].update(script=full, cwd=cwd)
     write_json(ctl / "spec.json", spec)
+    _load("agent_index").index_run(INDEX, run_id, ctl, bundle)
     with open(ctl / "agent.log", "ab") as log:
         sup = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "supervise", run_id],
                                stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
@@ -219,8 +230,9 @@ class Supervisor:
         self.run_json.update(status="running", host=platform.node(), started_at=iso_utc(started_ns),
                              launcher_python=sys.executable, remote={"id": self.id, "bundle": str(b)})
         write_json(b / "run.json", self.run_json)
-        feed = _load("agent_gpu").SmiFeed(str(b / "nvml.csv"), float(spec.get("nvml_hz") or 10.0),
-                                          env.get("CUDA_VISIBLE_DEVICES"), _load("backend").visible_devices).open()
+        # nvidia-smi, else NVML in this interpreter, else amd-smi / rocm-smi, else the reason in one line
+        feed = _load("agent_gpu").open_feed(str(b / "nvml.csv"), float(spec.get("nvml_hz") or 10.0), env,
+                                            _load("backend"), _load("agent_gpu_poll"))
         key_env, key_fds = self.key.child_env(bool(spec.get("torchrun")))
         env.update(key_env)
         try:
@@ -234,7 +246,7 @@ class Supervisor:
             return 0
         self.key.close_child_end()
         feed.start()
-        self.run_json["gpu"] = {"backend": "nvidia-smi" if feed.available else "none", "devices": feed.names,
+        self.run_json["gpu"] = {"backend": feed.backend if feed.available else "none", "devices": feed.names,
                                 "facts": feed.facts, "nvml_index": feed.physical or None, "reason": feed.reason}
         write_json(b / "run.json", self.run_json)
         tree = self.tree_mod.RunTree(child.pid, f"PTPROF_BUNDLE={b}".encode("utf-8", "surrogateescape"))

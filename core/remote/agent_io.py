@@ -11,6 +11,8 @@
                                                   (regular files only)
     ls PATH                                       a folder's entries (remote file picker)
     interpreters DIR                              Python interpreters worth offering (PATH, conda, venvs)
+    clock                                         this host's time.time_ns() once per line read on stdin
+                                                  (the desktop's round trips measure the clock offset)
 """
 from __future__ import annotations
 
@@ -49,7 +51,7 @@ def _read_from(path: Path, offset: int, limit: int) -> bytes:
 
 def agent_state(agent, run_id: str) -> dict:
     """agent.json, with state "lost" when its supervisor is gone without finishing (host reboot, kill -9)."""
-    ctl = agent.ROOT / "ctl" / run_id
+    ctl = agent.ctl_dir(run_id)
     state = agent.read_json(ctl / "agent.json") or {"id": run_id, "state": "starting"}
     if state.get("state") in ("running", "starting") and isinstance(state.get("pid"), int):
         if agent.proc_start_ticks(state["pid"]) != state.get("start_ticks"):
@@ -69,7 +71,7 @@ def follow(agent, run_id: str, offsets_arg: str) -> int:
     bundle = Path(state.get("bundle") or agent.ROOT / "runs" / run_id)
     out = sys.stdout
     last_state, last_hb = None, 0.0
-    ctl = agent.ROOT / "ctl" / run_id
+    ctl = agent.ctl_dir(run_id)
     while True:
         sent = False
         for name, file_name in LIVE.items():
@@ -100,13 +102,16 @@ def follow(agent, run_id: str, offsets_arg: str) -> int:
 
 
 def runs(agent) -> list:
+    """The runs under this root and every run of the host's index (other roots), each once."""
     ctl = agent.ROOT / "ctl"
+    ids = [d.name for d in sorted(ctl.iterdir()) if agent.RUN_ID.match(d.name) and (d / "agent.json").is_file()] \
+        if ctl.is_dir() else []
+    ids += [e["id"] for e in agent._load("agent_index").indexed(agent.INDEX, agent.RUN_ID) if e["id"] not in ids]
     out = []
-    for d in sorted(ctl.iterdir()) if ctl.is_dir() else []:
-        if agent.RUN_ID.match(d.name) and (d / "agent.json").is_file():
-            st = agent_state(agent, d.name)
-            out.append({k: st.get(k) for k in ("id", "state", "script", "started_at", "ended_at", "exit_code",
-                                               "status", "steps", "bundle", "host")})
+    for run_id in dict.fromkeys(ids):
+        st = agent_state(agent, run_id)
+        out.append({k: st.get(k) for k in ("id", "state", "script", "started_at", "ended_at", "exit_code",
+                                           "status", "steps", "bundle", "host")})
     return out
 
 
@@ -213,6 +218,13 @@ def main(cmd: str, rest: list, agent) -> int:
         return pack(agent, rest[0])
     if cmd == "ls":
         agent.say(ls(rest[0] if rest else "~"))
+        return 0
+    if cmd == "clock":
+        for _ in range(64):
+            if not sys.stdin.readline():
+                break
+            sys.stdout.write(f"{time.time_ns()}\n")
+            sys.stdout.flush()
         return 0
     if cmd == "interpreters":
         agent.say(interpreters(rest[0] if rest else "~"))

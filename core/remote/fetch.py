@@ -6,6 +6,8 @@ an absolute or `..` path, a name the manifest did not announce, a size larger th
 total beyond `max_bytes` / the free disk space is refused with one line (FetchError), and the transfer
 stops. Files are opened with O_NOFOLLOW under folders created here (never through a link), so nothing
 is written outside `dest`. Progress and cancel: `progress(done_bytes, total_bytes)`, `cancel()` -> True.
+`fetch_staged` fetches into a hidden folder inside `dest` first and moves the files into place only once
+all arrived: a cancelled or refused fetch leaves no partial trace or run.json that would pass for a bundle.
 """
 from __future__ import annotations
 
@@ -194,6 +196,38 @@ def fetch(helper: Helper, run_id: str, dest: str | Path, progress=None, cancel=N
         err = proc.stderr.read(4096).decode("utf-8", "replace").strip().splitlines()
         raise FetchError(f"fetching from {helper.host.label} failed: {err[-1][:300] if err else f'exit {proc.returncode}'}")
     return Fetched(dest, files, done, stream.n, time.monotonic() - t0)
+
+
+STAGE = ".ptprof-fetch"  # inside the local folder; only fetch_staged writes or removes it
+
+
+def fetch_staged(helper: Helper, run_id: str, dest: str | Path, progress=None, cancel=None,
+                 max_bytes: int = MAX_BYTES) -> Fetched:
+    """fetch() into dest/.ptprof-fetch/, then every file moved into dest (replacing the live mirror's copies);
+    a failure or a cancel removes the stage, so dest holds only what it held before (FetchError /
+    FetchCancelled as fetch raises them)."""
+    dest = Path(dest).expanduser().absolute()
+    stage = dest / STAGE
+    _remove_stage(stage)
+    try:
+        got = fetch(helper, run_id, stage, progress=progress, cancel=cancel, max_bytes=max_bytes)
+        for path in sorted(p for p in stage.rglob("*") if p.is_file() and not p.is_symlink()):
+            rel = path.relative_to(stage)
+            folder = _folder(dest, PurePosixPath(rel.parent.as_posix())) if rel.parent.parts else dest
+            try:
+                os.replace(path, folder / rel.name)  # a link there is replaced, never followed
+            except OSError as exc:
+                raise FetchError(f"cannot move {rel} into {dest}: {exc.strerror or exc}") from None
+    finally:
+        _remove_stage(stage)
+    return Fetched(dest, got.files, got.bytes, got.wire_bytes, got.seconds)
+
+
+def _remove_stage(stage: Path) -> None:
+    if stage.is_symlink():
+        stage.unlink()
+    elif stage.exists():
+        shutil.rmtree(stage, ignore_errors=True)  # rmtree never follows links out of it
 
 
 def _check_manifest(m: dict, dest: Path, max_bytes: int) -> dict[str, int]:

@@ -2,8 +2,10 @@
 
 It stands where core.gpu.sampler.Sampler stands for a local run (the live panel and the status line read
 `available`, `reason`, `names`, `rings`), but samples nothing itself: the host's nvidia-smi does, and
-each row arrives through the SSH stream. `latencies_ns` keeps, per row, the time from the sample's own
-stamp (the host's wall clock) to its arrival here: the live plot's per-sample latency.
+each row arrives through the SSH stream. The rows of nvml.csv carry the host's wall clock (as the bundle
+keeps them); the rings hold them on this desktop's clock (`clock_offset_ns`, desktop - host, measured at
+connect: RemoteSession), so the live plot never mixes the two clocks. `latencies_ns` keeps, per row, the
+time from the sample's stamp to its arrival here: the live plot's per-sample latency.
 """
 from __future__ import annotations
 
@@ -19,8 +21,10 @@ NAN = float("nan")
 
 
 class MirrorSampler:
-    def __init__(self, names: list[str], reason: str, rate_hz: float = 10.0, history_s: float = 600.0):
+    def __init__(self, names: list[str], reason: str, rate_hz: float = 10.0, history_s: float = 600.0,
+                 clock_offset_ns: int = 0):
         self.names = list(names)
+        self.clock_offset_ns = clock_offset_ns
         self._reason = reason
         capacity = max(16, int(history_s * rate_hz))
         self.rings = {i: RingBuffer(capacity, len(COLUMNS)) for i in range(len(self.names))}
@@ -49,6 +53,7 @@ class MirrorSampler:
             if row is None:
                 continue
             t_ns, gpu, values = row
+            t_ns += self.clock_offset_ns  # the host's stamp on this desktop's clock
             ring = self.rings.get(gpu)
             if ring is None:
                 self.bad_rows += 1

@@ -18,7 +18,7 @@ from core.remote.ssh import SshError, SshHost
 
 RUNNER_DIR = Path(__file__).resolve().parents[1] / "runner"
 REMOTE_DIR = Path(__file__).resolve().parent
-AGENT_FILES = ("agent.py", "agent_io.py", "agent_gpu.py")
+AGENT_FILES = ("agent.py", "agent_io.py", "agent_gpu.py", "agent_gpu_poll.py", "agent_index.py")
 RUNNER_EXTRA = ("tree.py", "livestate.py", "events_check.py", "protocol.py", "auth.py")  # what the agent loads
 REMOTE_ROOT = "~/.cache/ptprof"  # where the runner and runs live on the host (PTPROF_REMOTE_ROOT: elsewhere)
 ANSWER_BYTES = 8 << 20
@@ -97,7 +97,9 @@ class Helper:
         """sh -c 'exec PY "$HOME/.cache/..."/agent.py "$@"' sh ARGS...: only the fixed folder is shell text,
         every argument (the interpreter, run ids, paths) is a quoted word."""
         folder, root = _sh_path(self.dir), _sh_path(self.root)
-        script = f'PTPROF_REMOTE_ROOT={root} PYTHONDONTWRITEBYTECODE=1 exec "$0" {folder}/agent.py "$@"'
+        index = os.environ.get("PTPROF_REMOTE_INDEX")  # the host's index of runs (default ~/.cache/ptprof/runs.idx)
+        index = f"PTPROF_REMOTE_INDEX={_sh_path(index)} " if index else ""
+        script = f'PTPROF_REMOTE_ROOT={root} {index}PYTHONDONTWRITEBYTECODE=1 exec "$0" {folder}/agent.py "$@"'
         return ["sh", "-c", script, self.python, *args]
 
     def ensure(self) -> "Helper":
@@ -134,6 +136,43 @@ class Helper:
         if not answer.get("ok"):
             raise RemoteError(str(answer.get("error") or "the helper refused")[:500])
         return answer
+
+    def clock_offset(self, pings: int = 5, timeout: float = 20.0) -> tuple[int, int]:
+        """(desktop clock - host clock, round trip) in ns: the host's time.time_ns() (the clock its samples and
+        events are stamped with) asked `pings` times over one channel; the answer of the shortest round
+        trip is taken as read at its midpoint (NTP's estimate: off by at most half that round trip).
+        RemoteError when the host does not answer."""
+        import subprocess
+        import threading
+        import time
+        proc = self.popen("clock", stdin=subprocess.PIPE)
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        best = None
+        try:
+            for _ in range(max(1, pings)):
+                t0 = time.time_ns()
+                proc.stdin.write(b"\n")
+                proc.stdin.flush()
+                line = proc.stdout.readline(64)
+                t1 = time.time_ns()
+                if not line.strip().isdigit():
+                    break
+                sample = (t1 - t0, (t0 + t1) // 2 - int(line))
+                best = sample if best is None or sample[0] < best[0] else best
+        except OSError:
+            pass
+        finally:
+            timer.cancel()
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+            proc.kill()
+            proc.wait()
+        if best is None:
+            raise RemoteError(f"{self.host.label} did not tell its time (agent.py clock)")
+        return best[1], best[0]
 
     def popen(self, *args: str, stdin=None):
         import subprocess

@@ -29,10 +29,11 @@ from pathlib import Path
 from core.remote import fetch as fetch_mod
 from core.remote.agent import BUNDLE_TOKEN, RUNNER_TOKEN
 from core.remote.mirror import MirrorSampler
+from core.remote.mirrors import _iso_ns, _mirror_of, measure_clock, note_mirror, unfinished_mirrors, validate_remote  # noqa: F401  (re-exported)
 from core.remote.runner import Helper, RemoteError
 from core.remote.ssh import SshError, SshHost
 from core.runner import bundle as bl
-from core.runner.config import ConfigError, RunConfig, check_values
+from core.runner.config import RunConfig
 from core.runner.events_check import valid
 from core.runner.launch import build_argv, build_env
 from core.runner.livestate import LiveState, printable
@@ -48,46 +49,8 @@ MAX_BAD_FRAMES = 10_000
 ENDED = ("finished", "lost", "failed")
 
 
-def _mirror_of(root: Path) -> str:
-    """The remote run id a local folder mirrors (its placeholder run.json), or ""."""
-    data = bl.read_json(Path(root) / bl.RUN_JSON) if (Path(root) / bl.RUN_JSON).is_file() else None
-    remote = data.get("remote") if isinstance(data, dict) and data.get("format") == bl.FORMAT else None
-    return str(remote.get("id") or "") if isinstance(remote, dict) else ""
-
-
-def unfinished_mirrors(root: str | Path) -> list[tuple[Path, dict]]:
-    """Local folders of remote runs nobody finished following (the app was closed, the desktop died):
-    (folder, its run.json "remote": host, ssh_config, id, python), newest first."""
-    out = []
-    try:
-        folders = sorted(Path(root).expanduser().iterdir(), key=lambda p: p.name, reverse=True)[:500]
-    except OSError:
-        return out
-    for folder in folders:
-        data = bl.read_json(folder / bl.RUN_JSON) if (folder / bl.RUN_JSON).is_file() else None
-        if isinstance(data, dict) and data.get("status") == "running" and isinstance(data.get("remote"), dict) \
-                and data["remote"].get("id") and data["remote"].get("host") and "exit_code" not in data:
-            out.append((folder, data["remote"]))
-    return out
-
-
 class RemoteStartError(RuntimeError):
     """The remote run could not start; str(exc) is one line."""
-
-
-def validate_remote(cfg: RunConfig) -> RunConfig:
-    """What can be checked here (values, not paths: those are the host's, checked there)."""
-    if not cfg.module and not cfg.script:
-        raise ConfigError("no script given")
-    if not cfg.python:
-        raise ConfigError("no interpreter given (--python)")
-    check_values(cfg)
-    if cfg.out_dir:
-        problem = bl.out_dir_problem(cfg.out_dir)
-        if problem:
-            raise ConfigError(problem)
-    cwd = cfg.cwd or (os.path.dirname(cfg.script) if cfg.script.startswith(("/", "~/")) else "") or "~"
-    return cfg.with_(cwd=cwd)
 
 
 class _RemoteProc:
@@ -104,8 +67,10 @@ class _RemoteProc:
 
 class RemoteSession:
     def __init__(self, cfg: RunConfig, host: SshHost, plan: StopPlan = StopPlan(), doctor: dict | None = None,
-                 helper: Helper | None = None, out_dir: str | Path | None = None, resume_id: str = ""):
+                 helper: Helper | None = None, out_dir: str | Path | None = None, resume_id: str = "",
+                 remote_dir: str = ""):
         self.cfg, self.host, self.plan, self.doctor = cfg, host, plan, doctor
+        self.remote_dir = (remote_dir or "").strip()  # the bundle's folder on the host: DIR/<id> ("" = the agent's root)
         self.helper = helper or Helper(host, python=cfg.python)
         root = Path(out_dir or cfg.out_dir or bl.default_dir(cfg.bundle_stem or "run")).expanduser()
         if resume_id and _mirror_of(root) == resume_id:  # the folder of an earlier follow: resume it
@@ -133,7 +98,11 @@ class RemoteSession:
         self.fetch_progress = (0, 0)
         self.fetched: fetch_mod.Fetched | None = None
         self.fetch_error = ""
+        self.fetch_cancelled = False  # cancel_fetch() took effect: the local folder holds no part of the bundle
         self.first_step_s: float | None = None  # seconds from start() to the first step event seen here
+        # desktop clock - host clock (ns), measured at connect (Helper.clock_offset): the live view puts the
+        # host's stamps (events, GPU samples) on this desktop's clock; the bundle keeps the host's own
+        self.clock_offset_ns = 0
         self._t_start = 0.0
         self._offsets = {name: 0 for name in LIVE_FILES}
         self._partial = {"stdout": b"", "stderr": b""}
@@ -172,6 +141,7 @@ class RemoteSession:
                     "exit_code": None, "doctor": self.doctor, "environment": None}
         run_id = re.sub(r"[^A-Za-z0-9_.-]", "_", self.bundle.root.name).lstrip(".-") + "-" + secrets.token_hex(3)
         spec = {"id": run_id, "argv": argv, "env": env, "cwd": cfg.cwd, "script": cfg.script if not cfg.module else "",
+                "out": f"{self.remote_dir.rstrip('/') or '/'}/{run_id}" if self.remote_dir else "",
                 "label": cfg.target, "nproc": cfg.nproc, "torchrun": cfg.torchrun, "nvml_hz": cfg.nvml_hz,
                 "stop_after_window": cfg.stop_after_window, "run_json": run_json,
                 "plan": [self.plan.sigint_grace_s, self.plan.sigterm_grace_s, self.plan.flush_grace_s,
@@ -179,6 +149,7 @@ class RemoteSession:
         try:
             self.host.connect()
             self.helper.ensure()
+            self._measure_clock()
             answer = self.helper.call("start", input=json.dumps(spec).encode(), timeout=90)
         except (SshError, RemoteError) as exc:
             raise RemoteStartError(str(exc)) from None
@@ -193,6 +164,7 @@ class RemoteSession:
             host.connect()
             helper = (helper or Helper(host, python=python)).ensure()
             runs = {r.get("id"): r for r in helper.call("list").get("runs", []) if isinstance(r, dict)}
+            offset = measure_clock(helper)
         except (SshError, RemoteError) as exc:
             raise RemoteStartError(str(exc)) from None
         if run_id not in runs:
@@ -204,7 +176,8 @@ class RemoteSession:
                     resume_id=run_id)
         except bl.BundleError as exc:
             raise RemoteStartError(str(exc)) from None
-        s._t_start = time.monotonic()
+        s._t_start, s.clock_offset_ns = time.monotonic(), offset
+        s.started_ns = _iso_ns(info.get("started_at")) + offset if _iso_ns(info.get("started_at")) else time.time_ns()
         for name, file_name in LIVE_FILES.items():  # resume: what the folder already holds is not asked again
             path = s.bundle.root / file_name
             s._offsets[name] = path.stat().st_size if path.is_file() and not path.is_symlink() else 0
@@ -213,6 +186,15 @@ class RemoteSession:
             s._offsets["nvml"] = 0
         s._begin({"id": run_id, **info})
         return s
+
+    def _measure_clock(self) -> None:
+        self.clock_offset_ns = offset = measure_clock(self.helper)
+        log.info("clock of %s: %+.3f s from this desktop's", self.host.label, -offset / 1e9)
+
+    def live_t_ns(self, e: dict) -> int:
+        """An event's host stamp on this desktop's clock (the live plot's time axis)."""
+        t = e.get("t_ns")
+        return int(t) + self.clock_offset_ns if isinstance(t, int) and not isinstance(t, bool) else 0
 
     def _begin(self, answer: dict) -> None:
         self.run_id = str(answer.get("id") or "")
@@ -224,9 +206,10 @@ class RemoteSession:
                 "format": bl.FORMAT, "status": "running", "config": self.cfg.to_dict(),
                 "remote": {"host": self.host.label, "ssh_config": self.host.config_file, "id": self.run_id,
                            "python": self.helper.python}})
+            note_mirror(self.bundle.root)
         names = answer.get("gpus") if isinstance(answer.get("gpus"), list) else []
         self.sampler = MirrorSampler([str(n) for n in names][:64], str(answer.get("gpu_reason") or ""),
-                                     self.cfg.nvml_hz)
+                                     self.cfg.nvml_hz, clock_offset_ns=self.clock_offset_ns)
         self.connection = "connected"
         self._thread = threading.Thread(target=self._follow_loop, name="ptprof-remote-follow", daemon=True)
         self._thread.start()
@@ -425,9 +408,13 @@ class RemoteSession:
             try:
                 if self.fetch_error:
                     return
-                self.fetched = fetch_mod.fetch(self.helper, self.run_id, self.bundle.root,
+                self.fetched = fetch_mod.fetch_staged(self.helper, self.run_id, self.bundle.root,
                                                progress=lambda d, t: setattr(self, "fetch_progress", (d, t)),
                                                cancel=self._cancel_fetch.is_set)
+            except fetch_mod.FetchCancelled:
+                self.fetch_cancelled = True
+                self.fetch_error = (f"fetch cancelled: nothing of the bundle was kept in {self.bundle.root} (only what "
+                                    f"the live view showed; not a bundle); it stays on {self.host.label}")
             except fetch_mod.FetchError as exc:
                 self.fetch_error = str(exc)
             except (SshError, RemoteError) as exc:

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from core.analysis.step_times import step_times
-from core.analysis.vocab import one_off_text
+from core.analysis.vocab import lost_per_step_ns, one_off_text, saves_pct
 from core.analysis.steps import step_windows
 from core.trace.model import GPU_KINDS, TraceModel, TraceSet
 
@@ -97,6 +97,9 @@ class Finding:
     # run each kernel belongs to)
     fix_rows: tuple[int, ...] = ()
     fix_groups: tuple[int, ...] = ()
+    # the mean step "% of mean step" of Saves / step refers to (core/analysis/vocab.py): the mean effective step
+    # of its model, or the unprofiled step where the saving is in unprofiled time; 0 when not known
+    mean_step_ns: int = 0
 
     def to_json(self) -> dict:
         return {
@@ -115,6 +118,11 @@ class Finding:
             "estimate": self.estimate,
             **({"savings_by_fix": {k: int(v) for k, v in self.savings_by_fix}} if self.savings_by_fix else {}),
             "steps": int(self.steps),
+            # the per-step vocabulary users read (Lost / step, Saves / step as % of mean step); impact_pct is
+            # Lost / step as % of the mean step
+            "lost_per_step_ns": lost_per_step_ns(self),
+            "mean_step_ns": int(self.mean_step_ns) or None,
+            "saving_pct_of_mean_step": _round3(saves_pct(self)),
             "one_off": ({"cost_ns": int(self.impact_ns), "steps": [int(n) for n in self.one_off_steps],
                          "label": one_off_text(self)} if self.one_off else None),
         }
@@ -275,6 +283,10 @@ class RuleContext:
                        evidence=tuple(evidence), source=source, fix=fix, model_index=index,
                        evidence_rows=tuple(int(r) for r in evidence_rows), hint=hint,
                        fix_rows=tuple(int(r) for r in fix_rows), fix_groups=tuple(int(g) for g in fix_groups))
+
+
+def _round3(v):
+    return None if v is None else round(float(v), 3)
 
 
 def _jsonable(value):

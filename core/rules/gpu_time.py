@@ -353,7 +353,10 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
         cap = Severity.parse(str(cfg["max_severity"]))
         sev = min(ctx.severity(ctx.pct(i, unexplained), unexplained), cap)
         out.findings.append(ctx.finding(
-            "gpu_idle", i, severity=sev, title=f"GPU idle {fmt_pct(100 * idle / dur)} of step time ({split})",
+            # the cost (Lost / step) is the idle no other finding bills: say so, or the two shares read as a mismatch
+            "gpu_idle", i, severity=sev, title=f"GPU idle {fmt_pct(100 * idle / dur)} of step time ({split}); "
+                                               f"{fmt_pct(ctx.pct(i, unexplained))} of the mean step not billed to "
+                                               "another finding",
             count=len(b), impact_ns=unexplained, time_ranges=[(int(a), int(z)) for a, z in zip(gs[big], ge[big])],
             evidence=ev, source=None, fix=fix))
     return out

@@ -3,8 +3,9 @@ divides by) and whether its cost is one-off.
 
 One-off: a recompile always (compile time is paid once, not per step), and any finding whose time ranges
 account for its cost (they cover 50-150 % of it) and put at least 80 % of it in one or few steps (at most a
-quarter of the window's steps, and at most 3) of a window of 3 or more steps: a first-step compile, a cold
-start, a single cudaMalloc after warm-up (not gpu_idle, whose ranges are the worst step's gaps by design). Such a cost is shown as "one-off: 3.84 s at step 4"
+quarter of the window's steps, and at most 3, not evenly spaced: that is every N steps) of a window of 3 or
+more steps: a first-step compile, a cold start, a single cudaMalloc after warm-up (not gpu_idle, whose ranges
+are the worst step's gaps by design). Such a cost is shown as "one-off: 3.84 s at step 4"
 (core/analysis/vocab.py), not as a cost of every step.
 """
 from __future__ import annotations
@@ -31,8 +32,13 @@ MIN_COST_NS = 1_000
 
 def annotate(ctx: RuleContext, findings: list[Finding]) -> list[Finding]:
     out = []
+    steps: dict[tuple[int, bool], int] = {}
     for f in findings:
         try:
+            key = (f.model_index, f.saving_ns is not None)
+            if key not in steps and 0 <= f.model_index < len(ctx.models):
+                steps[key] = mean_step_ns(ctx, f.model_index, saving=key[1])
+            f = dataclasses.replace(f, mean_step_ns=steps.get(key, 0))
             out.append(_annotate(ctx, f))
         except Exception:  # noqa: BLE001 - a label must never lose the finding
             log.exception("per-step facts of %s failed", f.rule)
@@ -50,6 +56,25 @@ def _annotate(ctx: RuleContext, f: Finding) -> Finding:
     if one_off and steps is None and n:  # a recompile spread over the window: the steps that hold most of it
         steps = _top_steps(st, f, MAX_STEPS)
     return dataclasses.replace(f, steps=n, one_off=one_off, one_off_steps=tuple(steps or ()))
+
+
+def mean_step_ns(ctx: RuleContext, index: int, saving: bool) -> int:
+    """The mean step a finding's per-step numbers are shares of: the mean effective step of its model (what
+    impact_pct divides by, per step); for a saving in unprofiled time (a bundle that knows its recording
+    inflation, or a loop the DataLoader workers pace: core/rules/whatif.py), the unprofiled step the status
+    line shows next to it."""
+    from core.analysis.step_times import step_times
+    st = ctx.steps(index)
+    n = 1 if st.synthetic else max(len(st.number), 1)
+    total = st.total_ns if st.synthetic else int(step_times(ctx.models[index], ctx.config).effective_ns.sum())
+    recorded = int(round(total / n))  # impact_pct's denominator, per step (ctx.pct)
+    if not saving:
+        return recorded
+    from core.analysis.health import recording_inflation
+    from core.rules.whatif import unprofiled_step_ns
+    unprofiled = ctx.memoized(f"unprofiled_step:{index}",
+                              lambda: unprofiled_step_ns(ctx.models[index], recording_inflation(ctx.trace_set)))
+    return int(unprofiled or recorded)
 
 
 def _per_step(st, f: Finding) -> np.ndarray:
@@ -75,7 +100,15 @@ def one_off_steps(st, f: Finding) -> tuple[int, ...] | None:
     k = int(np.searchsorted(np.cumsum(per[order]) / total, SHARE - 1e-9) + 1)
     if k > few:
         return None
-    return tuple(sorted(int(st.number[i]) for i in order[:k]))
+    steps = tuple(sorted(int(st.number[i]) for i in order[:k]))
+    if periodic(steps):  # every N steps (a .item() in a log_metrics every 10 steps): recurring, not one-off
+        return None
+    return steps
+
+
+def periodic(steps: tuple[int, ...]) -> bool:
+    """Three or more steps evenly spaced: a cost that comes back every N steps."""
+    return len(steps) >= 3 and len({b - a for a, b in zip(steps, steps[1:])}) == 1
 
 
 def _top_steps(st, f: Finding, most: int) -> tuple[int, ...]:

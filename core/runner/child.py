@@ -44,7 +44,7 @@ def _load_sibling(name: str):
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="ptprof-child")
     p.add_argument("--bundle", required=True)
-    for name, default in (("wait", 5), ("warmup", 1), ("active", 3), ("repeat", 1), ("fallback-steps", 5)):
+    for name, default in (("wait", 5), ("warmup", 1), ("active", 5), ("repeat", 1), ("fallback-steps", 5)):
         p.add_argument(f"--{name}", type=int, default=default)
     p.add_argument("--no-shapes", action="store_true")
     p.add_argument("--no-memory", action="store_true")

@@ -4,7 +4,9 @@ torch shares each frame dict between every stack that holds it and gives every a
 list (py_symbolize dedups per captured traceback), and the pickle keeps that sharing. So a frames list is
 first looked up by its id(), then by the ids of the frame dicts it holds (a tuple built in C: `map`); the
 Python path runs once per distinct stack and once per distinct frame dict. The objects stay alive while
-the unpickled snapshot does, so their ids are stable for the whole load.
+the unpickled snapshot does, so their ids are stable for the whole load. With the C extension built,
+rows are first grouped in C by the objects their lists hold (`stack_groups`, compared by pointer): the
+Python path then runs once per group (1 GB snapshot: keying 18 -> ~1 CPU s).
 """
 from __future__ import annotations
 
@@ -26,6 +28,12 @@ def _line(v) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**31 else 0
 
 
+def _stack_groups():
+    """core.trace._scan.stack_groups (core/snapshot/_stackkeys.h), None when the extension is not built."""
+    from core.trace.columns import _scan
+    return getattr(_scan, "stack_groups", None) if _scan is not None else None
+
+
 class Interner:
     def __init__(self) -> None:
         self._frame_ids: dict[tuple, int] = {}
@@ -43,6 +51,15 @@ class Interner:
         (`map`): lists already seen by id; the others deduplicated by id, then keyed by the ids of the
         frame dicts they hold (torch shares those), so the Python path (`stack`) runs once per distinct
         stack, not once per allocation."""
+        groups = _stack_groups()
+        if groups is not None and type(frame_lists) is list:
+            ids, reps = groups(frame_lists)  # C: rows grouped by the frame dicts their lists hold
+            group = np.frombuffer(ids, np.int64)
+            sids = np.fromiter(map(self.stack, reps), np.int64, len(reps))  # Python once per group
+            out = np.full(len(group), -1, np.int32)
+            ok = group >= 0
+            out[ok] = sids[group[ok]]
+            return out
         n = len(frame_lists)
         seen = np.fromiter(map(self._by_obj.get, map(id, frame_lists), repeat(-2)), np.int64, n)
         usable = np.fromiter(map(isinstance, frame_lists, repeat(list)), bool, n)

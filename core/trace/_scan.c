@@ -1358,6 +1358,7 @@ done:
 }
 
 #include "../snapshot/_pickscan.h" /* pickle_bounds: the memory-snapshot pickle's opcode walk */
+#include "../snapshot/_stackkeys.h" /* stack_groups: a snapshot's frames lists grouped by content */
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
@@ -1368,6 +1369,9 @@ static PyMethodDef methods[] = {
     {"pickle_bounds", pickle_bounds, METH_VARARGS,
      "pickle_bounds(buf, max_objects, max_depth, max_stack, max_int_bytes, max_text_arg) -> None or the "
      "one-line reason a memory-snapshot pickle is refused (core/snapshot/_pickscan.h)"},
+    {"stack_groups", stack_groups, METH_VARARGS,
+     "stack_groups(frame_lists) -> (int64 group per row as a bytearray, -1: not a non-empty list; the first "
+     "list of each group): lists grouped by the objects they hold (core/snapshot/_stackkeys.h)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_scan",

@@ -6,7 +6,7 @@ import re
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from core import units
+from core.analysis import vocab
 from core.analysis.vocab import one_off_text
 from core.rules.base import Finding
 from gui.issues.evidence import MAX_EVIDENCE_ROWS, Elide, Measure, evidence_html
@@ -21,14 +21,12 @@ def finding_html(f: Finding, width_px: int = 480, measure: Measure | None = None
     elide = elide or (lambda s, px, _mode: s if 7 * len(s) <= px else s[: max(1, px // 7 - 1)] + "…")
     e = html.escape
     once = one_off_text(f)
-    cost = (f"<b>{e(once)}</b> ({f.impact_pct:.1f} % of the profiled steps; paid once, not every step)" if once
-            else f"cost {e(units.fmt_ns(f.impact_ns))} ({f.impact_pct:.1f} % of step time)")
+    cost = f"<b>{e(vocab.lost_text(f))}</b>" if once else f"{vocab.LOST} <b>{e(vocab.lost_text(f))}</b>"
     parts = [f"<h3>{e(f.title)}</h3>",
              f"<p><b>{e(f.severity.label)}</b>{' (hint)' if f.hint else ''} · rule <code>{e(f.rule)}</code> · "
              f"{cost} · {f.count}×</p>"]
     if f.saving_ns is not None:
-        from gui.issues.model import saving_label
-        parts.append(f"<p><b>If fixed:</b> {e(saving_label(f))} · <i>{e(f.estimate)}</i></p>")
+        parts.append(f"<p><b>If fixed:</b> {vocab.SAVES} <b>{e(vocab.saves_text(f))}</b> · <i>{e(f.estimate)}</i></p>")
     if measured:  # what `ptprof try` / Try it measured for this finding's fix (the bundle's tried.json)
         parts.append(f"<p><b>Measured:</b> {e(measured)}</p>")
     if f.source:

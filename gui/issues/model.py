@@ -1,33 +1,27 @@
-"""FindingsModel: the findings of an Analysis as a Qt table (severity icon, title, impact, % of step, what the fix
-would save per step, count, rule)."""
+"""FindingsModel: the findings of an Analysis as a Qt table (severity icon, title, Lost / step, Saves / step, count,
+rule), in the words and order of core/analysis/vocab.py (the report's, findings.csv's and `ptprof analyze`'s)."""
 from __future__ import annotations
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from core import units
 from core.analysis import vocab
 from core.rules.base import Finding, Severity
 
-COLUMNS = ("Severity", "Problem", "Impact", "% step", "Saves", "Count", "Rule", "Try")
+COLUMNS = ("Severity", "Problem", vocab.LOST, vocab.SAVES, "Count", "Rule", "Try")
+LOST_COLUMN, SAVES_COLUMN = COLUMNS.index(vocab.LOST), COLUMNS.index(vocab.SAVES)
 TRY_COLUMN = COLUMNS.index("Try")
 TRY_TEXT = "Try"
 _ICONS = {Severity.ERROR: QtWidgets.QStyle.StandardPixmap.SP_MessageBoxCritical,
           Severity.WARNING: QtWidgets.QStyle.StandardPixmap.SP_MessageBoxWarning,
           Severity.INFO: QtWidgets.QStyle.StandardPixmap.SP_MessageBoxInformation}
 SORT_ROLE = QtCore.Qt.ItemDataRole.UserRole + 1
-_HEADERS = {"Severity": "", "% step": "%", "Try": "▸"}
-_HEADER_TIPS = {"Severity": "Severity (error, warning, info)", "Impact": "Time the problem takes per window",
-                "% step": "Impact as % of the step", "Saves": "What the fix would save per step (what-if replay)",
+_HEADERS = {"Severity": "", "Try": "▸"}
+_HEADER_TIPS = {"Severity": "Severity (error, warning, info)",
+                vocab.LOST: f"Time the problem takes per profiled step (the {vocab.STATISTIC} over the window), and as "
+                            f"{vocab.OF_MEAN}; a one-off cost (a recompile, a cold start) says where it was paid",
+                vocab.SAVES: f"What the fix would give back per step (what-if replay of the critical path), and as "
+                             f"{vocab.OF_MEAN}",
                 "Try": "Try the fix at run time, no code change: the run again with a switch on, measured and compared"}
-
-
-def impact_cell(f: Finding) -> str:
-    """The Impact column: the time lost, or for a one-off cost "one-off: 3.84 s" over "at step 4"."""
-    label = vocab.one_off_text(f)
-    if label:
-        head, _, where = label.partition(" at ")
-        return f"{head}\nat {where}" if where else head
-    return units.fmt_ns(f.impact_ns)
 
 
 def severity_icon(sev: Severity) -> QtGui.QIcon:
@@ -35,17 +29,9 @@ def severity_icon(sev: Severity) -> QtGui.QIcon:
 
 
 def saving_label(f: Finding, short: bool = False) -> str:
-    """"est. −1.20 ms/step (−3.2 %)" (short, for the table column "Saves": "−1.20 ms (−3.2 %)"),
-    or "—" without a what-if."""
-    if f.saving_ns is None:
-        return "—"
-    if f.saving_ns < 1_000:  # under a microsecond per step: the fix would not change the step
-        return "≈ 0" if short else "est. ≈ 0 per step (the step would not get shorter)"
-    pct = f" (−{f.saving_pct:.1f} %)" if f.saving_pct is not None else ""
-    if short:  # a narrow dock: the per-step saving and its share, "−1.20 ms 3.2%"
-        return f"−{units.fmt_ns(f.saving_ns)} {f.saving_pct:.1f}%" if f.saving_pct is not None else \
-            f"−{units.fmt_ns(f.saving_ns)}"
-    return f"est. −{units.fmt_ns(f.saving_ns)}/step{pct}"
+    """"1.20 ms (3.2 % of mean step)" (short, a table cell: "1.20 ms" over "3.2 %"), "≈ 0", or "—" without a
+    what-if (core/analysis/vocab.py: the words of the report and `ptprof analyze`)."""
+    return vocab.saves_text(f, short)
 
 
 class FindingsModel(QtCore.QAbstractTableModel):
@@ -106,11 +92,11 @@ class FindingsModel(QtCore.QAbstractTableModel):
             return None
         if role == QtCore.Qt.ItemDataRole.DisplayRole:
             # the severity is its icon (the word is the tooltip): the narrow dock's width goes to the Problem
-            return ("", f.title, impact_cell(f),
-                    f"{f.impact_pct:.1f}", saving_label(f, short=True), str(f.count), f.rule)[col]
+            return ("", f.title, vocab.lost_text(f, short=True), vocab.saves_text(f, short=True), str(f.count),
+                    f.rule)[col]
         if role == SORT_ROLE:
             # the Severity column sorts (descending) in the one order of core/analysis/vocab.py
-            return (self._order.get(id(f), 0), f.title, f.impact_ns, f.impact_pct,
+            return (self._order.get(id(f), 0), f.title, f.impact_ns,
                     f.saving_ns if f.saving_ns is not None else -1, f.count, f.rule)[col]
         if role == QtCore.Qt.ItemDataRole.DecorationRole and col == 0:
             if f.severity not in self._icons:
@@ -124,6 +110,6 @@ class FindingsModel(QtCore.QAbstractTableModel):
             extra = f"\n\nsaving: {f.estimate}" if f.estimate else ""
             once = f"\n\n{vocab.one_off_text(f)} (paid once, not every step)" if f.one_off else ""
             return f"{f.title}{once}\n\nfix: {f.fix}{extra}"
-        if role == QtCore.Qt.ItemDataRole.TextAlignmentRole and col in (2, 3, 4, 5):
+        if role == QtCore.Qt.ItemDataRole.TextAlignmentRole and col in (LOST_COLUMN, SAVES_COLUMN, 4):
             return int(QtCore.Qt.AlignmentFlag.AlignRight | QtCore.Qt.AlignmentFlag.AlignVCenter)
         return None

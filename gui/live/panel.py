@@ -4,6 +4,7 @@ every plot. Refreshed by a QTimer at ~5 Hz with setData only - no per-sample Pyt
 
     panel = LivePanel(parent)
     panel.attach(sampler, t0_ns, schedule)   # core.gpu.sampler.Sampler (or None), run start, Schedule
+                                             # (a remote run: + clock_offset_ns, desktop - host clock)
     controller.sig_event_received.connect(panel.add_event)
     panel.state_line()                       # "recording cycle 1 of 3 · step 17" (gui.live.state)
 
@@ -57,6 +58,7 @@ class LivePanel(QtWidgets.QWidget):
         self.theme = theme or load_theme()
         self.sampler = None
         self.t0_ns = 0
+        self.clock_offset_ns = 0
         self.run = RunState()
         self.state = QtWidgets.QLabel("No run yet.", self)
         font = self.state.font()
@@ -158,11 +160,14 @@ class LivePanel(QtWidgets.QWidget):
         p.getAxis("left").setTicks([[(v, _fmt_tick(v)) for v in (0.0, top / 2, top)]])
 
     # -- data in ---------------------------------------------------------------------------------
-    def attach(self, sampler, t0_ns: int, schedule=None) -> None:
-        """A new run: clear, show its GPUs (or why there are none), start refreshing."""
+    def attach(self, sampler, t0_ns: int, schedule=None, clock_offset_ns: int = 0) -> None:
+        """A new run: clear, show its GPUs (or why there are none), start refreshing. `clock_offset_ns`: a
+        remote run's desktop - host clock; its events' stamps are moved onto this clock (its sampler's rings
+        are on it already), so the time axis is the desktop's alone."""
         self.clear()
         self.sampler = sampler
         self.t0_ns = t0_ns
+        self.clock_offset_ns = clock_offset_ns
         self.run = RunState(schedule=schedule)
         has_gpu = sampler is not None and sampler.available
         self._show_gpu(has_gpu)
@@ -203,7 +208,7 @@ class LivePanel(QtWidgets.QWidget):
     def add_event(self, e: dict) -> None:
         t = e.get("type")
         self.run.fold(e)
-        x = (int(e.get("t_ns", 0)) - self.t0_ns) / 1e9 if self.t0_ns else 0.0
+        x = (int(e.get("t_ns", 0)) + self.clock_offset_ns - self.t0_ns) / 1e9 if self.t0_ns else 0.0
         if e.get("rank", 0) == 0:
             self._now_s = max(self._now_s, x)
         if t == "step" and e.get("rank", 0) == 0:

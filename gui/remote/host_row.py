@@ -137,8 +137,27 @@ class RemoteRunMixin:
         self.host_row.sig_probe_done.connect(self._on_host_row_probe_done)
         self._host = None
         form.addRow("Host", self.host_row)
+        # the bundle's folder on the host (ptprof record --remote-dir): DIR/<run id>; empty = ~/.cache/ptprof/runs
+        self.remote_dir = QtWidgets.QLineEdit(self)
+        self.remote_dir.setPlaceholderText("~/.cache/ptprof/runs (the run goes into <folder>/<run id> on the host)")
+        self.remote_dir.setToolTip("Where the host writes the run's bundle (scratch space, a shared disk); "
+                                   "Reattach and `ptprof remote runs` find it wherever it is")
+        browse = QtWidgets.QToolButton(self, text="…")
+        browse.setToolTip("Browse the host's folders (after Connect)")
+        browse.clicked.connect(lambda: self._browse_remote(self.remote_dir, "dir"))
+        row = QtWidgets.QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.remote_dir, 1)
+        row.addWidget(browse)
+        self._remote_dir_row = QtWidgets.QWidget(self)
+        self._remote_dir_row.setLayout(row)
+        self._host_form = form
+        form.addRow("Bundle on host", self._remote_dir_row)
+        form.setRowVisible(self._remote_dir_row, bool(self.host_row.host_text()))
 
     def _on_host_row_host_changed(self, host: str) -> None:
+        if hasattr(self, "_remote_dir_row"):
+            self._host_form.setRowVisible(self._remote_dir_row, bool(host))
         self.cwd.setPlaceholderText("your home folder on the host" if host else "the script's folder")
         self.check_button.setEnabled(not host)
         self.check_button.setToolTip("Connect (Host row) checks the host's interpreters" if host else "")
@@ -191,6 +210,11 @@ class RemoteRunMixin:
         self._host = host
         self._config = cfg
         QtWidgets.QDialog.accept(self)
+
+    @property
+    def accepted_remote_dir(self) -> str:
+        """The bundle's folder on the host ("" = the host's default, ~/.cache/ptprof/runs)."""
+        return self.remote_dir.text().strip() if self.accepted_host is not None else ""
 
     @property
     def accepted_host(self):

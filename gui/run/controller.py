@@ -54,7 +54,7 @@ class RunController(QtCore.QObject):
     def state(self) -> str:
         return self._state
 
-    def start(self, cfg: RunConfig, doctor: dict | None = None, host=None) -> bool:
+    def start(self, cfg: RunConfig, doctor: dict | None = None, host=None, remote_dir: str = "") -> bool:
         """Start a validated config. False (and sig_run_failed) when a run is active or launching fails.
         `host` (core.remote.ssh.SshHost): the run happens there (core/remote/session.py), started in a
         worker (connecting and uploading take seconds); sig_run_started follows when it runs."""
@@ -62,7 +62,7 @@ class RunController(QtCore.QObject):
             self.sig_run_failed.emit("a run is already in progress: stop it first")
             return False
         if host is not None:
-            return self._start_remote(cfg, doctor, host)
+            return self._start_remote(cfg, doctor, host, remote_dir)
         backend: GpuBackend | None = self.backend_factory() if self.backend_factory else None
         try:
             self.session = RunSession(cfg, backend=backend, plan=self.plan, doctor=doctor).start()
@@ -78,12 +78,12 @@ class RunController(QtCore.QObject):
         self._on_timer_timeout()
         return True
 
-    def _start_remote(self, cfg: RunConfig, doctor: dict | None, host) -> bool:
+    def _start_remote(self, cfg: RunConfig, doctor: dict | None, host, remote_dir: str = "") -> bool:
         from superqt.utils import create_worker
 
         from core.remote.session import RemoteSession, RemoteStartError
         try:
-            session = RemoteSession(cfg, host, plan=self.plan, doctor=doctor)
+            session = RemoteSession(cfg, host, plan=self.plan, doctor=doctor, remote_dir=remote_dir)
         except BundleError as exc:
             self.sig_run_failed.emit(str(exc))
             return False

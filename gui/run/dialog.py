@@ -85,7 +85,9 @@ class RunDialog(RemoteRunMixin, QtWidgets.QDialog):
         self.env.setFixedHeight(56)
         form.addRow("Environment", self.env)
         sched = QtWidgets.QHBoxLayout()
-        self.wait, self.warmup, self.active, self.repeat = (self._spin(v, lo) for v, lo in ((5, 0), (1, 0), (3, 1), (1, 0)))
+        d = Schedule()  # the default schedule of `ptprof record` (core/runner/config.py)
+        self.wait, self.warmup, self.active, self.repeat = (self._spin(v, lo) for v, lo in
+                                                            ((d.wait, 0), (d.warmup, 0), (d.active, 1), (d.repeat, 0)))
         for spin in (self.wait, self.warmup, self.active, self.repeat):
             spin.setToolTip("counted in optimizer steps, from the first one (setup and compilation are skipped)")
         for label, spin in (("wait", self.wait), ("warmup", self.warmup), ("active", self.active),

@@ -42,6 +42,12 @@ class RunPanel(QtWidgets.QWidget):
         self.stop_button.setEnabled(False)
         self.stop_button.setToolTip("SIGINT (the profiler saves the window in progress), then SIGTERM, then SIGKILL")
         self.stop_button.clicked.connect(self.controller.stop)
+        # a remote run's end-of-run fetch: cancel keeps no part of the bundle here (core/remote/fetch.py)
+        self.cancel_fetch_button = QtWidgets.QPushButton("Cancel fetch", self)
+        self.cancel_fetch_button.setToolTip("Stop bringing the bundle back; it stays on the host "
+                                            "(File > Reattach Remote Run… or ptprof remote fetch gets it later)")
+        self.cancel_fetch_button.clicked.connect(self._on_cancel_fetch_clicked)
+        self.cancel_fetch_button.hide()
         self.live = LivePanel(self)
         self.live.state.hide()  # the status line above says it (one state line, next to Stop)
         self.console = ConsoleWidget(self)
@@ -53,6 +59,7 @@ class RunPanel(QtWidgets.QWidget):
         top = QtWidgets.QHBoxLayout()
         top.addWidget(self.fold_button)
         top.addWidget(self.status, 1)
+        top.addWidget(self.cancel_fetch_button)
         top.addWidget(self.stop_button)
         split = self.body = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal, self)
         split.addWidget(self.live)
@@ -100,9 +107,11 @@ class RunPanel(QtWidgets.QWidget):
         dlg = RunDialog(self, script=script)
         if not dlg.exec() or dlg.accepted_config is None:
             return False
-        return self.start(dlg.accepted_config, dlg.accepted_doctor, getattr(dlg, "accepted_host", None))
+        return self.start(dlg.accepted_config, dlg.accepted_doctor, getattr(dlg, "accepted_host", None),
+                          remote_dir=getattr(dlg, "accepted_remote_dir", ""))
 
-    def start(self, cfg: RunConfig, doctor: dict | None = None, host=None, open_when_done: bool = True) -> bool:
+    def start(self, cfg: RunConfig, doctor: dict | None = None, host=None, open_when_done: bool = True,
+              remote_dir: str = "") -> bool:
         """Start a validated RunConfig (core.runner.config.validate); bundle in ~/ptprof-runs unless set.
         `host` (core.remote.ssh.SshHost): on that host, the bundle fetched into the same folder here.
         open_when_done=False: the finished bundle is not opened as a tab (Try it opens a Compare instead)."""
@@ -112,7 +121,7 @@ class RunPanel(QtWidgets.QWidget):
         self.console.clear()
         if host is not None:
             self.status.setText(f"Connecting to {host.label} …")
-        return self.controller.start(cfg, doctor, host=host)
+        return self.controller.start(cfg, doctor, host=host, remote_dir=remote_dir)
 
     def attach(self, host, run_id: str, folder: str) -> bool:
         """Follow a remote run again (File > Reattach Remote Run…) into its local folder."""
@@ -131,7 +140,8 @@ class RunPanel(QtWidgets.QWidget):
     def _on_controller_run_started(self, bundle: str) -> None:
         self.set_folded(False)
         s = self.controller.session
-        self.live.attach(s.sampler, s.started_ns, getattr(s.cfg, "schedule", None))
+        self.live.attach(s.sampler, s.started_ns, getattr(s.cfg, "schedule", None),
+                         clock_offset_ns=getattr(s, "clock_offset_ns", 0))  # a remote run: host -> desktop clock
         self.status.setText("Running · " + self.live.state_line())
         name = Path(s.cfg.script).name if s.cfg.script else s.cfg.target  # "-m pkg.train"
         self.console.append_note(f"ptprof: running {name} -> {bundle}")
@@ -174,6 +184,7 @@ class RunPanel(QtWidgets.QWidget):
         if connection.startswith("fetching"):
             self.status.setText(f"{s.host.label}: run ended · {connection}")
             self.live.set_connection("")
+            self.cancel_fetch_button.setVisible(not s.finished)
             return
         if connection == "connected":
             self.status.setText(f"Running on {s.host.label} · " + self.live.state_line())
@@ -189,9 +200,26 @@ class RunPanel(QtWidgets.QWidget):
         if state == "stopping":
             self.status.setText("Stopping… (the profiler is writing the window in progress)")
 
+    def _on_cancel_fetch_clicked(self) -> None:
+        s = self.controller.session
+        if s is not None and hasattr(s, "cancel_fetch"):
+            s.cancel_fetch()
+            self.cancel_fetch_button.setEnabled(False)
+            self.status.setText(f"{s.host.label}: cancelling the fetch…")
+
     def _on_controller_run_finished(self, bundle: str, code: int) -> None:
         self.live.detach()
+        self.cancel_fetch_button.hide()
+        self.cancel_fetch_button.setEnabled(True)
         s = self.controller.session
+        if getattr(s, "fetch_cancelled", False):
+            text = (f"Fetch cancelled · nothing of the bundle was kept in {bundle} · it stays on {s.host.label}: "
+                    f"File > Reattach Remote Run… or ptprof remote fetch {s.host.label} {s.run_id}")
+            self.status.setText(text)
+            self.live.set_finished(text)
+            self.console.append_note(f"ptprof: {text}")
+            self.sig_run_finished.emit(bundle, code)
+            return
         traces = s.bundle.trace_files()
         if code == 0:
             text = f"Finished · {s.state.step} steps · {len(traces)} trace file(s)"

@@ -33,12 +33,14 @@ def test_worker_fills_panel_and_selection_emits_range(qtbot, issues_ts):
     assert shown == list(analysis.findings)
     from core.export.findings import wrap
     assert [(f.rule, f.title) for f in wrap(analysis).findings] == [(f.rule, f.title) for f in shown]
-    texts = [panel.proxy.index(r, 4).data() for r in range(panel.proxy.rowCount())]
-    assert all((t.startswith("−") and "%" in t) if f.saving_ns >= 1_000 else t == "≈ 0"
-               for t, f in zip(texts, shown) if f.saving_ns is not None)
+    from gui.issues.model import COLUMNS
+    texts = [panel.proxy.index(r, COLUMNS.index("Saves / step")).data() for r in range(panel.proxy.rowCount())]
+    # positive times with units, then their share of the mean step (issue 31: one vocabulary)
+    assert all((t[0].isdigit() and t.split("\n")[0].endswith("s") and t.endswith(" %")) if f.saving_ns >= 1_000
+               else t == "≈ 0" for t, f in zip(texts, shown) if f.saving_ns is not None)
     # pick the host_sync finding and check what the timeline would get
     row = next(r for r in range(panel.proxy.rowCount())
-               if panel.proxy.index(r, 6).data() == "host_sync")
+               if panel.proxy.index(r, COLUMNS.index("Rule")).data() == "host_sync")
     with qtbot.waitSignal(panel.sig_finding_selected, timeout=2_000) as sel:
         panel.select_row(row)
     mi, t0, t1, rows = sel.args
@@ -180,7 +182,7 @@ def test_one_off_cost_has_its_own_label_in_the_table_and_details(qtbot):
     rules = [panel.proxy.index(r, COLUMNS.index("Rule")).data() for r in range(panel.proxy.rowCount())]
     row = rules.index("recompile")
     assert row == 0  # an error: first
-    cell = panel.proxy.index(row, COLUMNS.index("Impact")).data()
+    cell = panel.proxy.index(row, COLUMNS.index("Lost / step")).data()
     assert cell == "one-off: 3.84 s\nat step 4"
     assert "one-off: 3.84 s at step 4" in panel.proxy.index(row, COLUMNS.index("Problem")).data(
         QtCore.Qt.ItemDataRole.ToolTipRole)
@@ -188,3 +190,25 @@ def test_one_off_cost_has_its_own_label_in_the_table_and_details(qtbot):
     assert "one-off: 3.84 s at step 4" in panel.details.toPlainText()
     # the one-off allocator_churn (info) is listed above the info findings that save ≈ 0 per step
     assert rules.index("allocator_churn") < rules.index("fp32_gemm")
+
+
+def test_issues_panel_speaks_the_report_s_words(qtbot, issues_ts):
+    """Lost / step and Saves / step, % of mean step, and the mean step of report.html (issue 31 item 4)."""
+    from core.export import summary
+    from gui.issues import IssuesPanel
+    from gui.issues.model import COLUMNS
+    panel = IssuesPanel()
+    qtbot.addWidget(panel)
+    analysis = analyze(issues_ts)
+    panel.set_analysis(issues_ts, analysis)
+    headers = [panel.proxy.headerData(c, QtCore.Qt.Orientation.Horizontal) for c in range(len(COLUMNS))]
+    assert "Lost / step" in headers and "Saves / step" in headers
+    tip = panel.proxy.headerData(COLUMNS.index("Lost / step"), QtCore.Qt.Orientation.Horizontal,
+                                 QtCore.Qt.ItemDataRole.ToolTipRole)
+    assert "% of mean step" in tip and "mean" in tip
+    mean = dict(summary.headline(issues_ts))["mean step"]
+    assert f"mean step {mean}" in panel.status.text().replace("\u00a0", " ")
+    row = [f.rule for f in (panel.model.finding(r) for r in range(panel.model.rowCount()))].index("launch_bound")
+    panel.select_row(row)
+    text = panel.details.toPlainText()
+    assert "Lost / step" in text and "Saves / step" in text and "% of mean step" in text and "−" not in text

@@ -71,7 +71,8 @@ def test_settings_are_remembered_per_script(qtbot, tmp_path):
     assert d.accepted_config.nvml_hz == 25.0 and again.nvml_hz.value() == 25.0
     other = RunDialog(script=str(b))
     qtbot.addWidget(other)
-    assert other.args.text() == "" and other.active.value() == 3
+    from core.runner.config import Schedule
+    assert other.args.text() == "" and other.active.value() == Schedule().active >= 4  # issue 31: 5 by default
 
 
 def test_check_interpreter_runs_in_a_worker(qtbot, tmp_path):

@@ -124,6 +124,17 @@ def many_annotations(n: int = 1_000_000) -> bytes:
     return pickle.dumps(_snapshot(external_annotations=ann), protocol=4)
 
 
+def shared_long_stack(events: int = 50_000, frames: int = 1_000_000) -> bytes:
+    """Every trace event shares one frames list of 1 M references to 10 frame dicts (the pickle memoises
+    it once: ~3 MB): stack keying must cost the list's length once, not once per event (issue 32's C
+    grouping keys a list object once)."""
+    pool = [{"filename": f"/p/m{k}.py", "line": k, "name": f"f{k}"} for k in range(10)]
+    stack = [pool[k % 10] for k in range(frames)]
+    ring = [{"action": "alloc", "addr": 4096 + 512 * i, "size": 512, "stream": 0, "time_us": 1 + i,
+             "frames": stack} for i in range(events)]
+    return pickle.dumps(_snapshot(device_traces=[ring]), protocol=4)
+
+
 def huge_length_prefix() -> bytes:
     """A BINUNICODE8 that claims 2**62 bytes."""
     return PROTO4 + b"\x8d" + struct.pack("<Q", 2 ** 62) + b"abc."
@@ -136,7 +147,7 @@ CASES: dict[str, Callable[[], bytes]] = {
     "put_leading_zeros": put_leading_zeros, "put_leading_spaces": put_leading_spaces,
     "many_memoize": many_memoize, "deep_list": deep_list, "deep_marks": deep_marks, "deep_tuples": deep_tuples,
     "many_appends": many_appends, "many_appends_top": many_appends_top, "many_annotations": many_annotations,
-    "huge_length_prefix": huge_length_prefix,
+    "huge_length_prefix": huge_length_prefix, "shared_long_stack": shared_long_stack,
 }
 
 # the one-line reason `ptprof info` must give (None: it opens, with what is valid in it)
@@ -147,5 +158,6 @@ REASON = {
     "put_leading_spaces": "memo index", "many_memoize": "memoises", "deep_list": "nests deeper",
     "deep_marks": "nests deeper", "deep_tuples": "nests deeper", "many_appends": None,
     "many_appends_top": "not a CUDA memory snapshot", "many_annotations": None, "huge_length_prefix": "pickle",
+    "shared_long_stack": None,
 }
 WARNING = {"many_annotations": "annotations"}  # opens, with this in its one warning line

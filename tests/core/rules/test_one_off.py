@@ -60,6 +60,17 @@ def test_cost_in_one_step_of_eight_is_one_off_spread_cost_is_not():
     assert one_off_steps(STEPS, _finding(rule="gpu_idle", ranges=[(3_100_000, 3_600_000)], impact=500_000)) is None
 
 
+def test_a_cost_every_n_steps_is_not_one_off():
+    """gpt_big's .item() in log_metrics every 10 steps (steps 10, 20, 30 of 30) comes back: not one-off."""
+    steps = Steps(np.arange(1, 31), np.arange(30) * 1_000_000, np.arange(1, 31) * 1_000_000, False)
+    every_10 = _finding(ranges=[((n - 1) * 1_000_000, (n - 1) * 1_000_000 + 50_000) for n in (10, 20, 30)],
+                        impact=150_000)
+    assert one_off_steps(steps, every_10) is None
+    twice = _finding(ranges=[((n - 1) * 1_000_000, (n - 1) * 1_000_000 + 50_000) for n in (3, 4, 17)],
+                     impact=150_000)
+    assert one_off_steps(steps, twice) == (3, 4, 17)
+
+
 def test_one_off_never_orders_below_per_step_trivia():
     trivia = _finding("fp32_gemm", saving=0, pct=0.0, impact=9_000_000)
     tiny = _finding("host_sync", saving=1_095, pct=0.03, impact=1_000_000)

@@ -49,6 +49,38 @@ def test_vectorised_stacks_match_one_at_a_time():
     assert fast.stacks_of(lists).tolist() == got.tolist()  # a second pass hits the id caches
 
 
+def test_c_grouping_matches_the_python_path(monkeypatch):
+    """core/snapshot/_stackkeys.h groups rows by the objects their lists hold; the stack ids it leads to
+    are those of the Python keying (the extension not built), for equal lists that are distinct objects,
+    shared lists, junk, empty lists and non-lists."""
+    from core.snapshot import intern
+    if intern._stack_groups() is None:
+        pytest.skip("core.trace._scan not built")
+    pool = [_frame(k) for k in range(40)]
+    shared = [pool[3], pool[5]]
+    lists = []
+    for k in range(5000):
+        kind = k % 7
+        lists.append([] if kind == 0 else None if kind == 1 else shared if kind == 2 else
+                     [pool[3], pool[5]] if kind == 3 else [pool[k % 40], "x", pool[(k * 3) % 40]] if kind == 4 else
+                     [dict(pool[1])] if kind == 5 else [pool[(k + j) % 40] for j in range(k % 11 + 1)])
+    c_side = Interner()
+    got = c_side.stacks_of(lists)
+    monkeypatch.setattr(intern, "_stack_groups", lambda: None)
+    py_side = Interner()
+    want = py_side.stacks_of(lists)
+    assert got.tolist() == want.tolist()
+    assert c_side.stacks == py_side.stacks and c_side.names == py_side.names
+    assert got[2] == got[3] >= 0 and got[0] == got[1] == -1  # equal contents, distinct objects: one stack
+    from core.trace.columns import _scan
+    ids, reps = _scan.stack_groups(lists)
+    group = np.frombuffer(ids, np.int64)
+    assert group[0] == group[1] == -1 and group[2] == group[3] and reps[group[2]] is shared
+    assert len(reps) == len({tuple(map(id, x)) for x in lists if isinstance(x, list) and x})
+    with pytest.raises(TypeError):
+        _scan.stack_groups((shared,))
+
+
 def test_generated_snapshot_columns(tmp_path):
     snap = bench_gen.build(3000, 12, 0.5, n_stacks=40)
     p = tmp_path / "g.pickle"

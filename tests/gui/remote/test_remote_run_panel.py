@@ -74,9 +74,15 @@ def test_run_dialog_with_a_host(qtbot, sshd, remote_root, tmp_path, monkeypatch)
     dlg.script.setText("train.py")  # a path on the host: not checked here
     dlg.cwd.setText(str(tmp_path))
     dlg.python.setCurrentText(sys.executable)
+    assert not dlg._remote_dir_row.isHidden()  # "Bundle on host" shows with a host only
+    dlg.remote_dir.setText(str(tmp_path / "scratch"))
     dlg.accept()
     assert dlg.accepted_config is not None and dlg.accepted_host is not None
     assert dlg.accepted_host.label == ALIAS and dlg.accepted_config.cwd == str(tmp_path)
+    assert dlg.accepted_remote_dir == str(tmp_path / "scratch")
+    local = RunDialog(None)
+    qtbot.addWidget(local)
+    assert local._remote_dir_row.isHidden() and local.accepted_remote_dir == ""
     assert host_row.recent_hosts()[0] == ALIAS
 
 
@@ -115,16 +121,17 @@ def test_closing_the_app_leaves_a_remote_run_going_then_reattach(qtbot, sshd, re
     runs = tmp_path / "ptprof-runs"
     cfg = validate_remote(RunConfig(script=str(script), python=sys.executable, cwd=str(tmp_path),
                                     env=(("OMP_NUM_THREADS", "1"),), schedule=Schedule(1, 1, 2, 1),
-                                    out_dir=str(runs / "slow-1")))
+                                    out_dir=str(tmp_path / "elsewhere" / "slow-1")))  # not in `runs`
     host = SshHost(ALIAS, config_file=str(sshd.config))
     first = RunPanel()
     qtbot.addWidget(first)
-    assert first.start(cfg, None, host=host)
+    assert first.start(cfg, None, host=host, remote_dir=str(tmp_path / "scratch"))  # the host's bundle folder
     _until(qtbot, lambda: first.controller.session is not None and first.controller.session.state.step >= 2, 90)
     first.shutdown()  # the app closes: the run goes on on the host, nothing is stopped
     assert first.controller.session.exit_code == -1 and not first.controller.session.stopping_requested
     found = unfinished_mirrors(runs)
-    assert [f.name for f, _ in found] == ["slow-1"] and found[0][1]["host"] == ALIAS
+    assert [f.name for f, _ in found] == ["slow-1"] and found[0][1]["host"] == ALIAS  # by the mirrors index
+    assert [p.name for p in (tmp_path / "scratch").iterdir()] == [found[0][1]["id"]]
     second = RunPanel()
     qtbot.addWidget(second)
     ready = []
