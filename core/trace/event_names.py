@@ -69,6 +69,14 @@ def is_worker_dataloader_next(name: str) -> bool:
     return is_dataloader_next(name) and "MultiProcessing" in name
 
 
+# --- convolutions ---------------------------------------------------------------------------------------
+
+
+def is_convolution_op(name: str) -> bool:
+    """An aten convolution op (`aten::convolution`, `aten::cudnn_convolution`, `aten::convolution_backward`)."""
+    return name.startswith("aten::") and "convolution" in name
+
+
 # --- optimizer -------------------------------------------------------------------------------------------
 OPTIMIZER_STEP_PREFIX = "Optimizer.step"  # `Optimizer.step#AdamW.step`
 OPTIMIZER_ZERO_GRAD_PREFIX = "Optimizer.zero_grad"
