@@ -13,7 +13,7 @@ Replay (`simulate`): walk the syncs in order; between two syncs the CPU runs fre
 queue is one max-plus scan (start_k = max(ready_k, start_{k-1} + dur_{k-1} + gap)); at a sync the CPU
 clock moves to the end of the GPU work it waits for. Per step the replay gives the CPU span, the GPU
 span (same rule as core.analysis.step_times) and the effective step = max of both.
-`validate` compares the unedited replay with the measured steps; a what-if (core.analysis.whatif) is
+`validate` compares the unedited replay with the measured steps; a what-if (a rule's `WhatIf`, core/rules/whatif.py) is
 an `Edit` of the replay's inputs, and its saving is baseline replay - edited replay, per step.
 Cross-stream waits: a cudaStreamWaitEvent call makes the next op its thread launches on the waiting stream
 (the stream of CUPTI's "Stream Wait Event" record with the call's correlation, when the runner recorded

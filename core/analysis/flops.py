@@ -33,9 +33,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from core import resource_files
 from core.analysis.derived import cached
 from core.analysis.tree import parents
-from core import resource_files
 from core.trace.model import FlowKind, Kind, TraceModel
 
 BACKWARD_ROOT = "autograd::engine::evaluate_function"
@@ -362,7 +362,7 @@ def _fill_conv_from_file(model: TraceModel, rows, names, pending: dict, flops: n
         concrete = _concrete_inputs(model, int(rows[j]))
         st_i, pad_i, dil_i = CONV[names[j]]
 
-        def arg(i):
+        def arg(i, concrete=concrete):
             return concrete[i] if i is not None and i < len(concrete) else None
 
         out = _conv_out(list(key[0]), list(key[1]), arg(st_i), arg(pad_i), arg(dil_i)) if concrete else None

@@ -9,8 +9,7 @@ launched when step N's GPU work ended (the GPU went straight on: a GPU-bound pip
 last activity (the GPU then waited for the CPU, which the CPU span holds); the last step: its last activity.
 Kineto's GPU-side `ProfilerStep#N` annotations are not used: on the H200 pairs (tests/data/device) the
 only one, ProfilerStep#7 of gemm_bf16, spans 72.6 ms for a 17.4 ms step (it covers the backlog the
-GPU ran first), and later steps have none. Kineto's GPU-side `ProfilerStep#N` annotations (GPU_ANNOTATION tracks) give the first start /
-last end where present. The effective step = max(CPU span, GPU span): in a pipelined loop the slower side
+GPU ran first), and later steps have none. The effective step = max(CPU span, GPU span): in a pipelined loop the slower side
 sets the throughput. `bound` names that side: gpu (the GPU span is longer, or the GPU is busy through
 most of its span), else data (DataLoader `__next__` holds much of the CPU span), sync (the CPU is blocked
 in host syncs much of its span), cpu. Thresholds: resources/rules.toml [steps].

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from core.analysis import intervals
 from core.analysis.critical_path import Edit, replay_input, simulate
 from core.analysis.rows import named_rows_matching
-from core.analysis import intervals
 from core.trace import event_names
 from core.trace.model import Kind, TraceModel
 
@@ -42,7 +42,8 @@ def _data_period_ns(model: TraceModel) -> float | None:
     if not len(t) or t.synthetic:
         return None
     s = model.slices
-    rows = named_rows_matching(model, event_names.is_worker_dataloader_next, [Kind.CPU_OP, Kind.ANNOTATION, Kind.OTHER, Kind.PYTHON])
+    rows = named_rows_matching(model, event_names.is_worker_dataloader_next,
+                               [Kind.CPU_OP, Kind.ANNOTATION, Kind.OTHER, Kind.PYTHON])
     if not len(rows):
         return None
     us, ue = intervals.union(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])

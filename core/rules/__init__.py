@@ -26,7 +26,8 @@ RULE_IDS = ("host_sync", "non_contiguous_input", "graph_break", "recompile", "pa
             "memory_near_capacity", "memory_growth", "allocator_churn", "single_tensor_optimizer", "comm_bound",
             "rank_imbalance", "straggler", "zeros_then_overwrite", "cudnn_benchmark_off")
 
-__all__ = ["Analysis", "AnalysisCancelled", "iter_analyze", "CheckNotRun", "Finding", "Rule", "Severity", "Source", "all_rules", "analyze"]
+__all__ = ["Analysis", "AnalysisCancelled", "iter_analyze", "CheckNotRun", "Finding", "Rule", "Severity", "Source",
+           "all_rules", "analyze"]
 
 
 def all_rules() -> list[Rule]:

@@ -6,20 +6,18 @@ findings plus the checks it could not run (missing shapes, stacks, memory events
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, Protocol, runtime_checkable
-
-import re
 from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from core.analysis.step_times import step_times
-from core.analysis.vocab import lost_per_step_ns, one_off_text, saves_pct
 from core.analysis.steps import step_windows
+from core.analysis.vocab import lost_per_step_ns, one_off_text, saves_pct
 from core.trace.model import GPU_KINDS, TraceModel, TraceSet
-
 
 _CYCLE = re.compile(r"\.cycle(\d+)\.")
 

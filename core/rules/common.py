@@ -11,7 +11,7 @@ import numpy as np
 
 from core.analysis.derived import cached
 from core.analysis.steps import gpu_busy_union
-from core.analysis.tree import is_library_frame, parents, parse_frame, user_frame
+from core.analysis.tree import is_library_frame, parents, parse_frame
 from core.rules.base import Source
 from core.trace import event_names
 from core.trace.model import GPU_KINDS, Kind, TraceModel, TrackKind

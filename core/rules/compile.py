@@ -13,11 +13,8 @@ import re
 import numpy as np
 
 from core.analysis import intervals
-from core.rules import common as c
-from core.rules import compile_info as ci
-from core.rules import whatif_compile
 from core.analysis.critical_path import Edit
-from core.rules import whatif
+from core.rules import common as c, compile_info as ci, whatif, whatif_compile
 from core.rules.base import RuleContext, RuleOutput, Source, WhatIf, rule
 from core.trace import event_names
 from core.trace.model import Kind

@@ -3,8 +3,9 @@
 launch_bound: runs of >= min_run consecutive short kernels on a stream, each preceded by a GPU idle gap at
 least as long as itself (launch overhead dominates). Gaps are measured against all GPU activity of the
 stream (kernels, copies, memsets); a copy or memset, a step boundary (by launch time), a host sync
-between two launches or another record_function range around the launch ends a run. Costed by the GPU idle inside the runs (not covered by other streams, not
-a sync drain, which host_sync owns) and named by the record_function range or user frame that launched them.
+between two launches or another record_function range around the launch ends a run. Costed by the GPU idle
+inside the runs (not covered by other streams, not a sync drain, which host_sync owns) and named by the
+record_function range or user frame that launched them.
 gpu_idle: GPU idle share of the steps above max_idle_pct, split HTA-style (core.analysis.breakdown);
 its cost is the host wait + kernel wait + other idle not already billed by launch_bound (idle inside its runs) or the
 copy rules (idle while the CPU is inside a pageable / blocking copy call); DataLoader, compile, sync and
@@ -17,18 +18,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.analysis import intervals
-from core.analysis.breakdown import (SYNC_NAMES, idle_gaps, idle_pieces, launch_ts_of_gpu, step_breakdown,
-                                     sync_drain_intervals)
+from core.analysis.breakdown import (
+    SYNC_NAMES,
+    idle_gaps,
+    idle_pieces,
+    launch_ts_of_gpu,
+    step_breakdown,
+    sync_drain_intervals,
+)
+from core.analysis.critical_path import Edit, replay_input
 from core.analysis.steps import gpu_busy_union
 from core.analysis.tree import ancestor_with_kind
-from core.rules import common as c
-from core.analysis.critical_path import Edit, replay_input
-from core.rules import whatif
+from core.rules import common as c, whatif
 from core.rules.base import CheckNotRun, RuleContext, RuleOutput, Severity, WhatIf, rule
 from core.trace import event_names
 from core.trace.model import GPU_KINDS, FlowKind, Kind, TrackKind
 from core.units import fmt_ns, fmt_pct
-
 
 MAX_KERNEL_EVIDENCE = 200  # kernels considered for the evidence list (the longest MAX_EVIDENCE are shown)
 

@@ -14,11 +14,9 @@ import logging
 
 import numpy as np
 
-from core.analysis.stats import device_time_per_row
-from core.rules import common as c
-from core.rules import layout_fix, layout_info
 from core.analysis.critical_path import Edit
-from core.rules import whatif
+from core.analysis.stats import device_time_per_row
+from core.rules import common as c, layout_fix, layout_info, whatif
 from core.rules.base import RuleContext, RuleOutput, Severity, WhatIf, rule
 from core.trace.model import Kind
 

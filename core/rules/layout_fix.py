@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.rules import common as c
-from core.rules import layout_info as li
+from core.rules import common as c, layout_info as li
 from core.rules.base import RuleContext, Source
 
 DEFAULT_FIX = ("Produce the tensor in the layout the op wants once, outside the hot loop: e.g. call "

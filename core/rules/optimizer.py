@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.analysis.stats import device_time_per_row
-from core.rules import common as c
 from core.analysis.critical_path import Edit
-from core.rules import whatif
+from core.analysis.stats import device_time_per_row
+from core.rules import common as c, whatif
 from core.rules.base import RuleContext, RuleOutput, WhatIf, rule
 from core.trace.model import FlowKind, Kind, TraceModel
 

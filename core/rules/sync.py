@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.rules import common as c
-from core.rules import sync_sites
-from core.rules import whatif
+from core.rules import common as c, sync_sites, whatif
 from core.rules.base import RuleContext, RuleOutput, WhatIf, rule
 from core.trace import event_names
 from core.trace.model import Kind

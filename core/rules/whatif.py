@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core import resource_files
 from core.analysis import intervals
 from core.analysis.critical_path import Edit, Replay
-from core import resource_files
 from core.trace.model import Kind, TraceModel
+
 
 def load_whatif_config() -> dict:
     return resource_files.load_toml("whatif.toml")
@@ -105,8 +106,9 @@ def saving_of(model: TraceModel, edit: Edit, inflation: float | None = None, *, 
              if inflation and inflation > 1.0 else "replay")
     paced = f"; {how}" if how else ("; the DataLoader workers pace the loop (a batch every "
                                     f"{_ms(floor)})" if floor else "")
+    stat_name = "mean" if stat is np.mean else "median"
     return Saving(int(mean), pct, per_step, f"{where} with {edit.label}: step {_ms(step)} -> {_ms(step - mean)} "
-                                           f"({'mean' if stat is np.mean else 'median'} of {len(per_step)} steps; {_ms(total)} over the window)"
+                                           f"({stat_name} of {len(per_step)} steps; {_ms(total)} over the window)"
                                            f"{paced}")
 
 

@@ -50,6 +50,7 @@ def test_the_rules_context_checks_a_config_given_as_a_dict():
 
 def test_the_kernel_wait_bound_is_written_once():
     from pathlib import Path
+
     from core.analysis import breakdown
     assert breakdown.DEFAULT_KERNEL_WAIT_MAX_NS == defaults()["gpu_idle"]["kernel_wait_max_ns"]
     root = Path(__file__).resolve().parents[3] / "core"
