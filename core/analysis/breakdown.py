@@ -123,6 +123,11 @@ def dataloader_intervals(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
     return intervals.union(s.ts_ns[m], s.ts_ns[m] + s.dur_ns[m])
 
 
+def compile_windows(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint intervals where torch.compile itself runs (dynamo tracing, inductor, autotuning; cached)."""
+    return cached(model, "compile_windows", lambda: _named_intervals(model, event_names.is_compile_event))
+
+
 def _named_intervals(model: TraceModel, predicate) -> tuple[np.ndarray, np.ndarray]:
     s = model.slices
     m = np.isin(s.name, model.strings.ids_matching(predicate))

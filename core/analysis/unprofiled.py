@@ -19,6 +19,7 @@ import numpy as np
 
 from core.analysis import intervals
 from core.analysis.critical_path import Edit, replay_input, simulate
+from core.analysis.loader_facts import bundle_loader_facts
 from core.analysis.rows import named_rows_matching
 from core.trace import event_names
 from core.trace.model import Kind, TraceModel
@@ -51,7 +52,6 @@ def _data_period_ns(model: TraceModel) -> float | None:
     if wait.sum() < DATA_WAIT_SHARE * max(int(t.cpu_ns.sum()), 1):
         return None
     eff = t.effective_ns.astype(np.float64)
-    from core.rules.whatif_data import bundle_loader_facts
     workers, _ = bundle_loader_facts(getattr(model, "path", None))
     stall = wait * 2 > t.cpu_ns
     if workers and workers > 1 and stall.any() and (~stall).any():

@@ -66,7 +66,7 @@ def run(args) -> int:
     if args.fail_on_regression is not None and not args.baseline:
         print("ptprof: --fail-on-regression needs --baseline A", file=sys.stderr)
         return 2
-    from core.analysis.oom_findings import bundle_findings
+    from core.rules.oom_findings import bundle_findings
     from core.trace.model import TraceParseError
     wanted_ids = None if rules is None else {r.id for r in rules} | ({"oom"} & set(args.rules.split(",")))
     extra = [f for f in bundle_findings(args.path) if wanted_ids is None or f.rule in wanted_ids]

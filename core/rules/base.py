@@ -252,7 +252,7 @@ class RuleContext:
         what one ordinary step costs, undistorted by a compile step that lasts seconds."""
         def compute():
             from core.analysis import intervals
-            from core.rules.common import compile_windows
+            from core.analysis.breakdown import compile_windows
             st = self.steps(index)
             d = st.t1_ns - st.t0_ns
             if not len(d):

@@ -9,11 +9,11 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
+from core.analysis.breakdown import compile_windows  # noqa: F401 - the rules' name for it
 from core.analysis.derived import cached
 from core.analysis.steps import gpu_busy_union
 from core.analysis.tree import is_library_frame, parents, parse_frame
 from core.rules.base import Source
-from core.trace import event_names
 from core.trace.model import GPU_KINDS, Kind, TraceModel, TrackKind
 
 MAX_EVIDENCE = 20  # evidence dicts per finding (the rows to highlight are all kept)
@@ -206,16 +206,6 @@ def ranges_of(model: TraceModel, rows: np.ndarray, pad_ns: int = 0) -> list[tupl
 
 def step_of(steps, ts_ns) -> np.ndarray:
     return steps.index_of(ts_ns)
-
-
-def compile_windows(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint intervals where torch.compile itself runs (dynamo tracing, inductor, autotuning)."""
-    def compute():
-        from core.analysis import intervals
-        rows = rows_with_names(model, "compile", event_names.is_compile_event)
-        s = model.slices
-        return intervals.union(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
-    return cached(model, "compile_windows", compute)
 
 
 def forward_source(model: TraceModel, row: int) -> Source | None:

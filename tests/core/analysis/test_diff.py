@@ -207,7 +207,7 @@ def test_pairs_folder_is_what_the_readme_says():
 def test_findings_are_cached_beside_the_columns_and_never_stale(tmp_path, monkeypatch):
     import shutil
 
-    from core.analysis import findings_cache
+    from core.ranks import findings_cache
     run = tmp_path / "copy_pageable"
     shutil.copytree(PAIRS / "copy_pageable", run)
     ts = load(run)  # fills the column cache
