@@ -98,7 +98,8 @@ def strip(r: dict) -> dict:
     return {k: v for k, v in r.items() if k != "doc"}
 
 
-def bench_run(source: str, n: int, work: Path, base: Path | None, old_max: int, bundle: bool) -> dict:
+def bench_run(source: str, n: int, work: Path, base: Path | None, old_max: int, bundle: bool,
+              second: bool = True) -> dict:
     import gen_ranks
     run = work / f"{Path(source).name}_{n}"
     traces = run / "traces" if bundle else run
@@ -121,9 +122,10 @@ def bench_run(source: str, n: int, work: Path, base: Path | None, old_max: int, 
         out["straggler_found"] = straggler_ok(doc, info["slow_rank"])
         summ = doc.get("summary", {})
         out["ranks_seen"] = summ.get("ranks")
-        warm = measure(analyze_cmd(ROOT, run), env_for(ROOT, cache))
-        out["new_second"] = strip(warm)  # bundle: reduce-only (stored summaries); folder: warm cache
-        out["second_same"] = key(warm.get("doc") or {}) == key(doc)
+        if second:
+            warm = measure(analyze_cmd(ROOT, run), env_for(ROOT, cache))
+            out["new_second"] = strip(warm)  # bundle: reduce-only (stored summaries); folder: warm cache
+            out["second_same"] = key(warm.get("doc") or {}) == key(doc)
         if base is not None and n <= old_max:
             shutil.rmtree(cache, ignore_errors=True)
             old = measure(analyze_cmd(base, run), env_for(base, cache))
@@ -192,6 +194,7 @@ def main() -> int:
     p.add_argument("--bundle", action="store_true", help="write the runs as run bundles (summaries stored)")
     p.add_argument("--reduce-only", type=int, default=0)
     p.add_argument("--out", type=Path, default=None, help="append the JSON lines here")
+    p.add_argument("--cold-only", action="store_true", help="no second (warm / reduce-only) analyze")
     a = p.parse_args()
     a.work.mkdir(parents=True, exist_ok=True)
     results = []
@@ -199,7 +202,7 @@ def main() -> int:
         results.append(reduce_only(a.reduce_only, a.source, a.work))
     else:
         for n in a.ranks:
-            results.append(bench_run(a.source, n, a.work, a.base, a.old_max, a.bundle))
+            results.append(bench_run(a.source, n, a.work, a.base, a.old_max, a.bundle, not a.cold_only))
     for r in results:
         line = json.dumps(r)
         print(line, flush=True)

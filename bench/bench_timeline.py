@@ -141,8 +141,9 @@ def ui_stalls(path: Path, in_process: bool | None, paint: bool = False, whole_wi
     cache_dir = keep or tempfile.mkdtemp(prefix="ptprof-bench-")  # else a cold load; removed at the end (GBs)
     os.environ["PTPROF_CACHE_DIR"] = cache_dir
     ticks: list[float] = []
+    cpu: list[float] = []  # the UI thread's CPU time at each tick: a gap with little of it waited for a core
     timer = QtCore.QTimer(interval=10)
-    timer.timeout.connect(lambda: ticks.append(time.perf_counter()))
+    timer.timeout.connect(lambda: (ticks.append(time.perf_counter()), cpu.append(time.thread_time())))
     win = None
     if paint and whole_window:  # the app's window exists before a trace is opened in it
         from gui.main_window import MainWindow
@@ -165,7 +166,10 @@ def ui_stalls(path: Path, in_process: bool | None, paint: bool = False, whole_wi
     gaps = sorted((b - a) * 1e3 for a, b in zip(ticks, ticks[1:]))
     out = {"trace": path.name, "in_process": job.in_process, "load_in_worker_s": round(loaded_s, 2),
            "ui_gap_max_ms": round(gaps[-1], 1) if gaps else None,
-           "ui_gap_p99_ms": round(gaps[int(len(gaps) * 0.99)], 1) if gaps else None}
+           "ui_gap_p99_ms": round(gaps[int(len(gaps) * 0.99)], 1) if gaps else None,
+           "ui_gaps_load_top_ms_cpu_ms": [(round(g), round(c)) for g, c in sorted(
+               (((b - a) * 1e3, (cb - ca) * 1e3) for a, b, ca, cb in zip(ticks, ticks[1:], cpu, cpu[1:])),
+               reverse=True)[:4]]}
     if paint and done[0] is not None:
         try:
             from gui import lane
@@ -224,7 +228,14 @@ def ui_stalls(path: Path, in_process: bool | None, paint: bool = False, whole_wi
         if issues is not None:
             out["issues_status"] = issues.status.text()[:70]
         after = ticks[max(0, n_load - 1):]
+        after_cpu = cpu[max(0, n_load - 1):]
         gaps2 = sorted((b - a) * 1e3 for a, b in zip(after, after[1:]))
+        # (gap ms, UI-thread CPU ms in it), longest first: wall minus CPU is time the thread did not run
+        with_cpu = sorted((((b - a) * 1e3, (cb - ca) * 1e3) for a, b, ca, cb
+                           in zip(after, after[1:], after_cpu, after_cpu[1:])), reverse=True)
+        out["ui_gaps_after_load_top_ms_cpu_ms"] = [(round(g), round(c)) for g, c in with_cpu[:6]]
+        out["ui_gaps_over_100ms_cpu_over_100ms"] = sum(c > 100 for _g, c in with_cpu)
+        out["load_avg"] = [round(x, 1) for x in os.getloadavg()]
         out["ui_gap_max_ms_open_and_after"] = round(gaps2[-1], 1) if gaps2 else None
         out["ui_gaps_over_100ms_after_load"] = sum(g > 100 for g in gaps2)
         out["ui_gaps_after_load_top_ms"] = [round(g) for g in gaps2[::-1][:4]]

@@ -36,10 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     if cannot_start:  # Qt would abort the process with a long plugin message instead
         print(cannot_start, file=sys.stderr)
         return 2
-    from core.blas import one_blas_thread
-    one_blas_thread()  # before pyqtgraph imports numpy: OpenBLAS's spinning threads took CPU from the loader
-    from PySide6 import QtWidgets  # noqa: I001 - first: pyqtgraph binds to the Qt already imported (not PyQt)
-    import pyqtgraph as pg
+    from PySide6 import QtWidgets
 
     from gui.main_window import MainWindow
     from gui.theme import apply_scheme
@@ -48,14 +45,24 @@ def main(argv: list[str] | None = None) -> int:
     app.setApplicationName("ptprof")
     app.setOrganizationName("ptprof")
     apply_scheme(app, args.theme)
-    pg.setConfigOptions(antialias=False, useOpenGL=False)
-    win = MainWindow()
+    # the window's shell paints first (PySide6 only); numpy, pyqtgraph, superqt and the rule engine are imported
+    # after its first paint, then the panels are built and the traces open (bench/bench_startup.py: issue 31)
+    win = MainWindow(defer=True)
     win.show()
-    if args.paths:
-        for p in args.paths:
-            win.open_path(p)
-    elif not args.start_page:
-        win.open_sample()
+
+    def finish() -> None:
+        from core.blas import one_blas_thread
+        one_blas_thread()  # before pyqtgraph imports numpy: OpenBLAS's spinning threads took CPU from the loader
+        import pyqtgraph as pg  # after PySide6 (imported above): pyqtgraph binds to the Qt already imported
+        pg.setConfigOptions(antialias=False, useOpenGL=False)
+        win.finish_startup()
+        if args.paths:
+            for p in args.paths:
+                win.open_path(p)
+        elif not args.start_page:
+            win.open_sample()
+
+    after_first_paint(win, finish)
     rc = app.exec()
     from PySide6 import QtCore
 
@@ -63,6 +70,30 @@ def main(argv: list[str] | None = None) -> int:
     lane.wait(3000)  # let the after-open jobs (tables, health, issues) finish before teardown
     QtCore.QThreadPool.globalInstance().waitForDone(3000)
     return rc
+
+
+def after_first_paint(win, fn, fallback_ms: int = 1000) -> None:
+    """Call `fn` once, in the event-loop turn after `win` first painted (or after `fallback_ms` when no paint
+    comes: a minimised window)."""
+    from PySide6 import QtCore
+
+    done = []
+
+    def run() -> None:
+        if not done:
+            done.append(True)
+            win.removeEventFilter(spy)
+            fn()
+
+    class FirstPaint(QtCore.QObject):
+        def eventFilter(self, obj, ev):  # noqa: N802 (Qt API)
+            if ev.type() == QtCore.QEvent.Type.Paint:
+                QtCore.QTimer.singleShot(0, run)
+            return False
+
+    spy = FirstPaint(win)
+    win.installEventFilter(spy)
+    QtCore.QTimer.singleShot(fallback_ms, run)
 
 
 if __name__ == "__main__":

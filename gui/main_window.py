@@ -17,16 +17,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from core.snapshot import is_snapshot_path
-from core.trace.model import TraceSet
 from gui import actions, gc_guard
+from gui.progress_widget import ProgressWidget
 from gui.start_page import StartPage
-from gui.theme import load_theme
-from gui.trace_view import TraceView
-from gui.workers import LoadJob, ProgressWidget, describe_set
+
+if TYPE_CHECKING:  # the window paints before these are imported (pyqtgraph, superqt, numpy: gui/app.py)
+    from core.trace.model import TraceSet
+    from gui.trace_view import TraceView
+    from gui.workers import LoadJob
 
 
 class MainWindow(QtWidgets.QMainWindow):
@@ -34,13 +36,16 @@ class MainWindow(QtWidgets.QMainWindow):
     sig_load_failed = QtCore.Signal(str, str)  # (path, one-line reason), after the dialog was shown
     sig_snapshot_loaded = QtCore.Signal(object)  # SnapshotReport, once its SnapshotView is the current tab
 
-    def __init__(self) -> None:
+    def __init__(self, defer: bool = False) -> None:
+        """`defer`: build only the window's shell (menus, start page, status bar: PySide6 alone) and leave the
+        feature panels (issues, run, export, HTA: superqt, pyqtgraph, the rule engine) to `finish_startup()`,
+        which gui/app.py calls after the first paint; `integrations` is None until then."""
         super().__init__()
         gc_guard.install()  # cyclic GC only from the UI thread's event loop (gui/gc_guard.py)
         self.setWindowTitle("ptprof")
         self.fit_to_screen()
         self.setAcceptDrops(True)
-        self.theme = load_theme()
+        self._theme = None
         self.jobs: list[LoadJob] = []
         self.tabs = QtWidgets.QTabWidget(tabsClosable=True, movable=True, documentMode=True)
         self.tabs.tabCloseRequested.connect(self.close_tab)
@@ -71,8 +76,28 @@ class MainWindow(QtWidgets.QMainWindow):
         self.issues_dock.hide()
         self._wire_start_page()
         self._refresh_recent()
-        from gui.integrations import install_all  # feature panels: issues, HTA, run, export
+        self.integrations = None
+        if not defer:
+            self.finish_startup()
+
+    def finish_startup(self) -> None:
+        """The feature panels: issues, HTA, run, export (heavy imports; after the first paint from gui/app.py)."""
+        if self.integrations is not None:
+            return
+        from gui.integrations import install_all
         self.integrations = install_all(self)
+
+    @property
+    def theme(self):
+        """The kind colours (gui/theme.py), built when a view first needs them."""
+        if self._theme is None:
+            from gui.theme import load_theme
+            self._theme = load_theme()
+        return self._theme
+
+    @theme.setter
+    def theme(self, value) -> None:
+        self._theme = value
 
     def fit_to_screen(self) -> None:
         """Open at the screen's available size (less the window frame), not a fixed 1600x1000 that is
@@ -181,6 +206,8 @@ class MainWindow(QtWidgets.QMainWindow):
         GIL for long (gui.load_process.use_process). A run bundle that died of OOM opens on the OOM view
         (gui/snapshot/oom_view.py; `oom_view=False`: its traces, as the view's button asks)."""
         from core.analysis.oom_view import is_oom_bundle
+        from core.snapshot import is_snapshot_path
+        from gui.workers import LoadJob
         if is_snapshot_path(path):  # memory snapshot pickle: its own worker and tab (gui/snapshot)
             from gui.snapshot.job import SnapshotJob
             job = SnapshotJob(path, self)
@@ -214,6 +241,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self._on_job_done(job)
         if indexes is None:  # a SnapshotJob's SnapshotReport
             return self._add_snapshot_tab(trace_set)
+        from gui.trace_view import TraceView
         view = TraceView(trace_set, indexes, self.theme)
         name = Path(trace_set.path).name
         i = self.tabs.addTab(view, name)
@@ -259,10 +287,14 @@ class MainWindow(QtWidgets.QMainWindow):
     # --- tabs ---------------------------------------------------------------------------------
     def current_view(self) -> TraceView | None:
         w = self.tabs.currentWidget()
-        return w if isinstance(w, TraceView) else None
+        trace_view = sys.modules.get("gui.trace_view")  # not imported yet: no trace is open
+        return w if trace_view is not None and isinstance(w, trace_view.TraceView) else None
 
     def views(self) -> list[TraceView]:
-        return [w for i in range(self.tabs.count()) if isinstance(w := self.tabs.widget(i), TraceView)]
+        trace_view = sys.modules.get("gui.trace_view")
+        if trace_view is None:
+            return []
+        return [w for i in range(self.tabs.count()) if isinstance(w := self.tabs.widget(i), trace_view.TraceView)]
 
     def close_tab(self, i: int) -> None:
         if i < 0:
@@ -284,6 +316,7 @@ class MainWindow(QtWidgets.QMainWindow):
             return
         ts = view.trace_set
         self.setWindowTitle(f"ptprof — {Path(ts.path).name}")
+        from gui.workers import describe_set
         self.summary.setText(describe_set(ts))
         n = len(ts.all_warnings)
         self.warn_btn.setText(f"⚠ {n} warning{'s' if n != 1 else ''}")

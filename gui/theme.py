@@ -8,7 +8,6 @@ from pathlib import Path
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from core.compat import tomllib
-from core.trace.model import Kind
 
 THEME_PATH = Path(__file__).resolve().parents[1] / "resources" / "theme.toml"
 SHADES = 3  # colour variants per kind (by name id) so neighbouring slices stay distinguishable
@@ -69,6 +68,7 @@ def load_theme(dark: bool | None = None) -> Theme:
     pal = raw["dark" if dark else "light"]
     lay = raw["layout"]
     kinds = pal["kind"]
+    from core.trace.model import Kind  # numpy: not before the window's first paint (gui/app.py)
     colors = tuple(QtGui.QColor(kinds.get(k.name, kinds["OTHER"])) for k in Kind)
     c = {k: QtGui.QColor(v) for k, v in pal.items() if isinstance(v, str)}
     return Theme(dark=dark, kind_colors=colors, row_px=lay["row_px"], label_px=lay["label_px"],

@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore
 from superqt.utils import create_worker
 
 from core.trace.loader import Progress, iter_load
 from core.trace.model import TraceSet
 from gui.load_process import ProcessLoad, error_reason, use_process, window_indexes
+from gui.progress_widget import ProgressWidget  # noqa: F401 - its old home
 
 log = logging.getLogger(__name__)
 
@@ -102,41 +103,6 @@ class LoadJob(GeneratorJob):
     def _loaded_args(self, result) -> tuple:
         trace_set, indexes = result
         return trace_set, indexes
-
-
-class ProgressWidget(QtWidgets.QWidget):
-    """Status-bar widget: "Loading name — stage" + bar + Cancel. Hidden when idle."""
-
-    sig_cancel_clicked = QtCore.Signal()
-
-    def __init__(self, parent=None) -> None:
-        super().__init__(parent)
-        lay = QtWidgets.QHBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
-        self.label = QtWidgets.QLabel()
-        self.bar = QtWidgets.QProgressBar()
-        self.bar.setRange(0, 1000)
-        self.bar.setFixedWidth(220)
-        self.bar.setTextVisible(False)
-        self.cancel = QtWidgets.QPushButton("Cancel")
-        self.cancel.clicked.connect(self.sig_cancel_clicked)
-        lay.addWidget(self.label)
-        lay.addWidget(self.bar)
-        lay.addWidget(self.cancel)
-        self.hide()
-
-    def start(self, title: str) -> None:
-        self._title = title
-        self.label.setText(f"Loading {title}…")
-        self.bar.setValue(0)
-        self.show()
-
-    def set_progress(self, stage: str, fraction: float) -> None:
-        self.label.setText(f"Loading {self._title} — {stage}")
-        self.bar.setValue(int(max(0.0, min(1.0, fraction)) * 1000))
-
-    def finish(self) -> None:
-        self.hide()
 
 
 def describe_set(ts: TraceSet) -> str:

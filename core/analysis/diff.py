@@ -13,11 +13,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from core.analysis import significance
-from core.analysis.breakdown import PARTS, step_breakdown
-from core.analysis.memory import memory_series
-from core.analysis.stats import kernel_table, op_table
+from core.analysis.breakdown import PARTS
+from core.analysis.diff_facts import ModelFacts, model_facts
 from core.analysis.steps import step_stats
-from core.trace.model import GPU_KINDS, TraceModel, TraceSet
+from core.trace.model import TraceModel, TraceSet
 
 _COMPILED_REGION = re.compile(r"^(Torch-Compiled Region: \d+)/\d+")
 _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
@@ -178,7 +177,7 @@ def _round(x):
     return None if x is None else round(float(x), 3)
 
 
-def _side(ts: TraceSet, steps_ns: np.ndarray) -> Side:
+def _side(ts, steps_ns: np.ndarray, facts: list[ModelFacts]) -> Side:
     meta = ts.primary.meta
     bundle = ts.bundle if isinstance(ts.bundle, dict) else {}
     device = str(meta.device_properties[0].get("name", "")) if meta.device_properties else ""
@@ -190,50 +189,40 @@ def _side(ts: TraceSet, steps_ns: np.ndarray) -> Side:
         p10, med, p90 = np.percentile(steps_ns, [10, 50, 90])
     else:
         p10 = med = p90 = 0.0
-    stats = [step_stats(m) for m in ts.models]
-    bounds = [str(b) for st in stats if not st.synthetic and st.bound is not None for b in st.bound.tolist()]
+    bounds = [b for f in facts if f.bounds is not None for b in f.bounds]
     bound = max(sorted(set(bounds)), key=bounds.count) if bounds else ""
-    from core.analysis.unprofiled import data_period_ns
-    if any(m.devices and data_period_ns(m) for m in ts.models):
+    if any(f.data_period_ns for f in facts):
         bound = "data"  # the workers pace it: one stall per round, most steps served at once
     return Side(ts.path, int(len(steps_ns)), float(med), float(p10), float(p90), device, torch_version, len(ts.ranks),
                 bound)
 
 
-def _breakdown_means(models) -> tuple[dict[str, float], float | None]:
+def _breakdown_means(facts) -> tuple[dict[str, float], float | None]:
     sums = {p: 0.0 for p in PARTS}
     steps = 0
     busy = []
-    for model in models:
-        bd = step_breakdown(model)
-        if not len(bd):
+    for f in facts:
+        if not f.bd_steps:
             continue
-        for part, values in bd.parts().items():
-            sums[part] += float(values.sum())
-        steps += len(bd)
-        if bd.has_gpu:
-            dur = bd.dur_ns.sum()
-            gpu = float(bd.busy_ns.sum())  # compute + communication kernels + memcpy / memset
-            busy.append(100.0 * gpu / dur if dur > 0 else 0.0)
+        for part, value in f.bd_sums.items():
+            sums[part] += value
+        steps += f.bd_steps
+        if f.bd_has_gpu:
+            dur = f.bd_dur_ns
+            busy.append(100.0 * f.bd_busy_ns / dur if dur > 0 else 0.0)  # compute + comm kernels + memcpy / memset
     means = {p: sums[p] / steps if steps else 0.0 for p in PARTS}
     return means, (float(np.mean(busy)) if busy else None)
 
 
-def _table_rows(ts: TraceSet, kind: str, by_shape: bool, normalize_templates: bool) -> dict[str, tuple[int, int]]:
+def _table_rows(facts: list[ModelFacts], kind: str, normalize_templates: bool) -> dict[str, tuple[int, int]]:
     """name key -> (calls, total ns), summed over the run's models."""
     out: dict[str, list[int]] = {}
-    for model in ts.models:
-        strings = model.strings
+    for f in facts:
         if kind == "kernels":
-            table = kernel_table(model, kinds=tuple(GPU_KINDS))  # memcpy / memset rows too
-            names = [kernel_key(strings[int(n)], normalize_templates) for n in table.name]
-            totals = table.total_ns
+            rows = [(kernel_key(name, normalize_templates), calls, total) for name, calls, total in f.kernels]
         else:
-            table = op_table(model, by_shapes=by_shape)
-            names = [op_key(strings[int(n)]) + (f" {strings[int(d)]}" if by_shape and int(d) else "")
-                     for n, d in zip(table.name, table.input_dims)]
-            totals = table.host_total_ns
-        for name, calls, total in zip(names, table.calls.tolist(), totals.tolist()):
+            rows = [(op_key(name) + (f" {dims}" if dims else ""), calls, total) for name, dims, calls, total in f.ops]
+        for name, calls, total in rows:
             acc = out.setdefault(name, [0, 0])
             acc[0] += int(calls)
             acc[1] += int(total)
@@ -309,19 +298,47 @@ def match_findings(a: list[dict], b: list[dict]) -> dict[str, list[dict]]:
             "changed": changed}
 
 
-def _memory_peak(ts: TraceSet) -> int | None:
-    peaks = [s.peak_allocated_bytes for m in ts.models for s in memory_series(m)]
+def _memory_peak(facts: list[ModelFacts]) -> int | None:
+    peaks = [p for f in facts for p in f.mem_peaks]
     return max(peaks) if peaks else None
 
 
-def compare(a: TraceSet, b: TraceSet, *, findings_a: list[dict] | None = None, findings_b: list[dict] | None = None,
+def facts_of(ts, by_shape: bool = False) -> list[ModelFacts]:
+    """The facts of every model of `ts` (a loaded TraceSet), or the ones a run view carries (core/ranks/views.py)."""
+    got = getattr(ts, "diff_facts", None)
+    if got is not None:
+        return got(by_shape)
+    return [model_facts(m, by_shape) for m in ts.models]
+
+
+def _run_steps(facts: list[ModelFacts]) -> np.ndarray:
+    """Step times of a run: per (cycle, step number) the slowest rank's effective step (`run_steps_ns`)."""
+    per_step: dict[tuple[int, int], int] = {}
+    cycles: dict[int, int] = {}
+    for f in facts:
+        cycle = cycles.get(f.rank, 0)
+        cycles[f.rank] = cycle + 1
+        for number, dur in zip(f.step_number.tolist(), f.step_ns.tolist()):
+            key = (cycle, number)
+            per_step[key] = max(per_step.get(key, 0), dur)
+    return np.asarray([per_step[k] for k in sorted(per_step)], np.int64)
+
+
+def _rank_steps(facts: list[ModelFacts], rank: int) -> np.ndarray:
+    parts = [f.step_ns for f in facts if f.rank == rank]
+    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+
+
+def compare(a, b, *, findings_a: list[dict] | None = None, findings_b: list[dict] | None = None,
             by_shape: bool = False, normalize_templates: bool = False) -> Diff:
-    """Everything `ptprof diff --json` prints. Findings (JSON dicts of `Analysis.to_json()`) are optional."""
-    a_steps = run_steps_ns(a)
-    b_steps = run_steps_ns(b)
+    """Everything `ptprof diff --json` prints. Findings (JSON dicts of `Analysis.to_json()`) are optional.
+    `a`, `b`: loaded TraceSets, or run views (core/ranks/views.py) that carry their models' facts."""
+    fa, fb = facts_of(a, by_shape), facts_of(b, by_shape)
+    a_steps = _run_steps(fa)
+    b_steps = _run_steps(fb)
     warnings = []
-    a_steps, b_steps, basis, note = _unprofiled_basis(a, b, a_steps, b_steps, warnings)
-    side_a, side_b = _side(a, a_steps), _side(b, b_steps)
+    a_steps, b_steps, basis, note = _unprofiled_basis(a, b, a_steps, b_steps, warnings, fa, fb)
+    side_a, side_b = _side(a, a_steps, fa), _side(b, b_steps, fb)
     if side_a.device and side_b.device and side_a.device != side_b.device:
         warnings.append(f"different GPUs: A ran on {side_a.device}, B on {side_b.device}")
     if side_a.torch_version and side_b.torch_version and side_a.torch_version != side_b.torch_version:
@@ -330,23 +347,23 @@ def compare(a: TraceSet, b: TraceSet, *, findings_a: list[dict] | None = None, f
         warnings.append(f"different rank counts: A {len(a.ranks)}, B {len(b.ranks)}")
     if not len(a_steps) or not len(b_steps):
         warnings.append("a run has no ProfilerStep: kernel and op totals compare whole traces")
-    bd_a, busy_a = _breakdown_means(a.models)
-    bd_b, busy_b = _breakdown_means(b.models)
+    bd_a, busy_a = _breakdown_means(fa)
+    bd_b, busy_b = _breakdown_means(fb)
     per_step = bool(len(a_steps) and len(b_steps))
-    kernels = _match(_table_rows(a, "kernels", by_shape, normalize_templates),
-                     _table_rows(b, "kernels", by_shape, normalize_templates), len(a_steps), len(b_steps), per_step)
-    ops = _match(_table_rows(a, "ops", by_shape, normalize_templates),
-                 _table_rows(b, "ops", by_shape, normalize_templates), len(a_steps), len(b_steps), per_step)
+    kernels = _match(_table_rows(fa, "kernels", normalize_templates), _table_rows(fb, "kernels", normalize_templates),
+                     len(a_steps), len(b_steps), per_step)
+    ops = _match(_table_rows(fa, "ops", normalize_templates), _table_rows(fb, "ops", normalize_templates),
+                 len(a_steps), len(b_steps), per_step)
     found = match_findings(findings_a or [], findings_b or []) if findings_a is not None and findings_b is not None \
         else {"fixed": [], "new": [], "changed": []}
     return Diff(a=side_a, b=side_b, step=significance.compare(a_steps, b_steps), a_steps_ns=a_steps, b_steps_ns=b_steps,
                 breakdown={p: (bd_a[p], bd_b[p]) for p in PARTS}, kernels=kernels, ops=ops, findings=found,
-                memory={"a_peak_bytes": _memory_peak(a), "b_peak_bytes": _memory_peak(b)},
-                gpu_busy_pct=(busy_a, busy_b), warnings=tuple(warnings), per_rank=_per_rank(a, b),
+                memory={"a_peak_bytes": _memory_peak(fa), "b_peak_bytes": _memory_peak(fb)},
+                gpu_busy_pct=(busy_a, busy_b), warnings=tuple(warnings), per_rank=_per_rank(a, b, fa, fb),
                 step_basis=basis, basis_note=note)
 
 
-def _unprofiled_basis(a: TraceSet, b: TraceSet, a_steps, b_steps, warnings: list) -> tuple:
+def _unprofiled_basis(a, b, a_steps, b_steps, warnings: list, fa: list[ModelFacts], fb: list[ModelFacts]) -> tuple:
     """Recording slows the CPU side of a loop, not the GPU's, so a run the profiler left GPU-bound is slowed
     less than a CPU-bound one: on the H100 non-contiguous -> contiguous pair the recorded steps said +31 %
     (p = 0.0009) for a real -27 % (before GPU-bound under the profiler, after CPU-bound). When the two runs are
@@ -359,19 +376,19 @@ def _unprofiled_basis(a: TraceSet, b: TraceSet, a_steps, b_steps, warnings: list
     if not len(a_steps) or not len(b_steps):
         return a_steps, b_steps, "recorded", ""
 
-    def gpu_share(ts):
-        bounds = [str(x) for m in ts.models if not step_stats(m).synthetic for x in step_stats(m).bound.tolist()]
+    def gpu_share(facts):
+        bounds = [x for f in facts if f.bounds is not None for x in f.bounds]
         return sum(x == "gpu" for x in bounds) / max(len(bounds), 1)
-    ga, gb = gpu_share(a), gpu_share(b)
+    ga, gb = gpu_share(fa), gpu_share(fb)
     differ = (ga > 0.5) != (gb > 0.5)
-    paced = any(unprofiled.data_period_ns(m) for m in (*a.models, *b.models) if m.devices)
+    paced = any(f.data_period_ns for f in (*fa, *fb))
     if not (differ or paced):
         return a_steps, b_steps, "recorded", ""
     ia, ib = unprofiled.run_inflation(a), unprofiled.run_inflation(b)
     why = ("the runs are bound by different sides under the profiler (A " + ("GPU" if ga > 0.5 else "CPU")
            + ", B " + ("GPU" if gb > 0.5 else "CPU") + ")") if differ else "a DataLoader's workers pace a run"
     if (ia is not None and ib is not None) or (paced and not differ):
-        ua, ub = unprofiled.run_steps_ns(a, ia), unprofiled.run_steps_ns(b, ib)
+        ua, ub = _unprofiled_steps(a, ia), _unprofiled_steps(b, ib)
         if ua is not None and ub is not None and len(ua) and len(ub):
             note = (f"steps compared in unprofiled time: {why}; recording slowed A's CPU side "
                     f"{max(ia or 1.0, 1.0):.2f}x and B's {max(ib or 1.0, 1.0):.2f}x (each run's replay with its "
@@ -383,16 +400,39 @@ def _unprofiled_basis(a: TraceSet, b: TraceSet, a_steps, b_steps, warnings: list
     return a_steps, b_steps, "recorded", ""
 
 
-def _per_rank(a: TraceSet, b: TraceSet) -> tuple[RankDiff, ...]:
+def _unprofiled_steps(ts, inflation: float | None) -> np.ndarray | None:
+    """`core.analysis.unprofiled.run_steps_ns` of a loaded set, or from a run view's per-model replays."""
+    from core.analysis import unprofiled
+    got = getattr(ts, "unprofiled_facts", None)
+    if got is None:
+        return unprofiled.run_steps_ns(ts, inflation)
+    per_step: dict[tuple[int, int], float] = {}
+    cycles: dict[int, int] = {}
+    for rank, (synthetic, numbers, vals, floor) in got(inflation):
+        cycle = cycles.get(rank, 0)
+        cycles[rank] = cycle + 1
+        if synthetic:
+            continue
+        if len(vals) != len(numbers):
+            return None
+        if floor:  # paced by the workers: every step of a round costs the round's mean (the period)
+            vals = np.full(len(vals), float(vals.mean()))
+        for number, v in zip(numbers.tolist(), vals.tolist()):
+            key = (cycle, number)
+            per_step[key] = max(per_step.get(key, 0.0), v)
+    return np.asarray([per_step[k] for k in sorted(per_step)], np.int64)
+
+
+def _per_rank(a, b, fa: list[ModelFacts], fb: list[ModelFacts]) -> tuple[RankDiff, ...]:
     """Each rank of either side compared on its own (multi-rank runs only; a rank missing on one side has no
     steps there, and its comparison says so)."""
     if max(len(a.ranks), len(b.ranks)) < 2:
         return ()
     out = []
     for rank in sorted(set(a.ranks) | set(b.ranks)):
-        a_steps, b_steps = rank_steps_ns(a, rank), rank_steps_ns(b, rank)
-        bd_a, busy_a = _breakdown_means(m for m in a.models if m.rank == rank)
-        bd_b, busy_b = _breakdown_means(m for m in b.models if m.rank == rank)
+        a_steps, b_steps = _rank_steps(fa, rank), _rank_steps(fb, rank)
+        bd_a, busy_a = _breakdown_means([f for f in fa if f.rank == rank])
+        bd_b, busy_b = _breakdown_means([f for f in fb if f.rank == rank])
         out.append(RankDiff(rank, a_steps, b_steps, significance.compare(a_steps, b_steps),
                             {p: (bd_a[p], bd_b[p]) for p in PARTS}, (busy_a, busy_b)))
     return tuple(out)

@@ -176,6 +176,9 @@ def _gpu_span(model: TraceModel, span: tuple[int, int]) -> tuple[int, int]:
 
 
 def trace_metrics(trace_set: TraceSet) -> list[RankMetrics]:
+    got = getattr(trace_set, "report_parts", None)  # a run view (core/ranks/views.py): its workers' numbers
+    if got is not None:
+        return got("metrics")
     return [rank_metrics(m) for m in trace_set.models]
 
 

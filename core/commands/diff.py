@@ -27,9 +27,19 @@ def add_arguments(p) -> None:
     p.add_argument("--no-cache", action="store_true", help="ignore and do not write the columnar cache")
 
 
-def load_pair(path_a: str, path_b: str, use_cache: bool):
+def load_pair(path_a: str, path_b: str, use_cache: bool, by_shape: bool = False):
+    """Both runs: a single trace loaded whole; several trace files (ranks) as a run view, read rank by rank in
+    worker processes (core/ranks/views.py: memory O(workers x rank), the same diff)."""
+    return open_run(path_a, use_cache, by_shape), open_run(path_b, use_cache, by_shape)
+
+
+def open_run(path: str, use_cache: bool, by_shape: bool = False):
+    from core.ranks import is_multi
+    if is_multi(path):
+        from core.ranks.views import open_view
+        return open_view(path, use_cache, want={"diff": {"by_shape": by_shape}})
     from core.trace.loader import load
-    return load(path_a, use_cache=use_cache), load(path_b, use_cache=use_cache)
+    return load(path, use_cache=use_cache)
 
 
 def compute(ts_a, ts_b, by_shape: bool = False, normalize_templates: bool = False, use_cache: bool = True):
@@ -60,8 +70,13 @@ def run(args) -> int:
         if why:
             print(f"ptprof: {why}", file=sys.stderr)
             return 2
-    ts_a, ts_b = load_pair(args.a, args.b, not args.no_cache)
-    result = compute(ts_a, ts_b, args.by_shape, args.normalize_templates, use_cache=not args.no_cache)
+    ts_a, ts_b = load_pair(args.a, args.b, not args.no_cache, args.by_shape)
+    try:
+        result = compute(ts_a, ts_b, args.by_shape, args.normalize_templates, use_cache=not args.no_cache)
+    finally:
+        for ts in (ts_a, ts_b):
+            if hasattr(ts, "close"):
+                ts.close()
     if args.csv:
         try:
             write_csvs(result, args.csv)

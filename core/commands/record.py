@@ -199,7 +199,7 @@ def drive(session, args, started: bool = False) -> int:
                     if said_connection is not None or connection != "connected":
                         sys.stderr.write(f"ptprof: {connection}\n")
                     said_connection = connection
-            if tty:
+            if tty and not getattr(getattr(session, "host", None), "prompting", False):  # ssh asks a password
                 line = status_line(session)
                 if line != shown:
                     sys.stderr.write("\r\033[K" + line[:200])

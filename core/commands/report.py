@@ -42,7 +42,6 @@ def _fail(msg: str) -> int:
 
 def run(args) -> int:
     from core.export.figures import FigureSpec
-    from core.export.writer import ReportOptions, load_renderer, write_report
 
     if not 200 <= args.width <= 10000:
         return _fail(f"--width must be between 200 and 10000, got {args.width}")
@@ -57,7 +56,26 @@ def run(args) -> int:
     why = outdir.problem(out)  # before the load: a refused folder costs nothing
     if why:
         return _fail(printable(f"--out {why}"))
-    ts = load(args.path, use_cache=not args.no_cache)  # TraceParseError -> exit 2 in core.cli
+    from core.ranks import is_multi
+    findings = view = None
+    spec = FigureSpec(width_px=args.width, scale=args.scale, step=args.step)
+    if is_multi(args.path):  # several trace files (ranks): read rank by rank in workers, never all held
+        from core.export.findings import wrap
+        from core.ranks.report_parts import report_view
+        view, run_analysis = report_view(args.path, not args.no_cache, args.width, not args.no_png, spec)
+        ts, findings = view, wrap(run_analysis.analysis)
+    else:
+        ts = load(args.path, use_cache=not args.no_cache)  # TraceParseError -> exit 2 in core.cli
+    try:
+        return _write(args, ts, out, spec, findings)
+    finally:
+        if view is not None:
+            view.close()
+
+
+def _write(args, ts, out: Path, spec, findings) -> int:
+    from core.export import outdir
+    from core.export.writer import ReportOptions, load_renderer, write_report
     if args.step is not None:
         numbers = sorted({int(n) for m in ts.models for n in m.steps.number})
         if args.step not in numbers:
@@ -73,9 +91,8 @@ def run(args) -> int:
         renderer, why = load_renderer()
         if renderer is None:
             print(f"ptprof: warning: {why}; writing CSVs and report.html without PNGs", file=sys.stderr)
-    spec = FigureSpec(width_px=args.width, scale=args.scale, step=args.step)
     try:
-        result = write_report(ts, out, renderer, ReportOptions(spec=spec, pngs=not args.no_png))
+        result = write_report(ts, out, renderer, ReportOptions(spec=spec, findings=findings, pngs=not args.no_png))
     except outdir.ExportRefused as exc:  # the folder changed since the check above
         return _fail(printable(f"--out {exc}"))
     except OSError as exc:

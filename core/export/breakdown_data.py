@@ -126,9 +126,15 @@ def _main_thread(model: TraceModel, cpu_tracks: np.ndarray) -> int:
     return best
 
 
+def breakdowns(ts: TraceSet) -> list[StepBreakdown]:
+    """step_breakdown of every model (a run view: its workers computed them, core/ranks/views.py)."""
+    got = getattr(ts, "report_parts", None)
+    return got("breakdown") if got is not None else [step_breakdown(m) for m in ts.models]
+
+
 def build(ts: TraceSet, spec: FigureSpec | None = None) -> BarFigure | None:
     spec = spec or FigureSpec()
-    parts = [step_breakdown(m) for m in ts.models]
+    parts = breakdowns(ts)
     parts = [p for p in parts if len(p.steps)]
     if not parts:
         return None

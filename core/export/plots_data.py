@@ -16,21 +16,41 @@ def _step_bands(ts: TraceSet, scale: float) -> tuple[tuple[float, float, str], .
                  for n, a, d in zip(st.number.tolist(), st.ts_ns.tolist(), st.dur_ns.tolist()))
 
 
+def model_memory_peak(m) -> list[dict]:
+    """memory_peak's entries of one model."""
+    out = []
+    mem = m.memory
+    if not len(mem):
+        return out
+    for dev in np.unique(mem.device).tolist():
+        sel = mem.device == dev
+        alloc = mem.total_allocated[sel]
+        i = int(np.argmax(alloc))
+        out.append({"rank": m.rank, "device": int(dev), "is_cuda": bool(mem.device_type[sel][0] != 0),
+                    "peak_allocated_bytes": int(alloc[i]), "at_ns": int(mem.ts_ns[sel][i]),
+                    "peak_reserved_bytes": int(mem.total_reserved[sel].max()),
+                    "total_bytes": m.meta.device_total_memory(int(dev)) if dev >= 0 else None})
+    return out
+
+
 def memory_peak(ts: TraceSet) -> list[dict]:
     """Peak allocated / reserved per (rank, device): [{rank, device, peak_allocated_bytes, at_ns, ...}]."""
+    got = getattr(ts, "report_parts", None)  # a run view: each rank's worker computed its own entries
+    per_model = got("memory_peak") if got is not None else [model_memory_peak(m) for m in ts.models]
+    return [p for entries in per_model for p in entries]
+
+
+def memory_curves(m, peaks: list[dict], width_px: int) -> list[tuple]:
+    """(peak entry, key, x ms, y MiB) of one model's devices in `peaks`: the memory figure's series."""
     out = []
-    for m in ts.models:
-        mem = m.memory
-        if not len(mem):
-            continue
-        for dev in np.unique(mem.device).tolist():
-            sel = mem.device == dev
-            alloc = mem.total_allocated[sel]
-            i = int(np.argmax(alloc))
-            out.append({"rank": m.rank, "device": int(dev), "is_cuda": bool(mem.device_type[sel][0] != 0),
-                        "peak_allocated_bytes": int(alloc[i]), "at_ns": int(mem.ts_ns[sel][i]),
-                        "peak_reserved_bytes": int(mem.total_reserved[sel].max()),
-                        "total_bytes": m.meta.device_total_memory(int(dev)) if dev >= 0 else None})
+    for p in peaks:
+        sel = m.memory.device == p["device"]
+        t = m.memory.ts_ns[sel] / 1e6
+        for key, col in (("allocated", m.memory.total_allocated), ("reserved", m.memory.total_reserved)):
+            if key == "reserved" and not p["peak_reserved_bytes"]:
+                continue  # CPU memory events carry no reserved total
+            x, y = figures.decimate(t, col[sel] / MIB, width_px)
+            out.append((p, key, x, y))
     return out
 
 
@@ -44,16 +64,23 @@ def memory(ts: TraceSet, spec: FigureSpec | None = None) -> LineFigure | None:
         return None
     multi = len(ts.models) > 1
     series, markers = [], []
+    got = getattr(ts, "report_parts", None)
+    if got is not None:  # a run view: each rank's worker drew its curves (cuda first, as chosen here)
+        curves: dict = {}
+        for per_rank in got("memory_curves"):  # the first model of a rank draws it, as below
+            for p, key, x, y in per_rank[bool(cuda)]:
+                curves.setdefault((p["rank"], p["device"], key), (x, y))
     for p in chosen:
-        m = next(x for x in ts.models if x.rank == p["rank"])
-        sel = m.memory.device == p["device"]
-        t = m.memory.ts_ns[sel] / 1e6
         who = ("CPU" if p["device"] < 0 else f"GPU {p['device']}") + (f" r{p['rank']}" if multi else "")
-        for key, col in (("allocated", m.memory.total_allocated), ("reserved", m.memory.total_reserved)):
-            if key == "reserved" and not p["peak_reserved_bytes"]:
-                continue  # CPU memory events carry no reserved total
-            x, y = figures.decimate(t, col[sel] / MIB, spec.width_px)
-            series.append(Series(f"{who} {key}", x, y, key, step=True))
+        if got is not None:
+            for key in ("allocated", "reserved"):
+                if (p["rank"], p["device"], key) in curves:
+                    x, y = curves[(p["rank"], p["device"], key)]
+                    series.append(Series(f"{who} {key}", x, y, key, step=True))
+        else:
+            m = next(x for x in ts.models if x.rank == p["rank"])
+            for _p, key, x, y in memory_curves(m, [p], spec.width_px):
+                series.append(Series(f"{who} {key}", x, y, key, step=True))
         markers.append(Marker(p["at_ns"] / 1e6, p["peak_allocated_bytes"] / MIB,
                               f"peak {units.fmt_bytes(p['peak_allocated_bytes'])} ({who})"))
     top = max(chosen, key=lambda p: p["peak_allocated_bytes"])

@@ -46,6 +46,7 @@ class ReportContext:
     files: list[str] = field(default_factory=list)  # names written next to report.html
     captions: dict[str, str] = field(default_factory=dict)  # figure -> what it shows (e.g. "busiest step 3 · ...")
     generated: str = ""  # "2026-11-29 18:00 UTC"
+    health: list | None = None  # Health.to_json() items; None: checked on trace_set (a run view brings its own)
 
 
 def esc(v) -> str:

@@ -75,7 +75,19 @@ def metadata(ts: TraceSet) -> list[tuple[str, str]]:
 
 def headline(ts: TraceSet) -> list[tuple[str, str]]:
     """A few numbers for the report's summary cards."""
-    st = steps.step_stats(ts.primary)
+    got = getattr(ts, "report_parts", None)  # a run view: the primary's worker computed its part
+    out = list(got("headline")[0]) if got is not None else primary_headline(ts.primary)
+    peaks = plots_data.memory_peak(ts)
+    cuda = [p for p in peaks if p["is_cuda"]] or peaks
+    if cuda:
+        top = max(cuda, key=lambda p: p["peak_allocated_bytes"])
+        out.append(("memory peak", units.fmt_bytes(top["peak_allocated_bytes"])))
+    return out
+
+
+def primary_headline(model) -> list[tuple[str, str]]:
+    """The cards that come from the set's primary model."""
+    st = steps.step_stats(model)
     out = []
     if len(st):
         real = not st.synthetic
@@ -83,7 +95,7 @@ def headline(ts: TraceSet) -> list[tuple[str, str]]:
         # the mean, as the app's status line and `ptprof analyze` say it (core/analysis/vocab.py): the step every
         # finding's "% of mean step" refers to
         out.append(("mean step" if real else "duration", units.fmt_ns(float(np.mean(st.effective_ns)))))
-        if ts.primary.devices:
+        if model.devices:
             names, counts = np.unique(st.bound, return_counts=True)
             out.append(("CPU · GPU (mean)", f"{units.fmt_ns(float(np.mean(st.dur_ns)))} · "
                                             f"{units.fmt_ns(float(np.mean(st.gpu_span_ns)))} · "
@@ -91,14 +103,9 @@ def headline(ts: TraceSet) -> list[tuple[str, str]]:
             busy = 100.0 * st.gpu_busy_ns.sum() / max(int(st.effective_ns.sum()), 1)
             out.append(("GPU busy", units.fmt_pct(busy)))
     from core.analysis.metrics import rank_metrics
-    rm = rank_metrics(ts.primary)
+    rm = rank_metrics(model)
     if rm.mfu_pct is not None:
         out.append(("MFU", f"{units.fmt_pct(rm.mfu_pct)} ({rm.tflops:.1f} TFLOP/s)"))
-    elif rm.tflops is not None and ts.primary.devices:
+    elif rm.tflops is not None and model.devices:
         out.append(("TFLOP/s", f"{rm.tflops:.1f} (device peak unknown: no MFU)"))
-    peaks = plots_data.memory_peak(ts)
-    cuda = [p for p in peaks if p["is_cuda"]] or peaks
-    if cuda:
-        top = max(cuda, key=lambda p: p["peak_allocated_bytes"])
-        out.append(("memory peak", units.fmt_bytes(top["peak_allocated_bytes"])))
     return out

@@ -190,29 +190,41 @@ def kind_labels(kinds: np.ndarray) -> list[str]:
     return [KIND_LABELS.get(Kind(int(k)), "other") for k in kinds]
 
 
+def rank_parts(ts, key: str):
+    """The per-rank parts a run view carries (core/ranks/views.py: computed by the rank's worker with the
+    functions below), or None for a loaded set."""
+    getter = getattr(ts, "report_parts", None)
+    return getter(key) if getter is not None else None
+
+
+def kernels_part(m) -> tuple:
+    """One model's rows of kernels.csv."""
+    kt = stats.kernel_table(m)
+    n = len(kt)
+    reg = kt.registers.astype(np.float64)
+    reg[kt.registers < 0] = np.nan
+    return (np.full(n, m.rank, np.int64), _names(m.strings, kt.name), kind_labels(kt.kind), kt.calls,
+            _us(kt.total_ns), _us(kt.mean_ns), _us(kt.min_ns), _us(kt.max_ns), _us(kt.p50_ns),
+            _us(kt.p95_ns), _us(kt.stddev_ns), np.round(kt.gpu_pct, 3),
+            _names(m.strings, kt.grid), _names(m.strings, kt.block), reg,
+            np.round(kt.occupancy_pct.astype(np.float64), 3))
+
+
 def kernels(ts: TraceSet) -> ExportTable:
     """kernels.csv: `core.analysis.stats.kernel_table`, the same rows the Kernels tab shows."""
-    parts = []
-    for m in ts.models:
-        kt = stats.kernel_table(m)
-        n = len(kt)
-        reg = kt.registers.astype(np.float64)
-        reg[kt.registers < 0] = np.nan
-        parts.append((np.full(n, m.rank, np.int64), _names(m.strings, kt.name), kind_labels(kt.kind), kt.calls,
-                      _us(kt.total_ns), _us(kt.mean_ns), _us(kt.min_ns), _us(kt.max_ns), _us(kt.p50_ns),
-                      _us(kt.p95_ns), _us(kt.stddev_ns), np.round(kt.gpu_pct, 3),
-                      _names(m.strings, kt.grid), _names(m.strings, kt.block), reg,
-                      np.round(kt.occupancy_pct.astype(np.float64), 3)))
-    return _table("kernels", parts)
+    parts = rank_parts(ts, "kernels")
+    return _table("kernels", parts if parts is not None else [kernels_part(m) for m in ts.models])
+
+
+def ops_part(m) -> tuple:
+    ot = stats.op_table(m)
+    return (np.full(len(ot), m.rank, np.int64), _names(m.strings, ot.name), ot.calls,
+            _us(ot.host_total_ns), _us(ot.host_self_ns), _us(ot.device_ns), _us(ot.device_self_ns))
 
 
 def ops(ts: TraceSet) -> ExportTable:
-    parts = []
-    for m in ts.models:
-        ot = stats.op_table(m)
-        parts.append((np.full(len(ot), m.rank, np.int64), _names(m.strings, ot.name), ot.calls,
-                      _us(ot.host_total_ns), _us(ot.host_self_ns), _us(ot.device_ns), _us(ot.device_self_ns)))
-    return _table("ops", parts)
+    parts = rank_parts(ts, "ops")
+    return _table("ops", parts if parts is not None else [ops_part(m) for m in ts.models])
 
 
 def step_extras(model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -224,19 +236,21 @@ def step_extras(model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return b.comm_ns, f.tflops, f.mfu_pct
 
 
+def steps_part(m) -> tuple:
+    st = steps.step_stats(m)
+    peak = st.mem_peak_bytes.astype(np.float64) / MIB
+    peak[st.mem_peak_bytes < 0] = np.nan
+    comm_ns, tflops, mfu = step_extras(m)
+    return (np.full(len(st), m.rank, np.int64), st.number, _us(st.ts_ns), _us(st.dur_ns),
+            _us(st.gpu_busy_ns), np.round(st.gpu_busy_pct, 3), st.kernel_count, _us(st.kernel_ns),
+            _us(st.memcpy_ns), _us(st.memset_ns), np.round(peak, 3), _us(st.gpu_span_ns),
+            _us(st.effective_ns), st.bound.tolist(), _us(comm_ns), np.round(tflops, 4),
+            np.round(mfu, 3))
+
+
 def steps_table(ts: TraceSet) -> ExportTable:
-    parts = []
-    for m in ts.models:
-        st = steps.step_stats(m)
-        peak = st.mem_peak_bytes.astype(np.float64) / MIB
-        peak[st.mem_peak_bytes < 0] = np.nan
-        comm_ns, tflops, mfu = step_extras(m)
-        parts.append((np.full(len(st), m.rank, np.int64), st.number, _us(st.ts_ns), _us(st.dur_ns),
-                      _us(st.gpu_busy_ns), np.round(st.gpu_busy_pct, 3), st.kernel_count, _us(st.kernel_ns),
-                      _us(st.memcpy_ns), _us(st.memset_ns), np.round(peak, 3), _us(st.gpu_span_ns),
-                      _us(st.effective_ns), st.bound.tolist(), _us(comm_ns), np.round(tflops, 4),
-                      np.round(mfu, 3)))
-    return _table("steps", parts)
+    parts = rank_parts(ts, "steps")
+    return _table("steps", parts if parts is not None else [steps_part(m) for m in ts.models])
 
 
 def metrics_table(ts: TraceSet) -> ExportTable:

@@ -121,9 +121,10 @@ def iter_write_report(ts: TraceSet, out_dir: str | Path, renderer: Renderer | No
         skipped = {n: "not rendered (PNG output turned off)" for n in FIGURE_NAMES}
     yield ExportProgress("html", 0.95, "report.html")
     ctx = ReportContext(trace_set=ts, findings=fr, kernels=kern, ops=ops, steps=steps_t, metrics=metrics,
-                        breakdown=[breakdown_data.step_breakdown(m) for m in ts.models], png=png, skipped=skipped,
+                        breakdown=breakdown_data.breakdowns(ts), png=png, skipped=skipped,
                         files=[p.name for p in result.files], captions=captions,
-                        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+                        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                        health=getattr(ts, "health", None))  # a run view brings the run's checks
     page = out / "report.html"
     atomic_write_text(page, build_html(ctx))
     result.files.append(page)

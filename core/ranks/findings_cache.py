@@ -159,8 +159,11 @@ def findings_of(trace_set, use_cache: bool = True) -> list[dict]:
         hit = load(trace_set)
         if hit is not None:
             return hit
-    from core.ranks.inset import analyze_any  # several ranks: rank by rank, then across ranks
-    found = analyze_any(trace_set).to_json()["findings"]
+    if hasattr(trace_set, "run_findings"):  # a run view (core/ranks/views.py): map / reduce over its ranks
+        found = trace_set.run_findings()
+    else:
+        from core.ranks.inset import analyze_any  # several ranks: rank by rank, then across ranks
+        found = analyze_any(trace_set).to_json()["findings"]
     if use_cache:
         store(trace_set, found)
     return found

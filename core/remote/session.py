@@ -31,7 +31,7 @@ from core.remote.agent import BUNDLE_TOKEN, RUNNER_TOKEN
 from core.remote.mirror import MirrorSampler
 from core.remote.mirrors import _iso_ns, _mirror_of, measure_clock, note_mirror, unfinished_mirrors, validate_remote  # noqa: F401  (re-exported)
 from core.remote.runner import Helper, RemoteError
-from core.remote.ssh import SshError, SshHost
+from core.remote.ssh import AuthFailed, SshError, SshHost
 from core.runner import bundle as bl
 from core.runner.config import RunConfig
 from core.runner.events_check import valid
@@ -304,6 +304,9 @@ class RemoteSession:
                     self.host.connect()
                 offsets = ",".join(f"{k}={v}" for k, v in self._offsets.items())
                 proc = self.helper.popen("follow", self.run_id, offsets)
+            except AuthFailed as exc:  # a password nobody can type here (no terminal), or refused: one line
+                self.detach(f"cannot reconnect: {exc}")
+                return
             except (SshError, OSError, ValueError) as exc:
                 log.info("follow %s: %s", self.host.label, exc)
                 proc = None

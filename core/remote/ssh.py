@@ -6,9 +6,9 @@ One master (ControlMaster=yes, ControlPersist) lives behind a socket in a privat
 command and stream rides it. Host keys are checked as OpenSSH does, never accepted silently:
 StrictHostKeyChecking=yes for the command line (an unknown host is one line with its fingerprint and
 how to accept it), `ask` through the SSH_ASKPASS dialog in the GUI (OpenSSH itself shows the
-fingerprint there). Passwords and passphrases go only through the terminal or that dialog, never
-stored or on a command line. A remote command is one string of `shlex.quote`d words; nothing runs
-through a local shell.
+fingerprint there). Passwords and passphrases go only through that dialog or, on the command line, the
+terminal (tty_askpass.py: also for a reconnect mid-run), never stored or on a command line. A
+remote command is one string of `shlex.quote`d words; nothing runs through a local shell.
 """
 from __future__ import annotations
 
@@ -100,7 +100,9 @@ class SshHost:
         if self.config_file and not Path(self.config_file).is_file():
             raise SshError(f"SSH config file not found: {self.config_file}")
         self.askpass = askpass  # program path: the GUI's password / host key dialog
-        self.interactive = interactive  # a terminal may ask for a password (the CLI's first connection)
+        # a terminal asks for a password or passphrase (the CLI with stdin a TTY), at the start and on every
+        # reconnect: through core/remote/tty_askpass.py, since ssh runs without a terminal of its own
+        self.interactive = interactive
         self.ssh = ssh
         # one master per (config file, host): %C alone (a hash of host, port, user) would let a master opened
         # through one config file serve another with other keys / known_hosts
@@ -130,7 +132,18 @@ class SshHost:
         env = dict(os.environ)
         if self.askpass:
             env.update(SSH_ASKPASS=self.askpass, SSH_ASKPASS_REQUIRE="force", DISPLAY=env.get("DISPLAY") or ":0")
+        elif self.interactive:
+            from core.remote import tty_askpass
+            env.update(tty_askpass.shared(control_dir()).env())
         return env
+
+    @property
+    def prompting(self) -> bool:
+        """The terminal is asking the user for this host's password / passphrase (the status line waits)."""
+        if not self.interactive or self.askpass:
+            return False
+        from core.remote import tty_askpass
+        return bool(tty_askpass._shared is not None and tty_askpass._shared.prompting)
 
     # -- the master connection ------------------------------------------------------------------------------
     def master_alive(self) -> bool:
@@ -149,15 +162,16 @@ class SshHost:
         with tempfile.TemporaryFile() as log:  # a file, not a pipe: the backgrounded master keeps it open
             argv = [*self._options(), "-o", "ControlMaster=yes", "-o", f"ControlPersist={MASTER_PERSIST_S}",
                     "-f", "-N", "--", self.spec.host]
-            tty = self.interactive and not self.askpass
+            asks = self.interactive or self.askpass  # the user may take a while to type
             try:
-                r = subprocess.run(argv, stdin=None if tty else subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                   stderr=log, env=self._env(), timeout=CONNECT_TIMEOUT_S * 3 if not tty else None,
-                                   start_new_session=not tty)
+                r = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
+                                   env=self._env(), timeout=600 if asks else CONNECT_TIMEOUT_S * 3,
+                                   start_new_session=True)
             except FileNotFoundError:
                 raise SshError(f"the OpenSSH client ({self.ssh}) is not installed") from None
             except subprocess.TimeoutExpired:
-                raise Unreachable(f"cannot connect to {self.label}: no answer within {CONNECT_TIMEOUT_S * 3} s") from None
+                raise Unreachable(f"cannot connect to {self.label}: no answer within "
+                                  f"{600 if asks else CONNECT_TIMEOUT_S * 3} s") from None
             log.seek(0)
             err = log.read(1 << 16).decode("utf-8", "replace")
         if r.returncode != 0:
@@ -184,8 +198,11 @@ class SshHost:
                                   f"this fingerprint with the host's owner, then accept it once with `{how}` "
                                   "(answer yes) and run again")
         if "Permission denied" in text or "Too many authentication failures" in text:
+            hint = "" if self.interactive or self.askpass else (
+                "; a password or key passphrase is asked only when ptprof runs in a terminal (or load the key into "
+                "ssh-agent)")
             return AuthFailed(f"cannot log in to {host}: {_last(lines, 'Permission denied')} - check the user "
-                              "name and key (ssh -v shows which keys were tried)")
+                              f"name and key (ssh -v shows which keys were tried){hint}")
         if any(s in text for s in ("Connection refused", "Could not resolve", "timed out", "No route to host",
                                    "Network is unreachable", "Connection closed", "Connection reset")):
             return Unreachable(f"cannot connect to {host}: {_last(lines, '')}")

@@ -11,7 +11,9 @@
  * identical columns on every shared trace.
  *
  * What the columns hold mirrors core/trace/columns.py:
- *   ph int8 (phase code), ts/dur float64 (NaN = missing), name/cat int32 (string ids, 0 = ""),
+ *   ph int8 (phase code), ts/dur int64 ns exactly as written (the µs number's decimal digits shifted three
+ *   places, rounded half to even past the ns digit: parse_ns; NS_MISSING = missing, NS_HIGH / NS_LOW =
+ *   beyond +-2^62 ns), name/cat int32 (string ids, 0 = ""),
  *   pid/tid/id int64 codes (a string becomes STR_CODE_BASE - string id; id null -> NONE),
  *   the int args (NONE or 0 when missing or null), the raw-JSON args (grid, block, Input Dims /
  *   Strides / type) as ids of their exact JSON text, Call stack as a string id, occupancy float64,
@@ -39,6 +41,11 @@ enum { PH_X, PH_B, PH_E, PH_INSTANT, PH_FLOW_S, PH_FLOW_F, PH_FLOW_T, PH_META, P
 #define CODE_MIN (-((int64_t)1 << 59))
 #define CODE_MAX (((int64_t)1 << 62))
 #define MAX_DEPTH 512
+/* ts / dur sentinels (core/trace/timens.py): missing, and beyond +-2^62 ns (1e300 µs; sanitize drops those) */
+#define NS_MISSING INT64_MIN
+#define NS_LOW (INT64_MIN + 1)
+#define NS_HIGH INT64_MAX
+#define NS_LIMIT ((uint64_t)1 << 62)
 
 /* --- args the model keeps -------------------------------------------------------------------- */
 enum { A_EXTERNAL_ID, A_CORRELATION, A_STREAM, A_DEVICE, A_BYTES, A_REGISTERS, A_PYTHON_ID,
@@ -62,7 +69,8 @@ static const char *RAW_NAMES[N_RAW_ARGS] = {"grid", "block", "input_dims", "inpu
 typedef struct {
     Py_ssize_t n, cap, filled;  /* rows [n, filled) already hold the defaults (cols_defaults) */
     int8_t *ph;
-    double *ts, *dur, *occ;
+    int64_t *ts, *dur;
+    double *occ;
     int32_t *name, *cat, *cstack;
     int64_t *pid, *tid, *id, *off;  /* off: byte offset of the event's '{' from the buffer start */
     int64_t *ints[N_INT_ARGS];
@@ -119,7 +127,10 @@ static void cols_move(Cols *c, Py_ssize_t i, Cols *o, Py_ssize_t j) {
 static void cols_defaults(Cols *c, Py_ssize_t a, Py_ssize_t b) {
     size_t n = (size_t)(b - a);
     memset(c->ph + a, PH_OTHER, n);
-    for (Py_ssize_t r = a; r < b; r++) c->ts[r] = c->dur[r] = c->occ[r] = NAN;
+    for (Py_ssize_t r = a; r < b; r++) {
+        c->ts[r] = c->dur[r] = NS_MISSING;
+        c->occ[r] = NAN;
+    }
     memset(c->name + a, 0, n * sizeof(int32_t));
     memset(c->cat + a, 0, n * sizeof(int32_t));
     memset(c->cstack + a, 0, n * sizeof(int32_t));
@@ -803,6 +814,106 @@ static int parse_float(P *x, int with_null, double *out) {
     return parse_number(x, &is_int, &iv, &ok, out);
 }
 
+static const uint64_t POW10U[20] = {1ULL, 10ULL, 100ULL, 1000ULL, 10000ULL, 100000ULL, 1000000ULL, 10000000ULL,
+    100000000ULL, 1000000000ULL, 10000000000ULL, 100000000000ULL, 1000000000000ULL, 10000000000000ULL,
+    100000000000000ULL, 1000000000000000ULL, 10000000000000000ULL, 100000000000000000ULL,
+    1000000000000000000ULL, 10000000000000000000ULL};
+
+/* A JSON number of µs at x->p (strict grammar) -> int64 ns, exactly: its decimal digits with the point moved
+   three places right, rounded half to even past the ns digit, so an epoch-µs ts (1733600000123456.789, 19
+   digits: a double holds it to 0.25 µs) keeps its ns. |ns| >= 2^62 gives NS_HIGH / NS_LOW (any magnitude:
+   1e400 too; sanitize drops such times). core/trace/timens.py reads every number the same way. */
+static int parse_ns(P *x, int64_t *out) {
+    const char *p = x->p, *e = x->end;
+    int neg = 0;
+    if (p < e && *p == '-') {
+        neg = 1;
+        p++;
+    }
+    if (p >= e) FAIL;
+    /* Kineto's shapes first: <= 16 integer digits, '.', <= 3 fraction digits, no exponent */
+    if (e - p >= 24 && (unsigned)(*p - '0') < 10u) {
+        const char *q = p, *lim = p + 16;
+        uint64_t v = 0;
+        if (*q == '0') q++; /* 0.057: no leading zeros otherwise (01 is not JSON: the general path fails it) */
+        else while (q < lim && (unsigned)(*q - '0') < 10u) v = v * 10 + (uint64_t)(*q++ - '0');
+        int f = 0;
+        if (*q == '.' && (unsigned)(q[1] - '0') < 10u) {
+            q++;
+            while (f < 3 && (unsigned)(*q - '0') < 10u) {
+                v = v * 10 + (uint64_t)(*q++ - '0');
+                f++;
+            }
+        }
+        if ((unsigned)(*q - '0') >= 10u && *q != '.' && *q != 'e' && *q != 'E') {
+            v *= POW10U[3 - f]; /* < 10^19 < 2^64 */
+            x->p = q;
+            if (v >= NS_LIMIT) *out = neg ? NS_LOW : NS_HIGH;
+            else *out = neg ? -(int64_t)v : (int64_t)v;
+            return 0;
+        }
+    }
+    const char *ip = p;
+    if (*p == '0') p++;
+    else if ((unsigned)(*p - '1') < 9u) {
+        while (p < e && (unsigned)(*p - '0') < 10u) p++;
+    } else {
+        FAIL;
+    }
+    const char *ie = p, *fp = p, *fe = p;
+    if (p < e && *p == '.') {
+        fp = ++p;
+        while (p < e && (unsigned)(*p - '0') < 10u) p++;
+        if (p == fp) FAIL;
+        fe = p;
+    }
+    long long exp10 = 0;
+    if (p < e && (*p == 'e' || *p == 'E')) {
+        p++;
+        int eneg = 0;
+        if (p < e && (*p == '+' || *p == '-')) {
+            eneg = *p == '-';
+            p++;
+        }
+        const char *f = p;
+        while (p < e && (unsigned)(*p - '0') < 10u) {
+            if (exp10 < 1000000000000000LL) exp10 = exp10 * 10 + (*p - '0'); /* past 10^15: beyond any digits */
+            p++;
+        }
+        if (p == f) FAIL;
+        if (eneg) exp10 = -exp10;
+    }
+    x->p = p;
+    /* digits d_0 .. d_{n-1} (integer then fraction digits); the ns value is the first `point` of them */
+    long long ni = (long long)(ie - ip), n = ni + (long long)(fe - fp), point = ni + exp10 + 3;
+#define DIGIT(k) ((k) < ni ? ip[(k)] - '0' : fp[(k) - ni] - '0')
+    uint64_t v = 0;
+    int over = 0;
+    long long k = 0, whole = point < n ? point : n;
+    for (; k < whole; k++) {
+        int d = DIGIT(k);
+        if (!over) {
+            if (v > NS_LIMIT / 10) over = 1; /* v * 10 >= 2^62 (and no wrap-around of v * 10) */
+            else if ((v = v * 10 + (uint64_t)d) >= NS_LIMIT) over = 1;
+        }
+    }
+    if (!over && point > n && v) { /* zeros to append */
+        long long z = point - n;
+        if (z > 19 || v > (NS_LIMIT - 1) / POW10U[z]) over = 1;
+        else v *= POW10U[z];
+    }
+    if (!over && point >= 0 && point < n) { /* the rest rounds: half to even */
+        int r = DIGIT(point), sticky = 0;
+        for (k = point + 1; k < n && !sticky; k++) sticky = DIGIT(k) != 0;
+        if (r > 5 || (r == 5 && (sticky || (v & 1)))) v++;
+        if (v >= NS_LIMIT) over = 1;
+    }
+#undef DIGIT
+    if (over) *out = neg ? NS_LOW : NS_HIGH;
+    else *out = neg ? -(int64_t)v : (int64_t)v;
+    return 0;
+}
+
 /* int | str [| None]: ints in the code range stay ints, strings (and ints outside it, as their
    decimal text) become STR_CODE_BASE - string id (core.trace.columns._Strings.codes) */
 static int parse_code(P *x, int allow_null, int64_t *out) {
@@ -1068,10 +1179,10 @@ static int parse_event(P *x, Cols *c, Cols *o) {
                 break;
             }
             case K_TS:
-                if (parse_float(x, 0, &c->ts[i])) FAIL;
+                if (parse_ns(x, &c->ts[i])) FAIL;
                 break;
             case K_DUR:
-                if (parse_float(x, 0, &c->dur[i])) FAIL;
+                if (parse_ns(x, &c->dur[i])) FAIL;
                 break;
             case K_NAME:
                 if (peek(x) != '"' || intern_string(x, &c->name[i])) FAIL;
@@ -1103,7 +1214,7 @@ static int parse_event(P *x, Cols *c, Cols *o) {
         }
         if ((more = object_next(x)) < 0) FAIL;
     }
-    if (c->ph[i] <= PH_E && !isnan(c->ts[i])) {
+    if (c->ph[i] <= PH_E && c->ts[i] != NS_MISSING) {
         c->n = i + 1;
         return 0;
     }

@@ -52,11 +52,12 @@ from core.trace.strings import StringTable
 
 log = logging.getLogger(__name__)
 
-FORMAT_VERSION = 8  # bump when a column's meaning changes (2: every Kineto category; 3: marker file, checked columns;
+FORMAT_VERSION = 9  # bump when a column's meaning changes (2: every Kineto category; 3: marker file, checked columns;
 # 4: device sync-record track labels, headers with Kineto-mangled quotes read; 5: column fingerprints;
 # 6: sparse slice arg columns as <col>.rows.npy + <col>.values.npy, listed in entry.json "sparse";
 # 7: a small model's columns packed in one columns.bin, laid out in entry.json "packed";
-# 8: category "Runtime" (older Kineto's launch calls) is Kind.RUNTIME, not OTHER)
+# 8: category "Runtime" (older Kineto's launch calls) is Kind.RUNTIME, not OTHER;
+# 9: times read exactly to the ns (core/trace/timens.py), not through float µs: epoch-µs traces' times change)
 DEFAULT_MAX_BYTES = 5 * 10**9
 MAX_ENTRY_JSON_BYTES = 1 << 30  # strings of the biggest traces are tens of MB
 # models with at most this many bytes of columns are written as one file (PTPROF_CACHE_PACK_MAX_BYTES; 0:

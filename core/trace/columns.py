@@ -35,6 +35,7 @@ from core.trace.colvals import (  # noqa: F401
 from core.trace.kineto import CounterEvent, Event, _fast_counter_args
 from core.trace.model import NONE, Kind
 from core.trace.strcap import CUT_WARNING, MAX_STRING_BYTES, cap_strings, cap_text, is_long, is_unicode
+from core.trace.timens import NS_MISSING, ns_col
 
 # phase codes
 PH_X, PH_B, PH_E, PH_INSTANT, PH_FLOW_S, PH_FLOW_F, PH_FLOW_T, PH_META, PH_COUNTER, PH_OTHER = range(10)
@@ -80,7 +81,8 @@ class ChunkColumns:
     """Columns of one chunk. String columns hold ids into `strings` (chunk-local, 0 = "")."""
 
     strings: list[str]
-    rows: dict[str, np.ndarray]  # X/B/E events: ph, ts, dur, name, cat, kind, pid, tid
+    rows: dict[str, np.ndarray]  # X/B/E events: ph, ts, dur, name, cat, kind, pid, tid (ts / dur: int64 ns,
+    # exact, core.trace.timens sentinels; every table's ts likewise)
     args: dict[str, tuple[np.ndarray, np.ndarray]]  # sparse arg columns: (row index, value)
     instants: dict[str, np.ndarray]  # ts, name, pid, tid
     memory: dict[str, np.ndarray]  # ts, pid, tid + MEMORY_ARGS
@@ -128,8 +130,8 @@ def events_to_columns(events: list[Event], counter_args: dict[int, dict] | None,
     st = _Strings() if st is None else st
     n = len(events)
     ph = np.fromiter(map(_PH.__getitem__, map(attrgetter("ph"), events)), dtype=np.int8, count=n)
-    ts = float_col(events, attr="ts")
-    has_ts = ~np.isnan(ts)
+    ts = ns_col(list(map(attrgetter("ts"), events)))  # exact int64 ns (core/trace/timens.py)
+    has_ts = ts != NS_MISSING
     timed = (ph <= PH_INSTANT) | (ph == PH_COUNTER)
     skipped = int((timed & ~has_ts).sum() + (ph == PH_OTHER).sum())
 
@@ -139,7 +141,7 @@ def events_to_columns(events: list[Event], counter_args: dict[int, dict] | None,
     cat = st.col(rev, "cat")
     kind = _kinds(cat, st.strs)
     rows = {
-        "ph": ph[ridx], "ts": ts[ridx], "dur": float_col(rev, attr="dur"),
+        "ph": ph[ridx], "ts": ts[ridx], "dur": ns_col(list(map(attrgetter("dur"), rev))),
         "name": st.col(rev, "name"), "cat": cat, "kind": kind,
         "pid": st.codes(rev, "pid"), "tid": st.codes(rev, "tid"),
     }
@@ -201,9 +203,8 @@ def events_to_columns(events: list[Event], counter_args: dict[int, dict] | None,
     if counter_args is None:
         counter_args = _fast_counter_args(chunk) if len(c_rows) and chunk is not None else {}
     for i in c_rows.tolist():
-        e = events[i]
-        _add_series(counter_args.get(i), e.ts, e.name, c_ts, c_series, c_val)
-    counters = {"ts": np.array(c_ts, dtype=np.float64), "series": st.col(c_series),
+        _add_series(counter_args.get(i), int(ts[i]), events[i].name, c_ts, c_series, c_val)
+    counters = {"ts": np.array(c_ts, dtype=np.int64), "series": st.col(c_series),
                 "value": np.array(c_val, dtype=np.float64)}
 
     # --- metadata (few) --------------------------------------------------------------------------
@@ -254,8 +255,8 @@ def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns
         return np.frombuffer(rc[name], dtype=dtype)
 
     ph = col("ph", np.int8)
-    ts = col("ts", np.float64)
-    has_ts = ~np.isnan(ts)
+    ts = col("ts", np.int64)  # exact int64 ns, as core.trace.timens reads them
+    has_ts = ts != NS_MISSING
     timed = (ph <= PH_INSTANT) | (ph == PH_COUNTER)
     skipped = int((timed & ~has_ts).sum() + (ph == PH_OTHER).sum())  # rows all have a ts and a known phase
     spans = col("spans", np.int64).reshape(-1, 3)
@@ -265,7 +266,7 @@ def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns
     cat = rcol("cat", np.int32)
     kind = _kinds(cat, strings)
     n_rows = len(cat)
-    rows = {"ph": rcol("ph", np.int8), "ts": rcol("ts", np.float64), "dur": rcol("dur", np.float64),
+    rows = {"ph": rcol("ph", np.int8), "ts": rcol("ts", np.int64), "dur": rcol("dur", np.int64),
             "name": rcol("name", np.int32), "cat": cat, "kind": kind, "pid": rcol("pid", np.int64),
             "tid": rcol("tid", np.int64)}
     sparse: dict[str, tuple] = {}
@@ -339,7 +340,7 @@ def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns
                 continue
             if not isinstance(args, dict):
                 continue
-            _add_series(args, float(ts[i]), strings[name[i]], c_ts, c_series, c_val)
+            _add_series(args, int(ts[i]), strings[name[i]], c_ts, c_series, c_val)
         else:
             try:
                 ev = msgspec.json.decode(mv[s:e], type=Event)
@@ -355,7 +356,7 @@ def scan_columns(buf, a: int, b: int, file_offsets: bool = True) -> ChunkColumns
         series = st.col(c_series)
     else:
         series = np.zeros(0, dtype=np.int32)
-    counters = {"ts": np.array(c_ts, dtype=np.float64), "series": series,
+    counters = {"ts": np.array(c_ts, dtype=np.int64), "series": series,
                 "value": np.array(c_val, dtype=np.float64)}
     return ChunkColumns(strings=strings, rows=rows, args=sparse, instants=instants, memory=memory, flows=flows,
                         counters=counters, metadata=meta, n_events=n, skipped=skipped, warnings=[], cut=raw["cut"],

@@ -156,7 +156,7 @@ def _kinds(cat: np.ndarray, strings: list[str]) -> np.ndarray:
     return lut[cat]
 
 
-def _add_series(args: dict | None, ts: float, name: str, c_ts: list, c_series: list, c_val: list) -> None:
+def _add_series(args: dict | None, ts: int, name: str, c_ts: list, c_series: list, c_val: list) -> None:
     """A counter event ("C"): every numeric arg is one sample of series "<name>/<arg key>"."""
     for key, v in (args or {}).items():
         if isinstance(v, (int, float)) and not isinstance(v, bool):

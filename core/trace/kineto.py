@@ -3,7 +3,8 @@
 The cost of loading a trace is building Python objects, not reading JSON (see docs/architecture.md).
 So: msgspec decodes each event into a small typed Struct holding only the fields we use (unknown
 keys are skipped in C), `args` into one typed Struct (nested lists such as "Input Dims" stay raw
-JSON text, interned as strings), and the `traceEvents` array is cut into chunks at event
+JSON text, interned as strings; `ts` / `dur` stay raw JSON text too, read as exact int ns a column at a time by
+core.trace.timens), and the `traceEvents` array is cut into chunks at event
 boundaries so that chunks decode independently (in worker processes for big files) and a broken
 chunk (unquoted N/A, a truncated tail) costs only that chunk a slower, tolerant path.
 """
@@ -18,6 +19,7 @@ import msgspec
 
 from core.trace.model import NONE
 from core.trace.safefile import bracket_depths
+from core.trace.timens import MISSING_RAW
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +87,8 @@ class Event(msgspec.Struct, gc=False):
     name: str = ""
     pid: int | str = 0
     tid: int | str = 0
-    ts: float = _NAN  # NaN = missing
-    dur: float = _NAN
+    ts: msgspec.Raw = MISSING_RAW  # µs as written (exact int ns: timens.ns_col); empty = missing
+    dur: msgspec.Raw = MISSING_RAW
     id: int | str | None = None
     args: Args = EMPTY_ARGS
 

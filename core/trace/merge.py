@@ -22,12 +22,13 @@ from core.trace.columns import (
     as_sparse,
 )
 from core.trace.strings import StringTable
+from core.trace.timens import NS_HIGH
 
 
 @dataclass
 class Merged:
     strings: StringTable
-    rows: dict[str, np.ndarray]  # ts (f64 µs), dur (f64 µs, NaN = missing), name, cat, kind, pid, tid
+    rows: dict[str, np.ndarray]  # ts, dur (int64 ns as written; timens.NS_MISSING = no dur), name, cat, kind, pid, tid
     # arg columns: sparse (row index, value), rows ascending, or dense (None, value per row; see ARG_FILL)
     args: dict[str, tuple[np.ndarray | None, np.ndarray]]
     instants: dict[str, np.ndarray]
@@ -271,7 +272,7 @@ def dense(arg: tuple, n: int, fill, positions: np.ndarray | None = None) -> np.n
 
 def _empty(m: Merged) -> Merged:
     z64, z32 = np.zeros(0, np.int64), np.zeros(0, np.int32)
-    m.rows = {"ph": np.zeros(0, np.int8), "ts": np.zeros(0), "dur": np.zeros(0), "name": z32, "cat": z32,
+    m.rows = {"ph": np.zeros(0, np.int8), "ts": z64, "dur": z64, "name": z32, "cat": z32,
               "kind": np.zeros(0, np.int8), "pid": z64, "tid": z64}
     return m
 
@@ -297,7 +298,7 @@ def _pair_begin_end(m: Merged) -> None:
             unmatched += 1
             continue
         b = st.pop()
-        dur[b] = max(0.0, ts[i] - ts[b])
+        dur[b] = min(max(0, int(ts[i]) - int(ts[b])), NS_HIGH)  # ns; an impossible ts stays impossible
         if r["name"][b] == 0:
             r["name"][b] = r["name"][i]
         keep[b] = True

@@ -202,16 +202,10 @@ def decode_chunks(buf, doc: kineto.Document, path: Path, is_mmap: bool) -> Gener
     gc.disable()
     try:
         if workers:
-            ctx = mp.get_context(method)
-            if method == "fork":
-                _BUF = buf
-                _DROP[0] = is_mmap
-                pool = ctx.Pool(min(workers, n), initializer=_init_worker, initargs=(None,))
-            elif is_mmap:
-                pool = ctx.Pool(min(workers, n), initializer=_init_worker, initargs=(str(path),))
-            else:
+            pool = _start_pool(method, min(workers, n), buf, is_mmap, path)
+        if pool is not None:
+            if method != "fork" and not is_mmap:
                 tasks = ((a, b, last, kineto.chunk_text(buf, a, b)) for a, b, last, _ in tasks)
-                pool = ctx.Pool(min(workers, n), initializer=_init_worker, initargs=(None,))
             results: Iterator = pool.imap(_work, tasks)
             log.info("decoding %d chunks of %s in %d %s workers", n, path.name, min(workers, n), method)
         else:
@@ -225,6 +219,26 @@ def decode_chunks(buf, doc: kineto.Document, path: Path, is_mmap: bool) -> Gener
             _stop_pool(pool)
         if gc_was:
             gc.enable()
+
+
+def _start_pool(method: str, processes: int, buf, is_mmap: bool, path: Path):
+    """The worker pool, or None when it cannot start: the process may be out of pids or descriptors, or
+    hold a forkserver that died (its waitpid raises ChildProcessError, seen under heavy load); the file is
+    then decoded in this process, which is slower but gives the same model."""
+    global _BUF
+    ctx = mp.get_context(method)
+    try:
+        if method == "fork":
+            _BUF = buf
+            _DROP[0] = is_mmap
+            return ctx.Pool(processes, initializer=_init_worker, initargs=(None,))
+        return ctx.Pool(processes, initializer=_init_worker, initargs=(str(path) if is_mmap else None,))
+    except OSError as exc:  # ChildProcessError, EAGAIN, EMFILE
+        _BUF = None
+        _DROP[0] = False
+        log.warning("decoding %s in this process: worker pool did not start (%s: %s)", path.name,
+                    type(exc).__name__, exc)
+        return None
 
 
 POOL_STOP_S = 15.0

@@ -9,48 +9,58 @@ import numpy as np
 
 from core.trace.limits import limits
 from core.trace.merge import Merged, values
+from core.trace.timens import NS_LOW
 
 _SIDE_TABLES = ("instants", "memory", "flows", "counters")
 
 
 def drop_bad_times(m: Merged, warnings: list[str]) -> None:
-    """Remove, in place, rows and side-table events whose ts is not finite or lies more than
-    max_span_us from the median ts, and rows whose dur is infinite or longer than max_span_us."""
-    span_us = float(limits()["time"]["max_span_us"])
-    abs_us = float(limits()["time"]["max_abs_us"])
-    ts_all = [t for t in (m.rows["ts"], *(getattr(m, k).get("ts", np.zeros(0)) for k in _SIDE_TABLES)) if len(t)]
+    """Remove, in place, rows and side-table events whose ts lies beyond max_abs_us or more than max_span_us
+    from the median ts, and rows whose dur is longer than max_span_us or was read as beyond +-2^62 ns.
+    Times are int64 ns (core.trace.timens): 1e300 / Infinity µs arrive as NS_HIGH / NS_LOW."""
+    span = int(limits()["time"]["max_span_us"]) * 1000
+    abs_ns = int(limits()["time"]["max_abs_us"]) * 1000
+    ts_all = [t for t in (m.rows["ts"], *(getattr(m, k).get("ts", np.zeros(0, np.int64)) for k in _SIDE_TABLES))
+              if len(t)]
     if not ts_all:
         return
-    with np.errstate(invalid="ignore"):  # the common case, a few ms on 3M rows: nothing to drop
-        lo, hi = min(float(t.min()) for t in ts_all), max(float(t.max()) for t in ts_all)
-        longest = float(np.nanmax(m.rows["dur"])) if len(m.rows["dur"]) and not np.isnan(m.rows["dur"]).all() else 0.0
-    if math.isfinite(lo) and math.isfinite(hi) and hi - lo <= span_us and longest <= span_us \
-            and max(abs(lo), abs(hi)) <= abs_us:
+    lo, hi = min(int(t.min()) for t in ts_all), max(int(t.max()) for t in ts_all)  # the common case: a few ms
+    dur = m.rows["dur"]
+    longest = int(dur.max()) if len(dur) else 0
+    low_dur = len(dur) and int(dur.min()) <= NS_LOW and bool((dur == NS_LOW).any())  # (NS_MISSING is lower)
+    if hi - lo <= span and longest <= span and not low_dur and max(abs(lo), abs(hi)) <= abs_ns:
         return
-    finite = [t[np.isfinite(t) & (np.abs(t) <= abs_us)] for t in ts_all]
-    finite = [t for t in finite if len(t)]
-    ref = float(np.median(np.concatenate(finite))) if finite else 0.0
+
+    def plausible(t: np.ndarray) -> np.ndarray:
+        return (t >= -abs_ns) & (t <= abs_ns)
+
+    held = [t[plausible(t)] for t in ts_all]
+    held = [t for t in held if len(t)]
+    ref = int(np.median(np.concatenate(held))) if held else 0
     dropped = 0
-    with np.errstate(invalid="ignore", over="ignore"):
-        ts, dur = m.rows["ts"], m.rows["dur"]
-        keep = np.isfinite(ts) & (np.abs(ts - ref) <= span_us) & (np.abs(ts) <= abs_us) & ~(dur > span_us) \
-            & ~np.isinf(dur)
-        if not keep.all():
-            dropped += int((~keep).sum())
-            _filter_rows(m, keep)
-        for table in _SIDE_TABLES:
-            cols = getattr(m, table)
-            t = cols.get("ts")
-            if t is None or not len(t):
-                continue
-            ok = np.isfinite(t) & (np.abs(t - ref) <= span_us) & (np.abs(t) <= abs_us)
-            if not ok.all():
-                dropped += int((~ok).sum())
-                for k in list(cols):
-                    cols[k] = cols[k][ok]
+
+    def near(t: np.ndarray) -> np.ndarray:
+        ok = plausible(t)
+        return ok & (np.abs(np.where(ok, t, ref) - ref) <= span)  # |t|, |ref| <= 4e18: no int64 wrap
+
+    ts = m.rows["ts"]
+    keep = near(ts) & (dur <= span) & (dur != NS_LOW)
+    if not keep.all():
+        dropped += int((~keep).sum())
+        _filter_rows(m, keep)
+    for table in _SIDE_TABLES:
+        cols = getattr(m, table)
+        t = cols.get("ts")
+        if t is None or not len(t):
+            continue
+        ok = near(t)
+        if not ok.all():
+            dropped += int((~ok).sum())
+            for k in list(cols):
+                cols[k] = cols[k][ok]
     if dropped:
         warnings.append(f"{dropped:,} events with impossible times (NaN, Infinity, past the year 2096 or more "
-                        f"than {span_us / 86400e6:g} days from the rest) were dropped")
+                        f"than {span / 86400e9:g} days from the rest) were dropped")
 
 
 def _filter_rows(m: Merged, keep: np.ndarray) -> None:

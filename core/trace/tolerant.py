@@ -14,7 +14,6 @@ import msgspec
 
 from core.trace.kineto import (
     _EVENT_SEP,
-    _NAN,
     _UNQUOTED_NA,
     CORRUPT_MARK,
     EMPTY_ARGS,
@@ -23,6 +22,7 @@ from core.trace.kineto import (
     _decode_events,
     _fast_counter_args,
 )
+from core.trace.timens import ExactFloat, raw_of_value
 
 _INT64 = 2**63
 
@@ -85,11 +85,9 @@ def event_from_dict(d: dict) -> Event | None:
     if fid is not None and not isinstance(fid, (int, str)):
         fid = str(fid)
     args = d.get("args")
-    ts = _to_float(d.get("ts"))
-    dur = _to_float(d.get("dur"))
     return Event(
         ph=str(d.get("ph", "")), cat=str(d.get("cat", "") or ""), name=str(d.get("name", "") or ""),
-        pid=pid, tid=tid, ts=_NAN if ts is None else ts, dur=_NAN if dur is None else dur, id=fid,
+        pid=pid, tid=tid, ts=raw_of_value(d.get("ts")), dur=raw_of_value(d.get("dur")), id=fid,
         args=_args_from_dict(args) if isinstance(args, dict) else EMPTY_ARGS,
     )
 
@@ -102,7 +100,7 @@ def _counter_args(items: list) -> dict[int, dict]:
 def tolerant_decode(chunk: bytes) -> tuple[list[Event], dict[int, dict]]:
     """Decode `[ ...events... ]` with the stdlib after quoting N/A-like tokens; coerce each event."""
     text = _UNQUOTED_NA.sub(rb'\1"\2"', chunk)
-    items = json.loads(text.decode("utf-8", errors="replace"), strict=False)
+    items = json.loads(text.decode("utf-8", errors="replace"), strict=False, parse_float=ExactFloat)  # exact ts
     if not isinstance(items, list):
         raise ValueError("traceEvents is not a list")
     items = [d for d in items if isinstance(d, dict)]

@@ -39,6 +39,7 @@ class FindingsModel(QtCore.QAbstractTableModel):
         super().__init__(parent)
         self._findings: list[Finding] = []
         self._order: dict[int, int] = {}
+        self._cells: dict[int, tuple] = {}  # row -> its display texts, made once (data() is asked per role and paint)
         self._icons: dict[Severity, QtGui.QIcon] = {}
         self.try_enabled = False  # the findings come from a run bundle: Try it can run its command again
 
@@ -46,6 +47,7 @@ class FindingsModel(QtCore.QAbstractTableModel):
         self.beginResetModel()
         self._findings = sorted(findings, key=vocab.order_key)  # the order of the report and `ptprof analyze`
         self._order = {id(f): len(self._findings) - i for i, f in enumerate(self._findings)}
+        self._cells = {}
         self.endResetModel()
 
     def try_spec(self, row: int) -> str | None:
@@ -92,8 +94,11 @@ class FindingsModel(QtCore.QAbstractTableModel):
             return None
         if role == QtCore.Qt.ItemDataRole.DisplayRole:
             # the severity is its icon (the word is the tooltip): the narrow dock's width goes to the Problem
-            return ("", f.title, vocab.lost_text(f, short=True), vocab.saves_text(f, short=True), str(f.count),
-                    f.rule)[col]
+            cells = self._cells.get(index.row())
+            if cells is None:
+                cells = self._cells[index.row()] = ("", f.title, vocab.lost_text(f, short=True),
+                                                    vocab.saves_text(f, short=True), str(f.count), f.rule)
+            return cells[col]
         if role == SORT_ROLE:
             # the Severity column sorts (descending) in the one order of core/analysis/vocab.py
             return (self._order.get(id(f), 0), f.title, f.impact_ns,

@@ -18,7 +18,7 @@ import shiboken6
 from PySide6 import QtCore, QtWidgets
 from superqt.utils import create_worker
 
-from core.analysis.breakdown import step_breakdown
+from core.analysis.breakdown import DEFAULT_KERNEL_WAIT_MAX_NS, step_breakdown
 from core.analysis.headline import fixes_text, step_text
 from core.rules import Analysis, iter_analyze
 from core.rules.config import load_config
@@ -38,12 +38,13 @@ def _analysis_job(trace_set, config):
         result = yield from iter_analyze_set(trace_set, config)
     else:
         result = yield from iter_analyze(trace_set, config)
-    kw = int(config.get("gpu_idle", {}).get("kernel_wait_max_ns", 30_000))
+    kw = int(config.get("gpu_idle", {}).get("kernel_wait_max_ns", DEFAULT_KERNEL_WAIT_MAX_NS))
     breakdowns = [step_breakdown(m, kw) for m in trace_set.models]
     return result, breakdowns
 
 
 STATUS_LINES = 3
+MANY_ROWS = 200  # more findings than this (a run of 100+ ranks: 1,153): rows of a fixed height, see _fit_rows
 
 
 def _glued(text: str) -> str:
@@ -196,7 +197,7 @@ class IssuesPanel(QtWidgets.QWidget):
         """Show a finished analysis (what the worker does on return; also for reports and tests)."""
         self._trace_set = trace_set
         self._analysis = analysis
-        kw = int(self._config.get("gpu_idle", {}).get("kernel_wait_max_ns", 30_000))
+        kw = int(self._config.get("gpu_idle", {}).get("kernel_wait_max_ns", DEFAULT_KERNEL_WAIT_MAX_NS))
         self._breakdowns = list(breakdowns) if breakdowns is not None else [step_breakdown(m, kw)
                                                                             for m in trace_set.models]
         from core.runner.bundle import is_bundle
@@ -204,6 +205,7 @@ class IssuesPanel(QtWidgets.QWidget):
         path = getattr(trace_set, "path", None)
         self.model.try_enabled = bool(path) and is_bundle(path)
         self._tried = tried_for(path)
+        self._fit_rows(len(analysis.findings))
         self.model.set_findings(analysis.findings)
         self.table.sortByColumn(0, QtCore.Qt.SortOrder.DescendingOrder)  # errors first, then by saving / impact
         self._fit_columns()
@@ -242,6 +244,18 @@ class IssuesPanel(QtWidgets.QWidget):
             mode = (QtWidgets.QHeaderView.ResizeMode.Stretch if col == problem
                     else QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
             header.setSectionResizeMode(col, mode)
+
+    def _fit_rows(self, n: int) -> None:
+        """Rows sized to their wrapped titles ask every cell of every row for its size on each layout: 1,153
+        findings of 128 ranks held the UI thread ~1.5 s. Past MANY_ROWS the rows get the title's cap (the
+        delegate's TITLE_LINES); columns are sized from 64 rows."""
+        many = n > MANY_ROWS
+        self.table.horizontalHeader().setResizeContentsPrecision(64)  # as the stats tables: 64 rows, not all
+        rows = self.table.verticalHeader()
+        if many:
+            rows.setDefaultSectionSize(_TitleDelegate.TITLE_LINES * self.table.fontMetrics().lineSpacing() + 6)
+        rows.setSectionResizeMode(QtWidgets.QHeaderView.ResizeMode.Fixed if many
+                                  else QtWidgets.QHeaderView.ResizeMode.ResizeToContents)
 
     def analysis(self) -> Analysis | None:
         return self._analysis

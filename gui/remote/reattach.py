@@ -1,6 +1,7 @@
 """File > Reattach Remote Run…: the remote runs this app started and stopped following (closed, crashed)
-are found by their local folders (a placeholder run.json naming host and run) and followed again from
-where each folder stops; the app says at start when there are any."""
+are found by their local folders (a placeholder run.json naming host and run; in ~/ptprof-runs or wherever
+core/remote/mirrors.py's index noted one) and followed again from where each folder stops; the app says at
+start when there are any."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -28,7 +29,8 @@ def install_reattach(win, run_panel, show_dock) -> QtGui.QAction:
 def ask_reattach(win, run_panel, show_dock) -> bool:
     found = unfinished_mirrors(RUNS)
     if not found:
-        QtWidgets.QMessageBox.information(win, "Reattach", f"No remote run left unfollowed in {RUNS}.")
+        QtWidgets.QMessageBox.information(win, "Reattach", f"No remote run left unfollowed (in {RUNS} or any other "
+                                          "folder a remote run was followed into).")
         return False
     labels = [f"{r['host']} · {r['id']} · {folder}" for folder, r in found]
     label, ok = QtWidgets.QInputDialog.getItem(win, "Reattach remote run", "Run:", labels, 0, False)

@@ -212,3 +212,27 @@ def test_issues_panel_speaks_the_report_s_words(qtbot, issues_ts):
     panel.select_row(row)
     text = panel.details.toPlainText()
     assert "Lost / step" in text and "Saves / step" in text and "% of mean step" in text and "−" not in text
+
+
+def test_many_findings_get_rows_of_a_fixed_height(qtbot, issues_ts):
+    """Past MANY_ROWS findings (a run of 100+ ranks) rows are not sized to their wrapped titles (every cell of
+    every row measured on each layout held the UI thread ~1.5 s at 1,153 findings); few keep that sizing."""
+    from dataclasses import replace
+
+    from PySide6 import QtWidgets
+
+    from gui.issues import IssuesPanel
+    from gui.issues.panel import MANY_ROWS
+    analysis = analyze(issues_ts)
+    panel = IssuesPanel()
+    qtbot.addWidget(panel)
+    panel.set_analysis(issues_ts, analysis)
+    mode = panel.table.verticalHeader().sectionResizeMode(0)
+    assert mode == QtWidgets.QHeaderView.ResizeMode.ResizeToContents
+    many = replace(analysis, findings=list(analysis.findings) * (MANY_ROWS // len(analysis.findings) + 1))
+    panel.set_analysis(issues_ts, many)
+    assert panel.model.rowCount() > MANY_ROWS
+    assert panel.table.verticalHeader().sectionResizeMode(0) == QtWidgets.QHeaderView.ResizeMode.Fixed
+    assert panel.table.rowHeight(0) >= 2 * panel.table.fontMetrics().lineSpacing()
+    panel.set_analysis(issues_ts, analysis)  # a tab switch back to a small run
+    assert panel.table.verticalHeader().sectionResizeMode(0) == QtWidgets.QHeaderView.ResizeMode.ResizeToContents

@@ -95,3 +95,25 @@ def test_one_time_axis_state_line_and_no_gpu_plots_without_a_gpu(qtbot):
     assert panel.step_plot.isVisible() and not any(p.isVisible() for p in panel.gpu_plots())
     assert panel.step_plot.getAxis("bottom").style["showValues"]
     panel.detach()
+
+
+def test_a_remote_hosts_skewed_clock_is_plotted_on_the_desktops(qtbot):
+    """A remote run: its GPU rows arrive on the desktop clock already (MirrorSampler), its events carry the
+    host's clock (here one hour behind): both land on the same seconds since Run, never 3600 s apart."""
+    from core.remote.mirror import MirrorSampler
+    skew = 3600 * 10**9  # desktop - host
+    panel = LivePanel()
+    qtbot.addWidget(panel)
+    t0 = time.time_ns()
+    sampler = MirrorSampler(["GPU 0"], "", clock_offset_ns=skew)
+    panel.attach(sampler, t0, clock_offset_ns=skew)
+    host_t0 = t0 - skew
+    sampler.feed("".join(f"{host_t0 + i * 10**8},0,50,10,1000,80000,300,50,1700,,,\n" for i in range(1, 21)).encode())
+    for i in range(1, 6):
+        panel.add_event({"type": "step", "step": i, "dur_ns": 20_000_000, "t_ns": host_t0 + i * 4 * 10**8, "rank": 0})
+    panel._on_timer_timeout()
+    sx, _ = panel.step_curve.getData()
+    ux, _ = panel._util_curves[0].getData()
+    assert abs(sx[0] - 0.8) < 1e-6 and abs(sx[-1] - 2.0) < 1e-6  # seconds since Run, not -3600
+    assert abs(ux[0] - 0.1) < 1e-6 and abs(ux[-1] - 2.0) < 1e-6  # the GPU curve on the same axis
+    panel.detach()

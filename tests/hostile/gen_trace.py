@@ -162,6 +162,22 @@ def m_huge_number(rng, text):
                       rng.choice([1, 2, 100]))
 
 
+def m_time_text(rng, text):
+    """ts / dur written every way a JSON number can be (issue 28: times are read as exact ns from the number's
+    text, core/trace/timens.py and _scan.c parse_ns): epoch µs with ns decimals, more decimals than ns, ties,
+    exponent forms, numbers past 2^62 ns, numeric strings, long digit runs."""
+    epoch = rng.randint(1_600_000_000_000_000, 1_900_000_000_000_000)
+    shapes = [f"{epoch}.{rng.randint(0, 999):03d}", f"{epoch}.{rng.randint(0, 10**9):09d}", f"{epoch}.0005",
+              f"{epoch}.5005", f"{epoch / 1e15:.19f}e15", f"{epoch}{rng.randint(0, 999):03d}e-3", f"{epoch}e-1000",
+              "0.0005", "0.0015", "-0.0025", "4611686018427387.904", "-4611686018427387.904", "1e-999999999999",
+              "1e999999999999", "0." + "0" * rng.randint(1, 500) + "1e" + str(rng.randint(1, 600)),
+              "1" * rng.randint(1, 40) + "." + "7" * rng.randint(1, 400), f'"{epoch}.123"', '"1e3"', '" 2.5 "',
+              "-0.000", "1E+2", "2.5e-1"]
+    for field in rng.sample(["ts", "dur"], rng.randint(1, 2)):
+        text = _sub_field(rng, text, field, rng.choice(shapes), rng.choice([1, 3, 1000]))
+    return text
+
+
 def m_step_name(rng, text):
     tail = rng.choice(["9" * 23, "9" * 400, "²³", "-1", "", "1e5", " 7", "١٢"])
     return text.replace(b'"ProfilerStep#0"', json.dumps("ProfilerStep#" + tail).encode())
@@ -356,6 +372,7 @@ MUTATIONS = {
     "events_of_wrong_type": m_events_of_wrong_type, "overlapping_kernels": m_overlapping_kernels,
     "bare_array": m_bare_array, "device_props": m_device_props, "padding": m_padding, "long_name": m_long_name,
     "surrogate_names": m_surrogate_names, "hostile_shapes": m_hostile_shapes, "many": m_many,
+    "time_text": m_time_text,
 }
 CONTAINERS = ("json", "gz", "xz", "gz_truncated", "gz_corrupt", "gz_multi", "gz_bomb", "xz_bomb", "gz_header")
 KINDS = tuple(MUTATIONS)

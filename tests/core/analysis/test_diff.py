@@ -224,3 +224,15 @@ def test_findings_are_cached_beside_the_columns_and_never_stale(tmp_path, monkey
     assert findings_cache.load(load(run)) is None
     # --no-cache neither reads nor writes it
     assert findings_cache.findings_of(load(run, use_cache=False), use_cache=False) == first
+
+
+@pytest.mark.parametrize("name", ["gpu_compile_small", "gpu_issues", "gpu_clean"])
+def test_every_finding_the_rules_write_is_one_the_cache_accepts(name):
+    """Finding.to_json grew keys (savings_by_fix, steps, one_off): a cache that refused them missed silently
+    on every launch-bound or one-off finding, and `diff` re-analysed both sides every time."""
+    from core.ranks import findings_cache
+    ts = load(REPO / "tests" / "data" / "traces" / f"{name}.pt.trace.json.gz")
+    found = [f.to_json() for f in analyze(ts).findings]
+    assert found and all(map(findings_cache.valid_finding, found))
+    extra = dict(found[0], surprise=1)
+    assert not findings_cache.valid_finding(extra)

@@ -185,3 +185,24 @@ def test_rocm_host_and_no_telemetry_host(sshd, remote_root, tmp_path):
     _finish(s)
     from core.commands.record import status_line
     assert "no GPU telemetry on this host" in status_line(s)
+
+
+@pytest.mark.parametrize("output", ["[" * 200_000, '{"card0": ' * 50_000, "null", '{"card0": {"GPU use (%)": [1, 2]}}',
+                                    '{"card0": "x", "card99999999": {}}', "\x00\xff garbage"])
+def test_hostile_tool_output_never_breaks_the_run(tmp_path, monkeypatch, output):
+    """A host's rocm-smi that prints garbage (deep nesting, wrong types, junk bytes): no telemetry or blank
+    cells, one line why, never an exception out of the feed."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (tmp_path / "out.txt").write_text(output)
+    (folder / "rocm-smi").write_text(f"#!/bin/sh\ncat {tmp_path / 'out.txt'}\n")
+    (folder / "rocm-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}:/usr/bin:/bin")
+    gpu, poll = _load("agent_gpu"), _load("agent_gpu_poll")
+    monkeypatch.setattr(poll.NvmlReader, "open", lambda self, *a: setattr(self, "reason", "no pynvml in test"))
+    feed = gpu.open_feed(str(tmp_path / "nvml.csv"), 20.0, {}, importlib.import_module("core.gpu.backend"), poll)
+    assert feed.reason.startswith("no GPU telemetry on this host") or feed.backend == "rocm-smi"
+    assert "\n" not in feed.reason
+    if feed.available:  # names came through: the samples are blank or numbers, never junk
+        for row in _rows(feed, tmp_path, n=1):
+            assert all(c == "" or float(c) == float(c) for c in row[2:])

@@ -199,7 +199,9 @@ def _record_cli(tmp_path, script, *args):
     import subprocess
     import sys
     return subprocess.Popen([sys.executable, "-m", "core.cli", "record", "--quiet", "--out", str(tmp_path / "b"),
-                             "--active", "100000", str(script), *args], cwd=str(REPO),
+                             # the window opens at the first step: with the default wait (5 steps) a run
+                             # stopped after 3 steps under load had no window in progress to flush
+                             "--wait", "0", "--warmup", "1", "--active", "100000", str(script), *args], cwd=str(REPO),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 

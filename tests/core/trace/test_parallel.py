@@ -263,3 +263,17 @@ def test_cancel_stops_scanner_threads_promptly(force_threads, plain_copy):
     assert progress.stage in ("reading", "decoding")
     gen.close()  # joins the scan threads: a chunk in flight finishes (no wall-time bound: the machine may be loaded)
     assert not [t for t in threading.enumerate() if t.name.startswith("ptprof-scan")]
+
+
+def test_a_pool_that_cannot_start_decodes_in_process(models_equal, force_workers, monkeypatch, plain_copy,
+                                                      reference, caplog):
+    """A forkserver that died (waitpid: ChildProcessError, seen under heavy load), or no pids / fds left:
+    the file is decoded in this process, same model, one log line, no traceback."""
+    class Broken:
+        def Pool(self, *a, **k):
+            raise ChildProcessError(10, "No child processes")
+
+    monkeypatch.setattr(mp, "get_context", lambda method=None: Broken())
+    with caplog.at_level("WARNING", logger=parallel.log.name):
+        models_equal(load(plain_copy, use_cache=False).primary, reference)
+    assert any("worker pool did not start" in r.getMessage() for r in caplog.records)

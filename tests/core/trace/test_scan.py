@@ -217,7 +217,6 @@ def test_unwrapped_ranges_and_empty_arrays():
     b'{"ph": "X", "name": "a", "pid": 1.5, "ts": 1}',
     b'{"ph": "X", "name": "a", "pid": null, "ts": 1}',
     b'{"ph": "X", "name": "a", "ts": "1"}',
-    b'{"ph": "X", "name": "a", "ts": 5106361890753e833}',  # out of range (found by the fuzz test)
     b'{"ph": "X", "name": "a", "ts": 01}',
     b'{"ph": "X", "name": "a", "ts": 1.}',
     b'{"ph": "X", "name": "a", "args": [1]}',

@@ -1,0 +1,118 @@
+"""`ptprof report` and `ptprof diff` of generated multi-rank runs: per-rank parts (core/ranks/views.py) beside the
+whole-set path (every rank loaded in the command's process, as before issue 33's follow-up).
+
+    nice -n 10 python bench/bench_report_ranks.py --source gpu_gpt_big --ranks 8 32 [--no-png]
+
+Per run (bench/multi/gen_ranks.py; generated, measured, deleted): the cache is filled first by one
+`ptprof analyze` (both paths then read warm entries: the comparison is of what each path holds, not of the
+parse), then per path one child process: wall, CPU of its process tree, peak RSS of the tree and of its biggest
+process (bench_ranks.measure). Outputs are compared file by file (report.html without its timestamp; diff JSON).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "bench" / "multi"))
+
+from bench_ranks import env_for, measure, strip  # noqa: E402
+
+OLD_REPORT = """
+import sys
+from core.export.writer import ReportOptions, load_renderer, write_report
+from core.trace.loader import load
+png = sys.argv[3] == "1"
+r = load_renderer()[0] if png else None
+write_report(load(sys.argv[1]), sys.argv[2], r, ReportOptions(pngs=png))
+"""
+OLD_DIFF = """
+import json, sys
+from core.commands.diff import compute
+from core.trace.loader import load
+a, b = load(sys.argv[1]), load(sys.argv[2])
+json.dump(compute(a, b).to_json(), sys.stdout)
+"""
+
+
+def _files(folder: Path) -> dict:
+    out = {}
+    for p in sorted(folder.iterdir()):
+        data = p.read_bytes()
+        if p.name == "report.html":
+            data = re.sub(rb"generated [^<]*", b"", data)
+        out[p.name] = data
+    return out
+
+
+def bench(source: str, n: int, work: Path, png: bool) -> dict:
+    import gen_ranks
+    run = work / f"run{n}"
+    info = gen_ranks.generate(gen_ranks.source_path(source), n, run)
+    (run / "generated.json").unlink(missing_ok=True)
+    cache = work / "cache"
+    env = env_for(ROOT, cache)
+    py = sys.executable
+    out = {"source": source, "ranks": n, "slow_rank": info["slow_rank"]}
+    try:
+        warm = measure([py, "-m", "core.cli", "analyze", "--json", str(run)], env)
+        out["analyze_fill_cache"] = strip(warm)
+        res = {}
+        for path in ("old", "new"):
+            dest = work / f"report_{path}"
+            shutil.rmtree(dest, ignore_errors=True)
+            cmd = ([py, "-c", OLD_REPORT, str(run), str(dest), "1" if png else "0"] if path == "old" else
+                   [py, "-m", "core.cli", "report", str(run), "--out", str(dest)] + ([] if png else ["--no-png"]))
+            res[path] = strip(measure(cmd, env))
+        out["report"] = res
+        out["report_same_files"] = _files(work / "report_old") == _files(work / "report_new")
+        res = {}
+        docs = {}
+        for path in ("old", "new"):
+            cmd = ([py, "-c", OLD_DIFF, str(run), str(run)] if path == "old" else
+                   [py, "-m", "core.cli", "diff", "--json", str(run), str(run)])
+            r = measure(cmd, env)
+            docs[path] = r.get("doc")
+            res[path] = strip(r)
+        out["diff"] = res
+        out["diff_same_json"] = docs["old"] == docs["new"] and docs["old"] is not None
+    finally:
+        shutil.rmtree(run, ignore_errors=True)
+        shutil.rmtree(cache, ignore_errors=True)
+        for path in ("old", "new"):
+            shutil.rmtree(work / f"report_{path}", ignore_errors=True)
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--source", default="gpu_gpt_big")
+    p.add_argument("--ranks", type=int, nargs="*", default=[8])
+    p.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "bench_report_ranks")
+    p.add_argument("--no-png", action="store_true")
+    p.add_argument("--out", type=Path, default=None, help="append the JSON lines here")
+    a = p.parse_args()
+    a.work.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    for n in a.ranks:
+        t0 = time.perf_counter()
+        r = bench(a.source, n, a.work, not a.no_png)
+        r["bench_s"] = round(time.perf_counter() - t0, 1)
+        line = json.dumps(r)
+        print(line, flush=True)
+        if a.out:
+            with open(a.out, "a") as fh:
+                fh.write(line + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
