@@ -144,7 +144,7 @@ def reduce_only(n: int, source: str, work: Path, per: int = 8) -> dict:
     import gen_ranks
     run = work / f"reduce_{n}"
     traces = run / "traces"
-    info = gen_ranks.generate(gen_ranks.source_path(source), per, traces, slow=per - 1)
+    gen_ranks.generate(gen_ranks.source_path(source), per, traces, slow=per - 1)
     (run / "run.json").write_text(json.dumps({"status": "done", "ranks": n}))
     (run / "events.jsonl").write_text("")
     cache = work / "cache"

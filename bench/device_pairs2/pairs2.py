@@ -21,9 +21,8 @@ import sys
 import time
 
 import torch
-from torch import nn
-
 from pairs2_loop import DEV, block_ms, fixed, gpu_lock, loop, sync  # noqa: F401 (the harness, shared)
+from torch import nn
 
 F = nn.functional
 
@@ -323,7 +322,8 @@ PAIRS = {
     "loader_starved": ("loader_starved_a", "loader_starved_b", "dataloader_bound", "num_workers 2 -> 8 (starved at 2)", False),
     "loader_pin": ("loader_pin_a", "loader_pin_b", "pageable_memcpy", "DataLoader pin_memory False -> True", False),
     "item_tfm": ("item_tfm_a", "item_tfm_b", "host_sync", "small transformer, 3x .item() per step -> none", False),
-    "noncontig": ("noncontig_a", "noncontig_b", "non_contiguous_input", "permuted batch reshaped in forward -> contiguous once", False),
+    "noncontig": ("noncontig_a", "noncontig_b", "non_contiguous_input",
+                  "permuted batch reshaped in forward -> contiguous once", False),
     "tf32_mlp": ("tf32_mlp_a", "tf32_mlp_b", "fp32_gemm", "fp32 MLP, allow_tf32 False -> True", False),
     "cl_cnn": ("cl_cnn_a", "cl_cnn_b", "channels_last", "bf16 ResNet-34 NCHW -> channels_last", False),
     "adamw_tfm": ("adamw_tfm_a", "adamw_tfm_b", "single_tensor_optimizer", "transformer AdamW foreach=False -> fused", False),
@@ -348,7 +348,8 @@ VARIANTS = {
     "loader_starved_a": lambda: loader(2, work=10, batch=64), "loader_starved_b": lambda: loader(8, work=10, batch=64),
     "loader_pin_a": lambda: loader(4, work=0, pin=False, batch=256, size=160),
     "loader_pin_b": lambda: loader(4, work=0, pin=True, batch=256, size=160),
-    "loader_light_a": lambda: loader(0, work=1, batch=64, size=64), "loader_light_b": lambda: loader(4, work=1, batch=64, size=64),
+    "loader_light_a": lambda: loader(0, work=1, batch=64, size=64),
+    "loader_light_b": lambda: loader(4, work=1, batch=64, size=64),
     "item_tfm_a": lambda: item_tfm(3), "item_tfm_b": lambda: item_tfm(0),
     "noncontig_a": lambda: noncontig(False), "noncontig_b": lambda: noncontig(True),
     "tf32_mlp_a": lambda: tf32_mlp(False), "tf32_mlp_b": lambda: tf32_mlp(True),
@@ -365,7 +366,7 @@ VARIANTS = {
 }
 
 
-def time_pair(pair, rounds=3, block=int(os.environ.get("PAIRS_BLOCK", 30)), warm=15):
+def time_pair(pair, rounds=3, block=int(os.environ.get("PAIRS_BLOCK", 30)), warm=15):  # noqa: B008 - read once
     before, after = PAIRS[pair][:2]
     with gpu_lock():
         t0 = time.perf_counter()

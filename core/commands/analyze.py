@@ -12,8 +12,8 @@ import json
 import sys
 
 from core import units
-from core.commands.terminal import printable
 from core.export.tables import columns_of
+from core.terminal import printable
 from core.trace.loader import load
 
 # `--csv FILE` writes the same findings.csv as `ptprof report` (core.export.tables SCHEMAS["findings"])

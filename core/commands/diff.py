@@ -54,8 +54,8 @@ def compute(ts_a, ts_b, by_shape: bool = False, normalize_templates: bool = Fals
 def _csv_problem(folder: str) -> str | None:
     from pathlib import Path
 
-    from core.commands.terminal import printable
     from core.export import outdir
+    from core.terminal import printable
     if not folder.strip():
         return "--csv is empty: give the folder to write the CSVs into"
     if Path(folder).exists() and not Path(folder).is_dir():
@@ -81,14 +81,14 @@ def run(args) -> int:
         try:
             write_csvs(result, args.csv)
         except OSError as exc:  # outdir.ExportRefused (the folder changed since the check), UnsafeOutput, disk
-            from core.commands.terminal import printable
+            from core.terminal import printable
             print(printable(f"ptprof: cannot write {args.csv}: {exc.strerror or exc}"), file=sys.stderr)
             return 2
     if args.json:
         json.dump(result.to_json(), sys.stdout)
         sys.stdout.write("\n")
     else:  # kernel / op names come from the traces: no raw control or bidi characters on the terminal
-        from core.commands.terminal import printable
+        from core.terminal import printable
         sys.stdout.write(printable(markdown(result) if args.markdown else text(result)))
     return 0
 

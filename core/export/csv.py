@@ -14,11 +14,10 @@ from pathlib import Path
 import numpy as np
 
 from core.atomic import atomic_write
-from core.terminal import printable
 from core.export import tables
 from core.export.tables import ExportTable
+from core.terminal import printable
 from core.trace.model import TraceSet
-
 
 # OWASP CSV injection: a text cell starting with one of these is a formula to Excel / LibreOffice /
 # Sheets; a leading ' makes it text. Numbers (and text that is exactly a number, "-1.5") stay as they are.

@@ -14,12 +14,12 @@ import numpy as np
 from core import units
 from core.analysis import vocab
 from core.analysis.vocab import one_off_text
-from core.terminal import printable
 from core.export import summary
 from core.export.breakdown_data import StepBreakdown
 from core.export.findings import FindingsResult, as_dict
 from core.export.html_style import CSS
 from core.export.tables import ExportTable
+from core.terminal import printable
 from core.trace.model import TraceSet
 
 TOP_N = 15
@@ -134,7 +134,7 @@ def _findings(ctx: ReportContext) -> str:
             saving += f"<div class=fmeta><b>{esc(measured_text(hit[1]))}</b> · ptprof try --fix {esc(hit[0])}</div>"
         cards.append(
             f"<div class='finding {sev}'><div class=fhead><span class='badge {sev}'>{sev}</span> "
-            + (f"<span class='badge oneoff'>one-off</span> " if once else "") +
+            + ("<span class='badge oneoff'>one-off</span> " if once else "") +
             f"<b>{esc(d.get('title'))}</b> <code class=rule>{esc(d.get('rule'))}</code></div>"
             f"<div class=fmeta>{cost} · {esc(d.get('count'))}× · {where} · {esc(first)}</div>" + saving
             + (f"<ul class=evidence>{ev}</ul>" if ev else "")

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from core.atomic import atomic_write, atomic_write_text
-from core.export import breakdown_data, outdir, findings as findings_src, plots_data, tables, timeline_data
+from core.export import breakdown_data, findings as findings_src, outdir, plots_data, tables, timeline_data
 from core.export.csv import write_table
 from core.export.figures import FIGURE_NAMES, FigureSpec, NoteFigure, Renderer, header
 from core.export.report import ReportContext, build_html

@@ -63,7 +63,7 @@ def test_report_csvs_and_html_are_safe(hostile_trace, tmp_path):
                         float(cell)  # only a plain number may start with - or +
                     seen_hostile += cell.startswith("'")
     assert seen_hostile >= 8, "the hostile names did not reach the CSVs: the test proves nothing"
-    from core.commands.terminal import printable
+    from core.terminal import printable
     for path in [*out.glob("*.csv"), out / "report.html"]:  # issue 37: no raw ESC / C1 / bidi in any file
         text = path.read_text(encoding="utf-8")
         assert printable(text) == text, (path.name, [c for c in text if printable(c) != c][:5])

@@ -5,12 +5,10 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-
 from helpers import shared_trace
-
-from core.rules import analyze
 from PySide6 import QtCore
 
+from core.rules import analyze
 from core.rules.base import Finding, Severity
 from core.trace.loader import load
 
@@ -115,8 +113,8 @@ def test_breakdown_and_hta_follow_the_theme(qtbot):
 
 
 def test_breakdown_legend_is_text_beside_the_bars(qtbot):
-    from gui.issues.breakdown_view import BreakdownView
     from core.analysis.breakdown import step_breakdown
+    from gui.issues.breakdown_view import BreakdownView
     ts = load(shared_trace("gpu_issues.pt.trace.json.gz"))
     view = BreakdownView()
     qtbot.addWidget(view)

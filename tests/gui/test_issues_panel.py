@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from PySide6 import QtCore
 from helpers import shared_trace
+from PySide6 import QtCore
 
 from core.rules import analyze
 from core.trace.loader import load
@@ -153,8 +153,10 @@ def test_panel_closed_while_analysing_ignores_the_late_result(qtbot):
     """A window closed mid-analysis (a test's teardown, a closed tab): the worker's late progress and
     result must not touch the deleted widgets (pytest-qt fails the test on any event-loop exception)."""
     import time
+
     import shiboken6
     from PySide6 import QtWidgets
+
     from gui.issues import IssuesPanel
     ts = load(shared_trace("gpu_dataloader.pt.trace.json.gz"))
     holder = QtWidgets.QWidget()

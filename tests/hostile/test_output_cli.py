@@ -10,7 +10,7 @@ import threading
 import pytest
 from helpers import no_torch_skip
 
-from core.commands.terminal import printable
+from core.terminal import printable
 from hostile import gen_output as g
 from hostile.gen_store import run_cli
 

@@ -1,6 +1,7 @@
 """Every rule against every real trace: the planted problems are found, the clean trace stays clean.
 
-tests/data/traces/README.md (from ../shared/traces/README.md) says what each trace plants; this table is that README as assertions.
+tests/data/traces/README.md (from ../shared/traces/README.md) says what each trace plants; this table is that README
+as assertions.
 """
 from __future__ import annotations
 

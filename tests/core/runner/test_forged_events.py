@@ -115,7 +115,7 @@ def test_text_the_script_controls_is_stored_escaped(tmp_path):
     run = read_json(s.bundle.run_json)
     assert run["status"] == "failed" and "\\x1b]0;owned\\x07" in run["exception"], run["exception"]
     assert "\\u202e" in run["exception"] and "\\x9b" in run["exception"]
-    from core.commands.terminal import printable
+    from core.terminal import printable
     for field in ("exception", "notices", "environment", "sync_sites", "step_source", "torch_version"):
         text = json.dumps(run.get(field), ensure_ascii=False)
         assert printable(text) == text, field  # decoded, the text holds no raw control or bidi character
