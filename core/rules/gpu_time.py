@@ -29,7 +29,7 @@ from core.analysis.breakdown import (
 from core.analysis.critical_path import Edit, replay_input
 from core.analysis.steps import gpu_busy_union
 from core.analysis.tree import ancestor_with_kind
-from core.rules import common as c, whatif
+from core.rules import common, whatif
 from core.rules.base import CheckNotRun, RuleContext, RuleOutput, Severity, WhatIf, rule
 from core.trace import event_names
 from core.trace.model import GPU_KINDS, FlowKind, Kind, TrackKind
@@ -80,7 +80,7 @@ def _launch_runs(ctx: RuleContext, i: int) -> list[LaunchRun]:
     src_of[f.dst[launch]] = f.src[launch]
     launch_ts = launch_ts_of_gpu(m)
     steps = ctx.steps(i)
-    sync = c.rows_with_names(m, "sync-calls", c.exact(*SYNC_NAMES), [Kind.RUNTIME])
+    sync = common.rows_with_names(m, "sync-calls", common.exact(*SYNC_NAMES), [Kind.RUNTIME])
     sync_end = np.sort(s.ts_ns[sync] + s.dur_ns[sync])
     gpu_kinds = np.asarray(GPU_KINDS, np.int8)
     runs: list[LaunchRun] = []
@@ -247,16 +247,16 @@ def launch_bound(ctx: RuleContext) -> RuleOutput:
                 else int((idle_e - idle_s).sum())
             gpu_ns, cpu_ns = int(s.dur_ns[k].sum()), int(s.dur_ns[ln].sum())
             where = f" in {label}" if label else ""
-            src = c.source_of(m, int(ln[0])) if len(ln) else None
+            src = common.source_of(m, int(ln[0])) if len(ln) else None
             ranges = [(int(s.ts_ns[r.kernels[0]]), int(s.ts_ns[r.kernels[-1]] + s.dur_ns[r.kernels[-1]])) for r in g]
-            ev = c.evidence(m, k[:MAX_KERNEL_EVIDENCE])
+            ev = common.evidence(m, k[:MAX_KERNEL_EVIDENCE])
             ev.insert(0, {"name": "summary", "kernels": len(k), "gpu_kernel_ns": gpu_ns, "cpu_launch_ns": cpu_ns,
                           "idle_ns": idle, "runs": len(g), "rank": m.rank})
             out.findings.append(ctx.finding(
                 "launch_bound", i,
                 title=f"Launch-bound{where}: {len(k)} short kernels (mean {gpu_ns / len(k) / 1e3:.1f} µs) with the "
                       f"GPU idle between them; CPU launch time {cpu_ns / 1e6:.2f} ms vs GPU time {gpu_ns / 1e6:.2f} ms",
-                count=len(k), impact_ns=idle, time_ranges=ranges[:c.MAX_RANGES], evidence=ev, source=src,
+                count=len(k), impact_ns=idle, time_ranges=ranges[:common.MAX_RANGES], evidence=ev, source=src,
                 fix="Fuse the small ops: torch.compile the loop/function (or vectorise the Python loop into one "
                     "tensor op), or capture it with CUDA graphs (torch.cuda.graphs / mode='reduce-overhead'); "
                     "larger batches also amortise launch overhead.",
@@ -270,9 +270,9 @@ def copy_call_intervals(m) -> tuple[np.ndarray, np.ndarray]:
     s = m.slices
     f = m.flows
     launch = f.kind == FlowKind.LAUNCH
-    pageable = c.name_ids(m, "memcpy-pageable-ids", event_names.is_pageable_copy)
+    pageable = common.name_ids(m, "memcpy-pageable-ids", event_names.is_pageable_copy)
     sel = launch & np.isin(s.name[f.dst], pageable) & (s.kind[f.dst] == Kind.MEMCPY)
-    blocking = c.rows_with_names(m, "cudaMemcpy-blocking", event_names.is_blocking_memcpy, [Kind.RUNTIME])
+    blocking = common.rows_with_names(m, "cudaMemcpy-blocking", event_names.is_blocking_memcpy, [Kind.RUNTIME])
     rows = np.unique(np.concatenate([f.src[sel], blocking]))
     return intervals.union(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
 
@@ -321,7 +321,7 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
     for i, m in enumerate(ctx.models):
         b = step_breakdown(m, kw)
         if not b.has_gpu:
-            out.not_run.append(CheckNotRun("gpu_idle", f"no GPU activity in the trace ({c.no_gpu_words(m)})"))
+            out.not_run.append(CheckNotRun("gpu_idle", f"no GPU activity in the trace ({common.no_gpu_words(m)})"))
             continue
         tot = b.totals()
         dur = max(tot["dur_ns"], 1)
@@ -346,7 +346,7 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
             billed -= unexplained
         worst = int(np.argmax(b.idle_ns))
         gs, ge = idle_gaps(m, int(b.ts_ns[worst]), int(b.ts_ns[worst] + b.dur_ns[worst]))
-        big = np.argsort(-(ge - gs))[:c.MAX_EVIDENCE]
+        big = np.argsort(-(ge - gs))[:common.MAX_EVIDENCE]
         ev = [{"name": f"step {int(n)}", "ts_ns": int(t), "dur_ns": int(d), "idle_ns": int(x), "rank": m.rank,
                "busy_pct": round(100.0 * busy / max(d, 1), 1)}  # compute + communication + memcpy / memset
               for n, t, d, x, busy in zip(b.number, b.ts_ns, b.dur_ns, b.idle_ns, b.busy_ns)]
