@@ -74,12 +74,14 @@ def _graph_break(model, finding, rp, cfg) -> Edit:
         return Edit()
     us, ue = intervals.union(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
     graphs = common.rows_with_names(model, "compiled-graph-calls", event_names.is_compiled_graph_call)
-    cw0, cw1 = common.compile_windows(model)
-    gs, ge = intervals.union(np.concatenate([s.ts_ns[graphs], cw0]),
-                             np.concatenate([s.ts_ns[graphs] + s.dur_ns[graphs], cw1]))
-    es, ee = intervals.subtract(us, ue, gs, ge) if len(gs) else (us, ue)
+    compile_start_ns, compile_end_ns = common.compile_windows(model)
+    graph_start_ns, graph_end_ns = intervals.union(np.concatenate([s.ts_ns[graphs], compile_start_ns]),
+                                                   np.concatenate([s.ts_ns[graphs] + s.dur_ns[graphs], compile_end_ns]))
+    eager_start_ns, eager_end_ns = (intervals.subtract(us, ue, graph_start_ns, graph_end_ns) if len(graph_start_ns)
+                                    else (us, ue))
     # launch calls inside the eager code stay (the compiled graph launches that work too)
-    return Edit(label="eager code between compiled graphs removed", cut_start_ns=es, cut_end_ns=ee)
+    return Edit(label="eager code between compiled graphs removed", cut_start_ns=eager_start_ns,
+                cut_end_ns=eager_end_ns)
 
 
 def _recompile(model, finding, rp, cfg) -> Edit:
@@ -124,11 +126,13 @@ def graph_break(ctx: RuleContext) -> RuleOutput:
         r0, r1 = s.ts_ns[g], s.ts_ns[g] + s.dur_ns[g]
         us, ue = intervals.union(r0, r1)
         graphs = common.rows_with_names(m, "compiled-graph-calls", event_names.is_compiled_graph_call)
-        cw0, cw1 = common.compile_windows(m)
-        gs, ge = intervals.union(np.concatenate([s.ts_ns[graphs], cw0]),
-                                 np.concatenate([s.ts_ns[graphs] + s.dur_ns[graphs], cw1]))
+        compile_start_ns, compile_end_ns = common.compile_windows(m)
+        graph_start_ns, graph_end_ns = intervals.union(
+            np.concatenate([s.ts_ns[graphs], compile_start_ns]),
+            np.concatenate([s.ts_ns[graphs] + s.dur_ns[graphs], compile_end_ns]))
         inside = int((ue - us).sum())
-        eager = inside - intervals.intersect_total(us, ue, gs, ge) if len(gs) else inside
+        eager = (inside - intervals.intersect_total(us, ue, graph_start_ns, graph_end_ns) if len(graph_start_ns)
+                 else inside)
         n_breaks = int((frames_per_step[broken] - 1).sum())
         per_step = int(frames_per_step[broken].max() - 1)
         unit = "in the trace" if steps.synthetic else "per step"
@@ -220,7 +224,7 @@ def recompile(ctx: RuleContext) -> RuleOutput:
         rows, x, y = _regions(m)
         s = m.slices
         steps = ctx.steps(i)
-        cw0, cw1 = common.compile_windows(m)
+        compile_start_ns, compile_end_ns = common.compile_windows(m)
         att, ax, ay = _compile_attempts(m)
         if len(att) and not steps.synthetic:
             keep = steps.index_of(s.ts_ns[att]) >= 0
@@ -238,7 +242,8 @@ def recompile(ctx: RuleContext) -> RuleOutput:
         ids = att[re_att]
         # cost: compile activity inside the steps that is not a first compile
         fs, fe = _first_compile_intervals(m, att, ay)
-        bs, be = intervals.subtract(cw0, cw1, fs, fe) if len(cw0) else (cw0, cw1)
+        bs, be = (intervals.subtract(compile_start_ns, compile_end_ns, fs, fe) if len(compile_start_ns)
+                  else (compile_start_ns, compile_end_ns))
         compile_ns = int(intervals.covered(bs, be, steps.t0_ns, steps.t1_ns).sum()) if len(bs) else 0
         first_ns = int(intervals.covered(fs, fe, steps.t0_ns, steps.t1_ns).sum()) if len(fs) else 0
         in_window = len(ids) > 0 and (len(re_rows) > 0 or bool((ay[re_att] > 0).any()))

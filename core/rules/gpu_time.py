@@ -126,14 +126,14 @@ def run_idle_intervals(ctx: RuleContext, i: int, runs: list[LaunchRun] | None = 
         m = ctx.models[i]
         if not rs:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        gs, ge = intervals.union(np.concatenate([r.gap_start_ns for r in rs]),
+        gap_start_ns, gap_end_ns = intervals.union(np.concatenate([r.gap_start_ns for r in rs]),
                                  np.concatenate([r.gap_end_ns for r in rs]))
-        ok = ge > gs
-        gs, ge = gs[ok], ge[ok]
+        ok = gap_end_ns > gap_start_ns
+        gap_start_ns, gap_end_ns = gap_start_ns[ok], gap_end_ns[ok]
         bs, be = gpu_busy_union(m)
-        gs, ge = intervals.subtract(gs, ge, bs, be)
+        gap_start_ns, gap_end_ns = intervals.subtract(gap_start_ns, gap_end_ns, bs, be)
         ss, se = sync_drain_intervals(m)
-        return intervals.subtract(gs, ge, ss, se) if len(ss) else (gs, ge)
+        return intervals.subtract(gap_start_ns, gap_end_ns, ss, se) if len(ss) else (gap_start_ns, gap_end_ns)
     if runs is not None:
         return compute(runs)
     return ctx.memoized(f"launch_idle:{i}", lambda: compute(launch_runs(ctx, i)))
@@ -345,15 +345,16 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
             unexplained = int(intervals.covered(ws, we, b.ts_ns, b.ts_ns + b.dur_ns).sum())
             billed -= unexplained
         worst = int(np.argmax(b.idle_ns))
-        gs, ge = idle_gaps(m, int(b.ts_ns[worst]), int(b.ts_ns[worst] + b.dur_ns[worst]))
-        big = np.argsort(-(ge - gs))[:common.MAX_EVIDENCE]
+        gap_start_ns, gap_end_ns = idle_gaps(m, int(b.ts_ns[worst]), int(b.ts_ns[worst] + b.dur_ns[worst]))
+        big = np.argsort(-(gap_end_ns - gap_start_ns))[:common.MAX_EVIDENCE]
         ev = [{"name": f"step {int(n)}", "ts_ns": int(t), "dur_ns": int(d), "idle_ns": int(x), "rank": m.rank,
                "busy_pct": round(100.0 * busy / max(d, 1), 1)}  # compute + communication + memcpy / memset
               for n, t, d, x, busy in zip(b.number, b.ts_ns, b.dur_ns, b.idle_ns, b.busy_ns)]
         if p is not None and billed > 0:
             ev.insert(0, {"name": "host / kernel / other wait billed by launch_bound and copy findings", "dur_ns": billed,
                           "rank": m.rank})
-        ev += [{"name": "idle gap", "ts_ns": int(gs[j]), "dur_ns": int(ge[j] - gs[j]), "rank": m.rank} for j in big]
+        ev += [{"name": "idle gap", "ts_ns": int(gap_start_ns[j]), "dur_ns": int(gap_end_ns[j] - gap_start_ns[j]),
+                "rank": m.rank} for j in big]
         fix = idle_fix_text(parts, dur, kw, float(cfg["fix_min_share_pct"]))
         cap = Severity.parse(str(cfg["max_severity"]))
         sev = min(ctx.severity(ctx.pct(i, unexplained), unexplained), cap)
@@ -362,7 +363,8 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
             "gpu_idle", i, severity=sev, title=f"GPU idle {fmt_pct(100 * idle / dur)} of step time ({split}); "
                                                f"{fmt_pct(ctx.pct(i, unexplained))} of the mean step not billed to "
                                                "another finding",
-            count=len(b), impact_ns=unexplained, time_ranges=[(int(a), int(z)) for a, z in zip(gs[big], ge[big])],
+            count=len(b), impact_ns=unexplained,
+            time_ranges=[(int(a), int(z)) for a, z in zip(gap_start_ns[big], gap_end_ns[big])],
             evidence=ev, source=None, fix=fix))
     return out
 

@@ -78,8 +78,8 @@ def _sync_rows(ctx: RuleContext, i: int) -> np.ndarray:
         par = common.parents(m)
         if last >= 0 and par[last] < 0 and s.ts_ns[last] >= int(s.ts_ns[rows].max()):
             rows = rows[rows != last]
-    cw0, cw1 = common.compile_windows(m)
-    rows = rows[~common.inside(m, rows, cw0, cw1)]
+    compile_start_ns, compile_end_ns = common.compile_windows(m)
+    rows = rows[~common.inside(m, rows, compile_start_ns, compile_end_ns)]
     coll = common.ancestor_matching(m, rows, common.name_ids(m, "collective-names", lambda n: "all_reduce" in n or
                                                  "nccl" in n.lower() or n.startswith(("gloo:", "c10d::"))))
     return rows[coll < 0]
@@ -122,16 +122,16 @@ def host_sync(ctx: RuleContext) -> RuleOutput:
         for nid in np.unique(cause_name).tolist():
             sel = cause_name == nid
             op = m.strings[nid] if nid >= 0 else PRINTING
-            g_rows, g_cause = rows[sel], cause[sel]
-            first = int(g_cause[0]) if g_cause[0] >= 0 else int(g_rows[0])
+            group_rows, group_cause = rows[sel], cause[sel]
+            first = int(group_cause[0]) if group_cause[0] >= 0 else int(group_rows[0])
             region = _enclosing_annotation(m, first)
             why, fix = _why(op or (region if region.startswith("DistributedDataParallel") else ""))
-            label = _label(op) if op else m.name(int(g_rows[0]))
+            label = _label(op) if op else m.name(int(group_rows[0]))
             where = f" in {region}" if region else ""
-            ev_rows = np.concatenate([g_rows, g_cause[g_cause >= 0]])
-            ev = common.evidence(m, g_rows, cause=label, annotation=region or "")
+            ev_rows = np.concatenate([group_rows, group_cause[group_cause >= 0]])
+            ev = common.evidence(m, group_rows, cause=label, annotation=region or "")
             ev_by_row = {e["row"]: e for e in ev}
-            for r, gp in zip(g_rows.tolist(), gap[sel].tolist()):
+            for r, gp in zip(group_rows.tolist(), gap[sel].tolist()):
                 if r in ev_by_row:
                     ev_by_row[r]["gpu_idle_after_ns"] = int(gp)
             src = common.source_of(m, first)
@@ -145,7 +145,7 @@ def host_sync(ctx: RuleContext) -> RuleOutput:
                 "host_sync", i,
                 title=f"Host sync from {label}{where}: {why} ({_times(sel.sum(), calls[sel], 'syncs')})",
                 count=_count(sel.sum(), calls[sel]), impact_ns=int(cost[sel].sum()),
-                time_ranges=common.ranges_of(m, np.where(g_cause >= 0, g_cause, g_rows)), evidence=ev,
+                time_ranges=common.ranges_of(m, np.where(group_cause >= 0, group_cause, group_rows)), evidence=ev,
                 source=src, fix=fix, evidence_rows=ev_rows, fix_rows=ev_rows))
     return out
 
@@ -197,10 +197,10 @@ def _idle_caused(m, t0: np.ndarray, t1: np.ndarray, limit: np.ndarray) -> np.nda
     nxt = np.full(len(t0), np.iinfo(np.int64).max, np.int64)
     nxt[order[:-1]] = t0[order[1:]]
     gap = common.gpu_gap_after(m, t1, np.minimum(limit, nxt))
-    cw0, cw1 = common.compile_windows(m)
-    if len(cw0):
+    compile_start_ns, compile_end_ns = common.compile_windows(m)
+    if len(compile_start_ns):
         from core.analysis import intervals
-        gap = np.maximum(gap - intervals.covered(cw0, cw1, t1, t1 + gap), 0)
+        gap = np.maximum(gap - intervals.covered(compile_start_ns, compile_end_ns, t1, t1 + gap), 0)
     return np.where(drained, gap, 0)
 
 
@@ -241,8 +241,8 @@ def _cpu_hints(ctx: RuleContext, i: int) -> RuleOutput:
     rows = np.unique(np.where(ok, top, rows))
     opt = common.ancestor_matching(m, rows, common.name_ids(m, "optimizer-ann", lambda n: n.startswith("Optimizer.")))
     rows = rows[opt < 0]
-    cw0, cw1 = common.compile_windows(m)
-    rows = rows[~common.inside(m, rows, cw0, cw1)]
+    compile_start_ns, compile_end_ns = common.compile_windows(m)
+    rows = rows[~common.inside(m, rows, compile_start_ns, compile_end_ns)]
     steps = ctx.steps(i)
     if not steps.synthetic:
         rows = rows[steps.index_of(m.slices.ts_ns[rows]) >= 0]
