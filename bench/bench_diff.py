@@ -4,7 +4,7 @@
 
 cold = both traces loaded without the columnar cache, rules run on both, diff computed (what the first
 `ptprof diff A B` costs); warm = both loaded from the cache and their findings read from beside it
-(core/analysis/findings_cache.py: a second `ptprof diff` of the same runs). Each
+(core/ranks/findings_cache.py: a second `ptprof diff` of the same runs). Each
 phase is reported separately (load, rules, compare), medians of --runs, in one run side by side with a
 plain `orjson.loads` of both files as the baseline.
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core.analysis import diff  # noqa: E402
-from core.analysis.findings_cache import findings_of  # noqa: E402
+from core.ranks.findings_cache import findings_of  # noqa: E402
 from core.trace.loader import load  # noqa: E402
 
 _REPO = Path(__file__).resolve().parents[1]

@@ -177,7 +177,7 @@ def _analyze(ts: TraceSet, rules: list[str] | None) -> Analysis:
             raise ValueError(f"unknown rule id(s): {', '.join(unknown)}")
         chosen = [r for r in all_rules() if r.id in set(rules)]
     result = run_rules(ts, rules=chosen)
-    from core.analysis.oom_findings import bundle_findings  # a run bundle's oom / memory_growth, as the CLI adds
+    from core.rules.oom_findings import bundle_findings  # a run bundle's oom / memory_growth, as the CLI adds
     wanted = None if chosen is None else {r.id for r in chosen} | ({"oom"} & set(rules or ()))
     extra = [f for f in bundle_findings(ts.path) if wanted is None or f.rule in wanted]
     if extra:

@@ -45,16 +45,29 @@ class CliForkServer:
         with self.lock, tempfile.TemporaryDirectory(prefix="ptprof-clifork-") as d:
             out, err = Path(d) / "out", Path(d) / "err"
             proc = self._start()
-            proc.stdin.write(json.dumps({"args": args, "env": env, "cwd": str(cwd), "memory": memory,
-                                         "out": str(out), "err": str(err)}) + "\n")
-            proc.stdin.flush()
-            pid = int(proc.stdout.readline())
-            ready, _, _ = select.select([proc.stdout], [], [], timeout)
-            if not ready:  # a hang: kill the child as subprocess.run would, then say so the same way
-                os.kill(pid, signal.SIGKILL)
-                proc.stdout.readline()
-                raise subprocess.TimeoutExpired(["ptprof", *args], timeout)
-            rc = int(proc.stdout.readline())
+            try:
+                proc.stdin.write(json.dumps({"args": args, "env": env, "cwd": str(cwd), "memory": memory,
+                                             "out": str(out), "err": str(err)}) + "\n")
+                proc.stdin.flush()
+                pid = int(proc.stdout.readline())
+                ready, _, _ = select.select([proc.stdout], [], [], timeout)
+                if not ready:  # a hang: kill the child as subprocess.run would, then say so the same way
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:  # it ended as the timeout fired (a loaded machine)
+                        pass
+                    proc.stdout.readline()
+                    raise subprocess.TimeoutExpired(["ptprof", *args], timeout)
+                rc = int(proc.stdout.readline())
+            except subprocess.TimeoutExpired:
+                raise
+            except BaseException:
+                # a request whose answer was not read whole would shift every later answer by a line (exit
+                # codes read as pids: 18 hostile cases failed at once under load): start a new server
+                proc.kill()
+                proc.wait(timeout=30)
+                self.proc = None
+                raise
             return subprocess.CompletedProcess(["ptprof", *args], rc, out.read_text(errors="replace"),
                                                err.read_text(errors="replace"))
 

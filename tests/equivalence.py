@@ -121,8 +121,8 @@ def analysis_of(ts, path: Path):
     own findings (OOM records) first, then the rules (rank by rank and across ranks for several models)."""
     import dataclasses
 
-    from core.analysis.oom_findings import bundle_findings
     from core.rules import analyze
+    from core.rules.oom_findings import bundle_findings
     if len(ts.models) > 1:
         from core.ranks.inset import analyze_any
         result = analyze_any(ts)
@@ -151,7 +151,7 @@ def digest(path: Path) -> dict:
     try:
         ts = load(path, use_cache=False)
     except TraceParseError as exc:  # a bundle that ended before its first trace: the one line a user reads
-        from core.analysis.oom_findings import bundle_findings
+        from core.rules.oom_findings import bundle_findings
         return {"error": exc.reason.replace(str(path), "<path>"),
                 "findings": [finding_digest(f) for f in bundle_findings(str(path))]}
     result = analysis_of(ts, path)

@@ -31,29 +31,30 @@ its ProfilerStep span otherwise), so another step definition plugs in without to
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
+from core import resource_files
 from core.analysis import intervals
 from core.analysis.derived import cached
 from core.analysis.steps import breakdown_windows, gpu_busy_union, step_windows
+from core.trace import event_names
 from core.trace.model import GPU_KINDS, FlowKind, Kind, TraceModel
 
-SYNC_NAMES = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
-DEFAULT_KERNEL_WAIT_MAX_NS = 30_000  # resources/rules.toml [gpu_idle] kernel_wait_max_ns (HTA default range)
+SYNC_NAMES = event_names.SYNC_CALLS
+# the one kernel-wait bound (HTA's consecutive_kernel_delay): resources/rules.toml [gpu_idle] kernel_wait_max_ns
+DEFAULT_KERNEL_WAIT_MAX_NS = int(resource_files.load_toml("rules.toml")["gpu_idle"]["kernel_wait_max_ns"])
 
 PARTS = ("compute_ns", "comm_ns", "memcpy_ns", "dataloader_ns", "compile_ns", "comm_wait_ns", "sync_wait_ns",
          "host_wait_ns", "kernel_wait_ns", "other_idle_ns")
-COMM_KERNEL_PATTERN = re.compile(r"^(nccl|rccl|hccl)|ncclKernel|ncclDevKernel", re.IGNORECASE)
 
 
 def comm_kernel_mask(model: TraceModel) -> np.ndarray:
     """Per slice row: a communication (collective) kernel (cached per model)."""
     def compute():
         s = model.slices
-        ids = model.strings.ids_matching(lambda n: COMM_KERNEL_PATTERN.search(n) is not None)
+        ids = model.strings.ids_matching(event_names.is_comm_kernel)
         return (s.kind == Kind.KERNEL) & np.isin(s.name, ids)
     return cached(model, "comm_kernel_mask", compute)
 
@@ -117,21 +118,14 @@ class StepBreakdown:
 
 def dataloader_intervals(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
     s = model.slices
-    ids = model.strings.ids_matching(lambda n: n.startswith("enumerate(DataLoader)") and "__next__" in n)
+    ids = model.strings.ids_matching(event_names.is_dataloader_next)
     m = np.isin(s.name, ids)
     return intervals.union(s.ts_ns[m], s.ts_ns[m] + s.dur_ns[m])
 
 
-COMPILE_PATTERN = re.compile(r"\(dynamo_timed\)$|^CachingAutotuner|compile_id=|^entire_frame_compile$|^backend_compile$"
-                         r"|^inductor_compile$|^dynamo$|^compile_attempt_\d+$|^fx_codegen_and_compile$")
-
-
-def _is_compile(name: str) -> bool:
-    return COMPILE_PATTERN.search(name) is not None
-
-
-def _is_collective(name: str) -> bool:
-    return name.startswith(("gloo:", "nccl:", "c10d::", "record_param_comms")) or "all_reduce" in name
+def compile_windows(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
+    """Disjoint intervals where torch.compile itself runs (dynamo tracing, inductor, autotuning; cached)."""
+    return cached(model, "compile_windows", lambda: _named_intervals(model, event_names.is_compile_event))
 
 
 def _named_intervals(model: TraceModel, predicate) -> tuple[np.ndarray, np.ndarray]:
@@ -209,10 +203,10 @@ def _idle_pieces(model: TraceModel, kw_max: int, windows: Windows) -> IdlePieces
     gs, ge = intervals.gaps(bs, be, t0, t1)
     dls, dle = intervals.intersect(gs, ge, dl_s, dl_e)
     rs, re_ = intervals.subtract(gs, ge, dls, dle)
-    cws, cwe = _named_intervals(model, _is_compile)
+    cws, cwe = _named_intervals(model, event_names.is_compile_event)
     cps, cpe = intervals.intersect(rs, re_, cws, cwe)
     rs, re_ = intervals.subtract(rs, re_, cps, cpe)
-    cms, cme = _named_intervals(model, _is_collective)
+    cms, cme = _named_intervals(model, event_names.is_collective_op)
     cos, coe = intervals.intersect(rs, re_, cms, cme)
     rs, re_ = intervals.subtract(rs, re_, cos, coe)
     ss, se = sync_drain_intervals(model)

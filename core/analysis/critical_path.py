@@ -13,7 +13,7 @@ Replay (`simulate`): walk the syncs in order; between two syncs the CPU runs fre
 queue is one max-plus scan (start_k = max(ready_k, start_{k-1} + dur_{k-1} + gap)); at a sync the CPU
 clock moves to the end of the GPU work it waits for. Per step the replay gives the CPU span, the GPU
 span (same rule as core.analysis.step_times) and the effective step = max of both.
-`validate` compares the unedited replay with the measured steps; a what-if (core.analysis.whatif) is
+`validate` compares the unedited replay with the measured steps; a what-if (a rule's `WhatIf`, core/rules/whatif.py) is
 an `Edit` of the replay's inputs, and its saving is baseline replay - edited replay, per step.
 Cross-stream waits: a cudaStreamWaitEvent call makes the next op its thread launches on the waiting stream
 (the stream of CUPTI's "Stream Wait Event" record with the call's correlation, when the runner recorded
@@ -30,7 +30,8 @@ import numpy as np
 
 from core.analysis import intervals
 from core.analysis.derived import cached
-from core.analysis.step_times import StepTimes, is_blocking_call, step_times
+from core.analysis.step_times import StepTimes, step_times
+from core.trace import event_names
 from core.trace.model import FlowKind, Kind, TraceModel
 
 DEFAULT_LATENCY_NS = 5_000  # launch -> start when the GPU is idle, when the trace shows no idle launch
@@ -116,8 +117,8 @@ def _replay_input(model: TraceModel) -> Replay:
     rows, track, launch_ts, dur, step, ts = rows[order], track[order], launch_ts[order], dur[order], step[order], ts[order]
     op_lat, op_gap = _per_op_delays(track, launch_ts, ts, dur, latency, gap)
     # blocking calls inside the CPU steps: syncs, blocking cudaMemcpy, and the calls of pageable copies
-    blocking = np.isin(s.name, model.strings.ids_matching(is_blocking_call)) & (s.kind == Kind.RUNTIME)
-    pageable = model.strings.ids_matching(lambda n: "Pageable" in n)
+    blocking = np.isin(s.name, model.strings.ids_matching(event_names.is_blocking_call)) & (s.kind == Kind.RUNTIME)
+    pageable = model.strings.ids_matching(event_names.is_pageable_copy)
     pg = launch & np.isin(s.name[f.dst], pageable) & (s.kind[f.dst] == Kind.MEMCPY)
     blocking[f.src[pg]] = True
     sync = np.flatnonzero(blocking)

@@ -30,16 +30,14 @@ import math
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
+from core import resource_files
 from core.analysis.derived import cached
 from core.analysis.tree import parents
-from core.compat import tomllib
 from core.trace.model import FlowKind, Kind, TraceModel
 
-PEAKS_PATH = Path(__file__).resolve().parents[2] / "resources" / "device_peaks.toml"
 BACKWARD_ROOT = "autograd::engine::evaluate_function"
 MAX_RAW_READS = 16  # conv shapes whose output size is re-read from the file (each read inflates up to it)
 
@@ -99,8 +97,7 @@ class StepFlops:
 
 @lru_cache(maxsize=1)
 def peak_table() -> tuple[dict, ...]:
-    with open(PEAKS_PATH, "rb") as fh:
-        return tuple(tomllib.load(fh)["device"])
+    return tuple(resource_files.load_toml("device_peaks.toml")["device"])
 
 
 def _tokens(text: str) -> set[str]:
@@ -365,7 +362,7 @@ def _fill_conv_from_file(model: TraceModel, rows, names, pending: dict, flops: n
         concrete = _concrete_inputs(model, int(rows[j]))
         st_i, pad_i, dil_i = CONV[names[j]]
 
-        def arg(i):
+        def arg(i, concrete=concrete):
             return concrete[i] if i is not None and i < len(concrete) else None
 
         out = _conv_out(list(key[0]), list(key[1]), arg(st_i), arg(pad_i), arg(dil_i)) if concrete else None

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from core import resource_files
 from core.analysis import intervals
 from core.analysis.rows import kind_rows, launch_ends, named_rows
 from core.analysis.step_times import step_times
@@ -39,7 +40,6 @@ from core.trace.model import GPU_KINDS, FlowKind, Kind, TraceModel, TraceSet
 
 CLOCK_SLACK_NS = 2_000  # CUPTI's GPU and CPU timestamps agree within ~1 µs; launch -> start is >= 2 µs
 
-OVERLAP_NOISE_NS = 1_000  # resources/rules.toml [health] overlap_noise_ns
 LAUNCH_NAMES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx",
                 "cudaLaunchCooperativeKernel", "cudaMemcpyAsync", "cudaMemsetAsync")
 _DROPPED = re.compile(r"drop|overflow|buffer full|lost", re.IGNORECASE)
@@ -57,14 +57,15 @@ class Health:
 
 
 def check(ts: TraceSet, config: dict | None = None) -> list[Health]:
-    cfg = (config or {}).get("health", {})
+    # resources/rules.toml [health], under the config's own values
+    cfg = {**resource_files.load_toml("rules.toml")["health"], **(config or {}).get("health", {})}
     out: list[Health] = []
     multi = len(ts.models) > 1
     for m in ts.models:
         who = f"{Path(m.path).name}: " if multi else ""
         out.extend(Health(h.code, h.severity, who + h.message, h.count) for h in _model_checks(m, cfg))
     infl = recording_inflation(ts)
-    if infl is not None and infl >= float(cfg.get("inflation_warn", 1.2)):
+    if infl is not None and infl >= float(cfg["inflation_warn"]):
         out.append(Health("recording_inflation", "warning",
                           f"recording slowed the CPU side of the loop {infl:.2f}x (recorded vs unprofiled steps of this "
                           "run): CPU times are high, GPU times and shares hold; savings are given in unprofiled time", 1))
@@ -185,7 +186,7 @@ def _launches(m: TraceModel, cfg: dict) -> list[Health]:
     missing = np.bincount(i, weights=~linked, minlength=n).astype(np.int64)
     share = np.where(total > 0, missing / np.maximum(total, 1), 0.0)
     out = []
-    warn = float(cfg.get("missing_launch_pct", 1.0)) / 100.0
+    warn = float(cfg["missing_launch_pct"]) / 100.0
     if missing.sum() == 0:
         return out
     tail = max(1, n // 4)
@@ -234,7 +235,7 @@ def _unlinked_gpu(m: TraceModel, gpu: np.ndarray) -> list[Health]:
 
 def _overlaps(m: TraceModel, cfg: dict) -> list[Health]:
     s = m.slices
-    noise = int(cfg.get("overlap_noise_ns", OVERLAP_NOISE_NS))
+    noise = int(cfg["overlap_noise_ns"])
     gpu = kind_rows(m, GPU_KINDS)
     if len(gpu) < 2:
         return []
@@ -251,7 +252,7 @@ def _overlaps(m: TraceModel, cfg: dict) -> list[Health]:
     if not n:
         return []
     worst = int(over.max())
-    pdl = worst <= int(cfg.get("overlap_warn_ns", 20_000))
+    pdl = worst <= int(cfg["overlap_warn_ns"])
     why = ("up to {:.1f} µs: the size of Hopper's programmatic dependent launch (the next kernel's prologue "
            "overlaps the previous one's tail)" if pdl else "up to {:.1f} µs: a stream runs in order, so clocks "
            "or attribution are off").format(worst / 1000)
@@ -292,9 +293,9 @@ def _overhead(m: TraceModel, cfg: dict) -> list[Health]:
     st = m.steps
     inside = int(intervals.covered(us, ue, st.ts_ns, st.ts_ns + st.dur_ns).sum())
     share = 100.0 * inside / max(int(st.dur_ns.sum()), 1)
-    if share < float(cfg.get("overhead_info_pct", 0.5)):
+    if share < float(cfg["overhead_info_pct"]):
         return []
-    sev = "warning" if share >= float(cfg.get("overhead_warn_pct", 5.0)) else "info"
+    sev = "warning" if share >= float(cfg["overhead_warn_pct"]) else "info"
     return [Health("profiler_overhead", sev, f"profiler overhead events cover {share:.1f} % of step time",
                    len(sel))]
 

@@ -114,6 +114,7 @@ def decompressed_size(path: str) -> int:
     """Bytes HTA's loader will parse: the gzip ISIZE trailer for .gz files (a 1 GB trace gzips to
     ~60 MB, so the file size would pass the guard), else the file size."""
     from pathlib import Path
+
     from core.trace.io import isize
     size = os.path.getsize(path)
     return max(isize(Path(path)) or 0, size)

@@ -30,7 +30,7 @@ import numpy as np
 from core.analysis import intervals
 from core.analysis.breakdown import comm_kernel_mask
 from core.analysis.derived import cached
-from core.trace.model import FlowKind, GPU_KINDS, Kind, TraceModel, TraceSet
+from core.trace.model import GPU_KINDS, FlowKind, Kind, TraceModel, TraceSet
 
 MTIA_LAUNCH = "runFunction - job_prep_and_submit_for_execution"
 QUEUE_LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaMemcpyAsync",

@@ -9,7 +9,6 @@ from core.analysis.derived import cached
 from core.analysis.tree import parents
 from core.trace.model import GPU_KINDS, FlowKind, Kind, TraceModel, TrackKind
 
-
 GPU_WORK_KINDS = (Kind.KERNEL, Kind.MEMCPY, Kind.MEMSET)
 
 

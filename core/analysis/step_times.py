@@ -9,8 +9,7 @@ launched when step N's GPU work ended (the GPU went straight on: a GPU-bound pip
 last activity (the GPU then waited for the CPU, which the CPU span holds); the last step: its last activity.
 Kineto's GPU-side `ProfilerStep#N` annotations are not used: on the H200 pairs (tests/data/device) the
 only one, ProfilerStep#7 of gemm_bf16, spans 72.6 ms for a 17.4 ms step (it covers the backlog the
-GPU ran first), and later steps have none. Kineto's GPU-side `ProfilerStep#N` annotations (GPU_ANNOTATION tracks) give the first start /
-last end where present. The effective step = max(CPU span, GPU span): in a pipelined loop the slower side
+GPU ran first), and later steps have none. The effective step = max(CPU span, GPU span): in a pipelined loop the slower side
 sets the throughput. `bound` names that side: gpu (the GPU span is longer, or the GPU is busy through
 most of its span), else data (DataLoader `__next__` holds much of the CPU span), sync (the CPU is blocked
 in host syncs much of its span), cpu. Thresholds: resources/rules.toml [steps].
@@ -23,17 +22,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from core import resource_files
 from core.analysis import intervals
 from core.analysis.derived import cached
 from core.analysis.rows import kind_rows, launch_src_ts, named_rows_matching
+from core.trace import event_names
 from core.trace.model import GPU_KINDS, Kind, TraceModel
 
 BOUNDS = ("gpu", "cpu", "sync", "data")
-SYNC_CALL_NAMES = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
-# resources/rules.toml [steps]: defaults used when no config is passed
-DEFAULT_GPU_BUSY_BOUND_PCT = 85.0
-DEFAULT_CPU_SHARE_BOUND_PCT = 30.0
-DEFAULT_GPU_LONGER_PCT = 3.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,29 +94,23 @@ def cpu_windows(model: TraceModel) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
     return np.array([-1]), np.array([t0], np.int64), np.array([t1], np.int64), True
 
 
-def _toml_steps() -> dict:
-    from core.compat import tomllib
-    from pathlib import Path
-    path = Path(__file__).resolve().parents[2] / "resources" / "rules.toml"
-    try:
-        with open(path, "rb") as fh:
-            return dict(tomllib.load(fh).get("steps", {}))
-    except OSError:
-        return {}
-
-
 _TOML_STEPS: dict | None = None
+
+
+def _toml_steps() -> dict:
+    """resources/rules.toml [steps]: the thresholds when no config is passed (and under a config's own)."""
+    global _TOML_STEPS
+    if _TOML_STEPS is None:
+        _TOML_STEPS = dict(resource_files.load_toml("rules.toml")["steps"])
+    return _TOML_STEPS
 
 
 def step_times(model: TraceModel, config: dict | None = None) -> StepTimes:
     """StepTimes of a model (cached); thresholds from `config["steps"]`, else resources/rules.toml [steps]."""
-    global _TOML_STEPS
     if config is None:
-        if _TOML_STEPS is None:
-            _TOML_STEPS = _toml_steps()
-        cfg = _TOML_STEPS
+        cfg = _toml_steps()
     else:
-        cfg = config.get("steps", {})
+        cfg = {**_toml_steps(), **config.get("steps", {})}
     key = f"step_times:{sorted(cfg.items())}"
     return cached(model, key, lambda: _step_times(model, cfg))
 
@@ -174,10 +164,6 @@ def _cpu_named_time(model: TraceModel, predicate, kinds, t0: np.ndarray, t1: np.
     return intervals.covered(us, ue, t0, t1)
 
 
-def is_blocking_call(name: str) -> bool:
-    return name in SYNC_CALL_NAMES or (name.startswith("cudaMemcpy") and "Async" not in name)
-
-
 def _step_times(model: TraceModel, cfg: dict) -> StepTimes:
     number, t0, t1, synthetic = cpu_windows(model)
     number = np.asarray(number, np.int64)
@@ -215,8 +201,8 @@ def _step_times(model: TraceModel, cfg: dict) -> StepTimes:
     cpu_ns = (t1 - t0).astype(np.int64)
     effective = np.maximum(cpu_ns, gpu_ns)
     busy = _grouped_union_total(step, g_start, g_end, n)
-    sync_ns = _cpu_named_time(model, is_blocking_call, [Kind.RUNTIME], t0, t1)
-    data_ns = _cpu_named_time(model, lambda x: x.startswith("enumerate(DataLoader)") and "__next__" in x,
+    sync_ns = _cpu_named_time(model, event_names.is_blocking_call, [Kind.RUNTIME], t0, t1)
+    data_ns = _cpu_named_time(model, event_names.is_dataloader_next,
                               [Kind.CPU_OP, Kind.ANNOTATION, Kind.OTHER, Kind.PYTHON], t0, t1)
     bound = _bound(cfg, cpu_ns, gpu_ns, busy, sync_ns, data_ns, has)
     return StepTimes(number=number, cpu_t0_ns=t0, cpu_ns=cpu_ns, gpu_t0_ns=gpu_t0, gpu_ns=gpu_ns,
@@ -226,9 +212,9 @@ def _step_times(model: TraceModel, cfg: dict) -> StepTimes:
 
 
 def _bound(cfg: dict, cpu_ns, gpu_ns, busy, sync_ns, data_ns, has) -> np.ndarray:
-    busy_pct = float(cfg.get("gpu_busy_bound_pct", DEFAULT_GPU_BUSY_BOUND_PCT))
-    share_pct = float(cfg.get("cpu_share_bound_pct", DEFAULT_CPU_SHARE_BOUND_PCT))
-    longer_pct = float(cfg.get("gpu_longer_pct", DEFAULT_GPU_LONGER_PCT))
+    busy_pct = float(cfg["gpu_busy_bound_pct"])
+    share_pct = float(cfg["cpu_share_bound_pct"])
+    longer_pct = float(cfg["gpu_longer_pct"])
     cpu = np.maximum(cpu_ns, 1)
     gpu_side = has & ((gpu_ns * 100 > cpu_ns * (100 + longer_pct)) |
                       (busy * 100 >= np.maximum(np.maximum(cpu_ns, gpu_ns), 1) * busy_pct))

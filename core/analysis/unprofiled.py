@@ -17,17 +17,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.analysis.critical_path import Edit, replay_input, simulate
-from core.analysis.rows import named_rows_matching
 from core.analysis import intervals
+from core.analysis.critical_path import Edit, replay_input, simulate
+from core.analysis.loader_facts import bundle_loader_facts
+from core.analysis.rows import named_rows_matching
+from core.trace import event_names
 from core.trace.model import Kind, TraceModel
 
 # a step whose CPU span waited this share in a worker-fed DataLoader's __next__ is paced by the workers
 DATA_WAIT_SHARE = 0.10
-
-
-def _is_worker_next(name: str) -> bool:
-    return name.startswith("enumerate(DataLoader)") and "__next__" in name and "MultiProcessing" in name
 
 
 def data_period_ns(model: TraceModel) -> float | None:
@@ -45,7 +43,8 @@ def _data_period_ns(model: TraceModel) -> float | None:
     if not len(t) or t.synthetic:
         return None
     s = model.slices
-    rows = named_rows_matching(model, _is_worker_next, [Kind.CPU_OP, Kind.ANNOTATION, Kind.OTHER, Kind.PYTHON])
+    rows = named_rows_matching(model, event_names.is_worker_dataloader_next,
+                               [Kind.CPU_OP, Kind.ANNOTATION, Kind.OTHER, Kind.PYTHON])
     if not len(rows):
         return None
     us, ue = intervals.union(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
@@ -53,7 +52,6 @@ def _data_period_ns(model: TraceModel) -> float | None:
     if wait.sum() < DATA_WAIT_SHARE * max(int(t.cpu_ns.sum()), 1):
         return None
     eff = t.effective_ns.astype(np.float64)
-    from core.rules.whatif_data import bundle_loader_facts
     workers, _ = bundle_loader_facts(getattr(model, "path", None))
     stall = wait * 2 > t.cpu_ns
     if workers and workers > 1 and stall.any() and (~stall).any():

@@ -21,7 +21,8 @@ CSV_COLUMNS = columns_of("findings")
 
 
 def add_arguments(p) -> None:
-    p.add_argument("path", help="trace file, TensorBoard log dir, multi-rank dir or run bundle")
+    p.add_argument("path", nargs="?", help="trace file, TensorBoard log dir, multi-rank dir or run bundle")
+    p.add_argument("--explain", metavar="RULE", help="print what a rule reports, its thresholds and its what-if")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.add_argument("--csv", metavar="FILE", help="also write the findings as CSV")
     p.add_argument("--fail-on", choices=("info", "warning", "error"),
@@ -42,6 +43,17 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    if args.explain:
+        from core.rules.explain import explain
+        text = explain(args.explain)
+        if text is None:
+            print(f"ptprof: unknown rule id: {args.explain}", file=sys.stderr)
+            return 2
+        sys.stdout.write(text)
+        return 0
+    if not args.path:
+        print("ptprof: analyze needs a PATH (or --explain RULE)", file=sys.stderr)
+        return 2
     from core.rules import RULE_IDS, Severity, all_rules, analyze
     rules = None
     if args.rules:
@@ -54,7 +66,7 @@ def run(args) -> int:
     if args.fail_on_regression is not None and not args.baseline:
         print("ptprof: --fail-on-regression needs --baseline A", file=sys.stderr)
         return 2
-    from core.analysis.oom_findings import bundle_findings
+    from core.rules.oom_findings import bundle_findings
     from core.trace.model import TraceParseError
     wanted_ids = None if rules is None else {r.id for r in rules} | ({"oom"} & set(args.rules.split(",")))
     extra = [f for f in bundle_findings(args.path) if wanted_ids is None or f.rule in wanted_ids]

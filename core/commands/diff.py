@@ -44,9 +44,9 @@ def open_run(path: str, use_cache: bool, by_shape: bool = False):
 
 def compute(ts_a, ts_b, by_shape: bool = False, normalize_templates: bool = False, use_cache: bool = True):
     """The Diff of two loaded runs, with both runs' findings (rules engine; kept beside the column cache, so
-    comparing the same runs again does not re-run the rules: core.analysis.findings_cache)."""
+    comparing the same runs again does not re-run the rules: core.ranks.findings_cache)."""
     from core.analysis import diff
-    from core.analysis.findings_cache import findings_of
+    from core.ranks.findings_cache import findings_of
     return diff.compare(ts_a, ts_b, findings_a=findings_of(ts_a, use_cache), findings_b=findings_of(ts_b, use_cache),
                         by_shape=by_shape, normalize_templates=normalize_templates)
 

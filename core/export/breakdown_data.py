@@ -5,23 +5,22 @@ rules' `core.analysis.breakdown` (HTA-style) it is compute, communication kernel
 split by cause (DataLoader, torch.compile, collective wait, after a host sync, CPU not queuing work,
 between kernels, other);
 without it, by what the GPUs were doing in priority order: compute kernels, communication kernels
-(NCCL/gloo names), memcpy, memset, idle. CPU-only traces: the step thread's time in DataLoader
+(core.trace.event_names.is_comm_kernel), memcpy, memset, idle. CPU-only traces: the step thread's time in DataLoader
 `__next__`, optimizer `step`, other top-level ops, and untracked (Python / nothing profiled).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import importlib
 
 import numpy as np
 
 from core.analysis import intervals, steps
 from core.export import figures
 from core.export.figures import BarFigure, FigureSpec
+from core.trace import event_names
 from core.trace.model import Kind, TraceModel, TraceSet, TrackKind
 
-COMM_MARKERS = ("nccl", "gloo", "allreduce", "all_reduce", "allgather", "reducescatter")
 GPU_CATEGORIES = (("compute kernels", "compute"), ("communication", "communication"), ("memcpy", "memcpy"),
                   ("memset", "memset"), ("GPU idle", "idle"))
 # core.analysis.breakdown.StepBreakdown field -> (label, colour key)
@@ -51,10 +50,10 @@ class StepBreakdown:
         return self.values_ns[:, : self.busy_parts].sum(axis=1)
 
 
-def _name_mask(model: TraceModel, rows: np.ndarray, needles: tuple[str, ...], prefix: bool = False) -> np.ndarray:
+def _name_mask(model: TraceModel, rows: np.ndarray, predicate) -> np.ndarray:
+    """Per row of `rows`: its name satisfies `predicate` (a core.trace.event_names test)."""
     ids = np.unique(model.slices.name[rows])
-    hit = [i for i in ids.tolist() if (model.strings[i].startswith(needles) if prefix else
-                                        any(n in model.strings[i].lower() for n in needles))]
+    hit = [i for i in ids.tolist() if predicate(model.strings[i])]
     return np.isin(model.slices.name[rows], np.asarray(hit, dtype=np.int32))
 
 
@@ -77,12 +76,9 @@ def _split(model: TraceModel, groups: list[np.ndarray], w0: np.ndarray, w1: np.n
 
 
 def _hta_breakdown(model: TraceModel) -> StepBreakdown | None:
-    """The rules' breakdown (core.analysis.breakdown) when this build has it."""
-    try:
-        mod = importlib.import_module("core.analysis.breakdown")
-    except ImportError:
-        return None
-    b = mod.step_breakdown(model)
+    """The rules' breakdown (core.analysis.breakdown) in HTA's categories; None for a trace without GPU work."""
+    from core.analysis import breakdown
+    b = breakdown.step_breakdown(model)
     if not b.has_gpu:
         return None
     values = np.stack([np.asarray(getattr(b, f), np.int64) for f, _, _ in HTA_CATEGORIES], axis=1)
@@ -101,7 +97,7 @@ def step_breakdown(model: TraceModel) -> StepBreakdown:
     s = model.slices
     if len(model.devices):
         kern = np.flatnonzero(s.kind == Kind.KERNEL)
-        comm = _name_mask(model, kern, COMM_MARKERS)
+        comm = _name_mask(model, kern, event_names.is_comm_kernel)
         groups = [kern[~comm], kern[comm], np.flatnonzero(s.kind == Kind.MEMCPY), np.flatnonzero(s.kind == Kind.MEMSET)]
         return StepBreakdown(model.rank, np.asarray(number, np.int64), GPU_CATEGORIES, _split(model, groups, w0, w1), True,
                              busy_parts=4)
@@ -109,8 +105,8 @@ def step_breakdown(model: TraceModel) -> StepBreakdown:
     main = _main_thread(model, cpu_tracks)
     rows = np.arange(*model.track_rows(main).indices(len(s))) if main >= 0 else np.zeros(0, np.int64)
     rows = rows[s.depth[rows] == 0]
-    loader = _name_mask(model, rows, ("enumerate(DataLoader)", "DataLoader"), prefix=True)
-    optim = _name_mask(model, rows, ("Optimizer.step", "Optimizer.zero_grad"), prefix=True)
+    loader = _name_mask(model, rows, event_names.is_dataloader_next)
+    optim = _name_mask(model, rows, event_names.is_optimizer_annotation)
     groups = [rows[loader], rows[optim & ~loader], rows[~loader & ~optim]]
     return StepBreakdown(model.rank, np.asarray(number, np.int64), CPU_CATEGORIES, _split(model, groups, w0, w1), False)
 

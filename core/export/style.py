@@ -2,17 +2,13 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 
-from core.compat import tomllib
-
-REPORT_TOML = Path(__file__).resolve().parents[2] / "resources" / "report.toml"
+from core import resource_files
 
 
 @lru_cache(maxsize=1)
 def config() -> dict:
-    with open(REPORT_TOML, "rb") as fh:
-        return tomllib.load(fh)
+    return resource_files.load_toml("report.toml")
 
 
 def timeline_config() -> dict:

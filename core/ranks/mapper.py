@@ -171,8 +171,9 @@ def _colls(model):
 
 def _breakdown(model, cfg) -> dict:
     from core.analysis.breakdown import step_breakdown
+    from core.rules.config import with_defaults
     try:
-        kw = int(cfg.get("gpu_idle", {}).get("kernel_wait_max_ns", 30_000))
+        kw = int(with_defaults(cfg)["gpu_idle"]["kernel_wait_max_ns"])
         return step_breakdown(model, kw).totals()
     except Exception:  # noqa: BLE001 - a summary part must not lose the rank's findings
         return {}

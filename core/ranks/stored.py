@@ -28,7 +28,7 @@ MAX_BYTES = 16 << 20  # a summary is 12-30 KB; anything this big is not one of o
 
 
 def _digest(task: MapTask) -> str:
-    from core.analysis.findings_cache import _code
+    from core.ranks.findings_cache import _code
     return f"{_code()}:{task.world_hint}"
 
 

@@ -19,14 +19,15 @@ from core.rules.config import load_config
 log = logging.getLogger(__name__)
 
 FAMILIES = ("sync", "memcpy", "layout", "compile", "gpu_time", "dataloader", "precision", "optimizer",
-            "memory", "distributed", "straggler", "hints")
+            "memory", "distributed", "straggler", "hints", "cudnn")
 
 RULE_IDS = ("host_sync", "non_contiguous_input", "graph_break", "recompile", "pageable_memcpy", "sync_memcpy",
             "launch_bound", "gpu_idle", "dataloader_bound", "fp32_gemm", "channels_last", "zero_grad_not_none",
             "memory_near_capacity", "memory_growth", "allocator_churn", "single_tensor_optimizer", "comm_bound",
-            "rank_imbalance", "straggler", "zeros_then_overwrite")
+            "rank_imbalance", "straggler", "zeros_then_overwrite", "cudnn_benchmark_off")
 
-__all__ = ["Analysis", "AnalysisCancelled", "iter_analyze", "CheckNotRun", "Finding", "Rule", "Severity", "Source", "all_rules", "analyze"]
+__all__ = ["Analysis", "AnalysisCancelled", "iter_analyze", "CheckNotRun", "Finding", "Rule", "Severity", "Source",
+           "all_rules", "analyze"]
 
 
 def all_rules() -> list[Rule]:

@@ -6,20 +6,18 @@ findings plus the checks it could not run (missing shapes, stacks, memory events
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, Protocol, runtime_checkable
-
-import re
 from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from core.analysis.step_times import step_times
-from core.analysis.vocab import lost_per_step_ns, one_off_text, saves_pct
 from core.analysis.steps import step_windows
+from core.analysis.vocab import lost_per_step_ns, one_off_text, saves_pct
 from core.trace.model import GPU_KINDS, TraceModel, TraceSet
-
 
 _CYCLE = re.compile(r"\.cycle(\d+)\.")
 
@@ -76,7 +74,7 @@ class Finding:
     source: Source | None
     fix: str
     model_index: int = 0  # which TraceModel of the set (rank) the ranges and rows refer to
-    evidence_rows: tuple[int, ...] = ()  # SliceTable rows of that model to highlight
+    evidence_rows: tuple[int, ...] = ()  # SliceTable rows of that model to highlight (what the GUI shows)
     hint: bool = False  # advisory (no measured cost), always info
     # what the fix would save (core/rules/whatif.py): per step, median over steps, from the replay of the
     # critical path; None when the rule has no what-if (hints, memory, multi-rank findings)
@@ -92,6 +90,11 @@ class Finding:
     steps: int = 0
     one_off: bool = False
     one_off_steps: tuple[int, ...] = ()
+    # the edit input of the rule's what-if (its `WhatIf.edit` reads these rows, never evidence_rows: widening
+    # a highlight cannot change a saving); fix_groups, when set, one group id per fix row (launch_bound: the
+    # run each kernel belongs to)
+    fix_rows: tuple[int, ...] = ()
+    fix_groups: tuple[int, ...] = ()
     # the mean step "% of mean step" of Saves / step refers to (core/analysis/vocab.py): the mean effective step
     # of its model, or the unprofiled step where the saving is in unprofiled time; 0 when not known
     mean_step_ns: int = 0
@@ -176,9 +179,10 @@ class Rule(Protocol):
 class RuleContext:
     """What rules read: the trace set, thresholds and cheap per-model helpers."""
 
-    def __init__(self, trace_set: TraceSet, config: dict[str, Any]) -> None:
+    def __init__(self, trace_set: TraceSet, config: dict[str, Any] | None) -> None:
+        from core.rules.config import with_defaults
         self.trace_set = trace_set
-        self.config = config
+        self.config = with_defaults(config)  # checked: an unknown key fails here, not silently later
         self._steps: dict[int, Steps] = {}
         self.memo: dict[str, Any] = {}  # per-analysis values shared by rules (bundle sync sites ...)
         self.world_hint = 0  # ranks of the run when the set holds one of them (core/ranks' per-rank map)
@@ -203,7 +207,8 @@ class RuleContext:
         return f"rank {m.rank} · cycle {cycle.group(1)}" if cycle else f"rank {m.rank} · {name.split('.pt.trace')[0]}"
 
     def cfg(self, rule: str) -> dict[str, Any]:
-        return self.config.get(rule, {})
+        """The thresholds of `rule` (its resources/rules.toml table; every key is there)."""
+        return self.config[rule]
 
     def in_steps(self, index: int, rows: np.ndarray) -> np.ndarray:
         """The rows of model `index` inside a profiled step (all rows when steps are synthetic): CPU rows that
@@ -235,10 +240,10 @@ class RuleContext:
         `per_step_severity` instead: one long step (a compile, a checkpoint) dilutes the share."""
         if hint:
             return Severity.INFO
-        sev = self.config.get("severity", {})
-        if impact_pct >= sev.get("error_pct", 20.0):
+        sev = self.config["severity"]
+        if impact_pct >= sev["error_pct"]:
             return Severity.ERROR
-        if impact_pct >= sev.get("warning_pct", 3.0):
+        if impact_pct >= sev["warning_pct"]:
             return Severity.WARNING
         return Severity.INFO
 
@@ -247,7 +252,7 @@ class RuleContext:
         what one ordinary step costs, undistorted by a compile step that lasts seconds."""
         def compute():
             from core.analysis import intervals
-            from core.rules.common import compile_windows
+            from core.analysis.breakdown import compile_windows
             st = self.steps(index)
             d = st.t1_ns - st.t0_ns
             if not len(d):
@@ -266,7 +271,7 @@ class RuleContext:
 
     def finding(self, rule: str, index: int, *, title: str, count: int, impact_ns: float,
                 time_ranges, evidence, source, fix: str, evidence_rows=(), hint: bool = False,
-                severity: Severity | None = None) -> Finding:
+                severity: Severity | None = None, fix_rows=(), fix_groups=()) -> Finding:
         pct = self.pct(index, impact_ns)
         sev = severity if severity is not None else self.severity(pct, impact_ns, hint)
         if len(self.models) > 1:
@@ -274,7 +279,8 @@ class RuleContext:
         return Finding(rule=rule, severity=sev, title=title, count=int(count), impact_ns=int(impact_ns),
                        impact_pct=pct, time_ranges=tuple((int(a), int(b)) for a, b in time_ranges),
                        evidence=tuple(evidence), source=source, fix=fix, model_index=index,
-                       evidence_rows=tuple(int(r) for r in evidence_rows), hint=hint)
+                       evidence_rows=tuple(int(r) for r in evidence_rows), hint=hint,
+                       fix_rows=tuple(int(r) for r in fix_rows), fix_groups=tuple(int(g) for g in fix_groups))
 
 
 def _round3(v):
@@ -296,19 +302,41 @@ def _jsonable(value):
 
 
 @dataclass(frozen=True, slots=True)
+class WhatIf:
+    """What a rule's fix would save (core/rules/savings.py prices every finding with it).
+
+    `edit(model, finding, replay, cfg) -> Edit`: the replay edit the fix makes, built from the finding's
+    `fix_rows` / `fix_groups` (core.analysis.critical_path.Edit; cfg = resources/whatif.toml). `doc`: one
+    line, what the edit does. `loader_fix`: the fix changes the DataLoader's period (whatif_data.py).
+    `alternatives(model, finding, cfg, inflation, saving) -> (estimate, savings_by_fix)`: where fixes differ
+    (launch_bound: torch.compile vs CUDA graphs). `amortised(ctx, finding, model, step_ns) -> (saving_ns,
+    pct, estimate) | None`: a one-off cost priced over the run (recompile), before the edit."""
+
+    edit: Any
+    doc: str = ""
+    loader_fix: bool = False
+    alternatives: Any = None
+    amortised: Any = None
+
+
+@dataclass(frozen=True, slots=True)
 class FnRule:
-    """A rule written as a function `fn(ctx) -> RuleOutput` (what the rule modules use)."""
+    """One rule as one unit: its id, title, one-paragraph doc (the README's rules table and `ptprof analyze
+    --explain RULE`), its detector `fn(ctx) -> RuleOutput` and its what-if (None: no saving is priced)."""
 
     id: str
     title: str
     fn: Any
+    doc: str = ""
+    what_if: WhatIf | None = None
 
     def run(self, ctx: RuleContext) -> RuleOutput:
         return self.fn(ctx)
 
 
-def rule(rule_id: str, title: str):
-    """Decorator: `@rule("host_sync", "Host-device synchronisation")` turns a function into a Rule."""
+def rule(rule_id: str, title: str, *, doc: str = "", what_if: WhatIf | None = None):
+    """Decorator: `@rule("host_sync", "Host-device synchronisation", doc=..., what_if=WhatIf(...))` turns a
+    detector function into a Rule."""
     def wrap(fn) -> FnRule:
-        return FnRule(rule_id, title, fn)
+        return FnRule(rule_id, title, fn, " ".join(doc.split()), what_if)
     return wrap

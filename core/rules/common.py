@@ -9,10 +9,10 @@ from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from core.analysis.breakdown import COMPILE_PATTERN
+from core.analysis.breakdown import compile_windows  # noqa: F401 - the rules' name for it
 from core.analysis.derived import cached
 from core.analysis.steps import gpu_busy_union
-from core.analysis.tree import is_library_frame, parents, parse_frame, user_frame
+from core.analysis.tree import is_library_frame, parents, parse_frame
 from core.rules.base import Source
 from core.trace.model import GPU_KINDS, Kind, TraceModel, TrackKind
 
@@ -206,19 +206,6 @@ def ranges_of(model: TraceModel, rows: np.ndarray, pad_ns: int = 0) -> list[tupl
 
 def step_of(steps, ts_ns) -> np.ndarray:
     return steps.index_of(ts_ns)
-
-
-COMPILE_RX = COMPILE_PATTERN.pattern
-
-
-def compile_windows(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint intervals where torch.compile itself runs (dynamo tracing, inductor, autotuning)."""
-    def compute():
-        from core.analysis import intervals
-        rows = rows_with_names(model, "compile", regex(COMPILE_RX))
-        s = model.slices
-        return intervals.union(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
-    return cached(model, "compile_windows", compute)
 
 
 def forward_source(model: TraceModel, row: int) -> Source | None:

@@ -13,9 +13,11 @@ import re
 import numpy as np
 
 from core.analysis import intervals
-from core.rules import common as c
-from core.rules import compile_info as ci
-from core.rules.base import RuleContext, RuleOutput, Source, rule
+from core.analysis.critical_path import Edit
+from core.rules import common as c, compile_info as ci, whatif, whatif_compile
+from core.rules.base import RuleContext, RuleOutput, Source, WhatIf, rule
+from core.trace import event_names
+from core.trace.model import Kind
 
 _REGION = re.compile(r"^Torch-Compiled Region: (\d+)/(\d+)$")
 _RESUME = re.compile(r"^(.+?)\((\d+)\): torch_dynamo_resume_in_(\w+?)_at_(\d+)$")
@@ -23,7 +25,7 @@ _RESUME = re.compile(r"^(.+?)\((\d+)\): torch_dynamo_resume_in_(\w+?)_at_(\d+)$"
 
 def _regions(m) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows, X, Y) of compiled-region ranges."""
-    ids = c.name_ids(m, "compiled-region", lambda n: n.startswith("Torch-Compiled Region: "))
+    ids = c.name_ids(m, "compiled-region", event_names.is_compiled_region)
     if not len(ids):
         z = np.zeros(0, np.int64)
         return z, z, z
@@ -63,7 +65,35 @@ _BREAK_FIX = ("Remove the break: avoid data-dependent Python control flow on ten
               "torch._dynamo.explain(fn)(*args) or TORCH_LOGS=graph_breaks, then compile with fullgraph=True.")
 
 
-@rule("graph_break", "torch.compile graph breaks")
+def _graph_break(model, finding, rp, cfg) -> Edit:
+    """The eager time inside the compiled frames of the broken steps (what graph_break bills: the regions
+    minus the compiled graphs' calls and compile time) leaves the CPU path; their GPU work stays."""
+    s = model.slices
+    rows = whatif.of_kind(model, whatif.fix_rows(finding), Kind.ANNOTATION, Kind.CPU_OP, Kind.OTHER)
+    if not len(rows):
+        return Edit()
+    us, ue = intervals.union(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
+    graphs = c.rows_with_names(model, "compiled-graph-calls", event_names.is_compiled_graph_call)
+    cw0, cw1 = c.compile_windows(model)
+    gs, ge = intervals.union(np.concatenate([s.ts_ns[graphs], cw0]),
+                             np.concatenate([s.ts_ns[graphs] + s.dur_ns[graphs], cw1]))
+    es, ee = intervals.subtract(us, ue, gs, ge) if len(gs) else (us, ue)
+    # launch calls inside the eager code stay (the compiled graph launches that work too)
+    return Edit(label="eager code between compiled graphs removed", cut_start_ns=es, cut_end_ns=ee)
+
+
+def _recompile(model, finding, rp, cfg) -> Edit:
+    from core.rules.common import compile_windows
+    w0, w1 = compile_windows(model)
+    return Edit(label="compile time removed", cut_start_ns=np.asarray(w0, np.int64), cut_end_ns=np.asarray(w1, np.int64))
+
+
+@rule("graph_break", "torch.compile graph breaks",
+      what_if=WhatIf(_graph_break, "the eager CPU time inside the broken steps' compiled frames (outside the "
+                     "compiled graphs "
+                     "and compilation) removed; their GPU work stays"), doc="""
+several torch.compile frames per step (`Torch-Compiled Region: X/Y`), eager time between them, reasons from
+compile.json""")
 def graph_break(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     info = ctx.trace_set.compile_info
@@ -93,8 +123,7 @@ def graph_break(ctx: RuleContext) -> RuleOutput:
         g = rows[sel]
         r0, r1 = s.ts_ns[g], s.ts_ns[g] + s.dur_ns[g]
         us, ue = intervals.union(r0, r1)
-        graphs = c.rows_with_names(m, "compiled-graph-calls", lambda n: n.startswith("## Call CompiledFxGraph")
-                                   or n == "CompiledFunction")
+        graphs = c.rows_with_names(m, "compiled-graph-calls", event_names.is_compiled_graph_call)
         cw0, cw1 = c.compile_windows(m)
         gs, ge = intervals.union(np.concatenate([s.ts_ns[graphs], cw0]),
                                  np.concatenate([s.ts_ns[graphs] + s.dur_ns[graphs], cw1]))
@@ -124,7 +153,7 @@ def graph_break(ctx: RuleContext) -> RuleOutput:
             "graph_break", i, severity=sev,
             title=f"Graph breaks: {per_step + 1} compiled frames {unit} ({per_step} break(s)){why}",
             count=n_breaks, impact_ns=max(int(eager), 0), time_ranges=[(int(a), int(b)) for a, b in zip(us, ue)],
-            evidence=ev, source=sources[0] if sources else None, fix=fix, evidence_rows=g))
+            evidence=ev, source=sources[0] if sources else None, fix=fix, evidence_rows=g, fix_rows=g))
     return out
 
 
@@ -180,7 +209,11 @@ def _first_compile_intervals(m, rows, y) -> tuple[np.ndarray, np.ndarray]:
     return intervals.union(s.ts_ns[sel], s.ts_ns[sel] + s.dur_ns[sel])
 
 
-@rule("recompile", "torch.compile recompilations")
+@rule("recompile", "torch.compile recompilations",
+      what_if=WhatIf(_recompile, "the compile time inside the steps removed; a recompile in the window is a one-off "
+                     "cost "
+                     "amortised over the run (whatif_compile.py)", amortised=whatif_compile.amortised), doc="""
+compiled frames with Y > 0, compile events inside the steps (cost = compile time)""")
 def recompile(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     for i, m in enumerate(ctx.models):

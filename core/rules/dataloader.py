@@ -6,18 +6,35 @@ spent inside `__next__` (GPU traces) or its CPU time (CPU-only traces).
 """
 from __future__ import annotations
 
+import numpy as np
 
 from core.analysis.breakdown import step_breakdown
-from core.rules import common as c
-from core.rules.base import RuleContext, RuleOutput, rule
+from core.analysis.critical_path import Edit
+from core.rules import common as c, whatif
+from core.rules.base import RuleContext, RuleOutput, WhatIf, rule
+from core.trace import event_names
+from core.trace.model import Kind
 from core.units import fmt_pct
 
 
-@rule("dataloader_bound", "Data loading stalls the step")
+def _dataloader(model, finding, rp, cfg) -> Edit:
+    s = model.slices
+    rows = whatif.of_kind(model, whatif.fix_rows(finding), Kind.CPU_OP, Kind.ANNOTATION, Kind.OTHER, Kind.PYTHON)
+    handoff = int(cfg["dataloader"]["handoff_ns"])
+    t0 = s.ts_ns[rows] + np.minimum(s.dur_ns[rows], handoff)
+    t1 = s.ts_ns[rows] + s.dur_ns[rows]
+    return Edit(label="loading overlapped with the previous step", cut_start_ns=t0, cut_end_ns=t1)
+
+
+@rule("dataloader_bound", "Data loading stalls the step",
+      what_if=WhatIf(_dataloader, "DataLoader __next__ overlapped with the previous step (its CPU time leaves the "
+                     "step, "
+                     "[dataloader] handoff_ns stays per call)", loader_fix=True), doc="""
+DataLoader `__next__` > 5 % of the step; `_SingleProcessDataLoaderIter` = num_workers=0""")
 def dataloader_bound(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
-    min_pct = float(ctx.cfg("dataloader_bound").get("min_pct", 5.0))
-    kw = int(ctx.cfg("gpu_idle").get("kernel_wait_max_ns", 30_000))
+    min_pct = float(ctx.cfg("dataloader_bound")["min_pct"])
+    kw = int(ctx.cfg("gpu_idle")["kernel_wait_max_ns"])
     for i, m in enumerate(ctx.models):
         b = step_breakdown(m, kw)
         steps = ctx.steps(i)
@@ -27,7 +44,7 @@ def dataloader_bound(ctx: RuleContext) -> RuleOutput:
         if 100.0 * cpu_ns / total < min_pct:
             continue
         rows = c.rows_with_names(m, "dataloader-next",
-                                 lambda n: n.startswith("enumerate(DataLoader)") and "__next__" in n)
+                                 event_names.is_dataloader_next)
         rows = ctx.in_steps(i, rows)
         single = any("_SingleProcessDataLoaderIter" in m.name(int(r)) for r in rows[:5])
         impact = int(b.dataloader_ns.sum()) if b.has_gpu else cpu_ns
@@ -44,7 +61,7 @@ def dataloader_bound(ctx: RuleContext) -> RuleOutput:
             "dataloader_bound", i,
             title=f"DataLoader takes {fmt_pct(100.0 * cpu_ns / total)} of step time{mode}",
             count=len(rows), impact_ns=impact, time_ranges=c.ranges_of(m, rows), evidence=ev,
-            source=c.source_of(m, int(rows[0])) if len(rows) else None, fix=fix, evidence_rows=rows))
+            source=c.source_of(m, int(rows[0])) if len(rows) else None, fix=fix, evidence_rows=rows, fix_rows=rows))
     return out
 
 

@@ -55,14 +55,15 @@ def _comm_fix(m, gpu_collectives: bool) -> str:
             "accumulation with no_sync(), or larger per-rank batches so compute hides communication.")
 
 
-@rule("comm_bound", "Communication not overlapped with compute")
+@rule("comm_bound", "Communication not overlapped with compute", doc="""
+collectives not overlapped with compute (multi-rank)""")
 def comm_bound(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     world = max([_world_size(m) for m in ctx.models] + [ctx.world_hint])
     if len({m.rank for m in ctx.models}) < 2 and world < 2:
         return out
-    min_pct = float(ctx.cfg("comm_bound").get("min_exposed_pct", 10.0))
-    kw = int(ctx.cfg("gpu_idle").get("kernel_wait_max_ns", 30_000))
+    min_pct = float(ctx.cfg("comm_bound")["min_exposed_pct"])
+    kw = int(ctx.cfg("gpu_idle")["kernel_wait_max_ns"])
     for i, m in enumerate(ctx.models):
         s = m.slices
         b = step_breakdown(m, kw)
@@ -94,12 +95,13 @@ def comm_bound(ctx: RuleContext) -> RuleOutput:
     return out
 
 
-@rule("rank_imbalance", "Ranks run at different speeds")
+@rule("rank_imbalance", "Ranks run at different speeds", doc="""
+ranks whose mean step time differs > 10 % (multi-rank)""")
 def rank_imbalance(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     if not _multi_rank(ctx, "rank_imbalance", out):
         return out
-    limit = float(ctx.cfg("rank_imbalance").get("max_spread_pct", 10.0))
+    limit = float(ctx.cfg("rank_imbalance")["max_spread_pct"])
     durs: dict[int, list[np.ndarray]] = {}  # per rank: every profiled cycle's step durations
     first: dict[int, int] = {}
     for i, m in enumerate(ctx.models):

@@ -3,8 +3,9 @@
 launch_bound: runs of >= min_run consecutive short kernels on a stream, each preceded by a GPU idle gap at
 least as long as itself (launch overhead dominates). Gaps are measured against all GPU activity of the
 stream (kernels, copies, memsets); a copy or memset, a step boundary (by launch time), a host sync
-between two launches or another record_function range around the launch ends a run. Costed by the GPU idle inside the runs (not covered by other streams, not
-a sync drain, which host_sync owns) and named by the record_function range or user frame that launched them.
+between two launches or another record_function range around the launch ends a run. Costed by the GPU idle
+inside the runs (not covered by other streams, not a sync drain, which host_sync owns) and named by the
+record_function range or user frame that launched them.
 gpu_idle: GPU idle share of the steps above max_idle_pct, split HTA-style (core.analysis.breakdown);
 its cost is the host wait + kernel wait + other idle not already billed by launch_bound (idle inside its runs) or the
 copy rules (idle while the CPU is inside a pageable / blocking copy call); DataLoader, compile, sync and
@@ -17,15 +18,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.analysis import intervals
-from core.analysis.breakdown import (SYNC_NAMES, idle_gaps, idle_pieces, launch_ts_of_gpu, step_breakdown,
-                                     sync_drain_intervals)
+from core.analysis.breakdown import (
+    SYNC_NAMES,
+    idle_gaps,
+    idle_pieces,
+    launch_ts_of_gpu,
+    step_breakdown,
+    sync_drain_intervals,
+)
+from core.analysis.critical_path import Edit, replay_input
 from core.analysis.steps import gpu_busy_union
 from core.analysis.tree import ancestor_with_kind
-from core.rules import common as c
-from core.rules.base import CheckNotRun, RuleContext, RuleOutput, Severity, rule
+from core.rules import common as c, whatif
+from core.rules.base import CheckNotRun, RuleContext, RuleOutput, Severity, WhatIf, rule
+from core.trace import event_names
 from core.trace.model import GPU_KINDS, FlowKind, Kind, TrackKind
 from core.units import fmt_ns, fmt_pct
-
 
 MAX_KERNEL_EVIDENCE = 200  # kernels considered for the evidence list (the longest MAX_EVIDENCE are shown)
 
@@ -63,7 +71,7 @@ def launch_runs(ctx: RuleContext, i: int) -> list[LaunchRun]:
 
 def _launch_runs(ctx: RuleContext, i: int) -> list[LaunchRun]:
     cfg = ctx.cfg("launch_bound")
-    short_ns, min_run = int(cfg.get("short_kernel_ns", 10_000)), int(cfg.get("min_run", 32))
+    short_ns, min_run = int(cfg["short_kernel_ns"]), int(cfg["min_run"])
     m = ctx.models[i]
     s = m.slices
     f = m.flows
@@ -131,7 +139,92 @@ def run_idle_intervals(ctx: RuleContext, i: int, runs: list[LaunchRun] | None = 
     return ctx.memoized(f"launch_idle:{i}", lambda: compute(launch_runs(ctx, i)))
 
 
-@rule("launch_bound", "Launch-bound kernel sequences")
+def _launch_bound_graph(model, finding, rp, cfg) -> Edit:
+    """Each run (the finding's fix rows, grouped by run) fused or captured in a CUDA graph: one launch instead
+    of one per kernel - the CPU time from the end of the run's first launch call to the end of its last
+    leaves the CPU path - and the kernels back to back. Keeping every launch on the CPU path (kernels merely
+    'back to back') cannot save anything in a launch-bound run: no kernel can start before its launch."""
+    kernels = whatif.fix_rows(finding)
+    run_of = np.asarray(finding.fix_groups, np.int64)
+    if not len(kernels) or len(run_of) != len(kernels):
+        return Edit()
+    s = model.slices
+    call_of = _launch_call_of(model)
+    cut_s, cut_e = [], []
+    for run in np.unique(run_of).tolist():
+        calls = call_of[kernels[run_of == run]]
+        calls = calls[calls >= 0]
+        if len(calls) > 1:
+            ends = s.ts_ns[calls] + s.dur_ns[calls]
+            cut_s.append(int(ends.min()))
+            cut_e.append(int(ends.max()))
+    return Edit(label="run fused / one CUDA graph launch, kernels back to back", chain_rows=kernels,
+                chain_group=run_of, cut_start_ns=np.asarray(cut_s, np.int64), cut_end_ns=np.asarray(cut_e, np.int64))
+
+
+def _launch_call_of(model) -> np.ndarray:
+    """Per slice row: the runtime call that launched it (LAUNCH flow), -1 for none."""
+    s, f = model.slices, model.flows
+    launch = f.kind == FlowKind.LAUNCH
+    call_of = np.full(len(s), -1, np.int64)
+    call_of[f.dst[launch]] = f.src[launch]
+    return call_of
+
+
+_HEAVY = ("gemm", "conv", "cutlass", "cublas", "xmma", "nvjet", "cudnn", "flash", "fmha", "attention", "sm80_",
+          "sm90_", "sm100_", "reduce", "softmax", "norm", "nccl", "memcpy", "memset")
+
+
+def _launch_bound_compiled(model, finding, rp, cfg) -> Edit:
+    """torch.compile (default mode): Inductor fuses the pointwise kernels between two GEMM / conv / reduction
+    kernels into one, but every kernel left is still launched on its own (H100: a launch-bound eager MLP kept
+    ~80 short kernels a step compiled; the one-CUDA-graph figure predicted 2.81 ms for a measured 1.65 ms).
+    Per run: kernels left = its heavy kernels + one per group of pointwise ones between them; the run's launch
+    CPU time is cut but for one launch call (the run's median) per kernel left; kernels back to back."""
+    graph = _launch_bound_graph(model, finding, rp, cfg)
+    if not len(graph.chain_rows):
+        return graph
+    s = model.slices
+    call_of = _launch_call_of(model)
+    cut_s, cut_e, left_total = [], [], 0
+    for run in np.unique(graph.chain_group).tolist():
+        kernels = graph.chain_rows[graph.chain_group == run]
+        heavy = np.array([any(w in model.name(int(k)).lower() for w in _HEAVY) for k in kernels], bool)
+        pointwise_groups = int(((~heavy) & np.concatenate([[True], heavy[:-1]])).sum())
+        left = int(heavy.sum()) + pointwise_groups
+        calls = call_of[kernels]
+        calls = calls[calls >= 0]
+        if len(calls) < 2:
+            continue
+        ends = s.ts_ns[calls] + s.dur_ns[calls]
+        per_launch = float(np.median(s.dur_ns[calls]))
+        cut_from, cut_to = int(ends.min()), int(ends.max() - max(left - 1, 0) * per_launch)
+        if cut_to > cut_from:
+            cut_s.append(cut_from)
+            cut_e.append(cut_to)
+        left_total += left
+    return Edit(label=f"torch.compile (default mode): pointwise kernels fused, {left_total} kernel launches left",
+                chain_rows=graph.chain_rows, chain_group=graph.chain_group,
+                cut_start_ns=np.asarray(cut_s, np.int64), cut_end_ns=np.asarray(cut_e, np.int64))
+
+
+def _launch_bound_alternatives(model, finding, cfg, inflation, saving) -> tuple[str, tuple]:
+    """Which fix the number is for: torch.compile (the finding's saving) and CUDA graphs apart."""
+    graphs = whatif.saving_of(model, _launch_bound_graph(model, finding, replay_input(model), cfg),
+                              inflation=inflation)
+    estimate = (f"torch.compile (default mode): {saving.saving_ns / 1e6:.2f} ms; CUDA graphs (or "
+                f"mode='reduce-overhead'): {graphs.saving_ns / 1e6:.2f} ms. {saving.estimate}")
+    return estimate, (("compile", saving.saving_ns), ("cuda_graphs", graphs.saving_ns))
+
+
+LAUNCH_BOUND_WHAT_IF = WhatIf(
+    _launch_bound_compiled, "torch.compile (default): pointwise kernels fused between the heavy ones, each kernel "
+    "left keeps one launch call; the CUDA-graph figure (one launch per run) in the estimate text",
+    alternatives=_launch_bound_alternatives)
+
+
+@rule("launch_bound", "Launch-bound kernel sequences", what_if=LAUNCH_BOUND_WHAT_IF, doc="""
+runs of short kernels with the GPU idle between them (CPU launch time >= GPU time)""")
 def launch_bound(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     for i, m in enumerate(ctx.models):
@@ -146,6 +239,7 @@ def launch_bound(ctx: RuleContext) -> RuleOutput:
         steps = ctx.steps(i)
         for label, g in groups.items():
             k = np.concatenate([r.kernels for r in g])
+            run_of = np.concatenate([np.full(len(r.kernels), j, np.int64) for j, r in enumerate(g)])
             ln = src_of[k]
             ln = ln[ln >= 0]
             idle_s, idle_e = run_idle_intervals(ctx, i, g)
@@ -166,7 +260,7 @@ def launch_bound(ctx: RuleContext) -> RuleOutput:
                 fix="Fuse the small ops: torch.compile the loop/function (or vectorise the Python loop into one "
                     "tensor op), or capture it with CUDA graphs (torch.cuda.graphs / mode='reduce-overhead'); "
                     "larger batches also amortise launch overhead.",
-                evidence_rows=np.concatenate([k, ln])))
+                evidence_rows=np.concatenate([k, ln]), fix_rows=k, fix_groups=run_of))
     return out
 
 
@@ -176,10 +270,9 @@ def copy_call_intervals(m) -> tuple[np.ndarray, np.ndarray]:
     s = m.slices
     f = m.flows
     launch = f.kind == FlowKind.LAUNCH
-    pageable = c.name_ids(m, "memcpy-pageable-ids", lambda n: "Pageable" in n)
+    pageable = c.name_ids(m, "memcpy-pageable-ids", event_names.is_pageable_copy)
     sel = launch & np.isin(s.name[f.dst], pageable) & (s.kind[f.dst] == Kind.MEMCPY)
-    blocking = c.rows_with_names(m, "cudaMemcpy-blocking",
-                                 lambda n: n.startswith("cudaMemcpy") and "Async" not in n, [Kind.RUNTIME])
+    blocking = c.rows_with_names(m, "cudaMemcpy-blocking", event_names.is_blocking_memcpy, [Kind.RUNTIME])
     rows = np.unique(np.concatenate([f.src[sel], blocking]))
     return intervals.union(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
 
@@ -216,12 +309,15 @@ def idle_fix_text(parts: dict[str, int], dur_ns: int, kernel_wait_max_ns: int, m
                     for k, v in ranked)
 
 
-@rule("gpu_idle", "GPU idle during steps")
+@rule("gpu_idle", "GPU idle during steps", doc="""
+GPU idle share of the steps, split HTA-style into host wait / kernel wait (queued, gap < 30 µs) / other (queued,
+gap >= 30 µs) / sync / DataLoader / compile / collectives; the title names each class with its share and the fix
+has one paragraph per class that holds >= 10 % of the idle (never above warning: a symptom)""")
 def gpu_idle(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     cfg = ctx.cfg("gpu_idle")
-    max_idle = float(cfg.get("max_idle_pct", 40.0))
-    kw = int(cfg.get("kernel_wait_max_ns", 30_000))
+    max_idle = float(cfg["max_idle_pct"])
+    kw = int(cfg["kernel_wait_max_ns"])
     for i, m in enumerate(ctx.models):
         b = step_breakdown(m, kw)
         if not b.has_gpu:
@@ -258,8 +354,8 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
             ev.insert(0, {"name": "host / kernel / other wait billed by launch_bound and copy findings", "dur_ns": billed,
                           "rank": m.rank})
         ev += [{"name": "idle gap", "ts_ns": int(gs[j]), "dur_ns": int(ge[j] - gs[j]), "rank": m.rank} for j in big]
-        fix = idle_fix_text(parts, dur, kw, float(cfg.get("fix_min_share_pct", 10.0)))
-        cap = Severity.parse(str(cfg.get("max_severity", "warning")))
+        fix = idle_fix_text(parts, dur, kw, float(cfg["fix_min_share_pct"]))
+        cap = Severity.parse(str(cfg["max_severity"]))
         sev = min(ctx.severity(ctx.pct(i, unexplained), unexplained), cap)
         out.findings.append(ctx.finding(
             # the cost (Lost / step) is the idle no other finding bills: say so, or the two shares read as a mismatch

@@ -13,7 +13,8 @@ from core.rules.base import RuleContext, RuleOutput, rule
 from core.trace.model import Kind
 
 
-@rule("zeros_then_overwrite", "Zero-filled tensor overwritten right away")
+@rule("zeros_then_overwrite", "Zero-filled tensor overwritten right away", doc="""
+hint: `torch.zeros` immediately overwritten by `copy_`""")
 def zeros_then_overwrite(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     for i, m in enumerate(ctx.models):

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.rules import common as c
-from core.rules import layout_info as li
+from core.rules import common as c, layout_info as li
 from core.rules.base import RuleContext, Source
 
 DEFAULT_FIX = ("Produce the tensor in the layout the op wants once, outside the hot loop: e.g. call "
@@ -137,8 +136,9 @@ def conversion_finding(ctx: RuleContext, m, i: int, g: dict):
         fix = ("The model is channels_last but the input is not: convert the input once with "
                "x.contiguous(memory_format=torch.channels_last) where the batch is created, or keep the model "
                "in contiguous format; the weights are then not converted every step.")
+    rows = np.concatenate([g["p"], g["c"]] + ([np.array([perm])] if perm >= 0 else []))
     return ctx.finding(
         "non_contiguous_input", i,
         title=f"Conv weights converted to {fmt} every step because {why}{shown} ({g['n']}×)",
         count=g["n"], impact_ns=g["cost"], time_ranges=c.ranges_of(m, g["p"]), evidence=entry_ev + ev,
-        source=src, fix=fix, evidence_rows=np.concatenate([g["p"], g["c"]] + ([np.array([perm])] if perm >= 0 else [])))
+        source=src, fix=fix, evidence_rows=rows, fix_rows=rows)

@@ -19,6 +19,7 @@ import numpy as np
 
 from core.analysis.tree import is_library_frame, parents, parse_frame, python_stack
 from core.rules import common as c
+from core.trace import event_names
 from core.trace.model import FlowKind, Kind
 
 TRANSPOSES = ("aten::transpose", "aten::permute", "aten::t", "aten::swapaxes", "aten::movedim", "aten::mT")
@@ -81,7 +82,7 @@ def format_conversions(m, clones: np.ndarray, askers: np.ndarray) -> np.ndarray:
     par = parents(m)
     copies = c.rows_with_names(m, "aten::copy_", c.exact("aten::copy_"), [Kind.CPU_OP])
     dst = {int(p): int(s.at("input_strides", r)) for p, r in zip(par[copies].tolist(), copies.tolist())}
-    conv = c.name_ids(m, "conv-ops", lambda n: n.startswith("aten::") and "convolution" in n)
+    conv = c.name_ids(m, "conv-ops", event_names.is_convolution_op)
     is_conv = np.isin(s.name[askers], conv)
     memo: dict[tuple[int, int, int], str] = {}
     for k in np.flatnonzero(is_conv).tolist():

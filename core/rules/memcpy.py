@@ -10,19 +10,59 @@ from __future__ import annotations
 import numpy as np
 
 from core.analysis import intervals
-from core.rules import common as c
-from core.rules import sync_sites
-from core.rules.base import RuleContext, RuleOutput, rule
-from core.rules.sync import SYNC_NAMES
-from core.trace.model import FlowKind, Kind
+from core.analysis.critical_path import Edit
+from core.rules import common as c, sync_sites, whatif
+from core.rules.base import RuleContext, RuleOutput, WhatIf, rule
+from core.trace import event_names
+from core.trace.model import FlowKind, Kind, TraceModel
 
 
-@rule("pageable_memcpy", "Copies through pageable host memory")
+def _pinned_bandwidth(model: TraceModel, direction: str, cfg: dict) -> tuple[float, str]:
+    """Bytes per ns of pinned copies in that direction: the trace's own (median of copies >= 64 KiB),
+    else resources/whatif.toml by GPU name."""
+    s = model.slices
+    ids = model.strings.ids_matching(lambda n: event_names.is_pinned_copy(n, direction))
+    rows = s.present_rows("bytes")  # copies and sets carry bytes: no pass over every slice's bytes
+    nbytes = s.at("bytes", rows)
+    keep = np.isin(s.name[rows], ids) & (s.kind[rows] == Kind.MEMCPY) & (nbytes >= 65536) & (s.dur_ns[rows] > 0)
+    if int(keep.sum()) >= 3:
+        return float(np.median(nbytes[keep] / s.dur_ns[rows[keep]])), "this trace's pinned copies"
+    names = [str(p.get("name", "")) for p in model.meta.device_properties]
+    table = cfg["pinned_gbps"]
+    for key, gbps in table.items():
+        if key != "default" and any(key.lower() in n.lower() for n in names):
+            return float(gbps), f"{key} pinned bandwidth (resources/whatif.toml)"
+    return float(table["default"]), "default pinned bandwidth (resources/whatif.toml)"
+
+
+def _pageable(model, finding, rp, cfg) -> Edit:
+    s = model.slices
+    rows = whatif.fix_rows(finding)
+    copies = whatif.of_kind(model, rows, Kind.MEMCPY)
+    scale = np.ones(len(copies))
+    how = ""
+    for direction in ("HtoD", "DtoH"):
+        sel = np.array(["" if direction not in model.name(int(r)) else direction for r in copies]) == direction
+        if not sel.any():
+            continue
+        bw, how = _pinned_bandwidth(model, direction, cfg)
+        pinned_ns = np.maximum(s.at("bytes", copies[sel]), 0) / max(bw, 1e-9)
+        scale[sel] = np.minimum(pinned_ns / np.maximum(s.dur_ns[copies[sel]], 1), 1.0)
+    calls = whatif.of_kind(model, rows, Kind.RUNTIME)
+    return Edit(label=f"copies at pinned bandwidth ({how}), async", scale_rows=copies, scale=scale,
+                unblock_rows=calls[np.isin(calls, rp.sync_rows)])
+
+
+@rule("pageable_memcpy", "Copies through pageable host memory",
+      what_if=WhatIf(_pageable, "each copy priced at pinned bandwidth (the trace's own pinned copies of that "
+                     "direction, "
+                     "else resources/whatif.toml by GPU) and its call made async"), doc="""
+`Memcpy HtoD (Pageable -> Device)` / `DtoH (Device -> Pageable)`: pin memory + `non_blocking`""")
 def pageable_memcpy(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     for i, m in enumerate(ctx.models):
         s = m.slices
-        rows = c.rows_with_names(m, "memcpy-pageable", lambda n: "Pageable" in n, [Kind.MEMCPY])
+        rows = c.rows_with_names(m, "memcpy-pageable", event_names.is_pageable_copy, [Kind.MEMCPY])
         if not len(rows):
             continue
         f = m.flows
@@ -39,7 +79,7 @@ def pageable_memcpy(ctx: RuleContext) -> RuleOutput:
         aten = c.name_ids(m, "aten", lambda n: n.startswith("aten::"))
         op = c.outermost_chain(m, np.maximum(src, 0), aten)
         op = np.where(src >= 0, op, -1)
-        syncs = c.rows_with_names(m, "sync", c.exact(*SYNC_NAMES), [Kind.RUNTIME])
+        syncs = c.rows_with_names(m, "sync", c.exact(*event_names.SYNC_CALLS), [Kind.RUNTIME])
         sync_op = c.outermost_chain(m, syncs, aten) if len(syncs) else np.zeros(0, np.int64)
         direction = np.array(["HtoD" if "HtoD" in m.name(int(r)) else "DtoH" for r in rows])
         for d in np.unique(direction).tolist():
@@ -78,7 +118,7 @@ def pageable_memcpy(ctx: RuleContext) -> RuleOutput:
             out.findings.append(ctx.finding(
                 "pageable_memcpy", i, title=title, count=len(g), impact_ns=cost,
                 time_ranges=c.ranges_of(m, np.where(gop >= 0, gop, g)), evidence=ev,
-                source=source, fix=fix, evidence_rows=rows_all))
+                source=source, fix=fix, evidence_rows=rows_all, fix_rows=rows_all))
     return out
 
 

@@ -23,10 +23,11 @@ def _cuda_memory(m):
     return cuda if cuda.any() else None
 
 
-@rule("memory_near_capacity", "GPU memory close to capacity")
+@rule("memory_near_capacity", "GPU memory close to capacity", doc="""
+reserved memory > 90 % of the device""")
 def memory_near_capacity(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
-    limit = float(ctx.cfg("memory_near_capacity").get("max_reserved_pct", 90.0))
+    limit = float(ctx.cfg("memory_near_capacity")["max_reserved_pct"])
     for i, m in enumerate(ctx.models):
         if c.gpu_event_count(m) == 0:
             continue
@@ -60,12 +61,13 @@ def memory_near_capacity(ctx: RuleContext) -> RuleOutput:
     return out
 
 
-@rule("memory_growth", "Allocated memory grows step over step")
+@rule("memory_growth", "Allocated memory grows step over step", doc="""
+allocated memory at step end rising step over step""")
 def memory_growth(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     cfg = ctx.cfg("memory_growth")
-    min_frac = float(cfg.get("min_rising_fraction", 0.75))
-    min_bytes = int(cfg.get("min_growth_bytes", 8 << 20))
+    min_frac = float(cfg["min_rising_fraction"])
+    min_bytes = int(cfg["min_growth_bytes"])
     for i, m in enumerate(ctx.models):
         cuda = _cuda_memory(m)
         if cuda is None:
@@ -106,10 +108,11 @@ def memory_growth(ctx: RuleContext) -> RuleOutput:
     return out
 
 
-@rule("allocator_churn", "cudaMalloc / cudaFree inside the steps")
+@rule("allocator_churn", "cudaMalloc / cudaFree inside the steps", doc="""
+cudaMalloc / cudaFree after the first step""")
 def allocator_churn(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
-    min_calls = int(ctx.cfg("allocator_churn").get("min_calls", 1))
+    min_calls = int(ctx.cfg("allocator_churn")["min_calls"])
     for i, m in enumerate(ctx.models):
         rows = c.rows_with_names(m, "cuda-malloc", c.exact("cudaMalloc", "cudaFree", "cudaMallocAsync",
                                                            "cudaFreeAsync", "cudaMallocHost", "cudaFreeHost"),

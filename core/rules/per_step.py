@@ -70,10 +70,10 @@ def mean_step_ns(ctx: RuleContext, index: int, saving: bool) -> int:
     recorded = int(round(total / n))  # impact_pct's denominator, per step (ctx.pct)
     if not saving:
         return recorded
-    from core.rules.savings import _inflation
+    from core.analysis.health import recording_inflation
     from core.rules.whatif import unprofiled_step_ns
     unprofiled = ctx.memoized(f"unprofiled_step:{index}",
-                              lambda: unprofiled_step_ns(ctx.models[index], _inflation(ctx)))
+                              lambda: unprofiled_step_ns(ctx.models[index], recording_inflation(ctx.trace_set)))
     return int(unprofiled or recorded)
 
 

@@ -8,18 +8,38 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.rules import common as c
-from core.rules.base import RuleContext, RuleOutput, rule
-from core.trace.model import Kind
+from core.analysis.critical_path import Edit
+from core.rules import common as c, whatif
+from core.rules.base import RuleContext, RuleOutput, WhatIf, rule
+from core.trace.model import Kind, TraceModel
 
 
-@rule("fp32_gemm", "FP32 GEMMs without tensor cores")
+def tensor_core_factor(model: TraceModel, cfg: dict) -> tuple[float, str]:
+    table = cfg["tensor_core_factor"]
+    for p in model.meta.device_properties:
+        cc = f"sm_{p.get('computeMajor', '')}{p.get('computeMinor', '')}"
+        if cc in table:
+            return float(table[cc]), cc
+    return float(table["default"]), "default"
+
+
+def _fp32(model, finding, rp, cfg) -> Edit:
+    rows = whatif.of_kind(model, whatif.fix_rows(finding), Kind.KERNEL)
+    factor, arch = tensor_core_factor(model, cfg)
+    return Edit(label=f"GEMMs / {factor:g} (tensor cores, {arch})", scale_rows=rows,
+                scale=np.full(len(rows), 1.0 / factor))
+
+
+@rule("fp32_gemm", "FP32 GEMMs without tensor cores",
+      what_if=WhatIf(_fp32, "the GEMM kernels divided by the tensor-core factor of the architecture "
+                     "(resources/whatif.toml)"), doc="""
+GEMM/conv kernels without tensor cores (`sgemm`, `simt`, `f32f32_f32f32`, `ffma`)""")
 def fp32_gemm(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     cfg = ctx.cfg("fp32_gemm")
-    fp32 = tuple(k.lower() for k in cfg.get("fp32_markers", ["sgemm", "simt", "f32f32_f32f32", "ffma"]))
-    fine = tuple(k.lower() for k in cfg.get("fine_markers", ["tf32", "bf16", "f16", "tensorop", "nvjet"]))
-    save = float(cfg.get("savings_fraction", 0.5))
+    fp32 = tuple(k.lower() for k in cfg["fp32_markers"])
+    fine = tuple(k.lower() for k in cfg["fine_markers"])
+    save = float(cfg["savings_fraction"])
 
     def is_fp32(name: str) -> bool:
         low = name.lower()
@@ -44,7 +64,7 @@ def fp32_gemm(ctx: RuleContext) -> RuleOutput:
             fix="Run the model under torch.autocast('cuda', dtype=torch.bfloat16) (bf16 tensor cores), or at least "
                 "allow TF32: torch.backends.cuda.matmul.allow_tf32 = True / "
                 "torch.set_float32_matmul_precision('high') (and torch.backends.cudnn.allow_tf32 = True).",
-            evidence_rows=rows))
+            evidence_rows=rows, fix_rows=rows))
     return out
 
 

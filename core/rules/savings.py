@@ -1,8 +1,9 @@
-"""Prices every finding with its what-if (core/rules/whatif.py) and the summary's "all fixes together".
+"""Prices every finding with its rule's what-if (`Rule.what_if`, core/rules/base.py `WhatIf`; the shared
+edit helpers and the saving of an edit: core/rules/whatif.py) and the summary's "all fixes together".
 
 Severity follows the saving where there is one (the share of the effective step it would give back,
 with rules.toml [severity]'s lines): CPU time blocked while the GPU was busy saves nothing, so it is
-no loss. gpu_idle stays capped (a symptom); hints stay info; a finding without a what-if keeps the
+no loss. Hints stay info; a finding without a what-if (gpu_idle, a symptom, has none) keeps the
 severity its rule gave. When a run bundle knows how much recording slowed the loop
 (core/analysis/health.py `recording_inflation`: recorded vs unprofiled CPU step times), both replays run
 the CPU side that much faster, so savings are in unprofiled time.
@@ -15,55 +16,58 @@ import logging
 import numpy as np
 
 from core.analysis.critical_path import Edit, composition, replay_input, validate
-from core.rules.base import Finding, RuleContext, Severity
-from core.rules.whatif import edit_for, load_whatif_config, saving_of, unprofiled_step_ns
+from core.analysis.health import recording_inflation
+from core.rules.base import Finding, RuleContext, WhatIf
+from core.rules.whatif import load_whatif_config, saving_of, unprofiled_step_ns
 
 log = logging.getLogger(__name__)
 
 
+def what_ifs() -> dict[str, WhatIf]:
+    """Rule id -> its what-if (the rules that have one)."""
+    from core.rules import all_rules
+    return {r.id: r.what_if for r in all_rules() if getattr(r, "what_if", None) is not None}
+
+
 def price(ctx: RuleContext, findings: list[Finding]) -> tuple[list[Finding], dict]:
     cfg = load_whatif_config()
-    inflation = _inflation(ctx)
+    inflation = recording_inflation(ctx.trace_set)
+    by_rule = what_ifs()
     out: list[Finding] = []
     edits: dict[int, list[Edit]] = {}
     loader: set[int] = set()  # models whose DataLoader fix is among the edits
     for f in findings:
         m = ctx.models[f.model_index]
-        if f.rule == "recompile":  # a rare, huge cost: amortised over the run, not a median over steps
-            priced = _recompile(ctx, f, m, inflation)
+        what_if = by_rule.get(f.rule)
+        if what_if is not None and what_if.amortised is not None:
+            # a rare, huge cost: amortised over the run, not a median over steps
+            priced = _amortised(ctx, f, m, inflation, what_if)
             if priced is not None:
                 out.append(priced)
                 continue
+        if what_if is None or f.hint or not m.devices:
+            out.append(f)  # no what-if: hints, memory, multi-rank findings, CPU-only traces
+            continue
         try:
-            edit = edit_for(m, f, cfg, ctx)
+            edit = what_if.edit(m, f, replay_input(m), cfg)
         except Exception:  # noqa: BLE001 - a broken what-if must not lose the finding
             log.exception("what-if of %s failed", f.rule)
-            edit = None
-        if edit is None:
             out.append(f)
             continue
-        sv = saving_of(m, edit, inflation=inflation, loader_fix=f.rule == "dataloader_bound",
+        sv = saving_of(m, edit, inflation=inflation, loader_fix=what_if.loader_fix,
                        path=getattr(ctx.trace_set, "path", None))
         estimate = sv.estimate
         by_fix = ()
-        if f.rule == "launch_bound":  # which fix the number is for: compile (default) and CUDA graphs apart
+        if what_if.alternatives is not None:  # which fix the number is for, where the fixes differ
             try:
-                from core.rules.whatif import launch_bound_graph_edit
-                g = saving_of(m, launch_bound_graph_edit(m, f, cfg, ctx), inflation=inflation)
-                estimate = (f"torch.compile (default mode): {sv.saving_ns / 1e6:.2f} ms; CUDA graphs (or "
-                            f"mode='reduce-overhead'): {g.saving_ns / 1e6:.2f} ms. {estimate}")
-                by_fix = (("compile", sv.saving_ns), ("cuda_graphs", g.saving_ns))
+                estimate, by_fix = what_if.alternatives(m, f, cfg, inflation, sv)
             except Exception:  # noqa: BLE001
-                log.exception("CUDA-graph figure of launch_bound failed")
-        sev = f.severity
-        if not f.hint:
-            sev = ctx.severity(sv.saving_pct, sv.saving_ns)
-            if f.rule == "gpu_idle":
-                sev = min(sev, Severity.WARNING)
+                log.exception("alternative fixes of %s failed", f.rule)
+        sev = ctx.severity(sv.saving_pct, sv.saving_ns)
         out.append(dataclasses.replace(f, saving_ns=sv.saving_ns, saving_pct=sv.saving_pct, estimate=estimate,
                                        severity=sev, savings_by_fix=by_fix))
         edits.setdefault(f.model_index, []).append(edit)
-        if f.rule == "dataloader_bound":
+        if what_if.loader_fix:
             loader.add(f.model_index)
     return out, _together(ctx, edits, inflation, loader)
 
@@ -107,26 +111,16 @@ def _together(ctx: RuleContext, edits: dict[int, list[Edit]], inflation: float |
     return out
 
 
-def _recompile(ctx: RuleContext, f: Finding, m, inflation) -> Finding | None:
-    from core.rules.whatif_compile import amortised
+def _amortised(ctx: RuleContext, f: Finding, m, inflation, what_if: WhatIf) -> Finding | None:
     try:
-        from core.rules.whatif import unprofiled_step_ns
         step = unprofiled_step_ns(m, inflation) or float(np.median(ctx.steps(f.model_index).t1_ns
                                                                    - ctx.steps(f.model_index).t0_ns))
-        got = amortised(ctx, f, m, float(step))
+        got = what_if.amortised(ctx, f, m, float(step))
     except Exception:  # noqa: BLE001 - a broken estimate must not lose the finding
-        log.exception("recompile amortisation failed")
+        log.exception("amortised saving of %s failed", f.rule)
         return None
     if got is None:
         return None
     saving, pct, how = got
     sev = ctx.severity(pct, saving)
     return dataclasses.replace(f, saving_ns=saving, saving_pct=pct, estimate=how, severity=sev, hint=False)
-
-
-def _inflation(ctx: RuleContext) -> float | None:
-    try:
-        from core.analysis.health import recording_inflation
-    except ImportError:
-        return None
-    return recording_inflation(ctx.trace_set)

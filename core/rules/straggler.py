@@ -39,7 +39,10 @@ def cause_of_lateness(model, t0: np.ndarray, t1: np.ndarray) -> tuple[str, int, 
     return model.strings[int(names[best])], int(per_name[best]), rows[inv == best]
 
 
-@rule("straggler", "One rank makes the others wait at the collectives")
+@rule("straggler", "One rank makes the others wait at the collectives", doc="""
+multi-rank: the rank that arrives last at the collectives (matched across ranks by name and order; arrival = the
+NCCL kernel's start or the gloo range's), how long every other rank waited for it, and what it was doing
+meanwhile (the top-level op / `record_function` / DataLoader range covering most of that time)""")
 def straggler(ctx: RuleContext) -> RuleOutput:
     models = list(ctx.models)
 
@@ -61,8 +64,8 @@ def straggler_findings(ctx: RuleContext, coll_of, cause_of) -> RuleOutput:
     if len({m.rank for m in models}) < 2:
         return out
     cfg = ctx.cfg("straggler")
-    min_share = float(cfg.get("min_last_share", 0.75))
-    min_wait_pct = float(cfg.get("min_wait_pct", 3.0))
+    min_share = float(cfg["min_last_share"])
+    min_wait_pct = float(cfg["min_wait_pct"])
     for group in collectives.rank_groups(models):
         matched = collectives.match_rows([coll_of(i) for i in group], group)
         if len(matched) == 0:

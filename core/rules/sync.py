@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.rules import common as c
-from core.rules import sync_sites
-from core.rules.base import RuleContext, RuleOutput, rule
+from core.rules import common as c, sync_sites, whatif
+from core.rules.base import RuleContext, RuleOutput, WhatIf, rule
+from core.trace import event_names
 from core.trace.model import Kind
 
 PRINTING = "printing a tensor (str/print/format)"
@@ -22,9 +22,8 @@ PRINTING = "printing a tensor (str/print/format)"
 # __format__, whose ops (item, is_nonzero, masked_select, to/copy_) are the syncs
 _PRINT_FRAMES = ("torch/_tensor_str.py(",)
 _PRINT_METHODS = (": __repr__", ": __format__", ": __str__")
-SYNC_NAMES = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize")
-WOULD_SYNC = ("aten::item", "aten::_local_scalar_dense", "aten::nonzero", "aten::is_nonzero", "aten::masked_select",
-              "aten::unique", "aten::_unique2", "aten::equal")
+SYNC_NAMES = event_names.SYNC_CALLS
+WOULD_SYNC = event_names.WOULD_SYNC_OPS
 
 _WHY = {
     "aten::item": (".item() / float(t) / bool(t) copies a scalar to the host and waits for the GPU",
@@ -75,7 +74,7 @@ def _sync_rows(ctx: RuleContext, i: int) -> np.ndarray:
         rows = rows[steps.index_of(s.ts_ns[rows]) >= 0]
     elif len(rows):
         # no steps: the profiler's own flush is the last root-level cudaDeviceSynchronize of the trace
-        last = rows[-1] if m.name(int(rows[-1])) == "cudaDeviceSynchronize" else -1
+        last = rows[-1] if m.name(int(rows[-1])) == event_names.DEVICE_SYNC else -1
         par = c.parents(m)
         if last >= 0 and par[last] < 0 and s.ts_ns[last] >= int(s.ts_ns[rows].max()):
             rows = rows[rows != last]
@@ -86,7 +85,13 @@ def _sync_rows(ctx: RuleContext, i: int) -> np.ndarray:
     return rows[coll < 0]
 
 
-@rule("host_sync", "CPU blocked waiting for the GPU")
+@rule("host_sync", "CPU blocked waiting for the GPU",
+      what_if=WhatIf(whatif.unblock, "the syncs no longer block (the copy of the value still happens; data "
+                     "dependencies stay)"), doc="""
+cudaStream/Device/EventSynchronize inside steps, named by the op that caused it (`.item()`, `nonzero`, `if
+tensor:`, `.cpu()`, printing a tensor with `str`/`print`/f-string when stacks show `torch/_tensor_str.py`); cost
+= blocked CPU time + GPU idle that follows. The profiler's own final sync is ignored. CPU-only traces: ops that
+would sync on a GPU, as hints""")
 def host_sync(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     for i, m in enumerate(ctx.models):
@@ -141,7 +146,7 @@ def host_sync(ctx: RuleContext) -> RuleOutput:
                 title=f"Host sync from {label}{where}: {why} ({_times(sel.sum(), calls[sel], 'syncs')})",
                 count=_count(sel.sum(), calls[sel]), impact_ns=int(cost[sel].sum()),
                 time_ranges=c.ranges_of(m, np.where(g_cause >= 0, g_cause, g_rows)), evidence=ev,
-                source=src, fix=fix, evidence_rows=ev_rows))
+                source=src, fix=fix, evidence_rows=ev_rows, fix_rows=ev_rows))
     return out
 
 
@@ -211,7 +216,7 @@ def _h2d_pageable_ops(m, aten_ids: np.ndarray) -> np.ndarray:
     from core.trace.model import FlowKind
     f = m.flows
     launch = f.kind == FlowKind.LAUNCH
-    pageable = c.name_ids(m, "memcpy-h2d-pageable", lambda n: "HtoD" in n and "Pageable" in n)
+    pageable = c.name_ids(m, "memcpy-h2d-pageable", event_names.is_pageable_h2d)
     if not len(pageable):
         return np.zeros(0, np.int64)
     sel = launch & np.isin(m.slices.name[f.dst], pageable)
@@ -258,12 +263,14 @@ def _cpu_hints(ctx: RuleContext, i: int) -> RuleOutput:
     return out
 
 
-@rule("sync_memcpy", "Blocking cudaMemcpy")
+@rule("sync_memcpy", "Blocking cudaMemcpy",
+      what_if=WhatIf(whatif.unblock, "the blocking cudaMemcpy calls no longer block (async from pinned memory)"),
+      doc="""
+blocking `cudaMemcpy` calls""")
 def sync_memcpy(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     for i, m in enumerate(ctx.models):
-        rows = c.rows_with_names(m, "cudaMemcpy-blocking",
-                                 lambda n: n.startswith("cudaMemcpy") and "Async" not in n, [Kind.RUNTIME])
+        rows = c.rows_with_names(m, "cudaMemcpy-blocking", event_names.is_blocking_memcpy, [Kind.RUNTIME])
         rows = ctx.in_steps(i, rows)
         if not len(rows):
             continue
@@ -275,7 +282,7 @@ def sync_memcpy(ctx: RuleContext) -> RuleOutput:
             count=len(rows), impact_ns=int(cost.sum()), time_ranges=c.ranges_of(m, rows),
             evidence=c.evidence(m, rows), source=c.source_of(m, int(rows[0])),
             fix="Use tensor.to(device, non_blocking=True) from pinned memory (cudaMemcpyAsync) and avoid "
-                "synchronous copies inside the step.", evidence_rows=rows))
+                "synchronous copies inside the step.", evidence_rows=rows, fix_rows=rows))
     return out
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from core.analysis import intervals
 from core.rules import compile_info as ci
 from core.rules.common import compile_windows
-from core.analysis import intervals
 
 COMPILE_KEYS = ("_compile.compile_inner", "compile_inner", "entire_frame_compile")
 

@@ -11,50 +11,16 @@ H100 pairs (tests/data/device/pairs2): num_workers 0 -> 6 measured 131.7 ms save
 """
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import numpy as np
 
 from core.analysis import intervals
 from core.analysis.critical_path import replay_input
+from core.analysis.loader_facts import bundle_loader_facts
 from core.analysis.rows import named_rows_matching
+from core.trace import event_names
 from core.trace.model import Kind, TraceModel
 
 TARGET_WORKERS = 8
-
-
-def bundle_loader_facts(path: str | None) -> tuple[int | None, int | None]:
-    """(num_workers of the run's DataLoader, CPUs of the run) from a bundle's events.jsonl / run.json."""
-    workers = cpus = None
-    if not path:
-        return None, None
-    root = Path(path)
-    if root.is_file():
-        root = root.parent.parent if root.parent.name == "traces" else root.parent
-    try:
-        from core.analysis.health import valid
-        from core.runner.protocol import read_events
-        ev_path = root / "events.jsonl"
-        if ev_path.is_file():
-            for ev in read_events(str(ev_path)):
-                if not valid(ev):
-                    continue
-                if ev.get("type") == "notice" and ev.get("code") == "loader_schedule" \
-                        and isinstance(ev.get("workers"), int) and 0 < ev["workers"] < 4096:
-                    workers = ev["workers"]
-                elif ev.get("type") == "start" and isinstance(ev.get("cpus"), int) and 0 < ev["cpus"] < 1 << 16:
-                    cpus = ev["cpus"]
-    except (OSError, ValueError, ImportError):
-        pass
-    if cpus is None:
-        try:
-            env = json.loads((root / "run.json").read_text()).get("environment") or {}
-            c = env.get("cpus") if isinstance(env, dict) else None
-            cpus = c if isinstance(c, int) and 0 < c < 1 << 16 else None
-        except (OSError, ValueError, AttributeError):
-            pass
-    return workers, cpus
 
 
 def fix_workers(workers: int, cpus: int | None) -> int:
@@ -63,7 +29,7 @@ def fix_workers(workers: int, cpus: int | None) -> int:
 
 
 def _next_rows(model: TraceModel) -> np.ndarray:
-    return named_rows_matching(model, lambda n: n.startswith("enumerate(DataLoader)") and "__next__" in n,
+    return named_rows_matching(model, event_names.is_dataloader_next,
                                [Kind.CPU_OP, Kind.ANNOTATION, Kind.OTHER, Kind.PYTHON])
 
 

@@ -15,22 +15,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
-from core.compat import tomllib
+from core import resource_files
 from core.snapshot.model import MemorySnapshot
 from core.snapshot.timeline import ActiveTimeline, free_event_of_allocs
-
-SNAPSHOT_TOML = Path(__file__).resolve().parents[2] / "resources" / "snapshot.toml"
 
 
 @lru_cache(maxsize=1)
 def max_blocks_default() -> int:
     """resources/snapshot.toml [blocks] max_blocks (its origin is written there)."""
-    with open(SNAPSHOT_TOML, "rb") as fh:
-        return int(tomllib.load(fh)["blocks"]["max_blocks"])
+    return int(resource_files.load_toml("snapshot.toml")["blocks"]["max_blocks"])
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,18 +4,14 @@ from __future__ import annotations
 import functools
 import os
 import resource
-from pathlib import Path
 
-from core.compat import tomllib
+from core import resource_files
 from core.env import env_bytes
-
-LIMITS_TOML = Path(__file__).resolve().parents[2] / "resources" / "limits.toml"
 
 
 @functools.cache
 def limits() -> dict:
-    with open(LIMITS_TOML, "rb") as fh:
-        return tomllib.load(fh)
+    return resource_files.load_toml("limits.toml")
 
 
 def _mem_available_bytes() -> int | None:

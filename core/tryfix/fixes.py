@@ -17,6 +17,7 @@ RULE_SWITCH = {
     "zero_grad_not_none": "set_to_none",  # no zero-fill per parameter (what-if: zero-fills removed)
     "single_tensor_optimizer": "foreach",  # multi-tensor kernels (what-if: launches fused)
     "launch_bound": "compile=reduce-overhead",  # CUDA graphs (what-if: one launch per run of kernels)
+    "cudnn_benchmark_off": "cudnn_benchmark",  # the cuDNN autotuner on (no what-if: a hint, measured by try)
 }
 # switches a rule's finding can also be tried with (second choice)
 ALTERNATIVES = {"fp32_gemm": ("bf16_autocast",), "single_tensor_optimizer": ("fused",)}

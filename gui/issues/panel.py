@@ -18,7 +18,7 @@ import shiboken6
 from PySide6 import QtCore, QtWidgets
 from superqt.utils import create_worker
 
-from core.analysis.breakdown import step_breakdown
+from core.analysis.breakdown import DEFAULT_KERNEL_WAIT_MAX_NS, step_breakdown
 from core.analysis.headline import fixes_text, step_text
 from core.rules import Analysis, iter_analyze
 from core.rules.config import load_config
@@ -38,7 +38,7 @@ def _analysis_job(trace_set, config):
         result = yield from iter_analyze_set(trace_set, config)
     else:
         result = yield from iter_analyze(trace_set, config)
-    kw = int(config.get("gpu_idle", {}).get("kernel_wait_max_ns", 30_000))
+    kw = int(config.get("gpu_idle", {}).get("kernel_wait_max_ns", DEFAULT_KERNEL_WAIT_MAX_NS))
     breakdowns = [step_breakdown(m, kw) for m in trace_set.models]
     return result, breakdowns
 
@@ -197,7 +197,7 @@ class IssuesPanel(QtWidgets.QWidget):
         """Show a finished analysis (what the worker does on return; also for reports and tests)."""
         self._trace_set = trace_set
         self._analysis = analysis
-        kw = int(self._config.get("gpu_idle", {}).get("kernel_wait_max_ns", 30_000))
+        kw = int(self._config.get("gpu_idle", {}).get("kernel_wait_max_ns", DEFAULT_KERNEL_WAIT_MAX_NS))
         self._breakdowns = list(breakdowns) if breakdowns is not None else [step_breakdown(m, kw)
                                                                             for m in trace_set.models]
         from core.runner.bundle import is_bundle

@@ -39,3 +39,21 @@ def test_device_bundles_open(qtbot, main_window, name):
     from gui.snapshot.oom_view import OomView
     data, view = _open(qtbot, main_window, bundle)
     assert isinstance(view, OomView) and data.report.request_bytes > 0
+
+
+def test_a_rank_oom_names_its_rank(qtbot, main_window, tmp_path):
+    """Under torchrun the OOM is rank 1's (tests/core/runner/test_oom_ranks.py records one on CPU): the view
+    says which rank and device ran out."""
+    import json
+
+    from gui.snapshot.oom_view import OomView
+    root = oom_bundle.write(tmp_path / "b")
+    (root / "oom.rank0.snapshot.pickle").rename(root / "oom.rank1.snapshot.pickle")
+    run = json.loads((root / "run.json").read_text())
+    run["oom"][0].update(rank=1, device=1, snapshot="oom.rank1.snapshot.pickle")
+    (root / "run.json").write_text(json.dumps(run))
+    events = [json.loads(line) for line in (root / "events.jsonl").read_text().splitlines()]
+    (root / "events.jsonl").write_text("".join(json.dumps(dict(e, rank=1)) + "\n" for e in events))
+    data, view = _open(qtbot, main_window, root)
+    assert isinstance(view, OomView) and data.report.rank == 1
+    assert "cuda:1 (rank 1)" in view.headline.text()

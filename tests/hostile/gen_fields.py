@@ -83,7 +83,7 @@ def poison_fields(entry: Path, how: str) -> None:
         _restore_column(entry, *COLUMN_EDITS[how])
 
 
-# ---- the findings cache (core/analysis/findings_cache.py) ----
+# ---- the findings cache (core/ranks/findings_cache.py) ----
 
 def _findings_edit(how: str, data: list) -> str:
     if how == "deep_arrays":

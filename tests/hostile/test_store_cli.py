@@ -92,7 +92,7 @@ def test_poisoned_findings_cache_is_a_miss(how, tmp_path):
     proc = g.run_cli(["diff", str(a), str(b), "--json"], env={"PTPROF_CACHE_DIR": str(cdir)})
     _assert_clean(proc, allowed=(0,))
     assert json.loads(proc.stdout) == json.loads(fresh.stdout)
-    from core.analysis.findings_cache import valid_finding
+    from core.ranks.findings_cache import valid_finding
     for f in cdir.glob("*/findings-*.json"):  # rebuilt: what the rules write again
         assert all(map(valid_finding, json.loads(f.read_text())))
 

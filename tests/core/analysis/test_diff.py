@@ -207,7 +207,7 @@ def test_pairs_folder_is_what_the_readme_says():
 def test_findings_are_cached_beside_the_columns_and_never_stale(tmp_path, monkeypatch):
     import shutil
 
-    from core.analysis import findings_cache
+    from core.ranks import findings_cache
     run = tmp_path / "copy_pageable"
     shutil.copytree(PAIRS / "copy_pageable", run)
     ts = load(run)  # fills the column cache
@@ -230,7 +230,7 @@ def test_findings_are_cached_beside_the_columns_and_never_stale(tmp_path, monkey
 def test_every_finding_the_rules_write_is_one_the_cache_accepts(name):
     """Finding.to_json grew keys (savings_by_fix, steps, one_off): a cache that refused them missed silently
     on every launch-bound or one-off finding, and `diff` re-analysed both sides every time."""
-    from core.analysis import findings_cache
+    from core.ranks import findings_cache
     ts = load(REPO / "tests" / "data" / "traces" / f"{name}.pt.trace.json.gz")
     found = [f.to_json() for f in analyze(ts).findings]
     assert found and all(map(findings_cache.valid_finding, found))

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from core.analysis import oom
-from core.analysis.oom_findings import bundle_findings
+from core.rules.oom_findings import bundle_findings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import oom_bundle  # noqa: E402

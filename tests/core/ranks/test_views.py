@@ -12,9 +12,9 @@ import pytest
 from helpers import REPO, shared_trace
 
 from core.analysis import diff, unprofiled
-from core.analysis.findings_cache import findings_of
 from core.export.writer import ReportOptions, load_renderer, write_report
 from core.ranks.executor import InProcess, LocalPool
+from core.ranks.findings_cache import findings_of
 from core.ranks.views import open_view
 from core.trace.loader import load
 from core.trace.model import TraceModel

@@ -4,10 +4,10 @@ re-run every rule and what-if replay.
 The findings JSON (`Analysis.to_json()["findings"]`) is stored in the cache entry of the run's first trace
 file as `findings-<digest>.json`. The digest covers everything the findings depend on: every trace file's
 cache key (path, size, mtime, format), the run bundle's side files (run.json, compile.json, events.jsonl,
-nvml.csv: size and mtime), the rule thresholds and what-if tables, and the source of core/rules and
-core/analysis (a changed rule never serves stale findings). The file lives and dies with its entry (LRU
-eviction removes the whole entry); it is written to a temp file in the entry and renamed. Any problem
-reading it is a miss.
+nvml.csv: size and mtime), the rule thresholds and what-if tables, and the source of core/rules,
+core/analysis and core/trace/event_names.py (a changed rule never serves stale findings). The file lives
+and dies with its entry (LRU eviction removes the whole entry); it is written to a temp file in the entry
+and renamed. Any problem reading it is a miss.
 """
 from __future__ import annotations
 
@@ -18,12 +18,12 @@ import os
 import tempfile
 from pathlib import Path
 
+from core import resource_files
 from core.trace import cache, safefile
 
 log = logging.getLogger(__name__)
 
 PACKAGE = Path(__file__).resolve().parents[1]
-RESOURCES = PACKAGE.parent / "resources"
 SIDE_FILES = ("run.json", "compile.json", "events.jsonl", "nvml.csv")
 _code_digest: str | None = None
 
@@ -33,7 +33,8 @@ def _code() -> str:
     if _code_digest is None:
         h = hashlib.sha1()
         files = sorted([*PACKAGE.joinpath("rules").glob("*.py"), *PACKAGE.joinpath("analysis").glob("*.py"),
-                        *RESOURCES.glob("*.toml")])
+                        PACKAGE / "trace" / "event_names.py"])
+        files += [resource_files.path(name) for name in resource_files.names(".toml")]
         for path in files:
             try:
                 h.update(path.name.encode() + path.read_bytes())
