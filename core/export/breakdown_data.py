@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import importlib
 
 import numpy as np
 
@@ -77,12 +76,9 @@ def _split(model: TraceModel, groups: list[np.ndarray], w0: np.ndarray, w1: np.n
 
 
 def _hta_breakdown(model: TraceModel) -> StepBreakdown | None:
-    """The rules' breakdown (core.analysis.breakdown) when this build has it."""
-    try:
-        mod = importlib.import_module("core.analysis.breakdown")
-    except ImportError:
-        return None
-    b = mod.step_breakdown(model)
+    """The rules' breakdown (core.analysis.breakdown) in HTA's categories; None for a trace without GPU work."""
+    from core.analysis import breakdown
+    b = breakdown.step_breakdown(model)
     if not b.has_gpu:
         return None
     values = np.stack([np.asarray(getattr(b, f), np.int64) for f, _, _ in HTA_CATEGORIES], axis=1)

@@ -1,12 +1,12 @@
-"""Where a report gets its findings: core.rules when it is importable, otherwise an honest empty list.
+"""Where a report gets its findings: core.rules' analysis of the trace set (rank by rank, then across ranks,
+when it holds several models), wrapped with the note a report shows when the list is empty.
 
-`collect(trace_set)` never raises for a missing or failing rule engine: the report still gets written
-and says why its findings section is empty (`FindingsResult.note`).
+`collect(trace_set)` never raises for a failing rule engine: the report still gets written and says why its
+findings section is empty (`FindingsResult.note`).
 """
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import logging
 from dataclasses import dataclass, field
 
@@ -24,18 +24,13 @@ class FindingsResult:
 
 
 def collect(trace_set) -> FindingsResult:
-    """Run every rule on `trace_set` (core.rules.run_all or equivalent)."""
+    """Run every rule on `trace_set`: core.rules.analyze, or core.ranks.inset.analyze_any for several models
+    (rank by rank, then across ranks). Imported here: a report without findings never loads the rules."""
     try:
-        rules = importlib.import_module("core.rules")
-    except ImportError as exc:  # pragma: no cover - core.rules is a package on every branch
-        return FindingsResult(note=f"rules unavailable: {exc}")
-    run = next((getattr(rules, n) for n in ("run_all", "run_rules", "analyze", "run") if hasattr(rules, n)), None)
-    if run is None:
-        return FindingsResult(note="rules are not available in this build: no findings were computed")
-    try:
-        if len(getattr(trace_set, "models", ())) > 1:  # several ranks: rank by rank, then across ranks
-            from core.ranks.inset import analyze_any
-            run = analyze_any
+        if len(getattr(trace_set, "models", ())) > 1:
+            from core.ranks.inset import analyze_any as run
+        else:
+            from core.rules import analyze as run
         result = run(trace_set)
     except Exception as exc:  # noqa: BLE001 - a broken rule must not lose the rest of the report
         log.exception("rules failed")
