@@ -18,7 +18,7 @@ def iter_analyze_set(trace_set: TraceSet, config: dict | None = None, rule_ids=N
 
     import numpy as np
 
-    from core.rules import common as c
+    from core.rules import common
     from core.rules.config import load_config
     from core.rules.straggler import cause_of_lateness
     cfg = config if config is not None else load_config()
@@ -46,8 +46,8 @@ def iter_analyze_set(trace_set: TraceSet, config: dict | None = None, rule_ids=N
     def cause_of(index: int, t0_ns, t1_ns):
         model = models[index]
         name, ns, rows = cause_of_lateness(model, np.asarray(t0_ns, np.int64), np.asarray(t1_ns, np.int64))
-        ev = c.evidence(model, rows, role="what the straggler was doing") if name else []
-        return name, int(ns), ev, tuple(int(r) for r in rows[:c.MAX_EVIDENCE])
+        ev = common.evidence(model, rows, role="what the straggler was doing") if name else []
+        return name, int(ns), ev, tuple(int(r) for r in rows[:common.MAX_EVIDENCE])
 
     deltas = rd.time_deltas(summaries)  # the models are on one base already: all 0
     summaries = [rd.shift_summary(s, d) for s, d in zip(summaries, deltas)]

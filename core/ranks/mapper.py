@@ -128,13 +128,13 @@ def _no_colls():
 
 def cause_task(task: MapTask, t0: np.ndarray, t1: np.ndarray) -> tuple[str, int, list[dict], tuple[int, ...]]:
     """What the rank's CPU ran in the windows [t0, t1) of its own clock (core.rules.straggler)."""
-    from core.rules import common as c
+    from core.rules import common
     from core.rules.straggler import cause_of_lateness
     ts, _hit, _s = _load_one(task)
     model = ts.models[0]
     name, ns, rows = cause_of_lateness(model, np.asarray(t0, np.int64), np.asarray(t1, np.int64))
-    ev = c.evidence(model, rows, role="what the straggler was doing") if name else []
-    out = (name, int(ns), [dict(e) for e in ev], tuple(int(r) for r in rows[:c.MAX_EVIDENCE]))
+    ev = common.evidence(model, rows, role="what the straggler was doing") if name else []
+    out = (name, int(ns), [dict(e) for e in ev], tuple(int(r) for r in rows[:common.MAX_EVIDENCE]))
     del ts, model
     _drop()
     return out

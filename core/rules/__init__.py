@@ -132,32 +132,32 @@ def _capability_notes(ctx: RuleContext) -> list[CheckNotRun]:
     """What the trace lacks, once per analysis (profiler options off), so nobody reads silence as 'clean'.
     On a truncated file the absence may only mean the cut came first, so the notes say so instead of
     blaming the profiler options."""
-    from core.rules import common as c
+    from core.rules import common
     notes = []
     for i, m in enumerate(ctx.models):
         who = f"{ctx.label(i)}: " if len(ctx.models) > 1 else ""
-        cut = c.truncated(m)
-        if not c.has_stacks(m):
+        cut = common.truncated(m)
+        if not common.has_stacks(m):
             from core.rules import sync_sites
             extra = ", except host-sync lines the runner recorded" if sync_sites.sites(ctx, m.rank) else ""
             why = ("Python stacks are not in the loaded part of a truncated file" if cut
                    else "no Python stacks (with_stack=False)")
             notes.append(CheckNotRun("source", who + f"{why}: findings carry no "
                                      f"file/line{extra} (compile.json reasons still apply)"))
-        if not c.has_shapes(m):
+        if not common.has_shapes(m):
             why = ("input shapes/strides are not in the loaded part of a truncated file" if cut
                    else "no input shapes/strides (record_shapes=False)")
             notes.append(CheckNotRun("non_contiguous_input", who + f"{why}: "
                                      "layout copies found from the call tree only; zeros_then_overwrite shape "
                                      "check skipped"))
-        if c.gpu_event_count(m) == 0:
+        if common.gpu_event_count(m) == 0:
             if cut:
                 notes.append(CheckNotRun("gpu", who + "GPU events are not in the loaded part of a truncated file "
                                          "(Kineto writes them after the CPU events): GPU rules (launch_bound, "
                                          "gpu_idle, fp32_gemm, pageable_memcpy, channels_last) could not run"))
             else:
-                hints = "" if c.unknown_categories_of(m) else "; ops that would sync on a GPU are reported as hints"
-                notes.append(CheckNotRun("gpu", who + f"{c.no_gpu_words(m)}: GPU rules (launch_bound, gpu_idle, "
+                hints = "" if common.unknown_categories_of(m) else "; ops that would sync on a GPU are reported as hints"
+                notes.append(CheckNotRun("gpu", who + f"{common.no_gpu_words(m)}: GPU rules (launch_bound, gpu_idle, "
                                          f"fp32_gemm, pageable_memcpy, channels_last) do not apply{hints}"))
     return notes
 

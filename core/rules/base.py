@@ -257,8 +257,9 @@ class RuleContext:
             d = st.t1_ns - st.t0_ns
             if not len(d):
                 return 0
-            cw0, cw1 = compile_windows(self.models[index])
-            plain = intervals.covered(cw0, cw1, st.t0_ns, st.t1_ns) == 0 if len(cw0) else np.ones(len(d), bool)
+            compile_start_ns, compile_end_ns = compile_windows(self.models[index])
+            plain = (intervals.covered(compile_start_ns, compile_end_ns, st.t0_ns, st.t1_ns) == 0
+                     if len(compile_start_ns) else np.ones(len(d), bool))
             return int(np.median(d[plain] if plain.any() else d))
         return self.memoized(f"typical_step:{index}", compute)
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from core.analysis import intervals
 from core.analysis.critical_path import Edit
-from core.rules import common as c, compile_info as ci, whatif, whatif_compile
+from core.rules import common, compile_info as ci, whatif, whatif_compile
 from core.rules.base import RuleContext, RuleOutput, Source, WhatIf, rule
 from core.trace import event_names
 from core.trace.model import Kind
@@ -25,7 +25,7 @@ _RESUME = re.compile(r"^(.+?)\((\d+)\): torch_dynamo_resume_in_(\w+?)_at_(\d+)$"
 
 def _regions(m) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows, X, Y) of compiled-region ranges."""
-    ids = c.name_ids(m, "compiled-region", event_names.is_compiled_region)
+    ids = common.name_ids(m, "compiled-region", event_names.is_compiled_region)
     if not len(ids):
         z = np.zeros(0, np.int64)
         return z, z, z
@@ -39,7 +39,7 @@ def _regions(m) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _resume_sources(m) -> list[Source]:
     """Graph-break sites from resume frames `file.py(L): torch_dynamo_resume_in_<fn>_at_<line>`."""
     out = []
-    for sid in c.name_ids(m, "resume-frames", lambda n: "torch_dynamo_resume_in_" in n).tolist():
+    for sid in common.name_ids(m, "resume-frames", lambda n: "torch_dynamo_resume_in_" in n).tolist():
         mt = _RESUME.match(m.strings[sid])
         if mt:
             out.append(Source(mt.group(1), int(mt.group(4)), mt.group(3)))
@@ -73,13 +73,15 @@ def _graph_break(model, finding, rp, cfg) -> Edit:
     if not len(rows):
         return Edit()
     us, ue = intervals.union(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
-    graphs = c.rows_with_names(model, "compiled-graph-calls", event_names.is_compiled_graph_call)
-    cw0, cw1 = c.compile_windows(model)
-    gs, ge = intervals.union(np.concatenate([s.ts_ns[graphs], cw0]),
-                             np.concatenate([s.ts_ns[graphs] + s.dur_ns[graphs], cw1]))
-    es, ee = intervals.subtract(us, ue, gs, ge) if len(gs) else (us, ue)
+    graphs = common.rows_with_names(model, "compiled-graph-calls", event_names.is_compiled_graph_call)
+    compile_start_ns, compile_end_ns = common.compile_windows(model)
+    graph_start_ns, graph_end_ns = intervals.union(np.concatenate([s.ts_ns[graphs], compile_start_ns]),
+                                                   np.concatenate([s.ts_ns[graphs] + s.dur_ns[graphs], compile_end_ns]))
+    eager_start_ns, eager_end_ns = (intervals.subtract(us, ue, graph_start_ns, graph_end_ns) if len(graph_start_ns)
+                                    else (us, ue))
     # launch calls inside the eager code stay (the compiled graph launches that work too)
-    return Edit(label="eager code between compiled graphs removed", cut_start_ns=es, cut_end_ns=ee)
+    return Edit(label="eager code between compiled graphs removed", cut_start_ns=eager_start_ns,
+                cut_end_ns=eager_end_ns)
 
 
 def _recompile(model, finding, rp, cfg) -> Edit:
@@ -123,17 +125,19 @@ def graph_break(ctx: RuleContext) -> RuleOutput:
         g = rows[sel]
         r0, r1 = s.ts_ns[g], s.ts_ns[g] + s.dur_ns[g]
         us, ue = intervals.union(r0, r1)
-        graphs = c.rows_with_names(m, "compiled-graph-calls", event_names.is_compiled_graph_call)
-        cw0, cw1 = c.compile_windows(m)
-        gs, ge = intervals.union(np.concatenate([s.ts_ns[graphs], cw0]),
-                                 np.concatenate([s.ts_ns[graphs] + s.dur_ns[graphs], cw1]))
+        graphs = common.rows_with_names(m, "compiled-graph-calls", event_names.is_compiled_graph_call)
+        compile_start_ns, compile_end_ns = common.compile_windows(m)
+        graph_start_ns, graph_end_ns = intervals.union(
+            np.concatenate([s.ts_ns[graphs], compile_start_ns]),
+            np.concatenate([s.ts_ns[graphs] + s.dur_ns[graphs], compile_end_ns]))
         inside = int((ue - us).sum())
-        eager = inside - intervals.intersect_total(us, ue, gs, ge) if len(gs) else inside
+        eager = (inside - intervals.intersect_total(us, ue, graph_start_ns, graph_end_ns) if len(graph_start_ns)
+                 else inside)
         n_breaks = int((frames_per_step[broken] - 1).sum())
         per_step = int(frames_per_step[broken].max() - 1)
         unit = "in the trace" if steps.synthetic else "per step"
         sources = [b.source for b in breaks if b.source] or _resume_sources(m)
-        ev = c.evidence(m, g)
+        ev = common.evidence(m, g)
         for b in breaks[:10]:
             ev.append({"name": f"reason: {b.reason}", "explanation": b.explanation, "count": b.count,
                        "source": b.source, "rank": m.rank})
@@ -173,17 +177,17 @@ def _compile_attempts(m) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     s = m.slices
     rows = np.zeros(0, np.int64)
     for name in _ENTRY_NAMES:
-        rows = c.rows_with_names(m, f"compile-entry:{name}", c.exact(name))
+        rows = common.rows_with_names(m, f"compile-entry:{name}", common.exact(name))
         if len(rows):
             break
     z = np.zeros(0, np.int64)
     if not len(rows):
         return rows, z, z
-    top = c.outermost_chain(m, rows, np.unique(s.name[rows]))
+    top = common.outermost_chain(m, rows, np.unique(s.name[rows]))
     rows = np.unique(np.where(top >= 0, top, rows))
     x = np.full(len(rows), -1, np.int64)
     y = np.full(len(rows), -1, np.int64)
-    ids = c.name_ids(m, "compile-id", lambda n: "compile_id=" in n)
+    ids = common.name_ids(m, "compile-id", lambda n: "compile_id=" in n)
     if len(ids):
         tagged = np.flatnonzero(np.isin(s.name, ids))
         tagged = tagged[np.argsort(s.ts_ns[tagged], kind="stable")]
@@ -203,7 +207,7 @@ def _first_compile_intervals(m, rows, y) -> tuple[np.ndarray, np.ndarray]:
     """Where first compiles (Y == 0) run: their compile entries and any event tagged compile_id=X/0."""
     s = m.slices
     first = rows[y == 0]
-    tagged = c.rows_with_names(m, "compile-id-first", lambda n: (mt := _COMPILE_ID.search(n)) is not None
+    tagged = common.rows_with_names(m, "compile-id-first", lambda n: (mt := _COMPILE_ID.search(n)) is not None
                                and mt.group(2) == "0")
     sel = np.concatenate([first, tagged])
     return intervals.union(s.ts_ns[sel], s.ts_ns[sel] + s.dur_ns[sel])
@@ -220,7 +224,7 @@ def recompile(ctx: RuleContext) -> RuleOutput:
         rows, x, y = _regions(m)
         s = m.slices
         steps = ctx.steps(i)
-        cw0, cw1 = c.compile_windows(m)
+        compile_start_ns, compile_end_ns = common.compile_windows(m)
         att, ax, ay = _compile_attempts(m)
         if len(att) and not steps.synthetic:
             keep = steps.index_of(s.ts_ns[att]) >= 0
@@ -238,7 +242,8 @@ def recompile(ctx: RuleContext) -> RuleOutput:
         ids = att[re_att]
         # cost: compile activity inside the steps that is not a first compile
         fs, fe = _first_compile_intervals(m, att, ay)
-        bs, be = intervals.subtract(cw0, cw1, fs, fe) if len(cw0) else (cw0, cw1)
+        bs, be = (intervals.subtract(compile_start_ns, compile_end_ns, fs, fe) if len(compile_start_ns)
+                  else (compile_start_ns, compile_end_ns))
         compile_ns = int(intervals.covered(bs, be, steps.t0_ns, steps.t1_ns).sum()) if len(bs) else 0
         first_ns = int(intervals.covered(fs, fe, steps.t0_ns, steps.t1_ns).sum()) if len(fs) else 0
         in_window = len(ids) > 0 and (len(re_rows) > 0 or bool((ay[re_att] > 0).any()))
@@ -255,7 +260,7 @@ def recompile(ctx: RuleContext) -> RuleOutput:
         count = len(ids) if in_window else (len(frames) if len(re_rows) else len(matched))
         if count < 1:
             continue
-        ev = c.evidence(m, np.concatenate([ids, re_rows]) if in_window else re_rows)
+        ev = common.evidence(m, np.concatenate([ids, re_rows]) if in_window else re_rows)
         if len(firsts):
             ev.insert(0, {"name": "first compiles (not recompiles, not billed)", "count": len(firsts),
                           "compile_ids": sorted({f"{a}/0" for a in ax[ay == 0].tolist()}), "dur_ns": first_ns,
@@ -277,7 +282,7 @@ def recompile(ctx: RuleContext) -> RuleOutput:
             ranges = [(int(s.ts_ns[r]), int(s.ts_ns[r] + s.dur_ns[r])) for r in ids[:50]]
         else:
             title = f"Compiled code was recompiled before the profiled window ({what}){why}"
-            ranges = c.ranges_of(m, re_rows[:1])
+            ranges = common.ranges_of(m, re_rows[:1])
         out.findings.append(ctx.finding(
             "recompile", i, title=title, count=count, impact_ns=compile_ns if in_window else 0,
             time_ranges=ranges, evidence=ev, source=src, fix=ci.recompile_fix(reason),

@@ -10,7 +10,7 @@ import numpy as np
 
 from core.analysis.breakdown import step_breakdown
 from core.analysis.critical_path import Edit
-from core.rules import common as c, whatif
+from core.rules import common, whatif
 from core.rules.base import RuleContext, RuleOutput, WhatIf, rule
 from core.trace import event_names
 from core.trace.model import Kind
@@ -43,7 +43,7 @@ def dataloader_bound(ctx: RuleContext) -> RuleOutput:
         cpu_ns = int(b.dataloader_cpu_ns.sum())
         if 100.0 * cpu_ns / total < min_pct:
             continue
-        rows = c.rows_with_names(m, "dataloader-next",
+        rows = common.rows_with_names(m, "dataloader-next",
                                  event_names.is_dataloader_next)
         rows = ctx.in_steps(i, rows)
         single = any("_SingleProcessDataLoaderIter" in m.name(int(r)) for r in rows[:5])
@@ -55,13 +55,13 @@ def dataloader_bound(ctx: RuleContext) -> RuleOutput:
                "The workers cannot keep up: raise num_workers / prefetch_factor, make __getitem__ cheaper "
                "(pre-decode, cache), and use pin_memory=True.")
         per_step = [round(100.0 * float(x) / max(float(d), 1), 1) for x, d in zip(b.dataloader_cpu_ns, cpu_dur)]
-        ev = c.evidence(m, rows)
+        ev = common.evidence(m, rows)
         ev.insert(0, {"name": "share of each step", "pct_per_step": per_step, "rank": m.rank})
         out.findings.append(ctx.finding(
             "dataloader_bound", i,
             title=f"DataLoader takes {fmt_pct(100.0 * cpu_ns / total)} of step time{mode}",
-            count=len(rows), impact_ns=impact, time_ranges=c.ranges_of(m, rows), evidence=ev,
-            source=c.source_of(m, int(rows[0])) if len(rows) else None, fix=fix, evidence_rows=rows, fix_rows=rows))
+            count=len(rows), impact_ns=impact, time_ranges=common.ranges_of(m, rows), evidence=ev,
+            source=common.source_of(m, int(rows[0])) if len(rows) else None, fix=fix, evidence_rows=rows, fix_rows=rows))
     return out
 
 

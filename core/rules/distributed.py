@@ -5,7 +5,7 @@ import numpy as np
 
 from core.analysis import intervals
 from core.analysis.breakdown import step_breakdown
-from core.rules import common as c
+from core.rules import common
 from core.rules.base import CheckNotRun, RuleContext, RuleOutput, rule
 from core.trace.model import Kind
 from core.units import fmt_pct
@@ -37,10 +37,10 @@ def one_per_collective(m, coll: np.ndarray) -> np.ndarray:
     the NCCL kernels when the CPU side is missing."""
     s = m.slices
     cpu = coll[np.isin(s.kind[coll], np.asarray([Kind.CPU_OP, Kind.COLLECTIVE], np.int8))]
-    c10d = c.name_ids(m, "c10d-ops", lambda n: n.startswith("c10d::"))
+    c10d = common.name_ids(m, "c10d-ops", lambda n: n.startswith("c10d::"))
     for cand in (cpu[np.isin(s.name[cpu], c10d)], cpu, coll[s.kind[coll] == Kind.KERNEL], coll):
         if len(cand):
-            top = c.outermost_chain(m, cand, np.unique(s.name[cand]))
+            top = common.outermost_chain(m, cand, np.unique(s.name[cand]))
             return np.unique(np.where(top >= 0, top, cand))
     return coll
 
@@ -67,7 +67,7 @@ def comm_bound(ctx: RuleContext) -> RuleOutput:
     for i, m in enumerate(ctx.models):
         s = m.slices
         b = step_breakdown(m, kw)
-        coll = c.rows_with_names(m, "collectives", lambda n: n.startswith(("gloo:", "nccl:", "c10d::"))
+        coll = common.rows_with_names(m, "collectives", lambda n: n.startswith(("gloo:", "nccl:", "c10d::"))
                                  or "all_reduce" in n or "AllReduce" in n or "nccl" in n.lower())
         if not len(coll):
             continue
@@ -88,7 +88,7 @@ def comm_bound(ctx: RuleContext) -> RuleOutput:
         out.findings.append(ctx.finding(
             "comm_bound", i, title=f"Communication exposed for {fmt_pct(pct)} of step time (not overlapped with "
                                    "compute)",
-            count=len(calls), impact_ns=exposed, time_ranges=c.ranges_of(m, calls), evidence=c.evidence(m, calls),
+            count=len(calls), impact_ns=exposed, time_ranges=common.ranges_of(m, calls), evidence=common.evidence(m, calls),
             source=None,
             fix=_comm_fix(m, len(nccl_k) > 0),
             evidence_rows=coll))
@@ -124,7 +124,7 @@ def rank_imbalance(ctx: RuleContext) -> RuleOutput:
         "rank_imbalance", slow, title=f"slowest rank: {spread:.0f} % longer steps than the fastest rank "
                                       f"(rank {ranks[int(np.argmin(means_a))]})",
         count=len(ranks), impact_ns=int((means_a.max() - means_a.min()) * len(st.number)),
-        time_ranges=list(zip(st.t0_ns.tolist(), st.t1_ns.tolist()))[:c.MAX_RANGES], evidence=ev, source=None,
+        time_ranges=list(zip(st.t0_ns.tolist(), st.t1_ns.tolist()))[:common.MAX_RANGES], evidence=ev, source=None,
         fix="Balance the work per rank: equal shard sizes (DistributedSampler, drop_last=True), the same sequence "
             "lengths per batch, no rank-0-only logging/checkpointing inside the step; check that the slow rank's GPU "
             "is not throttled or shared."))

@@ -29,7 +29,7 @@ from core.analysis.breakdown import (
 from core.analysis.critical_path import Edit, replay_input
 from core.analysis.steps import gpu_busy_union
 from core.analysis.tree import ancestor_with_kind
-from core.rules import common as c, whatif
+from core.rules import common, whatif
 from core.rules.base import CheckNotRun, RuleContext, RuleOutput, Severity, WhatIf, rule
 from core.trace import event_names
 from core.trace.model import GPU_KINDS, FlowKind, Kind, TrackKind
@@ -80,7 +80,7 @@ def _launch_runs(ctx: RuleContext, i: int) -> list[LaunchRun]:
     src_of[f.dst[launch]] = f.src[launch]
     launch_ts = launch_ts_of_gpu(m)
     steps = ctx.steps(i)
-    sync = c.rows_with_names(m, "sync-calls", c.exact(*SYNC_NAMES), [Kind.RUNTIME])
+    sync = common.rows_with_names(m, "sync-calls", common.exact(*SYNC_NAMES), [Kind.RUNTIME])
     sync_end = np.sort(s.ts_ns[sync] + s.dur_ns[sync])
     gpu_kinds = np.asarray(GPU_KINDS, np.int8)
     runs: list[LaunchRun] = []
@@ -126,14 +126,14 @@ def run_idle_intervals(ctx: RuleContext, i: int, runs: list[LaunchRun] | None = 
         m = ctx.models[i]
         if not rs:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        gs, ge = intervals.union(np.concatenate([r.gap_start_ns for r in rs]),
+        gap_start_ns, gap_end_ns = intervals.union(np.concatenate([r.gap_start_ns for r in rs]),
                                  np.concatenate([r.gap_end_ns for r in rs]))
-        ok = ge > gs
-        gs, ge = gs[ok], ge[ok]
+        ok = gap_end_ns > gap_start_ns
+        gap_start_ns, gap_end_ns = gap_start_ns[ok], gap_end_ns[ok]
         bs, be = gpu_busy_union(m)
-        gs, ge = intervals.subtract(gs, ge, bs, be)
+        gap_start_ns, gap_end_ns = intervals.subtract(gap_start_ns, gap_end_ns, bs, be)
         ss, se = sync_drain_intervals(m)
-        return intervals.subtract(gs, ge, ss, se) if len(ss) else (gs, ge)
+        return intervals.subtract(gap_start_ns, gap_end_ns, ss, se) if len(ss) else (gap_start_ns, gap_end_ns)
     if runs is not None:
         return compute(runs)
     return ctx.memoized(f"launch_idle:{i}", lambda: compute(launch_runs(ctx, i)))
@@ -247,16 +247,16 @@ def launch_bound(ctx: RuleContext) -> RuleOutput:
                 else int((idle_e - idle_s).sum())
             gpu_ns, cpu_ns = int(s.dur_ns[k].sum()), int(s.dur_ns[ln].sum())
             where = f" in {label}" if label else ""
-            src = c.source_of(m, int(ln[0])) if len(ln) else None
+            src = common.source_of(m, int(ln[0])) if len(ln) else None
             ranges = [(int(s.ts_ns[r.kernels[0]]), int(s.ts_ns[r.kernels[-1]] + s.dur_ns[r.kernels[-1]])) for r in g]
-            ev = c.evidence(m, k[:MAX_KERNEL_EVIDENCE])
+            ev = common.evidence(m, k[:MAX_KERNEL_EVIDENCE])
             ev.insert(0, {"name": "summary", "kernels": len(k), "gpu_kernel_ns": gpu_ns, "cpu_launch_ns": cpu_ns,
                           "idle_ns": idle, "runs": len(g), "rank": m.rank})
             out.findings.append(ctx.finding(
                 "launch_bound", i,
                 title=f"Launch-bound{where}: {len(k)} short kernels (mean {gpu_ns / len(k) / 1e3:.1f} µs) with the "
                       f"GPU idle between them; CPU launch time {cpu_ns / 1e6:.2f} ms vs GPU time {gpu_ns / 1e6:.2f} ms",
-                count=len(k), impact_ns=idle, time_ranges=ranges[:c.MAX_RANGES], evidence=ev, source=src,
+                count=len(k), impact_ns=idle, time_ranges=ranges[:common.MAX_RANGES], evidence=ev, source=src,
                 fix="Fuse the small ops: torch.compile the loop/function (or vectorise the Python loop into one "
                     "tensor op), or capture it with CUDA graphs (torch.cuda.graphs / mode='reduce-overhead'); "
                     "larger batches also amortise launch overhead.",
@@ -270,9 +270,9 @@ def copy_call_intervals(m) -> tuple[np.ndarray, np.ndarray]:
     s = m.slices
     f = m.flows
     launch = f.kind == FlowKind.LAUNCH
-    pageable = c.name_ids(m, "memcpy-pageable-ids", event_names.is_pageable_copy)
+    pageable = common.name_ids(m, "memcpy-pageable-ids", event_names.is_pageable_copy)
     sel = launch & np.isin(s.name[f.dst], pageable) & (s.kind[f.dst] == Kind.MEMCPY)
-    blocking = c.rows_with_names(m, "cudaMemcpy-blocking", event_names.is_blocking_memcpy, [Kind.RUNTIME])
+    blocking = common.rows_with_names(m, "cudaMemcpy-blocking", event_names.is_blocking_memcpy, [Kind.RUNTIME])
     rows = np.unique(np.concatenate([f.src[sel], blocking]))
     return intervals.union(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
 
@@ -321,7 +321,7 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
     for i, m in enumerate(ctx.models):
         b = step_breakdown(m, kw)
         if not b.has_gpu:
-            out.not_run.append(CheckNotRun("gpu_idle", f"no GPU activity in the trace ({c.no_gpu_words(m)})"))
+            out.not_run.append(CheckNotRun("gpu_idle", f"no GPU activity in the trace ({common.no_gpu_words(m)})"))
             continue
         tot = b.totals()
         dur = max(tot["dur_ns"], 1)
@@ -345,15 +345,16 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
             unexplained = int(intervals.covered(ws, we, b.ts_ns, b.ts_ns + b.dur_ns).sum())
             billed -= unexplained
         worst = int(np.argmax(b.idle_ns))
-        gs, ge = idle_gaps(m, int(b.ts_ns[worst]), int(b.ts_ns[worst] + b.dur_ns[worst]))
-        big = np.argsort(-(ge - gs))[:c.MAX_EVIDENCE]
+        gap_start_ns, gap_end_ns = idle_gaps(m, int(b.ts_ns[worst]), int(b.ts_ns[worst] + b.dur_ns[worst]))
+        big = np.argsort(-(gap_end_ns - gap_start_ns))[:common.MAX_EVIDENCE]
         ev = [{"name": f"step {int(n)}", "ts_ns": int(t), "dur_ns": int(d), "idle_ns": int(x), "rank": m.rank,
                "busy_pct": round(100.0 * busy / max(d, 1), 1)}  # compute + communication + memcpy / memset
               for n, t, d, x, busy in zip(b.number, b.ts_ns, b.dur_ns, b.idle_ns, b.busy_ns)]
         if p is not None and billed > 0:
             ev.insert(0, {"name": "host / kernel / other wait billed by launch_bound and copy findings", "dur_ns": billed,
                           "rank": m.rank})
-        ev += [{"name": "idle gap", "ts_ns": int(gs[j]), "dur_ns": int(ge[j] - gs[j]), "rank": m.rank} for j in big]
+        ev += [{"name": "idle gap", "ts_ns": int(gap_start_ns[j]), "dur_ns": int(gap_end_ns[j] - gap_start_ns[j]),
+                "rank": m.rank} for j in big]
         fix = idle_fix_text(parts, dur, kw, float(cfg["fix_min_share_pct"]))
         cap = Severity.parse(str(cfg["max_severity"]))
         sev = min(ctx.severity(ctx.pct(i, unexplained), unexplained), cap)
@@ -362,7 +363,8 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
             "gpu_idle", i, severity=sev, title=f"GPU idle {fmt_pct(100 * idle / dur)} of step time ({split}); "
                                                f"{fmt_pct(ctx.pct(i, unexplained))} of the mean step not billed to "
                                                "another finding",
-            count=len(b), impact_ns=unexplained, time_ranges=[(int(a), int(z)) for a, z in zip(gs[big], ge[big])],
+            count=len(b), impact_ns=unexplained,
+            time_ranges=[(int(a), int(z)) for a, z in zip(gap_start_ns[big], gap_end_ns[big])],
             evidence=ev, source=None, fix=fix))
     return out
 

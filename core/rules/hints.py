@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.analysis.stats import device_time_per_row
-from core.rules import common as c
+from core.rules import common
 from core.rules.base import RuleContext, RuleOutput, rule
 from core.trace.model import Kind
 
@@ -19,21 +19,21 @@ def zeros_then_overwrite(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     for i, m in enumerate(ctx.models):
         s = m.slices
-        zeros_ids = c.name_ids(m, "zeros", c.exact("aten::zeros", "aten::zeros_like", "aten::new_zeros"))
+        zeros_ids = common.name_ids(m, "zeros", common.exact("aten::zeros", "aten::zeros_like", "aten::new_zeros"))
         copy_id = m.strings.find("aten::copy_")
         if not len(zeros_ids) or copy_id < 0:
             continue
-        ops = np.flatnonzero((s.kind == Kind.CPU_OP) & c.cpu_rows(m))
-        allpar = c.parents(m)
+        ops = np.flatnonzero((s.kind == Kind.CPU_OP) & common.cpu_rows(m))
+        allpar = common.parents(m)
         par = allpar[ops]
         order = np.lexsort((s.ts_ns[ops], par, s.track[ops]))
         o, p = ops[order], par[order]
-        skip = c.name_ids(m, "alias-ops", c.exact("aten::detach", "detach", "aten::view", "aten::slice", "aten::select",
+        skip = common.name_ids(m, "alias-ops", common.exact("aten::detach", "detach", "aten::view", "aten::slice", "aten::select",
                                                   "aten::alias", "aten::as_strided", "aten::to", "aten::lift_fresh"))
         pos = np.flatnonzero(np.isin(s.name[o], zeros_ids))
         # inside autograd's own backward nodes (AsStridedBackward1's new_zeros + copy_ into a strided view):
         # not the user's code, nothing to change (a false positive on issue 28's public examples)
-        autograd = c.name_ids(m, "autograd-nodes", lambda n: n.startswith("autograd::engine::")
+        autograd = common.name_ids(m, "autograd-nodes", lambda n: n.startswith("autograd::engine::")
                               or (n.endswith(tuple(f"Backward{d}" for d in "0123456789")) and "::" not in n))
         if len(pos) and len(autograd):
             pos = pos[~np.isin(s.name[np.maximum(p[pos], 0)], autograd) | (p[pos] < 0)]
@@ -62,8 +62,8 @@ def zeros_then_overwrite(ctx: RuleContext) -> RuleOutput:
         out.findings.append(ctx.finding(
             "zeros_then_overwrite", i,
             title=f"torch.zeros(...) then copy_ into it ({len(z)}×): the zero fill is wasted",
-            count=len(z), impact_ns=cost, time_ranges=c.ranges_of(m, z), evidence=c.evidence(m, z),
-            source=c.source_of(m, int(z[0])),
+            count=len(z), impact_ns=cost, time_ranges=common.ranges_of(m, z), evidence=common.evidence(m, z),
+            source=common.source_of(m, int(z[0])),
             fix="Allocate with torch.empty(...) / torch.empty_like(...) when every element is overwritten, or "
                 "create the tensor directly from the data (x.clone(), torch.as_tensor).",
             evidence_rows=np.concatenate([z, cp]), hint=True))

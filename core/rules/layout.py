@@ -16,7 +16,7 @@ import numpy as np
 
 from core.analysis.critical_path import Edit
 from core.analysis.stats import device_time_per_row
-from core.rules import common as c, layout_fix, layout_info, whatif
+from core.rules import common, layout_fix, layout_info, whatif
 from core.rules.base import RuleContext, RuleOutput, Severity, WhatIf, rule
 from core.trace.model import Kind
 
@@ -56,19 +56,19 @@ def non_contiguous_input(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     for i, m in enumerate(ctx.models):
         s = m.slices
-        clones = c.rows_with_names(m, "aten::clone", c.exact("aten::clone"), [Kind.CPU_OP])
+        clones = common.rows_with_names(m, "aten::clone", common.exact("aten::clone"), [Kind.CPU_OP])
         if not len(clones):
             continue
-        par = c.parents(m)
+        par = common.parents(m)
         p = par[clones]
         ok = p >= 0
-        ok[ok] = np.isin(s.name[p[ok]], c.name_ids(m, "copy-parents", c.exact(*COPY_PARENTS)))
+        ok[ok] = np.isin(s.name[p[ok]], common.name_ids(m, "copy-parents", common.exact(*COPY_PARENTS)))
         clones, p = clones[ok], p[ok]
         steps = ctx.steps(i)
         if len(clones) and not steps.synthetic:
             keep = steps.index_of(s.ts_ns[clones]) >= 0
             clones, p = clones[keep], p[keep]
-        if len(clones) and c.has_shapes(m):
+        if len(clones) and common.has_shapes(m):
             uniq, inv = np.unique(s.at("input_strides", clones), return_inverse=True)
             expanded = _has_zero_stride(m, uniq)[inv]
             clones, p = clones[~expanded], p[~expanded]
@@ -84,7 +84,7 @@ def non_contiguous_input(ctx: RuleContext) -> RuleOutput:
         owner = np.full(len(clones), "", object)
         for k in np.flatnonzero(direct).tolist():
             owner[k] = layout_info.direct_call_owner(m, int(p[k])) or ""
-        explicit = direct & np.isin(s.name[p], c.name_ids(m, "aten::contiguous", c.exact("aten::contiguous")))
+        explicit = direct & np.isin(s.name[p], common.name_ids(m, "aten::contiguous", common.exact("aten::contiguous")))
         explicit &= (owner == "user") | (owner == "")
         if explicit.any():
             log.debug("non_contiguous_input: %d explicit .contiguous() calls not counted", int(explicit.sum()))
@@ -155,19 +155,19 @@ def _layout_finding(ctx: RuleContext, m, i: int, groups: list[dict], title: str,
     g_c = np.concatenate([g["c"] for g in groups])
     ev = []
     for g in groups:
-        part = c.evidence(m, g["p"], asked_by=g["op"])
+        part = common.evidence(m, g["p"], asked_by=g["op"])
         for e in part:
             e["input_dims"] = m.strings[int(s.at("input_dims", e["row"]))]
             e["input_strides"] = m.strings[int(s.at("input_strides", e["row"]))]
         ev.extend(part if len(groups) == 1 else part[:2])
     first = groups[0]
     a0 = int(first["a"][0])
-    src = c.source_of(m, a0) or c.forward_source(m, a0)
+    src = common.source_of(m, a0) or common.forward_source(m, a0)
     fix, extra, fsrc = layout_fix.fix_for(m, first, int(ctx.cfg("non_contiguous_input")["transpose_window"]))
     ev = extra + ev
     return ctx.finding(
         "non_contiguous_input", i, title=title, count=int(sum(g["n"] for g in groups)),
-        impact_ns=int(sum(g["cost"] for g in groups)), time_ranges=c.ranges_of(m, g_p), evidence=ev,
+        impact_ns=int(sum(g["cost"] for g in groups)), time_ranges=common.ranges_of(m, g_p), evidence=ev,
         source=fsrc or src, fix=fix, evidence_rows=np.concatenate([g_p, g_c]), severity=severity,
         fix_rows=np.concatenate([g_p, g_c]))
 
@@ -204,7 +204,7 @@ def channels_last(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     markers = tuple(ctx.cfg("channels_last")["markers"])
     for i, m in enumerate(ctx.models):
-        rows = c.rows_with_names(m, "layout-kernels", lambda n: any(k in n for k in markers), [Kind.KERNEL])
+        rows = common.rows_with_names(m, "layout-kernels", lambda n: any(k in n for k in markers), [Kind.KERNEL])
         rows = ctx.in_steps(i, rows)
         if not len(rows):
             continue
@@ -212,8 +212,8 @@ def channels_last(ctx: RuleContext) -> RuleOutput:
         out.findings.append(ctx.finding(
             "channels_last", i,
             title=f"cuDNN converts tensors between NCHW and NHWC around convolutions ({len(rows)} kernels)",
-            count=len(rows), impact_ns=int(s.dur_ns[rows].sum()), time_ranges=c.ranges_of(m, rows),
-            evidence=c.evidence(m, rows), source=c.kernel_source(m, int(rows[np.argmax(s.dur_ns[rows])])),
+            count=len(rows), impact_ns=int(s.dur_ns[rows].sum()), time_ranges=common.ranges_of(m, rows),
+            evidence=common.evidence(m, rows), source=common.kernel_source(m, int(rows[np.argmax(s.dur_ns[rows])])),
             fix="Use channels_last end to end: model.to(memory_format=torch.channels_last) and "
                 "x = x.to(memory_format=torch.channels_last) (with bf16/fp16 autocast cuDNN runs NHWC natively).",
             evidence_rows=rows, fix_rows=rows))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.rules import common as c, layout_info as li
+from core.rules import common, layout_info as li
 from core.rules.base import RuleContext, Source
 
 DEFAULT_FIX = ("Produce the tensor in the layout the op wants once, outside the hot loop: e.g. call "
@@ -53,7 +53,7 @@ def _backward_fix(m, g: dict, node: int, window: int) -> tuple[str, list[dict], 
                 "of a transpose/permute in forward. Keep tensors in the layout the next op wants in forward "
                 "(avoid the transpose/permute), or let torch.compile fuse the copy; a .contiguous() in forward "
                 "moves the copy, it does not remove it."), [], None
-    src = c.source_of(m, fwd)
+    src = common.source_of(m, fwd)
     tr = li.transpose_after(m, fwd, window)
     ev = [{"name": f"forward op of {node_name}: {m.name(fwd)}", "ts_ns": int(s.ts_ns[fwd]),
            "dur_ns": int(s.dur_ns[fwd]), "rank": m.rank, "row": int(fwd),
@@ -66,7 +66,7 @@ def _backward_fix(m, g: dict, node: int, window: int) -> tuple[str, list[dict], 
                    "input_strides": m.strings[int(s.at("input_strides", tr))]})
         lib = li.direct_call_owner(m, tr)
         inside = f" inside {lib}" if lib and lib != "user" else ""
-        cause = f"the {m.name(tr)}{inside} that follows it in forward{_at(c.source_of(m, tr) or src)}"
+        cause = f"the {m.name(tr)}{inside} that follows it in forward{_at(common.source_of(m, tr) or src)}"
     else:
         lib, cause = None, "a transpose/permute after it in forward"
     remedy = ("Remove that transpose/permute by keeping tensors in the layout the next op wants (e.g. batch-first "
@@ -110,7 +110,7 @@ def conversion_finding(ctx: RuleContext, m, i: int, g: dict):
     else:
         why = "the input and the model are in different memory formats"
     ev = []
-    for e in c.evidence(m, g["p"], asked_by=g["op"]):
+    for e in common.evidence(m, g["p"], asked_by=g["op"]):
         a = int(g["a"][np.flatnonzero(g["p"] == e["row"])[0]])
         got = inputs.get(a)
         e["input_dims"], e["input_strides"] = (str(got[0]), str(got[1])) if got else ("", "")
@@ -120,12 +120,12 @@ def conversion_finding(ctx: RuleContext, m, i: int, g: dict):
         ev.append(e)
     src = None
     if perm >= 0:
-        src = c.source_of(m, perm)
+        src = common.source_of(m, perm)
         entry_ev.insert(0, {"name": "aten::permute that makes the input NHWC", "ts_ns": int(s.ts_ns[perm]),
                             "dur_ns": int(s.dur_ns[perm]), "rank": m.rank, "row": int(perm),
                             "input_dims": m.strings[int(s.at("input_dims", perm))],
                             "input_strides": m.strings[int(s.at("input_strides", perm))]})
-    src = src or c.source_of(m, first) or c.forward_source(m, first)
+    src = src or common.source_of(m, first) or common.forward_source(m, first)
     shown = f" ({_fmt(first_in[0])} strides {_fmt(first_in[1])})" if first_in else ""
     if fmt == "channels_last":
         fix = ("Make the input contiguous once where the batch is created (x = x.permute(0, 3, 1, 2).contiguous(), "
@@ -140,5 +140,5 @@ def conversion_finding(ctx: RuleContext, m, i: int, g: dict):
     return ctx.finding(
         "non_contiguous_input", i,
         title=f"Conv weights converted to {fmt} every step because {why}{shown} ({g['n']}×)",
-        count=g["n"], impact_ns=g["cost"], time_ranges=c.ranges_of(m, g["p"]), evidence=entry_ev + ev,
+        count=g["n"], impact_ns=g["cost"], time_ranges=common.ranges_of(m, g["p"]), evidence=entry_ev + ev,
         source=src, fix=fix, evidence_rows=rows, fix_rows=rows)

@@ -18,7 +18,7 @@ import re
 import numpy as np
 
 from core.analysis.tree import is_library_frame, parents, parse_frame, python_stack
-from core.rules import common as c
+from core.rules import common
 from core.trace import event_names
 from core.trace.model import FlowKind, Kind
 
@@ -77,12 +77,12 @@ def format_conversions(m, clones: np.ndarray, askers: np.ndarray) -> np.ndarray:
     "contiguous"), or "" when the copy is of a non-contiguous tensor (or the trace has no strides)."""
     s = m.slices
     out = np.full(len(clones), "", object)
-    if not len(clones) or not c.has_shapes(m):
+    if not len(clones) or not common.has_shapes(m):
         return out
     par = parents(m)
-    copies = c.rows_with_names(m, "aten::copy_", c.exact("aten::copy_"), [Kind.CPU_OP])
+    copies = common.rows_with_names(m, "aten::copy_", common.exact("aten::copy_"), [Kind.CPU_OP])
     dst = {int(p): int(s.at("input_strides", r)) for p, r in zip(par[copies].tolist(), copies.tolist())}
-    conv = c.name_ids(m, "conv-ops", event_names.is_convolution_op)
+    conv = common.name_ids(m, "conv-ops", event_names.is_convolution_op)
     is_conv = np.isin(s.name[askers], conv)
     memo: dict[tuple[int, int, int], str] = {}
     for k in np.flatnonzero(is_conv).tolist():
@@ -123,8 +123,8 @@ def permute_feeding(m, rows: np.ndarray, dims: list, strides: list) -> int:
     order = [0] + list(range(2, len(dims))) + [1]
     nhwc = [dims[a] for a in order]
     want = json.dumps(nhwc)
-    ids = c.name_ids(m, f"permute-in:{want}", lambda t: t.startswith(f"[{want}"))
-    perm = c.rows_with_names(m, "aten::permute", c.exact("aten::permute"), [Kind.CPU_OP])
+    ids = common.name_ids(m, f"permute-in:{want}", lambda t: t.startswith(f"[{want}"))
+    perm = common.rows_with_names(m, "aten::permute", common.exact("aten::permute"), [Kind.CPU_OP])
     perm = perm[np.isin(m.slices.at("input_dims", perm), ids)] if len(ids) else perm[:0]
     if not len(perm):
         return -1
@@ -135,8 +135,8 @@ def permute_feeding(m, rows: np.ndarray, dims: list, strides: list) -> int:
 
 def backward_nodes(m, rows: np.ndarray) -> np.ndarray:
     """Innermost autograd node (`...Backward0`) above each row, -1 in forward."""
-    ids = c.name_ids(m, "autograd-nodes", lambda n: _BACKWARD.search(n) is not None and "::" not in n)
-    return c.ancestor_matching(m, rows, ids)
+    ids = common.name_ids(m, "autograd-nodes", lambda n: _BACKWARD.search(n) is not None and "::" not in n)
+    return common.ancestor_matching(m, rows, ids)
 
 
 def forward_op(m, node: int) -> int:
@@ -153,7 +153,7 @@ def transpose_after(m, fwd: int, window: int = 3) -> int:
     seq = int(s.at("seq", fwd))
     if seq < 0:
         return -1
-    rows = c.rows_with_names(m, "transposes", c.exact(*TRANSPOSES), [Kind.CPU_OP])
+    rows = common.rows_with_names(m, "transposes", common.exact(*TRANSPOSES), [Kind.CPU_OP])
     rows = rows[(s.track[rows] == s.track[fwd]) & (s.at("seq", rows) > seq) & (s.at("seq", rows) <= seq + window)
                 & (s.ts_ns[rows] > s.ts_ns[fwd])]
     return int(rows[0]) if len(rows) else -1

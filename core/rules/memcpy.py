@@ -11,7 +11,7 @@ import numpy as np
 
 from core.analysis import intervals
 from core.analysis.critical_path import Edit
-from core.rules import common as c, sync_sites, whatif
+from core.rules import common, sync_sites, whatif
 from core.rules.base import RuleContext, RuleOutput, WhatIf, rule
 from core.trace import event_names
 from core.trace.model import FlowKind, Kind, TraceModel
@@ -62,7 +62,7 @@ def pageable_memcpy(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     for i, m in enumerate(ctx.models):
         s = m.slices
-        rows = c.rows_with_names(m, "memcpy-pageable", event_names.is_pageable_copy, [Kind.MEMCPY])
+        rows = common.rows_with_names(m, "memcpy-pageable", event_names.is_pageable_copy, [Kind.MEMCPY])
         if not len(rows):
             continue
         f = m.flows
@@ -76,11 +76,11 @@ def pageable_memcpy(ctx: RuleContext) -> RuleOutput:
             rows, src = rows[keep], src[keep]
         if not len(rows):
             continue
-        aten = c.name_ids(m, "aten", lambda n: n.startswith("aten::"))
-        op = c.outermost_chain(m, np.maximum(src, 0), aten)
+        aten = common.name_ids(m, "aten", lambda n: n.startswith("aten::"))
+        op = common.outermost_chain(m, np.maximum(src, 0), aten)
         op = np.where(src >= 0, op, -1)
-        syncs = c.rows_with_names(m, "sync", c.exact(*event_names.SYNC_CALLS), [Kind.RUNTIME])
-        sync_op = c.outermost_chain(m, syncs, aten) if len(syncs) else np.zeros(0, np.int64)
+        syncs = common.rows_with_names(m, "sync", common.exact(*event_names.SYNC_CALLS), [Kind.RUNTIME])
+        sync_op = common.outermost_chain(m, syncs, aten) if len(syncs) else np.zeros(0, np.int64)
         direction = np.array(["HtoD" if "HtoD" in m.name(int(r)) else "DtoH" for r in rows])
         for d in np.unique(direction).tolist():
             sel = direction == d
@@ -103,12 +103,12 @@ def pageable_memcpy(ctx: RuleContext) -> RuleOutput:
                 title = f"Device→host copies into pageable memory ({len(g)}×, {nbytes / 2**20:.1f} MiB)"
                 fix = ("Copy into a preallocated pinned buffer with non_blocking=True (and read it after an "
                        "event), or keep the data on the GPU.")
-            ev = c.evidence(m, g, bytes=None)
+            ev = common.evidence(m, g, bytes=None)
             for e in ev:
                 e["bytes"] = int(s.at("bytes", e["row"]))
             rows_all = np.concatenate([g, gs[gs >= 0], ops, g_sync])
             # `source`, not `src`: src holds the launch rows of every direction and the loop comes back to it
-            source = c.source_of(m, first) if first >= 0 else None
+            source = common.source_of(m, first) if first >= 0 else None
             # the runner's recorded sync sites hold the exact call line; Python frames (with_stack) only the
             # enclosing function, so a matching site wins and stacks are the fallback
             site_src, site_ev = sync_sites.match(ctx, i, "copy_h2d" if d == "HtoD" else "copy_d2h")
@@ -117,7 +117,7 @@ def pageable_memcpy(ctx: RuleContext) -> RuleOutput:
                 ev.extend(site_ev)
             out.findings.append(ctx.finding(
                 "pageable_memcpy", i, title=title, count=len(g), impact_ns=cost,
-                time_ranges=c.ranges_of(m, np.where(gop >= 0, gop, g)), evidence=ev,
+                time_ranges=common.ranges_of(m, np.where(gop >= 0, gop, g)), evidence=ev,
                 source=source, fix=fix, evidence_rows=rows_all, fix_rows=rows_all))
     return out
 

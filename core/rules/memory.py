@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.rules import common as c
+from core.rules import common
 from core.rules.base import CheckNotRun, RuleContext, RuleOutput, Severity, rule
 from core.trace.model import Kind
 from core.units import fmt_bytes
@@ -29,7 +29,7 @@ def memory_near_capacity(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     limit = float(ctx.cfg("memory_near_capacity")["max_reserved_pct"])
     for i, m in enumerate(ctx.models):
-        if c.gpu_event_count(m) == 0:
+        if common.gpu_event_count(m) == 0:
             continue
         cuda = _cuda_memory(m)
         if cuda is None:
@@ -71,7 +71,7 @@ def memory_growth(ctx: RuleContext) -> RuleOutput:
     for i, m in enumerate(ctx.models):
         cuda = _cuda_memory(m)
         if cuda is None:
-            if c.gpu_event_count(m) or not len(m.memory):
+            if common.gpu_event_count(m) or not len(m.memory):
                 out.not_run.append(CheckNotRun("memory_growth", NO_MEMORY))
             cuda = (m.memory.device_type == 0) if len(m.memory) else None
             if cuda is None or not cuda.any():
@@ -114,7 +114,7 @@ def allocator_churn(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     min_calls = int(ctx.cfg("allocator_churn")["min_calls"])
     for i, m in enumerate(ctx.models):
-        rows = c.rows_with_names(m, "cuda-malloc", c.exact("cudaMalloc", "cudaFree", "cudaMallocAsync",
+        rows = common.rows_with_names(m, "cuda-malloc", common.exact("cudaMalloc", "cudaFree", "cudaMallocAsync",
                                                            "cudaFreeAsync", "cudaMallocHost", "cudaFreeHost"),
                                  [Kind.RUNTIME])
         steps = ctx.steps(i)
@@ -129,8 +129,8 @@ def allocator_churn(ctx: RuleContext) -> RuleOutput:
             "allocator_churn", i,
             title=f"{len(rows)} cudaMalloc/cudaFree calls after the first step (the caching allocator keeps growing "
                   "or is being emptied)",
-            count=len(rows), impact_ns=int(s.dur_ns[rows].sum()), time_ranges=c.ranges_of(m, rows),
-            evidence=c.evidence(m, rows), source=c.source_of(m, int(rows[0])),
+            count=len(rows), impact_ns=int(s.dur_ns[rows].sum()), time_ranges=common.ranges_of(m, rows),
+            evidence=common.evidence(m, rows), source=common.source_of(m, int(rows[0])),
             fix="Avoid torch.cuda.empty_cache() in the loop and shape changes every step (pad to fixed shapes); "
                 "if memory grows, fix the leak (see memory_growth); "
                 "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True reduces new segments.",

@@ -5,19 +5,19 @@ import numpy as np
 
 from core.analysis.critical_path import Edit
 from core.analysis.stats import device_time_per_row
-from core.rules import common as c, whatif
+from core.rules import common, whatif
 from core.rules.base import RuleContext, RuleOutput, WhatIf, rule
 from core.trace.model import FlowKind, Kind, TraceModel
 
 
 def _accumulate_adds(model: TraceModel) -> np.ndarray:
     """aten::add_ ops directly under torch::autograd::AccumulateGrad (backward adding into an existing .grad)."""
-    from core.rules import common as c
-    adds = c.rows_with_names(model, "aten::add_", c.exact("aten::add_"), [Kind.CPU_OP])
+    from core.rules import common
+    adds = common.rows_with_names(model, "aten::add_", common.exact("aten::add_"), [Kind.CPU_OP])
     if not len(adds):
         return adds
-    par = c.parents(model)[adds]
-    acc = c.name_ids(model, "accumulate-grad", c.exact("torch::autograd::AccumulateGrad"))
+    par = common.parents(model)[adds]
+    acc = common.name_ids(model, "accumulate-grad", common.exact("torch::autograd::AccumulateGrad"))
     ok = par >= 0
     ok[ok] = np.isin(model.slices.name[par[ok]], acc)
     return adds[ok]
@@ -57,16 +57,16 @@ def zero_grad_not_none(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     min_per_step = int(ctx.cfg("zero_grad_not_none")["min_per_step"])
     for i, m in enumerate(ctx.models):
-        zg = c.name_ids(m, "zero-grad-ann", lambda n: n.startswith("Optimizer.zero_grad"))
+        zg = common.name_ids(m, "zero-grad-ann", lambda n: n.startswith("Optimizer.zero_grad"))
         if not len(zg):
             continue
-        rows = c.rows_with_names(m, "aten::zero_", c.exact("aten::zero_"), [Kind.CPU_OP])
-        anc = c.ancestor_matching(m, rows, zg)
+        rows = common.rows_with_names(m, "aten::zero_", common.exact("aten::zero_"), [Kind.CPU_OP])
+        anc = common.ancestor_matching(m, rows, zg)
         rows, anc = rows[anc >= 0], anc[anc >= 0]
         # torch >= 2.x zeroes the gradients of one device/dtype with one aten::_foreach_zero_ (H100 pairs2
         # zero_none: 3 per step, no aten::zero_): the rule used to miss it
-        fe = c.rows_with_names(m, "aten::_foreach_zero_", c.exact("aten::_foreach_zero_"), [Kind.CPU_OP])
-        fe_anc = c.ancestor_matching(m, fe, zg)
+        fe = common.rows_with_names(m, "aten::_foreach_zero_", common.exact("aten::_foreach_zero_"), [Kind.CPU_OP])
+        fe_anc = common.ancestor_matching(m, fe, zg)
         fe, fe_anc = fe[fe_anc >= 0], fe_anc[fe_anc >= 0]
         steps = ctx.steps(i)
         n_steps = max(len(steps.number), 1) if not steps.synthetic else max(len(np.unique(np.concatenate(
@@ -86,8 +86,8 @@ def zero_grad_not_none(ctx: RuleContext) -> RuleOutput:
                    f"~{len(rows) // n_steps} per step)" if not len(fe) else
                    f"optimizer.zero_grad() writes zeros into every gradient ({len(fe)} aten::_foreach_zero_, "
                    f"~{max(len(fe) // n_steps, 1)} per step), and backward then adds into them"),
-            count=len(rows), impact_ns=cost, time_ranges=c.ranges_of(m, np.unique(anc)),
-            evidence=c.evidence(m, rows), source=c.source_of(m, first),
+            count=len(rows), impact_ns=cost, time_ranges=common.ranges_of(m, np.unique(anc)),
+            evidence=common.evidence(m, rows), source=common.source_of(m, first),
             fix="Use optimizer.zero_grad(set_to_none=True) (the default since PyTorch 2.0) or model.zero_grad("
                 "set_to_none=True): gradients are then allocated by the backward pass instead of being zero-filled.",
             evidence_rows=np.concatenate([rows, np.unique(anc)]), fix_rows=np.concatenate([rows, np.unique(anc)])))
@@ -114,7 +114,7 @@ def single_tensor_optimizer(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     min_kernels = int(ctx.cfg("single_tensor_optimizer")["min_kernels"])
     for i, m in enumerate(ctx.models):
-        step_ids = c.name_ids(m, "opt-step-ann", lambda n: n.startswith("Optimizer.step#"))
+        step_ids = common.name_ids(m, "opt-step-ann", lambda n: n.startswith("Optimizer.step#"))
         if not len(step_ids):
             continue
         s = m.slices
@@ -124,12 +124,12 @@ def single_tensor_optimizer(ctx: RuleContext) -> RuleOutput:
         f = m.flows
         launch = f.kind == FlowKind.LAUNCH
         src, dst = f.src[launch], f.dst[launch]
-        owner = c.ancestor_matching(m, src, step_ids)
+        owner = common.ancestor_matching(m, src, step_ids)
         mine = owner >= 0
         kern = dst[mine & (s.kind[dst] == Kind.KERNEL)]
         if not len(kern):
             continue
-        fused = c.name_ids(m, "foreach-kernels", lambda n: "multi_tensor_apply" in n or "fused_adam" in n.lower()
+        fused = common.name_ids(m, "foreach-kernels", lambda n: "multi_tensor_apply" in n or "fused_adam" in n.lower()
                            or "FusedAdam" in n or "fused_sgd" in n.lower() or "_fused_" in n)
         if np.isin(s.name[kern], fused).any():
             continue
@@ -142,8 +142,8 @@ def single_tensor_optimizer(ctx: RuleContext) -> RuleOutput:
         out.findings.append(ctx.finding(
             "single_tensor_optimizer", i,
             title=f"{name} runs per parameter: {per_step:.0f} kernels per optimizer step, none multi-tensor",
-            count=len(kern), impact_ns=int(s.dur_ns[ann].sum()), time_ranges=c.ranges_of(m, ann),
-            evidence=c.evidence(m, ann), source=c.source_of(m, int(ann[0])),
+            count=len(kern), impact_ns=int(s.dur_ns[ann].sum()), time_ranges=common.ranges_of(m, ann),
+            evidence=common.evidence(m, ann), source=common.source_of(m, int(ann[0])),
             fix=f"Use the multi-tensor implementation: torch.optim.{name}(..., {MULTI_TENSOR[name]}), which "
                 "launches a handful of kernels for all parameters.",
             evidence_rows=np.concatenate([ann, kern]), fix_rows=np.concatenate([ann, kern])))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.analysis.critical_path import Edit
-from core.rules import common as c, whatif
+from core.rules import common, whatif
 from core.rules.base import RuleContext, RuleOutput, WhatIf, rule
 from core.trace.model import Kind, TraceModel
 
@@ -46,7 +46,7 @@ def fp32_gemm(ctx: RuleContext) -> RuleOutput:
         return any(k in low for k in fp32) and not any(k in low for k in fine)
 
     for i, m in enumerate(ctx.models):
-        rows = c.rows_with_names(m, "fp32-gemm", is_fp32, [Kind.KERNEL])
+        rows = common.rows_with_names(m, "fp32-gemm", is_fp32, [Kind.KERNEL])
         rows = ctx.in_steps(i, rows)
         if not len(rows):
             continue
@@ -59,8 +59,8 @@ def fp32_gemm(ctx: RuleContext) -> RuleOutput:
         out.findings.append(ctx.finding(
             "fp32_gemm", i,
             title=f"{len(rows)} GEMM/conv kernels run in FP32 without tensor cores ({gemm_ns / 1e6:.2f} ms)",
-            count=len(rows), impact_ns=int(gemm_ns * save), time_ranges=c.ranges_of(m, rows),
-            evidence=ev[:c.MAX_EVIDENCE], source=c.kernel_source(m, int(rows[np.argmax(s.dur_ns[rows])])),
+            count=len(rows), impact_ns=int(gemm_ns * save), time_ranges=common.ranges_of(m, rows),
+            evidence=ev[:common.MAX_EVIDENCE], source=common.kernel_source(m, int(rows[np.argmax(s.dur_ns[rows])])),
             fix="Run the model under torch.autocast('cuda', dtype=torch.bfloat16) (bf16 tensor cores), or at least "
                 "allow TF32: torch.backends.cuda.matmul.allow_tf32 = True / "
                 "torch.set_float32_matmul_precision('high') (and torch.backends.cudnn.allow_tf32 = True).",

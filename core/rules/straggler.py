@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.analysis import collectives, intervals
-from core.rules import common as c
+from core.rules import common
 from core.rules.base import CheckNotRun, RuleContext, RuleOutput, rule
 from core.trace.model import Kind, TrackKind
 from core.units import fmt_ns
@@ -49,8 +49,8 @@ def straggler(ctx: RuleContext) -> RuleOutput:
     def cause(index: int, t0: np.ndarray, t1: np.ndarray) -> tuple[str, int, list[dict], tuple[int, ...]]:
         model = models[index]
         name, ns, rows = cause_of_lateness(model, t0, t1)
-        ev = c.evidence(model, rows, role="what the straggler was doing") if name else []
-        return name, ns, ev, tuple(int(r) for r in rows[:c.MAX_EVIDENCE])
+        ev = common.evidence(model, rows, role="what the straggler was doing") if name else []
+        return name, ns, ev, tuple(int(r) for r in rows[:common.MAX_EVIDENCE])
 
     return straggler_findings(ctx, lambda i: collectives.coll_rows(models[i]), cause)
 
@@ -99,7 +99,7 @@ def straggler_findings(ctx: RuleContext, coll_of, cause_of) -> RuleOutput:
             title=f"rank {rank} is the straggler: last at {int(counts[column])} of {len(matched)} collectives; "
                   f"the other ranks wait {fmt_ns(per_step_lost)} per step{doing}",
             count=int(counts[column]), impact_ns=int(lost_ns.mean()),
-            time_ranges=list(zip(first_arrival.tolist(), own_arrival.tolist()))[:c.MAX_RANGES], evidence=ev,
+            time_ranges=list(zip(first_arrival.tolist(), own_arrival.tolist()))[:common.MAX_RANGES], evidence=ev,
             source=None, evidence_rows=cause_rows,
             fix=f"Give rank {rank} less work or make it faster before the collective"
                 + (f": '{cause}' runs longer there than on the other ranks" if cause else "")

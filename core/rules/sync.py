@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.rules import common as c, sync_sites, whatif
+from core.rules import common, sync_sites, whatif
 from core.rules.base import RuleContext, RuleOutput, WhatIf, rule
 from core.trace import event_names
 from core.trace.model import Kind
@@ -66,7 +66,7 @@ def _why(op: str) -> tuple[str, str]:
 def _sync_rows(ctx: RuleContext, i: int) -> np.ndarray:
     m = ctx.models[i]
     s = m.slices
-    rows = c.rows_with_names(m, "sync", c.exact(*SYNC_NAMES), [Kind.RUNTIME])
+    rows = common.rows_with_names(m, "sync", common.exact(*SYNC_NAMES), [Kind.RUNTIME])
     if not len(rows):
         return rows
     steps = ctx.steps(i)
@@ -75,12 +75,12 @@ def _sync_rows(ctx: RuleContext, i: int) -> np.ndarray:
     elif len(rows):
         # no steps: the profiler's own flush is the last root-level cudaDeviceSynchronize of the trace
         last = rows[-1] if m.name(int(rows[-1])) == event_names.DEVICE_SYNC else -1
-        par = c.parents(m)
+        par = common.parents(m)
         if last >= 0 and par[last] < 0 and s.ts_ns[last] >= int(s.ts_ns[rows].max()):
             rows = rows[rows != last]
-    cw0, cw1 = c.compile_windows(m)
-    rows = rows[~c.inside(m, rows, cw0, cw1)]
-    coll = c.ancestor_matching(m, rows, c.name_ids(m, "collective-names", lambda n: "all_reduce" in n or
+    compile_start_ns, compile_end_ns = common.compile_windows(m)
+    rows = rows[~common.inside(m, rows, compile_start_ns, compile_end_ns)]
+    coll = common.ancestor_matching(m, rows, common.name_ids(m, "collective-names", lambda n: "all_reduce" in n or
                                                  "nccl" in n.lower() or n.startswith(("gloo:", "c10d::"))))
     return rows[coll < 0]
 
@@ -95,15 +95,15 @@ would sync on a GPU, as hints""")
 def host_sync(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     for i, m in enumerate(ctx.models):
-        if c.gpu_event_count(m) == 0 and not c.unknown_categories_of(m):  # unknown device: not CPU-only
+        if common.gpu_event_count(m) == 0 and not common.unknown_categories_of(m):  # unknown device: not CPU-only
             out.extend(_cpu_hints(ctx, i))
             continue
         rows = _sync_rows(ctx, i)
         if not len(rows):
             continue
         s = m.slices
-        aten = c.name_ids(m, "aten", lambda n: n.startswith("aten::"))
-        cause = c.outermost_chain(m, rows, aten)
+        aten = common.name_ids(m, "aten", lambda n: n.startswith("aten::"))
+        cause = common.outermost_chain(m, rows, aten)
         # syncs of pageable host->device copies belong to pageable_memcpy
         h2d = _h2d_pageable_ops(m, aten)
         keep = ~np.isin(cause, h2d) | (cause < 0)
@@ -122,19 +122,19 @@ def host_sync(ctx: RuleContext) -> RuleOutput:
         for nid in np.unique(cause_name).tolist():
             sel = cause_name == nid
             op = m.strings[nid] if nid >= 0 else PRINTING
-            g_rows, g_cause = rows[sel], cause[sel]
-            first = int(g_cause[0]) if g_cause[0] >= 0 else int(g_rows[0])
+            group_rows, group_cause = rows[sel], cause[sel]
+            first = int(group_cause[0]) if group_cause[0] >= 0 else int(group_rows[0])
             region = _enclosing_annotation(m, first)
             why, fix = _why(op or (region if region.startswith("DistributedDataParallel") else ""))
-            label = _label(op) if op else m.name(int(g_rows[0]))
+            label = _label(op) if op else m.name(int(group_rows[0]))
             where = f" in {region}" if region else ""
-            ev_rows = np.concatenate([g_rows, g_cause[g_cause >= 0]])
-            ev = c.evidence(m, g_rows, cause=label, annotation=region or "")
+            ev_rows = np.concatenate([group_rows, group_cause[group_cause >= 0]])
+            ev = common.evidence(m, group_rows, cause=label, annotation=region or "")
             ev_by_row = {e["row"]: e for e in ev}
-            for r, gp in zip(g_rows.tolist(), gap[sel].tolist()):
+            for r, gp in zip(group_rows.tolist(), gap[sel].tolist()):
                 if r in ev_by_row:
                     ev_by_row[r]["gpu_idle_after_ns"] = int(gp)
-            src = c.source_of(m, first)
+            src = common.source_of(m, first)
             # the runner's recorded sync sites hold the exact call line; Python frames (with_stack) only the
             # enclosing function, so a matching site wins and stacks are the fallback
             site_src, site_ev = sync_sites.match(ctx, i, sync_sites.op_kind(op))
@@ -145,7 +145,7 @@ def host_sync(ctx: RuleContext) -> RuleOutput:
                 "host_sync", i,
                 title=f"Host sync from {label}{where}: {why} ({_times(sel.sum(), calls[sel], 'syncs')})",
                 count=_count(sel.sum(), calls[sel]), impact_ns=int(cost[sel].sum()),
-                time_ranges=c.ranges_of(m, np.where(g_cause >= 0, g_cause, g_rows)), evidence=ev,
+                time_ranges=common.ranges_of(m, np.where(group_cause >= 0, group_cause, group_rows)), evidence=ev,
                 source=src, fix=fix, evidence_rows=ev_rows, fix_rows=ev_rows))
     return out
 
@@ -169,7 +169,7 @@ def print_calls(m, rows: np.ndarray) -> np.ndarray:
     out = np.full(len(rows), -1, np.int64)
     if not len(rows):
         return out
-    fr = c.rows_with_names(m, "print-frames", lambda n: n.startswith(_PRINT_FRAMES) or (
+    fr = common.rows_with_names(m, "print-frames", lambda n: n.startswith(_PRINT_FRAMES) or (
         n.startswith("torch/_tensor.py(") and n.endswith(_PRINT_METHODS)), [Kind.PYTHON])
     if not len(fr):
         return out
@@ -179,7 +179,7 @@ def print_calls(m, rows: np.ndarray) -> np.ndarray:
         f = fr[t.tid[s.track[fr]] == tid]
         starts, ends = intervals.union(s.ts_ns[f], s.ts_ns[f] + s.dur_ns[f])
         mine = (t.tid[s.track[rows]] == tid) & (t.kind[s.track[rows]] != TrackKind.PYTHON)
-        hit = mine & c.inside(m, rows, starts, ends)
+        hit = mine & common.inside(m, rows, starts, ends)
         out[hit] = base + np.searchsorted(starts, s.ts_ns[rows[hit]], side="right") - 1
         base += len(starts)
     return out
@@ -189,18 +189,18 @@ def _idle_caused(m, t0: np.ndarray, t1: np.ndarray, limit: np.ndarray) -> np.nda
     """GPU idle after each sync that the sync caused: only when the GPU was still working during the wait
     (the sync drained the queue), up to the next GPU activity, the next sync, the step end, and without
     the time torch.compile ran in between (compile owns that)."""
-    us, ue = c.gpu_busy_union(m)
+    us, ue = common.gpu_busy_union(m)
     if not len(us):
         return np.zeros(len(t0), np.int64)
     drained = np.searchsorted(ue, t1, side="right") > np.searchsorted(ue, t0, side="right")
     order = np.argsort(t0, kind="stable")
     nxt = np.full(len(t0), np.iinfo(np.int64).max, np.int64)
     nxt[order[:-1]] = t0[order[1:]]
-    gap = c.gpu_gap_after(m, t1, np.minimum(limit, nxt))
-    cw0, cw1 = c.compile_windows(m)
-    if len(cw0):
+    gap = common.gpu_gap_after(m, t1, np.minimum(limit, nxt))
+    compile_start_ns, compile_end_ns = common.compile_windows(m)
+    if len(compile_start_ns):
         from core.analysis import intervals
-        gap = np.maximum(gap - intervals.covered(cw0, cw1, t1, t1 + gap), 0)
+        gap = np.maximum(gap - intervals.covered(compile_start_ns, compile_end_ns, t1, t1 + gap), 0)
     return np.where(drained, gap, 0)
 
 
@@ -216,33 +216,33 @@ def _h2d_pageable_ops(m, aten_ids: np.ndarray) -> np.ndarray:
     from core.trace.model import FlowKind
     f = m.flows
     launch = f.kind == FlowKind.LAUNCH
-    pageable = c.name_ids(m, "memcpy-h2d-pageable", event_names.is_pageable_h2d)
+    pageable = common.name_ids(m, "memcpy-h2d-pageable", event_names.is_pageable_h2d)
     if not len(pageable):
         return np.zeros(0, np.int64)
     sel = launch & np.isin(m.slices.name[f.dst], pageable)
     src = f.src[sel]
-    top = c.outermost_chain(m, src, aten_ids)
+    top = common.outermost_chain(m, src, aten_ids)
     return np.unique(top[top >= 0])
 
 
 def _cpu_hints(ctx: RuleContext, i: int) -> RuleOutput:
     out = RuleOutput()
     m = ctx.models[i]
-    rows = c.rows_with_names(m, "would-sync", c.exact(*WOULD_SYNC), [Kind.CPU_OP])
+    rows = common.rows_with_names(m, "would-sync", common.exact(*WOULD_SYNC), [Kind.CPU_OP])
     if not len(rows):
         return out
-    aten = c.name_ids(m, "aten", lambda n: n.startswith("aten::"))
-    top = c.outermost_chain(m, rows, aten)
+    aten = common.name_ids(m, "aten", lambda n: n.startswith("aten::"))
+    top = common.outermost_chain(m, rows, aten)
     # name the op the user called: aten::item over _local_scalar_dense, aten::index over the nonzero of a
     # boolean mask; an unrelated outer op (aten::masked_fill ...) keeps the inner op's name
-    named = c.name_ids(m, "would-sync-named", c.exact(*WOULD_SYNC, "aten::index"))
+    named = common.name_ids(m, "would-sync-named", common.exact(*WOULD_SYNC, "aten::index"))
     ok = top >= 0
     ok[ok] = np.isin(m.slices.name[top[ok]], named)
     rows = np.unique(np.where(ok, top, rows))
-    opt = c.ancestor_matching(m, rows, c.name_ids(m, "optimizer-ann", lambda n: n.startswith("Optimizer.")))
+    opt = common.ancestor_matching(m, rows, common.name_ids(m, "optimizer-ann", lambda n: n.startswith("Optimizer.")))
     rows = rows[opt < 0]
-    cw0, cw1 = c.compile_windows(m)
-    rows = rows[~c.inside(m, rows, cw0, cw1)]
+    compile_start_ns, compile_end_ns = common.compile_windows(m)
+    rows = rows[~common.inside(m, rows, compile_start_ns, compile_end_ns)]
     steps = ctx.steps(i)
     if not steps.synthetic:
         rows = rows[steps.index_of(m.slices.ts_ns[rows]) >= 0]
@@ -257,9 +257,9 @@ def _cpu_hints(ctx: RuleContext, i: int) -> RuleOutput:
         op = _label(op)
         out.findings.append(ctx.finding(
             "host_sync", i, title=f"{op} would block on a GPU: {why} ({_times(len(g), calls[key == nid])}, "
-                                  f"{c.no_gpu_words(m)})",
-            count=_count(len(g), calls[key == nid]), impact_ns=int(s.dur_ns[g].sum()), time_ranges=c.ranges_of(m, g),
-            evidence=c.evidence(m, g), source=c.source_of(m, int(g[0])), fix=fix, evidence_rows=g, hint=True))
+                                  f"{common.no_gpu_words(m)})",
+            count=_count(len(g), calls[key == nid]), impact_ns=int(s.dur_ns[g].sum()), time_ranges=common.ranges_of(m, g),
+            evidence=common.evidence(m, g), source=common.source_of(m, int(g[0])), fix=fix, evidence_rows=g, hint=True))
     return out
 
 
@@ -270,17 +270,17 @@ blocking `cudaMemcpy` calls""")
 def sync_memcpy(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     for i, m in enumerate(ctx.models):
-        rows = c.rows_with_names(m, "cudaMemcpy-blocking", event_names.is_blocking_memcpy, [Kind.RUNTIME])
+        rows = common.rows_with_names(m, "cudaMemcpy-blocking", event_names.is_blocking_memcpy, [Kind.RUNTIME])
         rows = ctx.in_steps(i, rows)
         if not len(rows):
             continue
         s = m.slices
         end = s.ts_ns[rows] + s.dur_ns[rows]
-        cost = s.dur_ns[rows] + c.gpu_gap_after(m, end)
+        cost = s.dur_ns[rows] + common.gpu_gap_after(m, end)
         out.findings.append(ctx.finding(
             "sync_memcpy", i, title=f"Blocking cudaMemcpy ({len(rows)}×): the CPU waits for each copy",
-            count=len(rows), impact_ns=int(cost.sum()), time_ranges=c.ranges_of(m, rows),
-            evidence=c.evidence(m, rows), source=c.source_of(m, int(rows[0])),
+            count=len(rows), impact_ns=int(cost.sum()), time_ranges=common.ranges_of(m, rows),
+            evidence=common.evidence(m, rows), source=common.source_of(m, int(rows[0])),
             fix="Use tensor.to(device, non_blocking=True) from pinned memory (cudaMemcpyAsync) and avoid "
                 "synchronous copies inside the step.", evidence_rows=rows, fix_rows=rows))
     return out
