@@ -15,6 +15,7 @@ from gui.hta import HtaTab
 from gui.issues import IssuesPanel
 from gui.report.wiring import install as install_export
 from gui.run.panel import RunPanel
+from gui.subscriptions import connect_issues, connect_views, dock_px
 
 
 @dataclass
@@ -23,13 +24,8 @@ class Integrations:
     run_panel: RunPanel
     run_dock: object
     exporter: object
-    analyses: weakref.WeakKeyDictionary  # TraceSet -> core.rules Analysis (computed once per trace)
+    analyses: weakref.WeakKeyDictionary  # win.session.analyses: TraceSet -> Analysis (computed once per trace)
     compare: object = None  # gui.compare.wiring.CompareActions (File > Compare with…)
-
-
-def _dock_px(win) -> int:
-    """Issues dock width: ~28 % of the window, at least what its table needs to read (420 px)."""
-    return max(420, win.width() * 28 // 100)
 
 
 def _run_dock_px(win) -> int:
@@ -76,64 +72,15 @@ def _open_run_trace(win, panel, dock, bundle: str, cycle_paths: list[str] = ()) 
 
 
 def install_all(win) -> Integrations:
-    analyses: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
     # --- issues: one dock that follows the current tab; each trace is analysed once -------------
     issues = IssuesPanel(win)
     win.set_issues_widget(issues)
     win.issues_dock.hide()  # shown with the first trace tab: on the start page it would be a third of nothing
     QtCore.QTimer.singleShot(0, lambda: win.resizeDocks(  # after the window is laid out
-        [win.issues_dock], [_dock_px(win)], QtCore.Qt.Orientation.Horizontal))
+        [win.issues_dock], [dock_px(win)], QtCore.Qt.Orientation.Horizontal))
 
-    def _on_analysis_finished(analysis) -> None:
-        ts = getattr(issues, "_trace_set", None)
-        if ts is not None:
-            analyses[ts] = analysis
-            late = next((f for f in getattr(analysis, "findings", ()) if f.rule == "straggler"), None)
-            for view in win.views() if late is not None else ():
-                if view.trace_set is ts:
-                    view.set_straggler(late.model_index)  # marked on a many-rank run's rank strip
-
-    def _on_finding_selected(model_index: int, t0_ns, t1_ns, rows) -> None:
-        view = win.current_view()
-        if view is None:
-            return
-        if t1_ns is not None and t0_ns is not None and t1_ns > t0_ns:
-            view.show_range(t0_ns, t1_ns)
-        if rows is not None and len(rows):
-            view.highlight_slices(int(model_index), rows)
-
-    def _on_range_requested(t0_ns, t1_ns) -> None:
-        view = win.current_view()
-        if view is not None:
-            view.show_range(t0_ns, t1_ns)
-
-    def _on_tabs_changed(_index: int) -> None:
-        view = win.current_view()
-        ts = view.trace_set if view is not None else None
-        # the dock is for traces: a snapshot tab (and the start page) get the whole width
-        if (ts is not None) != win.issues_dock.isVisible():
-            win.issues_dock.setVisible(ts is not None)
-            if ts is not None:
-                win.resizeDocks([win.issues_dock], [_dock_px(win)], QtCore.Qt.Orientation.Horizontal)
-        if ts is getattr(issues, "_trace_set", None) and ts is not None:
-            return
-        if ts is not None and ts in analyses:
-            issues.cancel()
-            issues.set_analysis(ts, analyses[ts])
-        elif ts is None and win.tabs.count() and type(win.tabs.currentWidget()).__name__ == "CompareView":
-            issues.set_trace_set(None, "Compare tab: the findings fixed, new and changed between the two runs "
-                                       "are in its Findings tab.")
-        elif ts is None and win.tabs.count() and type(win.tabs.currentWidget()).__name__ == "SnapshotView":
-            issues.set_trace_set(None, "Memory snapshot tab: the findings are for profiler traces "
-                                       "(open the run's trace to diagnose it).")
-        else:
-            issues.set_trace_set(ts)
-
-    issues.sig_analysis_finished.connect(_on_analysis_finished)
-    issues.sig_finding_selected.connect(_on_finding_selected)
-    issues.sig_range_requested.connect(_on_range_requested)
-    win.tabs.currentChanged.connect(_on_tabs_changed)
+    connect_issues(win, win.session, issues)  # follows the current tab; its findings go to the session
+    connect_views(win, win.session)  # a chosen finding / step zooms the current view; stragglers marked
 
     # --- HTA: a tab in each trace's bottom panel, run when first shown ---------------------------
     def _on_trace_loaded(trace_set) -> None:
@@ -186,7 +133,7 @@ def install_all(win) -> Integrations:
     install_reattach(win, run_panel, lambda: show_run_dock(win, run_dock))  # remote runs left going
 
     # --- export: File > Export report… and Export as > PNG / CSV --------------------------------
-    exporter = install_export(win, findings_for=lambda ts: analyses.get(ts), run_panel=run_panel)
+    exporter = install_export(win, findings_for=win.session.analysis_for, run_panel=run_panel)
 
     def _on_trace_loaded_attach_csv(trace_set) -> None:  # each table's context menu: "Export table as CSV…"
         view = win.current_view()
@@ -203,4 +150,4 @@ def install_all(win) -> Integrations:
     win.compare_paths = compare.compare_paths
     from gui.tryfix import install as install_try  # Try it: a finding's fix at run time, then a Compare
     win.try_controller = install_try(win, issues, run_panel, compare)
-    return Integrations(issues, run_panel, run_dock, exporter, analyses, compare)
+    return Integrations(issues, run_panel, run_dock, exporter, win.session.analyses, compare)

@@ -8,6 +8,8 @@ Extension points for the lead / other helpers:
     disabled in File: connect their `triggered` and `setEnabled(True)`; `start_page.sig_run_script_clicked`
   - `current_view()` -> TraceView: `.show_range(t0_ns, t1_ns)`, `.highlight_slices(model_index, rows)`,
     `.select_slice(model_index, row)`, `.add_tab(widget, title, replace_hta=True)`
+  - `session` (core.session.Session): the current tab's trace set, each trace's analysis, the selection;
+    panels subscribe to its events (gui/subscriptions.py) instead of reading each other
   - `open_path(path)` loads in a worker (progress + Cancel in the status bar)
   - CUDA memory snapshots (`*.pickle`, core.snapshot.is_snapshot_path) take a small branch: open_path
     starts a gui.snapshot.job.SnapshotJob (same signals as LoadJob; restricted unpickler, no code runs)
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from core.session import Session
 from gui import actions, gc_guard
 from gui.progress_widget import ProgressWidget
 from gui.start_page import StartPage
@@ -47,6 +50,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.setAcceptDrops(True)
         self._theme = None
         self.jobs: list[LoadJob] = []
+        self.session = Session()  # the current tab, analyses, selection: what the panels subscribe to
         self.tabs = QtWidgets.QTabWidget(tabsClosable=True, movable=True, documentMode=True)
         self.tabs.tabCloseRequested.connect(self.close_tab)
         self.tabs.currentChanged.connect(self._on_tabs_changed)
@@ -307,6 +311,12 @@ class MainWindow(QtWidgets.QMainWindow):
             self.stack.setCurrentWidget(self.start_page)
 
     def _on_tabs_changed(self, _i: int) -> None:
+        self._show_tab_summary()
+        view = self.current_view()  # a tab says what it is by its class's `tab_kind` ("trace", "compare", …)
+        kind = getattr(self.tabs.currentWidget(), "tab_kind", None) if self.tabs.count() else None
+        self.session.set_tab(view.trace_set if view is not None else None, kind)
+
+    def _show_tab_summary(self) -> None:
         view = self.current_view()
         if view is None:  # start page, or a tab that is not a trace (a memory snapshot)
             self.summary.setText("")

@@ -64,6 +64,8 @@ class TraceView(QtWidgets.QWidget):
     sig_slice_selected = QtCore.Signal(int, int)  # (model index, slice row); -1 = none
     sig_ready = QtCore.Signal()  # every part of the view is filled (the NVML plot's turn, the last)
 
+    tab_kind = "trace"  # what core.session.Session.set_tab reports for this tab (gui/main_window.py)
+
     def __init__(self, trace_set: TraceSet, indexes: list[query.SliceIndex] | None, theme: Theme,
                  parent=None) -> None:
         super().__init__(parent)

@@ -90,6 +90,8 @@ class _Side(QtWidgets.QWidget):
 class CompareView(QtWidgets.QWidget):
     """The Compare tab. `diff` is a core.analysis.diff.Diff; sides are (TraceSet, SliceIndex list)."""
 
+    tab_kind = "compare"  # what core.session.Session.set_tab reports for this tab (gui/main_window.py)
+
     def __init__(self, diff: Diff, side_a: tuple, side_b: tuple, theme: Theme, parent=None) -> None:
         super().__init__(parent)
         self.diff = diff

@@ -24,6 +24,8 @@ Qt = QtCore.Qt
 class SnapshotView(QtWidgets.QWidget):
     sig_allocation_selected = QtCore.Signal(int)  # row in the peak table (source model), -1 = none
 
+    tab_kind = "snapshot"  # what core.session.Session.set_tab reports for this tab (gui/main_window.py)
+
     def __init__(self, report: SnapshotReport, theme: Theme, parent=None) -> None:
         super().__init__(parent)
         self.report = report
