@@ -233,7 +233,7 @@ def _summarise(root, quiet: bool) -> None:
     """The launcher writes the rank summaries after the run (the ranks' interpreters cannot: stdlib + torch
     only): core/ranks/stored.py. A failure only costs the later analyze a map."""
     try:
-        from core.ranks.stored import summarise_bundle
+        from core.ranks.run import summarise_bundle
         t0 = time.monotonic()
         n = summarise_bundle(root)
         if n and not quiet:

@@ -3,7 +3,7 @@ reduces.
 
 `<bundle>/.ptprof-summaries/<trace file name>.rank-summary` (not a trace name: discovery never takes it): the
 map's `RankSummary` as JSON (never pickle: opening a bundle executes nothing), written by the launcher when the
-run ends (core/runner/session.py calls `summarise_bundle` in the launcher's process, which has this package; the
+run ends (core/commands/record.py calls `core.ranks.run.summarise_bundle` in the launcher's process, which has this package; the
 ranks' own interpreters run stdlib + torch only)
 or by the first `analyze` of the bundle. A summary is used only when it was made from the trace as it is
 now (size, mtime), by this code and these thresholds (the rules' digest) and for the same run shape (ranks);
@@ -102,29 +102,3 @@ def store(task: MapTask, summary: RankSummary, found=None) -> bool:
         log.info("could not store the rank summary %s: %s", p, exc)
         return False
     return True
-
-
-def summarise_bundle(bundle: str | Path, workers: int | None = None) -> int:
-    """Map every rank of a finished bundle that has no valid summary and store it (the launcher's call at the
-    end of a run). Returns the number of ranks summarised now; never raises for a bad trace."""
-    from core.ranks.executor import make_executor
-    from core.ranks.run import _map_safe, tasks_of
-    from core.trace import io
-    try:
-        found = io.discover(bundle)
-    except Exception:  # noqa: BLE001 - nothing to summarise
-        return 0
-    if found.kind != "bundle" or len(found.sources) < 2:
-        return 0
-    tasks = [t for t in tasks_of(found) if load(t) is None]
-    if not tasks:
-        return 0
-    ex = make_executor(workers=workers or (1 if len(tasks) == 1 else None))
-    n = 0
-    try:
-        for k, res in ex.map_unordered(_map_safe, tasks):
-            if isinstance(res, RankSummary) and store(tasks[k], res):
-                n += 1
-    finally:
-        ex.close()
-    return n
