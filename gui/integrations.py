@@ -26,6 +26,8 @@ class Integrations:
     exporter: object
     analyses: weakref.WeakKeyDictionary  # win.session.analyses: TraceSet -> Analysis (computed once per trace)
     compare: object = None  # gui.compare.wiring.CompareActions (File > Compare with…)
+    open_remote: object = None  # gui.remote.open_remote.OpenRemote (File > Open Remote…)
+    try_controller: object = None  # gui.tryfix controller (a finding's Try it)
 
 
 def _run_dock_px(win) -> int:
@@ -104,7 +106,6 @@ def install_all(win) -> Integrations:
     run_panel = RunPanel(win)
     run_dock = win.add_dock(run_panel, "Run", QtCore.Qt.DockWidgetArea.BottomDockWidgetArea)
     run_dock.hide()
-    win.live_panel = run_panel.live
     win.action_run_script.triggered.connect(lambda _checked=False: run_panel.open_dialog())
     win.action_run_script.setEnabled(True)
     run_panel.sig_run_started.connect(lambda _bundle: show_run_dock(win, run_dock))
@@ -128,7 +129,7 @@ def install_all(win) -> Integrations:
     win.sig_trace_loaded.connect(_late_cycle)
     run_panel.sig_folded_changed.connect(lambda folded: fit_run_dock(win, run_panel, run_dock, folded))
     from gui.remote.open_remote import install_open_remote
-    win.open_remote = install_open_remote(win)  # File > Open Remote… (SSH host: browse, fetch, open)
+    open_remote = install_open_remote(win)  # File > Open Remote… (SSH host: browse, fetch, open)
     from gui.remote.reattach import install_reattach
     install_reattach(win, run_panel, lambda: show_run_dock(win, run_dock))  # remote runs left going
 
@@ -147,7 +148,7 @@ def install_all(win) -> Integrations:
     issues.csv_export = lambda: exporter.export_table_csv("findings")
     from gui.compare.wiring import CompareActions
     compare = CompareActions(win)
-    win.compare_paths = compare.compare_paths
     from gui.tryfix import install as install_try  # Try it: a finding's fix at run time, then a Compare
-    win.try_controller = install_try(win, issues, run_panel, compare)
-    return Integrations(issues, run_panel, run_dock, exporter, win.session.analyses, compare)
+    try_controller = install_try(win, issues, run_panel, compare)
+    return Integrations(issues, run_panel, run_dock, exporter, win.session.analyses, compare, open_remote,
+                        try_controller)

@@ -91,6 +91,24 @@ class MainWindow(QtWidgets.QMainWindow):
         from gui.integrations import install_all
         self.integrations = install_all(self)
 
+    # --- what the feature panels offer (gui/integrations.py; there once finish_startup has run) ------
+    @property
+    def live_panel(self):
+        """The Run dock's live GPU plots."""
+        return self.integrations.run_panel.live
+
+    @property
+    def open_remote(self):
+        return self.integrations.open_remote
+
+    @property
+    def try_controller(self):
+        return self.integrations.try_controller
+
+    def compare_paths(self, path_a, path_b, in_process: bool | None = None):
+        """Open a Compare tab of two runs (gui.compare.wiring.CompareActions.compare_paths)."""
+        return self.integrations.compare.compare_paths(path_a, path_b, in_process)
+
     @property
     def theme(self):
         """The kind colours (gui/theme.py), built when a view first needs them."""
@@ -383,7 +401,7 @@ class MainWindow(QtWidgets.QMainWindow):
             if not u.isLocalFile():
                 continue
             if baseline is not None:
-                self.integrations.compare.compare_paths(baseline, u.toLocalFile())
+                self.compare_paths(baseline, u.toLocalFile())
             else:
                 self.open_path(u.toLocalFile())
         ev.acceptProposedAction()
