@@ -34,6 +34,16 @@ def test_issues_follow_tabs_and_drive_the_timeline(qtbot, main_window, open_and_
     v0, v1 = view.timeline.view_range()
     assert v0 <= t0 + (t1 - t0) * 0.2 and v1 >= t1 - (t1 - t0) * 0.2
     assert (v1 - v0) < (t1 - t0) * 3
+    # ... through the window's session (core/session.py), which also knows the current tab
+    assert win.session.selection.model_index == finding.model_index and win.session.selection.has_rows
+    assert (win.session.trace_set, win.session.tab_kind) == (ts, "trace")
+    # a step clicked in the breakdown: a range-only selection, the view zooms to it
+    s0, s1 = t0 - 1_000_000, t1 + 1_000_000
+    panel.sig_range_requested.emit(s0, s1)
+    qtbot.wait(50)
+    assert win.session.selection.rows is None
+    v0, v1 = view.timeline.view_range()
+    assert abs(v0 - s0) < (s1 - s0) * 0.2 and abs(v1 - s1) < (s1 - s0) * 0.2
 
     # a second trace gets its own analysis; switching back reuses the first without re-running
     ts2 = open_and_wait(win, shared_trace("gpu_clean.pt.trace.json.gz"))
