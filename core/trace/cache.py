@@ -42,9 +42,9 @@ from core.trace.cache_check import (
     open_npy,
     packed_bytes,
     packed_column,
-    packed_dtype,
     stored_columns,
 )
+from core.trace.cache_pack import map_packed as _map_packed, write_packed as _write_packed
 from core.trace.model import EventCounts, TraceMeta, TraceModel
 from core.trace.safefile import read_regular
 from core.trace.sparse import Sparse
@@ -276,46 +276,8 @@ def _read(d: Path, key: dict) -> TraceModel:
     return model
 
 
-def _map_packed(path: Path, max_bytes: int):
-    """The packed file memory-mapped read-only (a regular file only, never a link, never blocking); the
-    descriptor is closed at once (the mapping keeps its own)."""
-    import mmap
-    import stat as stat_
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
-    try:
-        st = os.fstat(fd)
-        if not stat_.S_ISREG(st.st_mode) or st.st_size > max_bytes or st.st_size == 0:
-            raise ValueError(f"{path.name}: not a regular file of the packed size")
-        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-    finally:
-        os.close(fd)
-
-
 def pack_max_bytes() -> int:
     return env_int("PTPROF_CACHE_PACK_MAX_BYTES", PACK_MAX_BYTES, lo=0, hi=1 << 40)
-
-
-_ALIGN = 8
-
-
-def _write_packed(path: Path, files: dict[str, np.ndarray]) -> dict[str, list[int]]:
-    """Every column's bytes in one file, each at an offset aligned to 8; returns {stem: [offset, count]}
-    (the dtype of each is the schema's: cache_check.packed_dtype)."""
-    layout: dict[str, list[int]] = {}
-    offset = 0
-    with open(path, "wb") as fh:
-        for stem, arr in files.items():
-            if arr.dtype != packed_dtype(stem):  # the reader takes the schema's: never reinterpret bytes
-                raise ValueError(f"{stem}: dtype {arr.dtype}, the cache schema says {packed_dtype(stem)}")
-            data = np.ascontiguousarray(arr)
-            layout[stem] = [offset, len(arr)]
-            if data.nbytes:
-                fh.write(memoryview(data).cast("B"))  # no bytes copy of a big column
-            pad = -data.nbytes % _ALIGN
-            fh.write(b"\0" * pad)
-            offset += data.nbytes + pad
-    return layout
 
 
 def store(path: Path, model: TraceModel, index=None) -> bool:
