@@ -18,7 +18,7 @@ import numpy as np
 from core.ranks.executor import Executor, make_executor
 from core.ranks.mapper import MapTask
 from core.trace import io
-from core.trace.model import EventCounts, TraceParseError
+from core.trace.model import EventCounts, SetQueries, TraceParseError
 
 
 @dataclass(slots=True)
@@ -76,7 +76,7 @@ def _view_safe(args):
         return ("error", task.path, "out of memory while loading this trace")
 
 
-class RunView:
+class RunView(SetQueries):
     """A multi-rank run's ranks as views, in the loaded set's order (rank, path), on its time base."""
 
     def __init__(self, path, executor: Executor | None = None, use_cache: bool = True,
@@ -123,29 +123,6 @@ class RunView:
         self.health: list[dict] | None = None  # the run's health checks (RunAnalysis.health), set by its maker
 
     # --- what a TraceSet answers ------------------------------------------------------------------------
-    @property
-    def primary(self) -> ModelView:
-        return self.models[0]
-
-    @property
-    def ranks(self) -> list[int]:
-        return sorted({m.rank for m in self.models})
-
-    @property
-    def counts(self) -> EventCounts:
-        total = EventCounts()
-        for m in self.models:
-            total = total + m.counts
-        return total
-
-    @property
-    def all_warnings(self) -> list[str]:
-        out = list(self.warnings)
-        for m in self.models:
-            prefix = f"{Path(m.path).name}: " if len(self.models) > 1 else ""
-            out.extend(prefix + w for w in m.warnings)
-        return out
-
     @property
     def span_ns(self) -> tuple[int, int]:
         spans = [m.span for m in self.models if m.span is not None]

@@ -334,26 +334,14 @@ class TraceModel(Weakrefable):  # a key of weak maps (_SPANS, analyses)
         return np.isin(self.slices.kind, np.asarray(kinds, dtype=np.int8))
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class TraceSet(Weakrefable):  # a key of weak maps (analyses)
-    """What a load returns: one or more TraceModels (ranks / workers / cycles) on one time base.
+class SetQueries:
+    """What a set of per-rank models answers from its `models` and `warnings`: shared by TraceSet and the
+    map/reduce's RunView (core/ranks/views.py), whose models are views of ranks held elsewhere."""
 
-    base_unix_ns + ts_ns is wall clock for every model (so NVML samples align with the trace).
-    """
-
-    path: str
-    models: tuple[TraceModel, ...]
-    base_unix_ns: int = 0
-    warnings: tuple[str, ...] = ()
-    bundle: dict[str, Any] | None = None  # run.json of a run bundle, when loaded from one
-    nvml: CounterTable | None = None  # NVML samples (bundle nvml.csv / sibling *.nvml.csv), ts_ns on the set's base
-    nvml_strings: StringTable | None = None
-    compile_info: dict | None = None  # bundle compile.json
-    cache_hit: bool = False
-    load_s: float = 0.0
+    __slots__ = ()
 
     @property
-    def primary(self) -> TraceModel:
+    def primary(self):
         return self.models[0]
 
     @property
@@ -374,6 +362,25 @@ class TraceSet(Weakrefable):  # a key of weak maps (analyses)
             prefix = f"{Path(m.path).name}: " if len(self.models) > 1 else ""
             out.extend(prefix + w for w in m.warnings)
         return out
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class TraceSet(SetQueries, Weakrefable):  # a key of weak maps (analyses)
+    """What a load returns: one or more TraceModels (ranks / workers / cycles) on one time base.
+
+    base_unix_ns + ts_ns is wall clock for every model (so NVML samples align with the trace).
+    """
+
+    path: str
+    models: tuple[TraceModel, ...]
+    base_unix_ns: int = 0
+    warnings: tuple[str, ...] = ()
+    bundle: dict[str, Any] | None = None  # run.json of a run bundle, when loaded from one
+    nvml: CounterTable | None = None  # NVML samples (bundle nvml.csv / sibling *.nvml.csv), ts_ns on the set's base
+    nvml_strings: StringTable | None = None
+    compile_info: dict | None = None  # bundle compile.json
+    cache_hit: bool = False
+    load_s: float = 0.0
 
     @property
     def span_ns(self) -> tuple[int, int]:
