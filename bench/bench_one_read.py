@@ -54,24 +54,24 @@ def bench(source: str, n: int, work: Path, base: Path, png: bool, cold: bool) ->
     code = {"before": base, "after": ROOT}
     out: dict = {"source": source, "ranks": n}
     try:
-        out["analyze_fill_cache"] = strip(measure([py, "-m", "core.cli", "analyze", "--json", str(run)],
+        out["analyze_fill_cache"] = strip(measure([py, "-P", "-m", "core.cli", "analyze", "--json", str(run)],
                                                   env_for(ROOT, cache)))
-        out["analyze_warm"] = strip(measure([py, "-m", "core.cli", "analyze", "--json", str(run)], env_for(ROOT, cache)))
+        out["analyze_warm"] = strip(measure([py, "-P", "-m", "core.cli", "analyze", "--json", str(run)], env_for(ROOT, cache)))
         modes = [("warm", [])] + ([("cold", ["--no-cache"])] if cold else [])
         for mode, flags in modes:
             if mode == "cold":
-                out["analyze_cold"] = strip(measure([py, "-m", "core.cli", "analyze", "--json", "--no-cache", str(run)],
+                out["analyze_cold"] = strip(measure([py, "-P", "-m", "core.cli", "analyze", "--json", "--no-cache", str(run)],
                                                     env_for(ROOT, cache)))
             for side in ("before", "after"):
                 dest = work / f"report_{side}"
                 shutil.rmtree(dest, ignore_errors=True)
-                cmd = [py, "-m", "core.cli", "report", str(run), "--out", str(dest)] + flags + ([] if png else ["--no-png"])
+                cmd = [py, "-P", "-m", "core.cli", "report", str(run), "--out", str(dest)] + flags + ([] if png else ["--no-png"])
                 out[f"report_{mode}_{side}"] = strip(measure(cmd, env_for(code[side], cache)))
             out[f"report_{mode}_same_files"] = _files(work / "report_before") == _files(work / "report_after")
             docs = {}
             for side in ("before", "after"):
                 _no_findings_cache(cache)
-                r = measure([py, "-m", "core.cli", "diff", "--json"] + flags + [str(run), str(run)],
+                r = measure([py, "-P", "-m", "core.cli", "diff", "--json"] + flags + [str(run), str(run)],
                             env_for(code[side], cache))
                 docs[side] = r.get("doc")
                 out[f"diff_{mode}_{side}"] = strip(r)

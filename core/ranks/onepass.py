@@ -15,8 +15,6 @@ one, get their pieces in a second pass over those ranks only (views.RunView.fetc
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from core.ranks.executor import Executor
 from core.ranks.mapper import MapTask
 from core.trace.model import TraceParseError
@@ -46,11 +44,20 @@ def _order(task: MapTask) -> tuple:
     return (task.rank_hint is None, task.rank_hint or 0, task.path)
 
 
-def read_run(path, ex: Executor, use_cache: bool, want: dict, summarise: bool = True, first: dict | None = None,
-             progress: Callable[[float, str], None] | None = None):
-    """One pass over the run's ranks: (RunView, {path: summary or error} of the ranks summarised now).
-    `first`: the primary rank's extra want (it is read first; its "timeline_at" is given to the others as the
-    window, {"ref_base": its time base}). The caller closes the view's executor."""
+def drain(gen):
+    """The return value of a generator whose progress nobody shows."""
+    while True:
+        try:
+            next(gen)
+        except StopIteration as stop:
+            return stop.value
+
+
+def iter_read_run(path, ex: Executor, use_cache: bool, want: dict, summarise: bool = True, first: dict | None = None):
+    """One pass over the run's ranks; yields (fraction, what) per rank read, returns (RunView, {path: summary or
+    error} of the ranks summarised now). `first`: the primary rank's extra want (it is read first; its
+    "timeline_at" is given to the others as the window, {"ref_base": its time base}). The caller closes the
+    view's executor; closing the generator stops the pass (the ranks in flight end first)."""
     from core.ranks import stored as st
     from core.ranks.budget import estimate_peak
     from core.ranks.run import tasks_of
@@ -62,24 +69,20 @@ def read_run(path, ex: Executor, use_cache: bool, want: dict, summarise: bool = 
     given: dict = {}
     views, failed = [], []
 
-    def take(task, res):
+    def take(task, res) -> tuple[float, str]:
         summary, view = res
         if need[task.path]:
             given[task.path] = summary
-        if isinstance(view, tuple):
-            failed.append(view)
-        else:
-            views.append(view)
-        if progress is not None:
-            done = len(views) + len(failed)
-            progress(done / max(len(tasks), 1), f"{done} of {len(tasks)} ranks read")
+        (failed if isinstance(view, tuple) else views).append(view)
+        done = len(views) + len(failed)
+        return done / max(len(tasks), 1), f"{done} of {len(tasks)} ranks read"
 
     rest = list(tasks)
     other_want = want
     if first is not None and tasks:
         head = min(tasks, key=_order)
         rest.remove(head)
-        take(head, ex.call(_read, (head, dict(want, **first), need[head.path])))
+        yield take(head, ex.call(_read, (head, dict(want, **first), need[head.path])))
         at = views[0].parts.get("timeline_at") if views else None
         if at is not None:
             v0, v1, px_ns, multi = at
@@ -87,7 +90,7 @@ def read_run(path, ex: Executor, use_cache: bool, want: dict, summarise: bool = 
                                               "ref_base": views[0].own_base_unix_ns})
     args = [(t, other_want, need[t.path]) for t in rest]
     for k, res in ex.map_unordered(_read, args, lambda a: estimate_peak(a[0].path)):
-        take(rest[k], res)
+        yield take(rest[k], res)
     if not views:
         first_err = failed[0]
         raise TraceParseError(found.root, f"none of the {len(tasks)} trace files could be read "
@@ -95,15 +98,31 @@ def read_run(path, ex: Executor, use_cache: bool, want: dict, summarise: bool = 
     return RunView(path, ex, use_cache, mapped=(views, failed), given=given), given
 
 
-def report_pass(path, ex: Executor, use_cache: bool, width_px: int, pngs: bool, spec):
-    """(RunView with every rank's report parts and timeline piece, RunAnalysis): each rank read once (the
-    straggler's CPU ranges, asked by the reduce, read that rank once more, as for `analyze`)."""
+def iter_report_view(path, use_cache: bool = True, width_px: int = 1600, pngs: bool = True, spec=None,
+                     executor: Executor | None = None):
+    """Yields (fraction, what); returns (RunView with every rank's report parts and timeline piece, RunAnalysis).
+    Each rank is read once (the straggler's CPU ranges, asked by the reduce, read that rank once more, as for
+    `analyze`). The caller closes the view (and with it the executor made here)."""
     from core.export import timeline_data
+    from core.export.figures import FigureSpec
+    from core.ranks.executor import make_executor
     from core.ranks.run import analyze_run
-    opts = {"width_px": width_px, "multi": True}
-    first = {"timeline": {"spec": spec, "multi": True}} if pngs else None
-    view, given = read_run(path, ex, use_cache, {"report": opts}, first=first)
+    spec = spec or FigureSpec(width_px=width_px)
+    ex = executor if executor is not None else make_executor()
+    view = None
     try:
+        opts = {"width_px": width_px, "multi": True}
+        first = {"timeline": {"spec": spec, "multi": True}} if pngs else None
+        gen = iter_read_run(path, ex, use_cache, {"report": opts}, first=first)
+        while True:
+            try:
+                frac, what = next(gen)
+            except StopIteration as stop:
+                view, given = stop.value
+                break
+            yield 0.9 * frac, what
+        view._own = executor is None
+        yield 0.92, "across ranks"
         run = analyze_run(path, ex, use_cache=use_cache, given=given)
         view.health = run.health
         if pngs:
@@ -111,21 +130,26 @@ def report_pass(path, ex: Executor, use_cache: bool, width_px: int, pngs: bool, 
             at = (int(v0), int(v1), px_ns, len(view.models) > 1)
             stale = [m for m in view.models if m.parts.get("timeline_at") != at]
             if stale:  # the guessed primary was not the first rank, or the window needs the whole run
+                yield 0.95, "timeline"
                 view.fetch({"timeline": {"v0": at[0], "v1": at[1], "px_ns": px_ns, "multi": at[3]}}, stale)
     except BaseException:
-        view.close()
+        if view is not None:
+            view.close()
+        elif executor is None:
+            ex.close()
         raise
     return view, run
 
 
-def diff_view(path, use_cache: bool = True, by_shape: bool = False, executor: Executor | None = None, progress=None):
-    """The RunView `diff` compares, each rank read once for its diff facts and, unless the findings cache holds
-    the run's findings, its map (findings_of then reduces those summaries). The caller closes it."""
+def iter_diff_view(path, use_cache: bool = True, by_shape: bool = False, executor: Executor | None = None):
+    """Yields (fraction, what); returns the RunView `diff` compares, each rank read once for its diff facts and,
+    unless the findings cache holds the run's findings, its map (findings_of then reduces those summaries).
+    The caller closes it."""
     from core.ranks.executor import make_executor
     ex = executor if executor is not None else make_executor()
     try:
-        view, _given = read_run(path, ex, use_cache, {"diff": {"by_shape": by_shape}},
-                                summarise=not (use_cache and _findings_cached(path)), progress=progress)
+        view, _given = yield from iter_read_run(path, ex, use_cache, {"diff": {"by_shape": by_shape}},
+                                                summarise=not (use_cache and _findings_cached(path)))
     except BaseException:
         if executor is None:
             ex.close()
@@ -133,6 +157,10 @@ def diff_view(path, use_cache: bool = True, by_shape: bool = False, executor: Ex
     view._own = executor is None
     view._by_shape = by_shape
     return view
+
+
+def diff_view(path, use_cache: bool = True, by_shape: bool = False, executor: Executor | None = None):
+    return drain(iter_diff_view(path, use_cache, by_shape, executor))
 
 
 def _findings_cached(path) -> bool:

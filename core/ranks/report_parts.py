@@ -46,16 +46,5 @@ def report_view(path, use_cache: bool = True, width_px: int = 1600, pngs: bool =
 
     One pass over the ranks (core/ranks/onepass.py): each rank is read once for the analysis and its parts; the
     timeline's window is the primary rank's (its busiest or asked-for step), read first."""
-    from core.export.figures import FigureSpec
-    from core.ranks.executor import make_executor
-    from core.ranks.onepass import report_pass
-    spec = spec or FigureSpec(width_px=width_px)
-    ex = executor if executor is not None else make_executor()
-    try:
-        view, run = report_pass(path, ex, use_cache, width_px, pngs, spec)
-    except BaseException:
-        if executor is None:
-            ex.close()
-        raise
-    view._own = executor is None
-    return view, run
+    from core.ranks.onepass import drain, iter_report_view
+    return drain(iter_report_view(path, use_cache, width_px, pngs, spec, executor))
