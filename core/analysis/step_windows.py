@@ -37,6 +37,8 @@ class StepWindows:
     def index_of(self, ts_ns: np.ndarray) -> np.ndarray:
         """Step index containing each timestamp, -1 outside every step."""
         ts_ns = np.asarray(ts_ns, dtype=np.int64)
-        i = np.searchsorted(self.t0_ns, ts_ns, side="right") - 1
-        ok = (i >= 0) & (ts_ns < self.t1_ns[np.maximum(i, 0)])
-        return np.where(ok, i, -1)
+        if not len(self.t0_ns):
+            return np.full(ts_ns.shape, -1, np.int64)
+        step = np.searchsorted(self.t0_ns, ts_ns, side="right") - 1
+        inside = (step >= 0) & (ts_ns < self.t1_ns[np.maximum(step, 0)])
+        return np.where(inside, step, -1)
