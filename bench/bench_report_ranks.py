@@ -36,10 +36,10 @@ write_report(load(sys.argv[1]), sys.argv[2], r, ReportOptions(pngs=png))
 """
 OLD_DIFF = """
 import json, sys
-from core.commands.diff import compute
+from core.ranks.findings_cache import compare_runs
 from core.trace.loader import load
 a, b = load(sys.argv[1]), load(sys.argv[2])
-json.dump(compute(a, b).to_json(), sys.stdout)
+json.dump(compare_runs(a, b).to_json(), sys.stdout)
 """
 
 
