@@ -3,7 +3,6 @@ H200 before/after pairs (tests/data/device/pairs, measured unprofiled step times
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -107,9 +106,8 @@ def test_shared_traces(name):
 
 
 def _pairs():
-    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
-    import whatif_pairs
-    return whatif_pairs.rows(PAIRS)
+    import pairs_truth  # tests/pairs_truth.py
+    return pairs_truth.rows(PAIRS)
 
 
 @pytest.fixture(scope="module")

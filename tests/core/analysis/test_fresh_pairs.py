@@ -4,9 +4,9 @@ unprofiled step estimate against every H200 bundle with a measured unprofiled st
 from __future__ import annotations
 
 import statistics
-import sys
 from pathlib import Path
 
+import pairs_truth  # tests/pairs_truth.py
 import pytest
 
 from core.rules import analyze
@@ -14,14 +14,11 @@ from core.trace.loader import load
 
 DEVICE = Path(__file__).resolve().parents[2] / "data" / "device"
 FRESH = DEVICE / "fresh"
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
-import step_truth  # noqa: E402
-import whatif_pairs  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def fresh_rows():
-    return {r["pair"]: r for r in whatif_pairs.rows(FRESH)}
+    return {r["pair"]: r for r in pairs_truth.rows(FRESH)}
 
 
 @pytest.mark.parametrize("pair", ["h2d", "graphs", "cl", "cl_h2d"])
@@ -57,7 +54,7 @@ def test_unprofiled_step_estimate_matches_the_unprofiled_timing():
     (loader_nw4), compiled code is slowed less by recording than eager ops (compile_*)."""
     errors = {}
     for root in (DEVICE / "pairs", FRESH):
-        for name, ms in step_truth.measured(root).items():
+        for name, ms in pairs_truth.measured(root).items():
             s = analyze(load(root / name)).summary
             est = (s.get("unprofiled_step_ns") or s["mean_step_ns"]) / 1e6
             errors[name] = abs(est - ms) / ms
