@@ -1,14 +1,6 @@
-"""What-if savings against measured before/after pairs (H200, tests/data/device/pairs or /work/device_pairs).
-
-For each pair: the before bundle's finding of the fixed rule -> saving_pct (share of its effective step)
-and saving_ns (recorded time; / the bundle's recording inflation when events.jsonl knows it), against
-the measured unprofiled saving (saving_ns is in unprofiled time when the bundle knows its inflation).
-Ground truth: pairs_timing.json (`pairs.py pairs ...`: both variants in one process, 7 interleaved rounds
-of 40 steps, median of the per-round savings, with the min-max range) where present; else timings.json
-(one block of steps 20..200 per variant, run one after the other: drifts between the two blocks read as a
-saving, e.g. item_launch 0.97 ms there, -0.22 ms (-0.76..+0.49) interleaved).
-A prediction counts as right when it is within 30 % of the measured saving, or, for a saving the
-interleaved rounds cannot tell from zero (their range spans 0), when it lies inside that range.
+"""What-if savings against measured before/after pairs (H200, tests/data/device/pairs or /work/device_pairs): one
+line per pair (predicted vs measured saving, in % of the step and ms, the error, right or not). The pairs, the
+ground truth files and the criterion: tests/pairs_truth.py.
 Run: python bench/whatif_pairs.py [PAIRS_DIR]
 """
 from __future__ import annotations

@@ -1,12 +1,6 @@
-"""What-ifs, unprofiled step estimates and diff signs against the issue-28 pairs (H100, tests/data/device/pairs2).
-
-For each pair of measured.json (bench/device_pairs2/pairs2.py: one planted problem, its hand fix, both timed
-unprofiled in one process): the before bundle's findings of the pair's rule -> predicted saving (unprofiled
-time when the bundle knows its recording inflation) vs the measured saving; ptprof's unprofiled step estimate
-of each bundle vs its measured step; `ptprof diff` before -> after: its sign and significance vs the measured
-saving. A prediction is right within +-30 % of the measured saving, or, for a saving the measurement cannot
-tell from zero (its range spans 0) or under 3 % of the step (the issue's floor), when it stays under 3 % too.
-Held-out pairs (measured.json `held_out`) are printed apart: they were not looked at while tuning.
+"""What-ifs, unprofiled step estimates and diff signs against the issue-28 pairs (H100, tests/data/device/pairs2):
+a table per group (held-out pairs, measured.json `held_out`, apart: they were not looked at while tuning). The
+rows and the criteria: tests/pairs2_truth.py.
 Run: python bench/whatif_pairs2.py [PAIRS_DIR]
 """
 from __future__ import annotations
