@@ -17,28 +17,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 import torch
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the shared timing harness and data
+sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[2])]  # bench/, repo
 from interleave import steady_ms, sync  # noqa: E402
 from planted_data import AugmentedImages  # noqa: E402
+
+from core.runner.switches import default_workers  # noqa: E402  (what the num_workers switch picks)
 
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
 FIXES = {"vision": ("pin_memory", "num_workers", "tf32"), "mlp": ("foreach", "set_to_none", "tf32"),
          "amp_conv": ("channels_last",)}
-
-
-def workers() -> int:  # what the num_workers switch picks (core/runner/switches.default_workers)
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return max(1, min(8, cpus - 1))
 
 
 def tf32(on: bool) -> None:
@@ -54,7 +47,7 @@ def vision(fix, steps):
                           nn.ReLU(), nn.Conv2d(128, 128, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
                           nn.Flatten(), nn.Linear(128, 10)).to(DEV)
     pin = bool({"pin_memory", "all"} & fix)
-    nw = workers() if {"num_workers", "all"} & fix else 0
+    nw = default_workers() if {"num_workers", "all"} & fix else 0
     loader = torch.utils.data.DataLoader(AugmentedImages(64 * (steps + 8), 112, 96), batch_size=64, num_workers=nw, pin_memory=pin)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
