@@ -37,7 +37,10 @@ CPU_CATEGORIES = (("DataLoader", "dataloader"), ("optimizer", "optimizer"), ("ot
 
 
 @dataclass(frozen=True, slots=True)
-class StepBreakdown:
+class BreakdownBars:
+    """One rank's stacked bars of breakdown.png: a (steps x labelled categories) matrix, drawn as it is (the
+    per-step numbers themselves are core.analysis.breakdown.StepBreakdown)."""
+
     rank: int
     steps: np.ndarray  # int64 step numbers
     categories: tuple[tuple[str, str], ...]  # (label, colour key)
@@ -72,18 +75,18 @@ def _split(model: TraceModel, groups: list[np.ndarray], w0: np.ndarray, w1: np.n
     return out
 
 
-def _hta_breakdown(model: TraceModel) -> StepBreakdown | None:
+def _hta_breakdown(model: TraceModel) -> BreakdownBars | None:
     """The rules' breakdown (core.analysis.breakdown) in HTA's categories; None for a trace without GPU work."""
     from core.analysis import breakdown
     b = breakdown.step_breakdown(model)
     if not b.has_gpu:
         return None
     values = np.stack([np.asarray(getattr(b, f), np.int64) for f, _, _ in HTA_CATEGORIES], axis=1)
-    return StepBreakdown(model.rank, np.asarray(b.number, np.int64), tuple((lab, key) for _, lab, key in HTA_CATEGORIES),
+    return BreakdownBars(model.rank, np.asarray(b.number, np.int64), tuple((lab, key) for _, lab, key in HTA_CATEGORIES),
                          values, True, busy_parts=3)
 
 
-def step_breakdown(model: TraceModel) -> StepBreakdown:
+def step_breakdown(model: TraceModel) -> BreakdownBars:
     if len(model.devices):
         hta = _hta_breakdown(model)
         if hta is not None:
@@ -95,7 +98,7 @@ def step_breakdown(model: TraceModel) -> StepBreakdown:
         kern = np.flatnonzero(s.kind == Kind.KERNEL)
         comm = _name_mask(model, kern, event_names.is_comm_kernel)
         groups = [kern[~comm], kern[comm], np.flatnonzero(s.kind == Kind.MEMCPY), np.flatnonzero(s.kind == Kind.MEMSET)]
-        return StepBreakdown(model.rank, np.asarray(number, np.int64), GPU_CATEGORIES, _split(model, groups, w0, w1), True,
+        return BreakdownBars(model.rank, np.asarray(number, np.int64), GPU_CATEGORIES, _split(model, groups, w0, w1), True,
                              busy_parts=4)
     cpu_tracks = np.flatnonzero(model.tracks.kind == TrackKind.CPU_THREAD)
     main = _main_thread(model, cpu_tracks)
@@ -104,7 +107,7 @@ def step_breakdown(model: TraceModel) -> StepBreakdown:
     loader = _name_mask(model, rows, event_names.is_dataloader_next)
     optim = _name_mask(model, rows, event_names.is_optimizer_annotation)
     groups = [rows[loader], rows[optim & ~loader], rows[~loader & ~optim]]
-    return StepBreakdown(model.rank, np.asarray(number, np.int64), CPU_CATEGORIES, _split(model, groups, w0, w1), False)
+    return BreakdownBars(model.rank, np.asarray(number, np.int64), CPU_CATEGORIES, _split(model, groups, w0, w1), False)
 
 
 def _main_thread(model: TraceModel, cpu_tracks: np.ndarray) -> int:
@@ -118,7 +121,7 @@ def _main_thread(model: TraceModel, cpu_tracks: np.ndarray) -> int:
     return best
 
 
-def breakdowns(ts: TraceSet) -> list[StepBreakdown]:
+def breakdowns(ts: TraceSet) -> list[BreakdownBars]:
     """step_breakdown of every model (a run view: its workers computed them, core/ranks/views.py)."""
     got = getattr(ts, "report_parts", None)
     return got("breakdown") if got is not None else [step_breakdown(m) for m in ts.models]

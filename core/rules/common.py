@@ -13,8 +13,9 @@ from core.analysis.breakdown import compile_windows  # noqa: F401 - the rules' n
 from core.analysis.derived import cached
 from core.analysis.intervals import Intervals
 from core.analysis.steps import gpu_busy_union
-from core.analysis.tree import is_library_frame, parents, parse_frame
+from core.analysis.tree import parents, parse_frame
 from core.rules.base import Source
+from core.trace import event_names
 from core.trace.model import GPU_KINDS, Kind, TraceModel, TrackKind
 
 MAX_EVIDENCE = 20  # evidence dicts per finding (the rows to highlight are all kept)
@@ -123,7 +124,7 @@ def parse_call_stack(text: str) -> Source | None:
     """First user frame of a verbose "Call stack" arg ("file.py(12): fn;..." innermost first)."""
     for part in text.replace("\n", ";").split(";"):
         part = part.strip()
-        if not part or is_library_frame(part):
+        if not part or event_names.is_library_frame(part):
             continue
         parsed = parse_frame(part)
         if parsed:
