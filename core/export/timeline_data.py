@@ -81,7 +81,7 @@ def model_piece(model: TraceModel, v0: float, v1: float, px_ns: float, multi: bo
     """One model's share of the figure, rows numbered from 0: (labels, group starts, whole-pixel bars
     (x0, x1, row, colour), sub-pixel runs (row, colour, first pixel, end pixel), texts (x0, x1, row, name) widest first, at
     most max_texts). Rows of different models never share a pixel run, so the figure is the models' pieces
-    stacked (a run view's workers compute them one rank at a time: core/ranks/report_parts.py)."""
+    stacked (a run view's workers compute them one rank at a time: core/ranks/rank_parts.py)."""
     cfg = timeline_config()
     labels: list[str] = []
     group_starts: list[int] = []

@@ -18,9 +18,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from core.analysis.step_windows import StepWindows
 from core.ranks.summary import RankSummary
 from core.rules import Analysis, _dedupe, _majority, sort_key
-from core.rules.base import CheckNotRun, Finding, RuleContext, Severity, Steps
+from core.rules.base import CheckNotRun, Finding, RuleContext, Severity
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,9 +58,9 @@ class SummaryContext(RuleContext):
             self._labels[index] = got
         return got
 
-    def steps(self, index: int) -> Steps:
+    def steps(self, index: int) -> StepWindows:
         s = self.summaries[index]
-        return Steps(s.step_number, s.step_t0_ns, s.step_t1_ns, s.synthetic)
+        return StepWindows(s.step_number, s.step_t0_ns, s.step_t1_ns, s.synthetic)
 
     def pct(self, index: int, impact_ns: float) -> float:
         total = self.summaries[index].pct_total_ns
@@ -174,23 +175,10 @@ def _summary(root: str, summaries: list[RankSummary], findings, not_run, all_war
 
 
 def _together(summaries: list[RankSummary]) -> dict:
-    """core.rules.savings._together over the ranks' own replay entries."""
-    per_model = [s.replay for s in summaries if s.replay]
-    if not per_model:
-        return {}
-    saving = [e["saving_ns"] for e in per_model if "saving_ns" in e]
-    pct = [e["saving_pct"] for e in per_model if "saving_pct" in e]
-    out = {"replay": per_model,
-           "all_fixes": {"saving_ns": int(np.median(saving)) if saving else 0,
-                         "saving_pct": round(float(np.median(pct)), 3) if pct else 0.0,
-                         "estimate": "every finding's edit applied together in one replay (median over steps)"}}
-    inflation = next((s.inflation for s in summaries if s.inflation), None)
-    if inflation:
-        out["recording_inflation"] = round(inflation, 3)
-        steps = [e["unprofiled_step_ns"] for e in per_model if "unprofiled_step_ns" in e]
-        if steps:
-            out["unprofiled_step_ns"] = int(np.median(steps))
-    return out
+    """core.rules.savings.together over the ranks' own replay entries."""
+    from core.rules import savings
+    return savings.together([s.replay for s in summaries if s.replay],
+                            next((s.inflation for s in summaries if s.inflation), None))
 
 
 def health(summaries: list[RankSummary]) -> list[dict]:

@@ -1,43 +1,13 @@
-"""`ptprof report` of a multi-rank run, one rank at a time: what each rank's worker computes for the report.
+"""`ptprof report` of a multi-rank run, one rank at a time.
 
-`rank_report` puts the rank on the run's time base and computes its share of every table and figure with the
-functions the whole-set report uses (core/export: kernels_part, steps_part, model_memory_peak, memory_curves,
-timeline_data.model_piece, ...); `report_view` runs the analysis (map / reduce), then those parts on the run's
-executor, and returns a RunView that core.export.writer writes as it writes a loaded set: the same files, with
-memory O(workers x rank) instead of every rank held.
+`report_view` reads each rank once for its map (the analysis) and its parts (core/ranks/rank_parts.py: its share
+of every table and figure, computed in its worker; core/ranks/onepass.py), and returns a RunView that
+core.export.writer writes as it writes a loaded set: the same files, with memory O(workers x rank) instead of
+every rank held.
 """
 from __future__ import annotations
 
 from core.ranks.executor import Executor
-
-
-def rank_report(ts, opts: dict) -> dict:
-    """One rank's parts (`ts`: the rank alone, on its own clock). opts: base (the run's base_unix_ns),
-    width_px, multi (the run has several models)."""
-    from core.analysis.metrics import rank_metrics
-    from core.export import breakdown_data, plots_data, summary, tables, timeline_data
-    m = _on_run_base(ts.models[0], opts["base"])
-    peaks = plots_data.model_memory_peak(m)
-    width = int(opts["width_px"])
-    return {"kernels": tables.kernels_part(m), "ops": tables.ops_part(m), "steps": tables.steps_part(m),
-            "metrics": rank_metrics(m), "breakdown": breakdown_data.step_breakdown(m), "memory_peak": peaks,
-            "memory_curves": (plots_data.memory_curves(m, peaks, width),
-                              plots_data.memory_curves(m, [p for p in peaks if p["is_cuda"]], width)),
-            "busiest": timeline_data.busiest_step(m), "headline": summary.primary_headline(m)}
-
-
-def rank_timeline(ts, opts: dict) -> tuple:
-    """One rank's piece of timeline.png in the window the primary rank chose (opts: base, v0, v1, px_ns, multi)."""
-    from core.export import timeline_data
-    m = _on_run_base(ts.models[0], opts["base"])
-    return timeline_data.model_piece(m, opts["v0"], opts["v1"], opts["px_ns"], bool(opts["multi"]))
-
-
-def _on_run_base(m, base: int):
-    """The model shifted as core.trace.loader.assemble shifts it into the run."""
-    from core.trace.loader import shift_model
-    delta = m.meta.base_unix_ns - base if m.meta.base_unix_ns and base else 0
-    return shift_model(m, delta) if delta else m
 
 
 def report_view(path, use_cache: bool = True, width_px: int = 1600, pngs: bool = True, spec=None,

@@ -2,7 +2,7 @@
 
 Each rank is loaded by a worker of the run's executor (the process pool, or Dask), reduced to its `RankParts`
 (the rank's meta, steps, counts and the per-rank numbers a diff or a report needs: core.analysis.diff_facts,
-core/ranks/report_parts.py) and dropped, so memory is O(workers x rank) as for `analyze` (core/ranks/run.py).
+core/ranks/rank_parts.py) and dropped, so memory is O(workers x rank) as for `analyze` (core/ranks/run.py).
 The view answers what those commands ask of a TraceSet (path, ranks, primary, bundle, models' meta, span,
 warnings) from the parts; the output is the same as from the loaded set (tests/core/ranks/test_views.py).
 """
@@ -34,7 +34,7 @@ class ModelView:
     counts: EventCounts
     span: tuple[int, int] | None  # (first start, last end) on the rank's own clock; None without slices
     own_base_unix_ns: int = 0
-    parts: dict = field(default_factory=dict)  # "diff": ModelFacts, "report": report_parts.RankReport, ...
+    parts: dict = field(default_factory=dict)  # "diff": ModelFacts, "report": rank_parts.rank_report's dict, ...
     delta: int = 0  # run clock - own clock (ns): the view moves its parts by it (they are cut on the own clock)
 
     @property
@@ -67,12 +67,12 @@ def view_of(ts, want: dict) -> ModelView:
         from core.analysis.diff_facts import unprofiled_facts
         parts["unprofiled"] = unprofiled_facts(m, want["unprofiled"].get("inflation"))
     if "report" in want:
-        from core.ranks.report_parts import rank_report
+        from core.ranks.rank_parts import rank_report
         parts["report"] = rank_report(ts, dict(want["report"], base=own))
     view = ModelView(int(m.rank), str(m.path), m.meta, list(m.devices), m.steps, tuple(m.warnings), m.counts,
                      m.span_ns if len(m.slices) else None, own, parts)
     if "timeline" in want:
-        from core.ranks.report_parts import rank_timeline
+        from core.ranks.rank_parts import rank_timeline
         at = _own_window(view, want["timeline"])
         if at is not None:
             parts["timeline"] = rank_timeline(ts, {"base": own, "v0": at[0], "v1": at[1], "px_ns": at[2],
@@ -236,7 +236,7 @@ class RunView(SetQueries):
         return [(m.rank, m.parts.pop("unprofiled")) for m in self.models]
 
     def report_parts(self, key: str) -> list:
-        """Every rank's report part `key` (core/ranks/report_parts.py), in the view's model order."""
+        """Every rank's report part `key` (core/ranks/rank_parts.py), in the view's model order."""
         if key == "timeline":
             return [m.parts["timeline"] for m in self.models]
         return [m.parts["report"][key] for m in self.models]
