@@ -2,9 +2,9 @@
 `_rank_view` calls these for the `want` keys "report" and "timeline").
 
 `rank_report` puts the rank on the time base it is given (the rank's own: core/ranks/onepass.py) and computes
-its share of every table and figure with the functions the whole-set report uses (core/export: kernels_part, steps_part, model_memory_peak, memory_curves,
-timeline_data.model_piece, ...). The driver that asks for them and gathers the run's view is
-core/ranks/report_parts.py `report_view`.
+its share of every table and figure with the functions the whole-set report uses (core/export: kernels_part,
+steps_part, model_memory_peak, memory_curves, timeline_data.model_piece, ...). The driver that asks for them and
+gathers the run's view is core/ranks/report_parts.py `report_view`.
 """
 from __future__ import annotations
 
