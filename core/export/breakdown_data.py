@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.analysis import intervals, steps
+from core.analysis import steps
+from core.analysis.intervals import Intervals
 from core.export import figures
 from core.export.figures import BarFigure, FigureSpec
 from core.trace import event_names
@@ -63,14 +64,11 @@ def _split(model: TraceModel, groups: list[np.ndarray], w0: np.ndarray, w1: np.n
     """Covered time per window of each group, earlier groups taking priority; last column = uncovered."""
     s = model.slices
     out = np.zeros((len(w0), len(groups) + 1), np.int64)
-    acc_s = np.zeros(0, np.int64)
-    acc_e = np.zeros(0, np.int64)
+    taken = Intervals.empty()  # the time of the groups so far
     prev = np.zeros(len(w0), np.int64)
     for j, rows in enumerate(groups):
-        acc_s = np.concatenate([acc_s, s.ts_ns[rows]])
-        acc_e = np.concatenate([acc_e, s.ts_ns[rows] + s.dur_ns[rows]])
-        us, ue = intervals.union(acc_s, acc_e)
-        cov = intervals.covered(us, ue, w0, w1)
+        taken = taken.merge(Intervals.union_of(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows]))
+        cov = taken.covered(w0, w1)
         out[:, j] = cov - prev
         prev = cov
     out[:, -1] = (w1 - w0) - prev
