@@ -72,3 +72,11 @@ def finish(session, timeout_s: float = 180, stop_when=None, poll_s: float = 0.05
         assert time.monotonic() - t0 < timeout_s, "run did not finish"
         time.sleep(poll_s)
     return events
+
+
+def run_cli(*args, timeout: float = 300):
+    """`python -m core.cli ARGS` from the repository root (the CompletedProcess, text out and err captured)."""
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "core.cli", *map(str, args)], cwd=REPO, capture_output=True,
+                          text=True, timeout=timeout)
