@@ -138,11 +138,11 @@ def graph_break(ctx: RuleContext) -> RuleOutput:
         unit = "in the trace" if steps.synthetic else "per step"
         sources = [b.source for b in breaks if b.source] or _resume_sources(m)
         ev = common.evidence(m, g)
-        for b in breaks[:10]:
-            ev.append({"name": f"reason: {b.reason}", "explanation": b.explanation, "count": b.count,
-                       "source": b.source, "rank": m.rank})
-        for src in _resume_sources(m)[:10]:
-            ev.append({"name": f"break site {src}", "rank": m.rank})
+        facts = {}
+        if breaks:
+            facts["break_reasons"] = [_break_text(b) for b in breaks[:10]]
+        if _resume_sources(m):
+            facts["break_sites"] = [str(src) for src in _resume_sources(m)[:10]]
         why = ""
         if breaks and breaks[0].reason:
             at = f" at {_short(breaks[0].source)}" if breaks[0].source else ""
@@ -157,8 +157,20 @@ def graph_break(ctx: RuleContext) -> RuleOutput:
             "graph_break", i, severity=sev,
             title=f"Graph breaks: {per_step + 1} compiled frames {unit} ({per_step} break(s)){why}",
             count=n_breaks, impact_ns=max(int(eager), 0), time_ranges=[(int(a), int(b)) for a, b in zip(us, ue)],
-            evidence=ev, source=sources[0] if sources else None, fix=fix, evidence_rows=g, fix_rows=g))
+            evidence=ev, source=sources[0] if sources else None, fix=fix, evidence_rows=g, fix_rows=g, facts=facts))
     return out
+
+
+def _break_text(b: ci.GraphBreak) -> str:
+    """"Data-dependent branching (2×) at /tmp/comp.py:8 (forward): Detected data-dependent branching ..."."""
+    at = f" at {b.source}" if b.source else ""
+    return f"{b.reason} ({b.count}×){at}" + (f": {b.explanation}" if b.explanation else "")
+
+
+def _guard_text(r: ci.Recompile, reason: str) -> str:
+    """"tensor 'x' size mismatch at index 0. expected 64, actual 96 in forward (/tmp/comp.py:6)"."""
+    at = f" ({r.source.file}:{r.source.line})" if r.source else ""
+    return f"{reason or 'recompiled'} in {ci.readable_function(r.function)}{at}"
 
 
 def _short(src: Source) -> str:
@@ -261,14 +273,12 @@ def recompile(ctx: RuleContext) -> RuleOutput:
         if count < 1:
             continue
         ev = common.evidence(m, np.concatenate([ids, re_rows]) if in_window else re_rows)
-        if len(firsts):
-            ev.insert(0, {"name": "first compiles (not recompiles, not billed)", "count": len(firsts),
-                          "compile_ids": sorted({f"{a}/0" for a in ax[ay == 0].tolist()}), "dur_ns": first_ns,
-                          "rank": m.rank})
-        for r in matched[:10]:
-            for reason in r.reasons[:3] or ("",):
-                ev.append({"name": f"guard failed: {reason}" if reason else "recompiled",
-                           "function": ci.readable_function(r.function), "source": r.source, "rank": m.rank})
+        facts = {}
+        if len(firsts):  # first compiles: not recompiles, not billed
+            facts.update(first_compiles=len(firsts), first_compile_ids=sorted({f"{a}/0" for a in ax[ay == 0].tolist()}),
+                         first_compiles_ns=first_ns)
+        if matched:
+            facts["guards_failed"] = [_guard_text(r, reason) for r in matched[:10] for reason in r.reasons[:3] or ("",)]
         reason = next((x for r in matched for x in r.reasons if x), "")
         src = next((r.source for r in matched if r.source), None)
         why = f": {reason}" if reason else ""
@@ -286,7 +296,7 @@ def recompile(ctx: RuleContext) -> RuleOutput:
         out.findings.append(ctx.finding(
             "recompile", i, title=title, count=count, impact_ns=compile_ns if in_window else 0,
             time_ranges=ranges, evidence=ev, source=src, fix=ci.recompile_fix(reason),
-            evidence_rows=np.concatenate([ids, re_rows]), hint=not in_window))
+            evidence_rows=np.concatenate([ids, re_rows]), hint=not in_window, facts=facts))
     return out
 
 

@@ -250,8 +250,8 @@ def launch_bound(ctx: RuleContext) -> RuleOutput:
             src = common.source_of(m, int(ln[0])) if len(ln) else None
             ranges = [(int(s.ts_ns[r.kernels[0]]), int(s.ts_ns[r.kernels[-1]] + s.dur_ns[r.kernels[-1]])) for r in g]
             ev = common.evidence(m, k[:MAX_KERNEL_EVIDENCE])
-            ev.insert(0, {"name": "summary", "kernels": len(k), "gpu_kernel_ns": gpu_ns, "cpu_launch_ns": cpu_ns,
-                          "idle_ns": idle, "runs": len(g), "rank": m.rank})
+            facts = {"kernels": len(k), "gpu_kernel_ns": gpu_ns, "cpu_launch_ns": cpu_ns, "idle_ns": idle,
+                     "runs": len(g)}
             out.findings.append(ctx.finding(
                 "launch_bound", i,
                 title=f"Launch-bound{where}: {len(k)} short kernels (mean {gpu_ns / len(k) / 1e3:.1f} µs) with the "
@@ -260,7 +260,7 @@ def launch_bound(ctx: RuleContext) -> RuleOutput:
                 fix="Fuse the small ops: torch.compile the loop/function (or vectorise the Python loop into one "
                     "tensor op), or capture it with CUDA graphs (torch.cuda.graphs / mode='reduce-overhead'); "
                     "larger batches also amortise launch overhead.",
-                evidence_rows=np.concatenate([k, ln]), fix_rows=k, fix_groups=run_of))
+                evidence_rows=np.concatenate([k, ln]), fix_rows=k, fix_groups=run_of, facts=facts))
     return out
 
 
@@ -350,11 +350,11 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
         ev = [{"name": f"step {int(n)}", "ts_ns": int(t), "dur_ns": int(d), "idle_ns": int(x), "rank": m.rank,
                "busy_pct": round(100.0 * busy / max(d, 1), 1)}  # compute + communication + memcpy / memset
               for n, t, d, x, busy in zip(b.number, b.ts_ns, b.dur_ns, b.idle_ns, b.busy_ns)]
-        if p is not None and billed > 0:
-            ev.insert(0, {"name": "host / kernel / other wait billed by launch_bound and copy findings", "dur_ns": billed,
-                          "rank": m.rank})
-        ev += [{"name": "idle gap", "ts_ns": int(gap_start_ns[j]), "dur_ns": int(gap_end_ns[j] - gap_start_ns[j]),
-                "rank": m.rank} for j in big]
+        facts = {"billed_to_other_findings_ns": billed} if p is not None and billed > 0 else {}
+        # the worst step's longest gaps, in the steps' shape: a gap is idle for all of it
+        ev += [{"name": f"idle gap in step {int(b.number[worst])}", "ts_ns": int(gap_start_ns[j]),
+                "dur_ns": int(gap_end_ns[j] - gap_start_ns[j]), "idle_ns": int(gap_end_ns[j] - gap_start_ns[j]),
+                "rank": m.rank, "busy_pct": 0.0} for j in big]
         fix = idle_fix_text(parts, dur, kw, float(cfg["fix_min_share_pct"]))
         cap = Severity.parse(str(cfg["max_severity"]))
         sev = min(ctx.severity(ctx.pct(i, unexplained), unexplained), cap)
@@ -365,7 +365,7 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
                                                "another finding",
             count=len(b), impact_ns=unexplained,
             time_ranges=[(int(a), int(z)) for a, z in zip(gap_start_ns[big], gap_end_ns[big])],
-            evidence=ev, source=None, fix=fix))
+            evidence=ev, source=None, fix=fix, facts=facts))
     return out
 
 
