@@ -90,7 +90,10 @@ def order_key(f) -> tuple:
 LOST = "Lost / step"
 SAVES = "Saves / step"
 OF_MEAN = "% of mean step"
-STATISTIC = "mean"
+STATISTIC = "mean"  # of Lost / step (impact over the window's steps)
+# Saves / step is the median of the per-step replays, robust to one odd step, except where the DataLoader paces
+# the loop (the mean: its periodic stalls are the cost) - core/rules/whatif.py; each saving line says which
+SAVES_STATISTIC = "median of the per-step replays (the mean where the DataLoader paces the loop)"
 
 
 def steps_of(f) -> int:

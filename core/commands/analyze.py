@@ -221,7 +221,8 @@ def format_table(result, metrics=(), checks=(), tried=None) -> str:
         pad = f"  {'':8} {'':22} {'':>11} {'':>5} {'':>12} {'':>5} {'':>5}  "
         lines.append(f"  {'SEVERITY':8} {'RULE':22} {'LOST / STEP':>11} {'%':>5} {'SAVES / STEP':>12} {'%':>5} "
                      f"{'COUNT':>5}  TITLE")
-        lines.append(f"  ({vocab.LOST}, {vocab.SAVES}: the {vocab.STATISTIC} per profiled step; %: {vocab.OF_MEAN}"
+        lines.append(f"  ({vocab.LOST}: the {vocab.STATISTIC} per profiled step; {vocab.SAVES}: the "
+                     f"{vocab.SAVES_STATISTIC}; %: {vocab.OF_MEAN}"
                      + (f" = {units.fmt_ns(s['mean_step_ns'])}" if s.get("mean_step_ns") else "") + ")")
         for f in result.findings:
             lost = "one-off" if f.one_off else units.fmt_ns(vocab.lost_per_step_ns(f))

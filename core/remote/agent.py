@@ -387,11 +387,10 @@ class Supervisor:
         ended_ns = time.time_ns()
         st, extra = self.state, dict(extra or {})
         stopping = self.stop_at is not None
-        if self.spec.get("torchrun") and stopping and code not in (0, 130) and self.ends \
-                and set(self.ends.values()) <= {130} and set(self.ends) >= self.ranks_started:
-            extra["launcher_exit_code"], code = code, 130
+        code, settled, notices = self.livestate.settle_exit(code, self.ends, self.ranks_started,
+                                                            bool(self.spec.get("torchrun")), stopping)
+        extra.update(settled)
         lost = sorted(self.ranks_started - set(self.ends))
-        notices = []
         if lost:
             window = st.phase in ("warmup", "active")
             notices.append(f"rank(s) {', '.join(map(str, lost))} ended without ptprof's end of run (os._exit, a crash "

@@ -69,6 +69,29 @@ class LiveState:
             self.ooms.append(escaped({k: v for k, v in e.items() if k not in ("type", "t_ns", "seq", "mac")}))
 
 
+def settle_exit(code: int, ends: dict, ranks_started: set, torchrun: bool, stopping: bool) -> tuple:
+    """The run's exit code from the launcher's and the ranks' own: (code, run.json extras, notices).
+
+    `ends` maps rank -> the exit code of its end event (the script's, as ptprof's runner saw it end).
+    - torchrun's agent exits 1 on SIGINT even when every rank stopped cleanly: like one process, 130.
+    - Every rank's script ended with 0 and ptprof's end of run was written, then the process died anyway
+      (torch / gloo / a library's C++ thread or an atexit handler aborting in the interpreter's teardown,
+      "terminate called without an active exception"): the run and its traces are complete, the script's
+      code 0 stands and the process's own code is kept as `teardown_exit_code` with one notice."""
+    extra, notices = {}, []
+    complete = bool(ends) and set(ends) >= set(ranks_started)
+    if torchrun and stopping and code not in (0, 130) and complete and set(ends.values()) <= {130}:
+        extra["launcher_exit_code"] = code
+        code = 130
+    elif code != 0 and not stopping and complete and set(ends.values()) == {0}:
+        extra["teardown_exit_code"] = code
+        notices.append(f"the script ended normally (exit 0, every rank's end of run recorded), then the process "
+                       f"exited {code} while Python shut down (a crash in a library's teardown: its threads "
+                       "or an atexit handler); the traces are complete")
+        code = 0
+    return code, extra, notices
+
+
 def escaped(value, depth: int = 0):
     """Every string in `value` (nested lists / dicts from an event) with control and bidi characters
     escaped visibly (core.terminal.printable); deeper than 8 levels is dropped."""

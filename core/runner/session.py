@@ -23,7 +23,7 @@ from core.runner.auth import RunKey
 from core.runner.config import RunConfig
 from core.runner.events_check import valid
 from core.runner.launch import build_argv, build_env
-from core.runner.livestate import LiveState, escaped  # noqa: F401 (one fold, here and on a remote host)
+from core.runner.livestate import LiveState, escaped, settle_exit  # noqa: F401 (one fold, here and on a remote host)
 from core.runner.process import ChildProcess, StopPlan
 from core.runner.protocol import EventTail
 
@@ -227,11 +227,10 @@ class RunSession:
                                       "sampler_cpu_s": round(self.sampler.busy_s, 4)}
         st = self.state
         extra = dict(extra or {})
-        if self.cfg.torchrun and self.stopping_requested and code not in (0, 130) and self.ends \
-                and set(self.ends.values()) <= {130} and self.ends.keys() >= self.ranks_started:
-            # torchrun's agent exits 1 on SIGINT even when every rank stopped cleanly: like one process, 130
-            extra["launcher_exit_code"] = code
-            code = 130
+        code, settled, notices = settle_exit(code, self.ends, self.ranks_started, self.cfg.torchrun,
+                                             self.stopping_requested)
+        extra.update(settled)
+        self.final_notices.extend(notices)
         self.exit_code = code
         lost = sorted(self.ranks_started - set(self.ends))
         if lost:  # the process ended without our `finally` running: os._exit, a segfault, SIGKILL

@@ -19,7 +19,8 @@ _HEADERS = {"Severity": "", "Try": "▸"}
 _HEADER_TIPS = {"Severity": "Severity (error, warning, info)",
                 vocab.LOST: f"Time the problem takes per profiled step (the {vocab.STATISTIC} over the window), and as "
                             f"{vocab.OF_MEAN}; a one-off cost (a recompile, a cold start) says where it was paid",
-                vocab.SAVES: f"What the fix would give back per step (what-if replay of the critical path), and as "
+                vocab.SAVES: f"What the fix would give back per step (what-if replay of the critical path: the "
+                             f"{vocab.SAVES_STATISTIC}), and as "
                              f"{vocab.OF_MEAN}",
                 "Try": "Try the fix at run time, no code change: the run again with a switch on, measured and compared"}
 

@@ -48,6 +48,16 @@ def test_the_same_words_everywhere(outputs):
     assert fixes_text(doc["summary"]).startswith("all fixes together: Saves / step ")
 
 
+def test_each_columns_statistic_is_said_as_the_saving_lines_say_it(outputs):
+    """Lost / step is a mean, Saves / step the median of the per-step replays (the mean where the DataLoader
+    paces the loop): the header says each, and every saving line's own statistic is one the header names."""
+    text = outputs[0]
+    head = next(ln for ln in text.splitlines() if ln.strip().startswith("(Lost / step"))
+    assert "Lost / step: the mean per profiled step" in head and "Saves / step: the median" in head
+    stats = re.findall(r"\((mean|median) of \d+ steps;", text)
+    assert stats and set(stats) <= {"mean", "median"}
+
+
 def test_savings_read_as_positive_times_with_units(outputs):
     text, doc, rows, page = outputs
     table = [ln for ln in text.splitlines() if re.match(r"  (error|warning|info) ", ln)]

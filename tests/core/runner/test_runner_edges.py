@@ -173,6 +173,28 @@ def test_segfault_keeps_completed_cycles_and_says_the_window_was_lost(tmp_path):
     _assert_nothing_left(s)
 
 
+def test_a_crash_in_the_interpreters_teardown_after_a_clean_end_keeps_the_run_ok(tmp_path):
+    """torch / gloo can abort in Python's shutdown after the script ended ("terminate called without an
+    active exception", SIGABRT, seen once in CI under torchrun): the script's exit 0 and the complete traces
+    stand, run.json keeps the process's code as teardown_exit_code and says what happened."""
+    script = _script(tmp_path, "teardown.py", "import atexit, os\natexit.register(os.abort)\n"
+                     "def hook(i):\n    pass\n")
+    s, events = _run(tmp_path, script, args=("8",), schedule=Schedule(1, 1, 2, 1))
+    run = read_json(s.bundle.run_json)
+    assert [e["exit_code"] for e in events if e["type"] == "end"] == [0]
+    assert s.exit_code == 0 and run["status"] == "ok" and run["exit_code"] == 0
+    assert run["teardown_exit_code"] == 134  # -SIGABRT, as a shell says it
+    assert any("while Python shut down" in n and "exited 134" in n for n in run["notices"])
+    assert len(load(s.bundle.root, use_cache=False).primary.steps) >= 2
+    # the script's own non-zero exit is never settled to 0
+    script = _script(tmp_path, "exit3.py", "import atexit, os, sys\natexit.register(os.abort)\n"
+                     "def hook(i):\n    if i == 6:\n        sys.exit(3)\n")
+    s, events = _run(tmp_path / "b3", script, args=("8",), schedule=Schedule(1, 1, 2, 1))
+    run = read_json(s.bundle.run_json)
+    assert [e["exit_code"] for e in events if e["type"] == "end"] == [3]
+    assert s.exit_code == 134 and run["status"] == "failed" and "teardown_exit_code" not in run
+
+
 def test_100_mb_of_stdout_is_logged_whole_and_the_console_queue_stays_bounded(tmp_path):
     body = """
 import sys
