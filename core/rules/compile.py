@@ -276,7 +276,7 @@ def recompile(ctx: RuleContext) -> RuleOutput:
         facts = {}
         if len(firsts):  # first compiles: not recompiles, not billed
             facts.update(first_compiles=len(firsts), first_compile_ids=sorted({f"{a}/0" for a in ax[ay == 0].tolist()}),
-                         first_compiles_ns=first_ns)
+                         first_compile_time_not_billed_ns=first_ns)
         if matched:
             facts["guards_failed"] = [_guard_text(r, reason) for r in matched[:10] for reason in r.reasons[:3] or ("",)]
         reason = next((x for r in matched for x in r.reasons if x), "")

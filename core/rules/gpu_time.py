@@ -350,7 +350,7 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
         ev = [{"name": f"step {int(n)}", "ts_ns": int(t), "dur_ns": int(d), "idle_ns": int(x), "rank": m.rank,
                "busy_pct": round(100.0 * busy / max(d, 1), 1)}  # compute + communication + memcpy / memset
               for n, t, d, x, busy in zip(b.number, b.ts_ns, b.dur_ns, b.idle_ns, b.busy_ns)]
-        facts = {"billed_to_other_findings_ns": billed} if p is not None and billed > 0 else {}
+        facts = {"wait_billed_to_other_findings_ns": billed} if p is not None and billed > 0 else {}
         # the worst step's longest gaps, in the steps' shape: a gap is idle for all of it
         ev += [{"name": f"idle gap in step {int(b.number[worst])}", "ts_ns": int(gap_start_ns[j]),
                 "dur_ns": int(gap_end_ns[j] - gap_start_ns[j]), "idle_ns": int(gap_end_ns[j] - gap_start_ns[j]),

@@ -73,11 +73,15 @@ def facts_html(facts: dict) -> str:
         if isinstance(value, list) and len(text) > LIST_LINE_CHARS:
             items = "".join(f"<li>{e(fact_value(key, v))}</li>" for v in value[:MAX_FACT_ITEMS])
             more = f"<li>… {len(value) - MAX_FACT_ITEMS} more</li>" if len(value) > MAX_FACT_ITEMS else ""
-            lists.append(f"<p>{e(fact_label(key))}:</p><ul>{items}{more}</ul>")
+            lists.append((e(fact_label(key)), f"<ul>{items}{more}</ul>"))
         else:
             inline.append(f"{e(fact_label(key))} <b>{e(text)}</b>")
-    line = f"<p><b>Summary:</b> {' · '.join(inline)}</p>" if inline else ("<p><b>Summary:</b></p>" if lists else "")
-    return line + "".join(lists)
+    if not inline and not lists:
+        return ""
+    if not inline:  # the first list's label on the summary line
+        name, items = lists.pop(0)
+        return f"<p><b>Summary:</b> {name}:</p>{items}" + "".join(f"<p>{n}:</p>{i}" for n, i in lists)
+    return f"<p><b>Summary:</b> {' · '.join(inline)}</p>" + "".join(f"<p>{n}:</p>{i}" for n, i in lists)
 
 
 def short_name(text: str, px: int, measure: Measure, elide: Elide) -> str:

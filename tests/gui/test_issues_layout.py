@@ -185,6 +185,9 @@ def test_evidence_table_and_names():
     assert "<b>Summary:</b> kernels <b>3</b> · idle <b>5.00 µs</b> · busy <b>12.5 %</b> · sites <b>a.py:1, b.py:2</b>" \
         in line
     assert "reasons:</p><ul><li>a long reason" in line and "none" not in line  # long texts: a list of their own
+    only_list = facts_html({"reasons": ["a long reason " * 5, "another " * 10]})
+    assert only_list.startswith("<p><b>Summary:</b> reasons:</p><ul><li>a long reason")
+    assert facts_html({}) == facts_html({"n": None}) == ""
     measure = lambda s: 7 * len(s)  # noqa: E731
     elide = lambda s, px, mode: s if 7 * len(s) <= px else (  # noqa: E731
         s[: px // 14] + "…" + s[-(px // 14):] if mode == QC.Qt.TextElideMode.ElideMiddle else s[: px // 7 - 1] + "…")

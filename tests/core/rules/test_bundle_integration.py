@@ -131,7 +131,7 @@ def test_current_runner_sites_prefer_the_direct_call(tmp_path):
     pm = _by_rule(result, "pageable_memcpy")
     assert len(pm) == 1 and (pm[0].source.line, pm[0].source.function) == (35, "main")
     sites = pm[0].facts["sync_sites"]
-    assert pm[0].facts["sync_sites_matched"] == "copy_h2d"
+    assert pm[0].facts["sync_sites_matched"] == "by their line's op (copy_h2d)"
     assert sites == [f"{EXAMPLE}:35", f"{EXAMPLE}:27 via torch/nn/modules/module.py:1370"]
     hs = _by_rule(result, "host_sync")
     assert len(hs) == 1 and hs[0].source.line == 40
@@ -141,7 +141,7 @@ def test_unreadable_sync_sites_are_listed_not_guessed(tmp_path):
     _, result = _analyze(_copy(tmp_path, "s1"))
     for f in _by_rule(result, "host_sync") + _by_rule(result, "pageable_memcpy"):
         assert f.source is None
-        assert f.facts["sync_sites_matched"] == "op unknown (source not readable here)"
+        assert f.facts["sync_sites_matched"] == "no (source not readable here, op unknown)"
         assert f"{RUN_PREFIX}:35" in f.facts["sync_sites"] and f"{RUN_PREFIX}:40" in f.facts["sync_sites"]
 
 

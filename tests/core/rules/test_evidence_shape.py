@@ -61,8 +61,8 @@ def test_the_summaries_that_were_evidence_rows_are_facts(every_finding):
         facts_by_rule.setdefault(f.rule, set()).update(f.facts)
     assert {"kernels", "gpu_kernel_ns", "cpu_launch_ns", "idle_ns", "runs"} <= facts_by_rule["launch_bound"]
     assert "share_of_each_step_pct" in facts_by_rule["dataloader_bound"]
-    assert "billed_to_other_findings_ns" in facts_by_rule["gpu_idle"]
-    assert {"first_compiles", "first_compile_ids", "first_compiles_ns"} <= facts_by_rule["recompile"]
+    assert "wait_billed_to_other_findings_ns" in facts_by_rule["gpu_idle"]
+    assert {"first_compiles", "first_compile_ids", "first_compile_time_not_billed_ns"} <= facts_by_rule["recompile"]
     assert {"waiting_ranks", "waited_ns"} <= facts_by_rule["straggler"]
     assert {"request_bytes", "free_bytes", "where"} <= facts_by_rule["oom"]
     assert {"sync_sites", "sync_sites_matched"} <= facts_by_rule["host_sync"] & facts_by_rule["pageable_memcpy"]
