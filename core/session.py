@@ -5,12 +5,17 @@ The window owns one `Session` and reports to it; panels never read each other's 
     session.set_tab(trace_set, kind)          # the current tab changed ("trace", "compare", "snapshot", None)
     session.set_analysis(trace_set, analysis) # a trace's findings are computed (kept per trace, weakly)
     session.select(Selection(...))            # a finding, a time range or a rank was chosen
+    session.trace_loaded(trace_set)           # a trace opened in a tab and its view is filled
+    session.run_started(bundle) / run_cycle_saved(path) / run_finished(bundle, code) / run_bundle_ready(bundle)
+                                              # the script run the Run dock follows (one `Run` at a time)
 
 and each emits one event to the callbacks subscribed to it, in the order they subscribed:
 
-    "tab"       -> callback(trace_set | None, kind | None)
-    "analysis"  -> callback(trace_set, analysis)
-    "selection" -> callback(Selection)
+    "tab"          -> callback(trace_set | None, kind | None)
+    "analysis"     -> callback(trace_set, analysis)
+    "selection"    -> callback(Selection)
+    "trace_loaded" -> callback(trace_set)
+    "run"          -> callback(Run, change)   change: "started" | "cycle" | "finished" | "bundle"
 
 `subscribe(event, callback)` returns a function that unsubscribes. A callback's exception propagates to
 the caller of the method that emitted (as a Qt slot's would be reported): nothing is swallowed.
@@ -19,10 +24,12 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-EVENTS = ("tab", "analysis", "selection")
+EVENTS = ("tab", "analysis", "selection", "trace_loaded", "run")
+RUN_CHANGES = ("started", "cycle", "finished", "bundle")
 
 
 @dataclass(frozen=True)
@@ -45,6 +52,32 @@ class Selection:
         return self.model_index is not None and self.rows is not None and len(self.rows) > 0
 
 
+def _resolved(path) -> str:
+    return str(Path(path).resolve())
+
+
+@dataclass
+class Run:
+    """The script run the Run dock follows: its bundle folder, whether it still runs, and the cycle traces
+    opened as tabs while it ran (`cycle_paths`, resolved, in order), which its bundle replaces once open.
+
+    `bundle` is None for cycles reported without a start (a panel driven directly, as tests do)."""
+    bundle: str | None
+    running: bool = True
+    exit_code: int | None = None
+    cycle_paths: list[str] = field(default_factory=list)
+    bundle_opened: bool = False  # the finished bundle went to a tab (`Session.run_bundle_ready`)
+
+    def opened_cycle(self, path) -> bool:
+        """`path` is one of this run's cycle traces, opened as a tab while the script ran."""
+        return _resolved(path) in self.cycle_paths
+
+    def replaced_by_bundle(self, path) -> bool:
+        """A tab of `path` that loaded now is a cycle the opened bundle already holds (its load finished
+        after the bundle's tab opened): close it."""
+        return not self.running and self.bundle_opened and self.opened_cycle(path)
+
+
 class Session:
     """The current tab's trace set, each trace's analysis and the last selection, with change events."""
 
@@ -52,6 +85,7 @@ class Session:
         self.trace_set = None  # the current tab's TraceSet (None: start page, a compare or snapshot tab)
         self.tab_kind: str | None = None
         self.selection: Selection | None = None
+        self.run: Run | None = None  # the last script run the Run dock started (None: no run yet)
         self.analyses: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # TraceSet -> Analysis
         self._subscribers: dict[str, list[Callable[..., None]]] = {event: [] for event in EVENTS}
 
@@ -91,3 +125,42 @@ class Session:
     def select(self, selection: Selection) -> None:
         self.selection = selection
         self._emit("selection", selection)
+
+    def trace_loaded(self, trace_set) -> None:
+        """`trace_set` opened in a tab of its own and its view is filled (MainWindow's sig_trace_loaded)."""
+        self._emit("trace_loaded", trace_set)
+
+    # --- the script run (the Run dock) ------------------------------------------------------------
+    def run_started(self, bundle: str) -> Run:
+        """A run started, writing `bundle`: it replaces the previous run (its cycles are forgotten)."""
+        self.run = Run(str(bundle))
+        self._emit("run", self.run, "started")
+        return self.run
+
+    def run_cycle_saved(self, path) -> Run:
+        """A cycle's trace is complete on disk while the script goes on: kept as one of the run's cycles
+        (the newest is `run.cycle_paths[-1]`) and announced, to be opened as a tab."""
+        if self.run is None or not self.run.running:
+            self.run = Run(None)
+        self.run.cycle_paths.append(_resolved(path))
+        self._emit("run", self.run, "cycle")
+        return self.run
+
+    def run_finished(self, bundle: str, exit_code: int) -> Run:
+        """The run writing `bundle` ended (any exit code: stopped and failed runs too)."""
+        if self.run is None:
+            self.run = Run(str(bundle))
+        self.run.running = False
+        self.run.exit_code = int(exit_code)
+        self._emit("run", self.run, "finished")
+        return self.run
+
+    def run_bundle_ready(self, bundle: str) -> Run:
+        """The finished run's bundle holds traces and opens in a tab, replacing the cycle tabs."""
+        if self.run is None:
+            self.run = Run(str(bundle))
+        self.run.bundle = str(bundle)
+        self.run.running = False  # a bundle is ready only once its script ended
+        self.run.bundle_opened = True
+        self._emit("run", self.run, "bundle")
+        return self.run

@@ -259,7 +259,7 @@ def _live(win, with_gpu: bool):
     """The Run dock as a run shows it: at its default height under the start page, fed a fake run."""
     from PySide6 import QtWidgets
 
-    from gui.integrations import show_run_dock
+    from gui.run.dock import show_run_dock
     dock = next(d for d in win.findChildren(QtWidgets.QDockWidget) if d.windowTitle() == "Run")
     show_run_dock(win, dock)
     panel = win.live_panel

@@ -8,8 +8,9 @@ Extension points for the lead / other helpers:
     disabled in File: connect their `triggered` and `setEnabled(True)`; `start_page.sig_run_script_clicked`
   - `current_view()` -> TraceView: `.show_range(t0_ns, t1_ns)`, `.highlight_slices(model_index, rows)`,
     `.select_slice(model_index, row)`, `.add_tab(widget, title, replace_hta=True)`
-  - `session` (core.session.Session): the current tab's trace set, each trace's analysis, the selection;
-    panels subscribe to its events (gui/subscriptions.py) instead of reading each other
+  - `session` (core.session.Session): the current tab's trace set, each trace's analysis, the selection,
+    each loaded trace, the Run dock's run; panels subscribe to its events (gui/subscriptions.py)
+    instead of reading each other
   - `open_path(path)` loads in a worker (progress + Cancel in the status bar)
   - CUDA memory snapshots (`*.pickle`, core.snapshot.is_snapshot_path) take a small branch: open_path
     starts a gui.snapshot.job.SnapshotJob (same signals as LoadJob; restricted unpickler, no code runs)
@@ -278,6 +279,7 @@ class MainWindow(QtWidgets.QMainWindow):
         if Path(trace_set.path).resolve() != actions.SAMPLE:
             actions.add_recent(trace_set.path)
             self._refresh_recent()
+        self.session.trace_loaded(trace_set)  # the panels' hooks (HTA tab, CSV export, a run's cycle tabs)
         self.sig_trace_loaded.emit(trace_set)
         # a big parsed model's cache write waits for the after-open work (gui/workers._thread_gen)
         from core.trace import cache

@@ -1,4 +1,5 @@
-"""core.session.Session: the Qt-free model the GUI panels subscribe to (tab, analysis, selection events)."""
+"""core.session.Session: the Qt-free model the GUI panels subscribe to (tab, analysis, selection,
+trace_loaded and run events)."""
 from __future__ import annotations
 
 import gc
@@ -8,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from core.session import EVENTS, Selection, Session
+from core.session import EVENTS, Run, Selection, Session
 
 
 class _TraceSet:  # stands for core.trace.model.TraceSet: the session keys analyses by identity, weakly
@@ -69,7 +70,7 @@ def test_unsubscribe_and_unknown_event():
 
     with pytest.raises(ValueError, match="unknown session event 'tabs'"):
         session.subscribe("tabs", print)
-    assert set(EVENTS) == {"tab", "analysis", "selection"}
+    assert set(EVENTS) == {"tab", "analysis", "selection", "trace_loaded", "run"}
 
 
 @pytest.mark.parametrize(("selection", "has_range", "has_rows"), [
@@ -85,3 +86,56 @@ def test_selection_says_what_to_show(selection, has_range, has_rows):
 def test_session_imports_no_qt():
     code = "import sys, core.session; assert not any(m.startswith(('PySide6', 'gui')) for m in sys.modules)"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_trace_loaded_reaches_its_subscribers():
+    session, seen = Session(), []
+    a, b = _TraceSet(), _TraceSet()
+    session.subscribe("trace_loaded", seen.append)
+    session.trace_loaded(a)
+    session.trace_loaded(b)
+    assert seen == [a, b]
+    assert session.trace_set is None  # loading is not switching: the "tab" event says which is current
+
+
+def test_a_run_keeps_its_cycles_until_its_bundle_replaces_them(tmp_path):
+    """The Run dock's run: each saved cycle is announced (to open as a tab) and kept; once the bundle is
+    ready, a cycle tab whose load finishes late is one the bundle replaced; the next run starts afresh."""
+    session, seen = Session(), []
+    session.subscribe("run", lambda run, change: seen.append((change, list(run.cycle_paths), run.running)))
+    bundle = tmp_path / "bundle"
+    cycle1, cycle2 = bundle / "traces" / "rank0.cycle1.pt.trace.json.gz", bundle / "traces" / "rank0.cycle2.pt.trace.json.gz"
+    run = session.run_started(str(bundle))
+    assert session.run is run and run.running and run.cycle_paths == [] and run.bundle == str(bundle)
+    session.run_cycle_saved(str(cycle1))
+    session.run_cycle_saved(bundle / "traces" / ".." / "traces" / cycle2.name)  # the same file, spelled otherwise
+    assert run.cycle_paths == [str(cycle1.resolve()), str(cycle2.resolve())]
+    assert run.opened_cycle(cycle2) and not run.opened_cycle(bundle / "other.json")
+    assert not run.replaced_by_bundle(cycle1)  # still running: a cycle that loads now stays
+
+    session.run_finished(str(bundle), 0)
+    assert (run.running, run.exit_code) == (False, 0)
+    assert not run.replaced_by_bundle(cycle1)  # finished, but its bundle has not opened (Try it: it never does)
+    session.run_bundle_ready(str(bundle))
+    assert run.bundle_opened and run.replaced_by_bundle(cycle1) and run.replaced_by_bundle(str(cycle2))
+    assert not run.replaced_by_bundle(bundle / "unrelated.pt.trace.json")
+    assert [change for change, *_ in seen] == ["started", "cycle", "cycle", "finished", "bundle"]
+    assert seen[1][1] == [str(cycle1.resolve())] and seen[2][1][-1] == str(cycle2.resolve())  # newest last
+    assert [running for *_, running in seen] == [True, True, True, False, False]
+
+    nxt = session.run_started(str(tmp_path / "next"))
+    assert session.run is nxt and nxt is not run and nxt.cycle_paths == [] and not nxt.replaced_by_bundle(cycle1)
+
+
+def test_run_events_without_a_start_still_make_a_run(tmp_path):
+    """A panel driven without its start (a cycle or a bundle reported first) still gets one `Run`."""
+    session = Session()
+    run = session.run_cycle_saved(tmp_path / "c1.json")
+    assert run.bundle is None and run.running and run.opened_cycle(tmp_path / "c1.json")
+    run2 = session.run_bundle_ready(str(tmp_path))
+    assert run2 is run and run.bundle == str(tmp_path) and run.replaced_by_bundle(tmp_path / "c1.json")
+    # a cycle after the run ended belongs to a new run
+    assert session.run_cycle_saved(tmp_path / "c2.json") is not run
+    fresh = Session()
+    finished = fresh.run_finished(str(tmp_path), 3)
+    assert isinstance(finished, Run) and (finished.running, finished.exit_code) == (False, 3)

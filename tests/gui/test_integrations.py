@@ -154,8 +154,8 @@ def test_run_dock_opens_tall_enough_for_the_live_plots(qtbot, main_window):
     and each plot ~30 px."""
     from PySide6 import QtCore, QtWidgets
 
-    from gui.integrations import show_run_dock
     from gui.live.panel import PLOT_MIN_PX
+    from gui.run.dock import show_run_dock
     win = main_window
     win.resize(1904, 1040)
     qtbot.wait(20)

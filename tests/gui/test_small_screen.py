@@ -8,7 +8,7 @@ LAPTOP = (1366, 740)
 
 
 def test_the_run_dock_folds_when_its_trace_opens(qtbot, main_window):
-    from gui.integrations import show_run_dock
+    from gui.run.dock import show_run_dock
     win = main_window
     win.resize(*LAPTOP)
     win.show()
