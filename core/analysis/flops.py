@@ -378,7 +378,7 @@ def step_flops(model: TraceModel, windows: StepWindows | None = None) -> StepFlo
     number = windows.number
     ops = op_flops(model)
     s = model.slices
-    dur_s = np.maximum(step_time_ns(model, windows.t0_ns, windows.t1_ns), 1) / 1e9
+    dur_s = np.maximum(step_time_ns(model, windows), 1) / 1e9
     device = model_device_name(model)
     entry = device_peaks(device) if device else {}
     peaks = {k: float(v) for k, v in entry.items() if k in ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")}
@@ -398,7 +398,7 @@ def step_flops(model: TraceModel, windows: StepWindows | None = None) -> StepFlo
                                                ops.backward[inside])
     fwd = np.bincount(op_step[~op_backward], weights=op_flop[~op_backward], minlength=n)
     bwd = np.bincount(op_step[op_backward], weights=op_flop[op_backward], minlength=n)
-    ran_autograd = _autograd_steps(model, windows.t0_ns, windows.t1_ns)
+    ran_autograd = _autograd_steps(model, windows)
     estimated = ran_autograd & (bwd == 0) & (fwd > 0)
     total = fwd + bwd + np.where(estimated, 2.0 * fwd, 0.0)
     # time at peak per dtype (the 2x rule's backward takes the forward's dtype mix)
@@ -442,28 +442,28 @@ def fp32_math_mode(model: TraceModel) -> str:
     return "tf32" if tf32 > plain else "fp32"
 
 
-def step_time_ns(model: TraceModel, w0: np.ndarray, w1: np.ndarray) -> np.ndarray:
+def step_time_ns(model: TraceModel, windows: StepWindows) -> np.ndarray:
     """Per window: max(window duration, GPU span of the GPU work launched by calls starting in the window)."""
-    s, f = model.slices, model.flows
-    dur = (w1 - w0).astype(np.int64)
-    link = f.kind == FlowKind.LAUNCH
-    src, dst = f.src[link], f.dst[link]
-    if not len(src) or not len(w0):
+    s, flows = model.slices, model.flows
+    dur = windows.dur_ns.astype(np.int64)
+    link = flows.kind == FlowKind.LAUNCH
+    calls, launched = flows.src[link], flows.dst[link]
+    if not len(calls) or not len(windows):
         return dur
-    launch_ts = s.ts_ns[src]
-    step_of = np.searchsorted(w0, launch_ts, side="right") - 1
-    inside = (step_of >= 0) & (launch_ts < w1[np.maximum(step_of, 0)])
-    idx, g = step_of[inside], dst[inside]
-    first = np.full(len(w0), np.iinfo(np.int64).max, np.int64)
-    last = np.full(len(w0), np.iinfo(np.int64).min, np.int64)
-    np.minimum.at(first, idx, s.ts_ns[g])
-    np.maximum.at(last, idx, s.ts_ns[g] + s.dur_ns[g])
+    step_of = windows.index_of(s.ts_ns[calls])
+    inside = step_of >= 0
+    step, gpu_rows = step_of[inside], launched[inside]
+    first = np.full(len(windows), np.iinfo(np.int64).max, np.int64)
+    last = np.full(len(windows), np.iinfo(np.int64).min, np.int64)
+    np.minimum.at(first, step, s.ts_ns[gpu_rows])
+    np.maximum.at(last, step, s.ts_ns[gpu_rows] + s.dur_ns[gpu_rows])
     span = np.where(last > first, last - first, 0)
     return np.maximum(dur, span)
 
 
-def _autograd_steps(model: TraceModel, w0: np.ndarray, w1: np.ndarray) -> np.ndarray:
+def _autograd_steps(model: TraceModel, windows: StepWindows) -> np.ndarray:
+    """Per window: autograd ran in it (an `evaluate_function` started inside)."""
     s = model.slices
     roots = np.isin(s.name, model.strings.ids_matching(lambda n: n.startswith(BACKWARD_ROOT)))
     ts = np.sort(s.ts_ns[roots])
-    return np.searchsorted(ts, w1, side="left") > np.searchsorted(ts, w0, side="left")
+    return np.searchsorted(ts, windows.t1_ns, side="left") > np.searchsorted(ts, windows.t0_ns, side="left")
