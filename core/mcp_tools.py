@@ -274,7 +274,7 @@ def diff(a: str, b: str) -> dict:
     changes = sorted(full["kernels"], key=lambda r: -abs(r["delta_ns"]))
     ops = sorted(full["ops"], key=lambda r: -abs(r["delta_ns"]))
     doc = {"a": full["a"], "b": full["b"], "step": full["step"],
-           "verdict": _verdict(d.step), "breakdown": full["breakdown"], "gpu_busy_pct": full["gpu_busy_pct"],
+           "verdict": d.step.verdict(), "breakdown": full["breakdown"], "gpu_busy_pct": full["gpu_busy_pct"],
            "memory": full["memory"], "warnings": [_text(w, 400) for w in full["warnings"][:10]],
            "kernels": [dict(r, name=_text(r["name"])) for r in changes[:10]],
            "ops": [dict(r, name=_text(r["name"])) for r in ops[:10]],
@@ -283,11 +283,6 @@ def diff(a: str, b: str) -> dict:
     _cut_note(doc, "kernels", len(doc["kernels"]), len(changes), "10 largest changes")
     _cut_note(doc, "ops", len(doc["ops"]), len(ops), "10 largest changes")
     return _fit(doc, "kernels")
-
-
-def _verdict(step) -> str:
-    from core.commands.diff import step_verdict
-    return step_verdict(step)
 
 
 def record(script: str, out: str, args: list[str] | None = None, python: str | None = None,

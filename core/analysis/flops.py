@@ -283,12 +283,12 @@ def _op_flops(model: TraceModel) -> OpFlops:
     pending_conv: dict[tuple, list[int]] = {}
     rep_rows = rows[first]
     names = st.lookup(uniq[:, 0]) if len(uniq) else []
-    for j, (row, name, dims_id) in enumerate(zip(rep_rows.tolist(), names, uniq[:, 1].tolist())):
-        d = input_shapes(st[dims_id]) if dims_id > 0 else []
+    for key_index, (row, name, dims_id) in enumerate(zip(rep_rows.tolist(), names, uniq[:, 1].tolist())):
+        dims = input_shapes(st[dims_id]) if dims_id > 0 else []
         try:
-            per_key[j] = _flops_of(model, row, name, d, out_of_conv, pending_conv, j)
+            per_key[key_index] = _flops_of(model, row, name, dims, out_of_conv, pending_conv, key_index)
         except (TypeError, ValueError, IndexError, ArithmeticError):  # a shape the counts do not fit: unknown
-            per_key[j] = np.nan
+            per_key[key_index] = np.nan
     _fill_conv_from_file(model, rep_rows, names, pending_conv, per_key)
     flops = per_key[inv] if len(rows) else np.zeros(0)
     type_ids = s.at("input_types", rows)
@@ -387,28 +387,28 @@ def step_flops(model: TraceModel, windows: StepWindows | None = None) -> StepFlo
         peaks = {**peaks, "fp32": peaks["tf32"]}  # (imagenet resnet18: "MFU 66 %" beside "GPU idle 54 %")
     else:
         fp32_math = "fp32"
-    n = len(number)
+    n_steps = len(number)
     has_shapes = bool((s.at("input_dims", s.kind == Kind.CPU_OP) > 0).any())
     if not has_shapes:
-        nan = np.full(n, np.nan)
-        return StepFlops(number, nan, nan.copy(), nan.copy(), np.zeros(n, bool), device, peaks, fp32_math)
+        nan = np.full(n_steps, np.nan)
+        return StepFlops(number, nan, nan.copy(), nan.copy(), np.zeros(n_steps, bool), device, peaks, fp32_math)
     step_of = windows.index_of(s.ts_ns[ops.row])
     inside = step_of >= 0
     op_step, op_flop, op_dtype, op_backward = (step_of[inside], ops.flops[inside], ops.dtype[inside],
                                                ops.backward[inside])
-    fwd = np.bincount(op_step[~op_backward], weights=op_flop[~op_backward], minlength=n)
-    bwd = np.bincount(op_step[op_backward], weights=op_flop[op_backward], minlength=n)
+    fwd = np.bincount(op_step[~op_backward], weights=op_flop[~op_backward], minlength=n_steps)
+    bwd = np.bincount(op_step[op_backward], weights=op_flop[op_backward], minlength=n_steps)
     ran_autograd = _autograd_steps(model, windows)
     estimated = ran_autograd & (bwd == 0) & (fwd > 0)
     total = fwd + bwd + np.where(estimated, 2.0 * fwd, 0.0)
     # time at peak per dtype (the 2x rule's backward takes the forward's dtype mix)
     scale = np.where(estimated, 3.0, 1.0)
-    at_peak_s = np.zeros(n)
-    known = np.ones(n, bool)
+    at_peak_s = np.zeros(n_steps)
+    known = np.ones(n_steps, bool)
     for dtype in set(op_dtype.tolist()):
         of_dtype = op_dtype == dtype
         weights = op_flop[of_dtype] * np.where(op_backward[of_dtype], 1.0, scale[op_step[of_dtype]])
-        per_step = np.bincount(op_step[of_dtype], weights=weights, minlength=n)
+        per_step = np.bincount(op_step[of_dtype], weights=weights, minlength=n_steps)
         peak = peaks.get(dtype)
         if peak is None:
             known &= per_step == 0

@@ -27,9 +27,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from core.analysis import intervals
 from core.analysis.breakdown import comm_kernel_mask
 from core.analysis.derived import cached
+from core.analysis.intervals import Intervals
 from core.analysis.step_windows import StepWindows
 from core.trace.model import GPU_KINDS, FlowKind, Kind, TraceModel, TraceSet
 
@@ -69,10 +69,10 @@ def overlap_pct(model: TraceModel, span: tuple[int, int]) -> float | None:
     comp = (s.kind == Kind.KERNEL) & ~comm_kernel_mask(model) & inside
     if not comm.any():
         return None
-    cs, ce = intervals.union(s.ts_ns[comm], s.ts_ns[comm] + s.dur_ns[comm])
-    ks, ke = intervals.union(s.ts_ns[comp], s.ts_ns[comp] + s.dur_ns[comp])
-    total = int((ce - cs).sum())
-    return 100.0 * intervals.intersect_total(cs, ce, ks, ke) / total if total else None
+    comm_time = Intervals.union_of(s.ts_ns[comm], s.ts_ns[comm] + s.dur_ns[comm])
+    compute_time = Intervals.union_of(s.ts_ns[comp], s.ts_ns[comp] + s.dur_ns[comp])
+    total = comm_time.total_ns()
+    return 100.0 * comm_time.overlap_ns(compute_time) / total if total else None
 
 
 def _launch_pairs(model: TraceModel, names: tuple[str, ...], span: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:

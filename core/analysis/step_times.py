@@ -165,7 +165,7 @@ def _cpu_named_time(model: TraceModel, predicate, kinds, windows: StepWindows) -
 def _step_times(model: TraceModel, cfg: dict) -> StepTimes:
     windows = cpu_windows(model)
     number, t0, t1 = windows.number, windows.t0_ns, windows.t1_ns
-    n = len(number)
+    n_steps = len(number)
     s = model.slices
     gpu = kind_rows(model, GPU_KINDS)
     step = gpu_step_of_rows(model, gpu, windows) if len(gpu) else np.zeros(0, np.int64)
@@ -173,30 +173,30 @@ def _step_times(model: TraceModel, cfg: dict) -> StepTimes:
     gpu, step = gpu[keep], step[keep]
     order = np.lexsort((s.ts_ns[gpu], step))
     gpu, step = gpu[order], step[order]
-    offsets = np.concatenate([[0], np.cumsum(np.bincount(step, minlength=n))]).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(step, minlength=n_steps))]).astype(np.int64)
     counts = np.diff(offsets)
     has = counts > 0
     gpu_start, gpu_end = s.ts_ns[gpu], s.ts_ns[gpu] + s.dur_ns[gpu]  # per row, not a union
     first = np.where(has, gpu_start[np.minimum(offsets[:-1], max(len(gpu) - 1, 0))] if len(gpu) else 0, t0)
-    last_end = np.zeros(n, np.int64)
+    last_end = np.zeros(n_steps, np.int64)
     if len(gpu):
         np.maximum.at(last_end, step, gpu_end)
     gpu_t0 = np.where(has, first, t0).astype(np.int64)
     # span: to the next step's first GPU activity when the GPU went on to it without waiting for the CPU (that
     # work was launched before this step's GPU work ended), else to this step's last activity: GPU idle that
     # waits for the CPU is the CPU span's, not the GPU's (a compile before the next step's first launch)
-    first_launch = np.full(n, np.iinfo(np.int64).max, np.int64)
+    first_launch = np.full(n_steps, np.iinfo(np.int64).max, np.int64)
     if len(gpu):
         np.minimum.at(first_launch, step, launch_src_ts(model, gpu, np.iinfo(np.int64).max))
-    nxt = np.full(n, -1, np.int64)
-    if n > 1:
+    nxt = np.full(n_steps, -1, np.int64)
+    if n_steps > 1:
         queued = has[1:] & (first_launch[1:] <= last_end[:-1])
         nxt[:-1] = np.where(queued, gpu_t0[1:], -1)
     gpu_t1 = np.where(nxt >= gpu_t0, np.maximum(nxt, last_end), last_end)
     gpu_ns = np.where(has, np.maximum(gpu_t1 - gpu_t0, 0), 0).astype(np.int64)
     cpu_ns = (t1 - t0).astype(np.int64)
     effective = np.maximum(cpu_ns, gpu_ns)
-    busy = _grouped_union_total(step, gpu_start, gpu_end, n)
+    busy = _grouped_union_total(step, gpu_start, gpu_end, n_steps)
     sync_ns = _cpu_named_time(model, event_names.is_blocking_call, [Kind.RUNTIME], windows)
     data_ns = _cpu_named_time(model, event_names.is_dataloader_next,
                               [Kind.CPU_OP, Kind.ANNOTATION, Kind.OTHER, Kind.PYTHON], windows)

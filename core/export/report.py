@@ -15,7 +15,7 @@ from core import units
 from core.analysis import vocab
 from core.analysis.vocab import one_off_text
 from core.export import summary
-from core.export.breakdown_data import StepBreakdown
+from core.export.breakdown_data import BreakdownBars
 from core.export.findings import FindingsResult, as_dict, facts_text
 from core.export.html_style import CSS
 from core.export.tables import ExportTable
@@ -39,7 +39,7 @@ class ReportContext:
     kernels: ExportTable
     ops: ExportTable
     steps: ExportTable
-    breakdown: list[StepBreakdown]
+    breakdown: list[BreakdownBars]
     metrics: list = field(default_factory=list)  # core.analysis.metrics.RankMetrics per rank
     png: dict[str, bytes] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)  # figure -> reason it is missing

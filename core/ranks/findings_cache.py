@@ -178,3 +178,11 @@ def findings_of(trace_set, use_cache: bool = True) -> list[dict]:
     if use_cache:
         store(trace_set, found)
     return found
+
+
+def compare_runs(ts_a, ts_b, by_shape: bool = False, normalize_templates: bool = False, use_cache: bool = True):
+    """The Diff of two loaded runs (`ptprof diff`, `ptprof gate`, `ptprof.diff`), with both runs' findings (kept
+    beside the column cache, so comparing the same runs again does not re-run the rules)."""
+    from core.analysis import diff
+    return diff.compare(ts_a, ts_b, findings_a=findings_of(ts_a, use_cache), findings_b=findings_of(ts_b, use_cache),
+                        by_shape=by_shape, normalize_templates=normalize_templates)

@@ -181,25 +181,25 @@ _COMPILE_ID = re.compile(r"compile_id=\[?(\d+)/(\d+)")
 _ENTRY_NAMES = ("entire_frame_compile", "_compile.compile_inner (dynamo_timed)", "dynamo")
 
 
-def _compile_attempts(m) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _compile_attempts(model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(rows, X, Y) of frame compilations: one row per compile. Dynamo nests `dynamo` >
     `_compile.compile_inner` > `entire_frame_compile` for every compile, so only the first of those
     names the trace has is used (outermost when one nests in another). X/Y come from the
     `..._data: compile_id=X/Y` events inside each compile (-1 when the trace has none)."""
-    s = m.slices
+    s = model.slices
     rows = np.zeros(0, np.int64)
     for name in _ENTRY_NAMES:
-        rows = common.rows_with_names(m, f"compile-entry:{name}", common.exact(name))
+        rows = common.rows_with_names(model, f"compile-entry:{name}", common.exact(name))
         if len(rows):
             break
     none = np.zeros(0, np.int64)
     if not len(rows):
         return rows, none, none
-    top = common.outermost_chain(m, rows, np.unique(s.name[rows]))
+    top = common.outermost_chain(model, rows, np.unique(s.name[rows]))
     rows = np.unique(np.where(top >= 0, top, rows))
     frame = np.full(len(rows), -1, np.int64)
     count = np.full(len(rows), -1, np.int64)
-    ids = common.name_ids(m, "compile-id", lambda n: "compile_id=" in n)
+    ids = common.name_ids(model, "compile-id", lambda n: "compile_id=" in n)
     if len(ids):
         tagged = np.flatnonzero(np.isin(s.name, ids))
         tagged = tagged[np.argsort(s.ts_ns[tagged], kind="stable")]
@@ -208,7 +208,7 @@ def _compile_attempts(m) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         within = np.searchsorted(compile_t0, s.ts_ns[tagged], side="right") - 1  # the compile each tag is in
         ok = ((within >= 0) & (s.ts_ns[tagged] < compile_t1[np.maximum(within, 0)])
               & (s.track[tagged] == s.track[rows][order][np.maximum(within, 0)]))
-        parsed = {int(n): _COMPILE_ID.search(m.strings[int(n)]) for n in np.unique(s.name[tagged[ok]])}
+        parsed = {int(n): _COMPILE_ID.search(model.strings[int(n)]) for n in np.unique(s.name[tagged[ok]])}
         for compile_at, row in zip(within[ok].tolist(), tagged[ok].tolist()):
             match = parsed[int(s.name[row])]
             attempt = order[compile_at]

@@ -69,14 +69,14 @@ def launch_runs(ctx: RuleContext, i: int) -> list[LaunchRun]:
     return ctx.memoized(f"launch_runs:{i}", lambda: _launch_runs(ctx, i))
 
 
-def _launch_runs(ctx: RuleContext, i: int) -> list[LaunchRun]:
+def _launch_runs(ctx: RuleContext, index: int) -> list[LaunchRun]:
     cfg = ctx.cfg("launch_bound")
     short_ns, min_run = int(cfg["short_kernel_ns"]), int(cfg["min_run"])
-    model = ctx.models[i]
+    model = ctx.models[index]
     s = model.slices
     src_of = _launch_call_of(model)
     launch_ts = launch_ts_of_gpu(model)
-    steps = ctx.steps(i)
+    steps = ctx.steps(index)
     sync = common.rows_with_names(model, "sync-calls", common.exact(*SYNC_NAMES), [Kind.RUNTIME])
     sync_end = np.sort(s.ts_ns[sync] + s.dur_ns[sync])
     gpu_kinds = np.asarray(GPU_KINDS, np.int8)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.analysis import intervals
 from core.analysis.critical_path import Edit
+from core.analysis.intervals import Intervals
 from core.rules import common, sync_sites, whatif
 from core.rules.base import RuleContext, RuleOutput, WhatIf, rule
 from core.trace import event_names
@@ -91,8 +91,7 @@ def pageable_memcpy(ctx: RuleContext) -> RuleOutput:
             # the time the step loses: the GPU copies and the CPU blocked in their calls and syncs overlap
             # (a pageable copy runs while the CPU waits in cudaMemcpyAsync), so the union, not the sum
             parts = np.concatenate([g, gs[gs >= 0], g_sync])
-            us, ue = intervals.union(s.ts_ns[parts], s.ts_ns[parts] + s.dur_ns[parts])
-            cost = int((ue - us).sum())
+            cost = Intervals.union_of(s.ts_ns[parts], s.ts_ns[parts] + s.dur_ns[parts]).total_ns()
             nbytes = int(np.maximum(s.at("bytes", g), 0).sum())
             first = int(gop[gop >= 0][0]) if (gop >= 0).any() else int(gs[0])
             if d == "HtoD":

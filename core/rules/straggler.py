@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.analysis import collectives, intervals
+from core.analysis import collectives
+from core.analysis.intervals import Intervals
 from core.rules import common
 from core.rules.base import CheckNotRun, RuleContext, RuleOutput, rule
 from core.trace.model import Kind, TrackKind
@@ -25,8 +26,8 @@ def cause_of_lateness(model, t0: np.ndarray, t1: np.ndarray) -> tuple[str, int, 
     shallow = np.flatnonzero(cpu_track & np.isin(s.kind, CAUSE_KINDS) & (s.depth <= 1) & (s.dur_ns > 0))
     if not len(shallow) or not len(t0):
         return "", 0, np.zeros(0, np.int64)
-    win_s, win_e = intervals.union(t0, t1)
-    covered = intervals.covered(win_s, win_e, s.ts_ns[shallow], s.ts_ns[shallow] + s.dur_ns[shallow])
+    late = Intervals.union_of(t0, t1)
+    covered = late.covered(s.ts_ns[shallow], s.ts_ns[shallow] + s.dur_ns[shallow])
     hit = covered > 0
     if not hit.any():
         return "", 0, np.zeros(0, np.int64)

@@ -24,8 +24,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.analysis.tree import is_library_frame
 from core.rules.base import RuleContext, Source
+from core.trace import event_names
 from core.trace.safefile import loads_json_bounded, open_regular
 
 MAX_EVENT_LINE = 1 << 20  # events.jsonl lines are < 1 KB
@@ -128,7 +128,7 @@ def sites(ctx: RuleContext, rank: int) -> list[SyncSite]:
                 continue
             library = d.get("lib_label") if isinstance(d.get("lib_label"), str) else ""
             # one user line (`trainer.train()`) can hold many library sync sites
-            if (file, line, library) in seen or (is_library_frame(file) and not library):
+            if (file, line, library) in seen or (event_names.is_library_frame(file) and not library):
                 continue
             step = d.get("first_step", d.get("step"))
             kinds = _kinds(d, file, line)
