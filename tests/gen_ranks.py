@@ -60,10 +60,10 @@ def source_steps(path: Path) -> tuple[list[tuple[float, float]], int, int]:
     from core.trace.model import Kind
     ts = load(path)
     m = ts.models[0]
-    _number, t0, t1, synthetic = step_windows(m)
-    if synthetic:
+    windows = step_windows(m)
+    if windows.synthetic:
         raise SystemExit(f"{path.name}: no ProfilerStep ranges to place the collectives in")
-    return [(float(a), float(b)) for a, b in zip(t0, t1)], int(m.meta.base_unix_ns), int(Kind.KERNEL)
+    return [(float(a), float(b)) for a, b in zip(windows.t0_ns, windows.t1_ns)], int(m.meta.base_unix_ns), int(Kind.KERNEL)
 
 
 def _ev(**kw) -> bytes:

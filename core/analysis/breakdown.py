@@ -24,7 +24,7 @@ holding ncclKernel / ncclDevKernel); compute takes priority where both run (HTA'
 CPU-only traces get has_gpu=False and all GPU parts zero; dataloader_cpu_ns (CPU time in DataLoader
 `__next__`) is filled for every trace.
 
-The step windows come in as an argument (`windows`: (number, t0_ns, t1_ns)); by default they are
+The step windows come in as an argument (`windows`: a `StepWindows`); by default they are
 `core.analysis.steps.breakdown_windows` (each step's GPU span, tiling the GPU timeline, where it has GPU work;
 its ProfilerStep span otherwise), so another step definition plugs in without touching this module.
 `default_windows` stays the ProfilerStep spans (CPU-side per-step counts use it).
@@ -36,8 +36,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from core import resource_files
-from core.analysis import intervals
 from core.analysis.derived import cached
+from core.analysis.intervals import Intervals
+from core.analysis.step_windows import StepWindows
 from core.analysis.steps import breakdown_windows, gpu_busy_union, step_windows
 from core.trace import event_names
 from core.trace.model import GPU_KINDS, FlowKind, Kind, TraceModel
@@ -59,24 +60,20 @@ def comm_kernel_mask(model: TraceModel) -> np.ndarray:
     return cached(model, "comm_kernel_mask", compute)
 
 
-Windows = tuple  # (number int64, t0_ns int64, t1_ns int64)
+def default_windows(model: TraceModel) -> StepWindows:
+    """The ProfilerStep windows (CPU-side per-step counts)."""
+    return step_windows(model)
 
 
-def default_windows(model: TraceModel) -> Windows:
-    number, w0, w1, _ = step_windows(model)
-    return np.asarray(number, np.int64), np.asarray(w0, np.int64), np.asarray(w1, np.int64)
-
-
-def gpu_default_windows(model: TraceModel) -> Windows:
+def gpu_default_windows(model: TraceModel) -> StepWindows:
     """The breakdown's default: windows on the GPU timeline (core.analysis.step_times)."""
-    number, w0, w1, _ = breakdown_windows(model)
-    return np.asarray(number, np.int64), np.asarray(w0, np.int64), np.asarray(w1, np.int64)
+    return breakdown_windows(model)
 
 
-def _windows_key(windows: Windows | None) -> str:
+def _windows_key(windows: StepWindows | None) -> str:
     if windows is None:
         return "steps"
-    return "w" + str(hash((np.asarray(windows[1], np.int64).tobytes(), np.asarray(windows[2], np.int64).tobytes())))
+    return "w" + str(hash((windows.t0_ns.tobytes(), windows.t1_ns.tobytes())))
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,42 +113,41 @@ class StepBreakdown:
         return {p: int(getattr(self, p).sum()) for p in PARTS} | {"dur_ns": int(self.dur_ns.sum())}
 
 
-def dataloader_intervals(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
-    s = model.slices
-    ids = model.strings.ids_matching(event_names.is_dataloader_next)
-    m = np.isin(s.name, ids)
-    return intervals.union(s.ts_ns[m], s.ts_ns[m] + s.dur_ns[m])
+def dataloader_intervals(model: TraceModel) -> Intervals:
+    """Where the CPU is inside DataLoader `__next__`."""
+    return _named_intervals(model, event_names.is_dataloader_next)
 
 
-def compile_windows(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
+def compile_windows(model: TraceModel) -> Intervals:
     """Disjoint intervals where torch.compile itself runs (dynamo tracing, inductor, autotuning; cached)."""
     return cached(model, "compile_windows", lambda: _named_intervals(model, event_names.is_compile_event))
 
 
-def _named_intervals(model: TraceModel, predicate) -> tuple[np.ndarray, np.ndarray]:
+def _named_intervals(model: TraceModel, predicate) -> Intervals:
     s = model.slices
-    m = np.isin(s.name, model.strings.ids_matching(predicate))
-    return intervals.union(s.ts_ns[m], s.ts_ns[m] + s.dur_ns[m])
+    named = np.isin(s.name, model.strings.ids_matching(predicate))
+    return Intervals.union_of(s.ts_ns[named], s.ts_ns[named] + s.dur_ns[named])
 
 
-def sync_drain_intervals(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
+def sync_drain_intervals(model: TraceModel) -> Intervals:
     """[sync start, next GPU activity after the sync) for every host sync during which the GPU finished work."""
     s = model.slices
     ids = np.array([model.strings.find(n) for n in SYNC_NAMES])
-    m = np.isin(s.name, ids[ids >= 0]) & (s.kind == Kind.RUNTIME)
-    t0, t1 = s.ts_ns[m], s.ts_ns[m] + s.dur_ns[m]
-    us, ue = gpu_busy_union(model)
-    if not len(t0) or not len(us):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    drained = np.searchsorted(ue, t1, side="right") > np.searchsorted(ue, t0, side="right")
-    i = np.searchsorted(us, t1, side="right")
-    nxt = np.where(i < len(us), us[np.minimum(i, len(us) - 1)], t1)
-    return intervals.union(t0[drained], np.maximum(nxt, t1)[drained])
+    sync = np.isin(s.name, ids[ids >= 0]) & (s.kind == Kind.RUNTIME)
+    call_start, call_end = s.ts_ns[sync], s.ts_ns[sync] + s.dur_ns[sync]
+    busy = gpu_busy_union(model)
+    if not len(call_start) or not len(busy):
+        return Intervals.empty()
+    drained = (np.searchsorted(busy.end_ns, call_end, side="right")
+               > np.searchsorted(busy.end_ns, call_start, side="right"))
+    after = np.searchsorted(busy.start_ns, call_end, side="right")
+    next_busy = np.where(after < len(busy), busy.start_ns[np.minimum(after, len(busy) - 1)], call_end)
+    return Intervals.union_of(call_start[drained], np.maximum(next_busy, call_end)[drained])
 
 
 def step_breakdown(model: TraceModel, kernel_wait_max_ns: int = DEFAULT_KERNEL_WAIT_MAX_NS,
-                   windows: Windows | None = None) -> StepBreakdown:
-    """Per-step breakdown; `windows` (number, t0_ns, t1_ns) defaults to the ProfilerStep windows."""
+                   windows: StepWindows | None = None) -> StepBreakdown:
+    """Per-step breakdown; `windows` defaults to the steps' GPU-side windows (gpu_default_windows)."""
     key = f"breakdown:{kernel_wait_max_ns}:{_windows_key(windows)}"
     return cached(model, key, lambda: _breakdown(model, kernel_wait_max_ns,
                                                  gpu_default_windows(model) if windows is None else windows))
@@ -161,13 +157,13 @@ def step_breakdown(model: TraceModel, kernel_wait_max_ns: int = DEFAULT_KERNEL_W
 class IdlePieces:
     """GPU idle intervals over the whole trace, by cause (disjoint sorted unions, int64 ns)."""
 
-    dataloader: tuple[np.ndarray, np.ndarray]
-    compile: tuple[np.ndarray, np.ndarray]
-    comm: tuple[np.ndarray, np.ndarray]
-    sync: tuple[np.ndarray, np.ndarray]
-    host_wait: tuple[np.ndarray, np.ndarray]
-    kernel_wait: tuple[np.ndarray, np.ndarray]
-    other: tuple[np.ndarray, np.ndarray]
+    dataloader: Intervals
+    compile: Intervals
+    comm: Intervals
+    sync: Intervals
+    host_wait: Intervals
+    kernel_wait: Intervals
+    other: Intervals
 
 
 def launch_ts_of_gpu(model: TraceModel) -> np.ndarray:
@@ -182,80 +178,78 @@ def launch_ts_of_gpu(model: TraceModel) -> np.ndarray:
 
 
 def idle_pieces(model: TraceModel, kernel_wait_max_ns: int = DEFAULT_KERNEL_WAIT_MAX_NS,
-                windows: Windows | None = None) -> IdlePieces | None:
+                windows: StepWindows | None = None) -> IdlePieces | None:
     """The GPU idle of the trace split by cause (None without GPU activity); cached per model."""
     key = f"idle_pieces:{kernel_wait_max_ns}:{_windows_key(windows)}"
     return cached(model, key, lambda: _idle_pieces(model, kernel_wait_max_ns,
                                                    gpu_default_windows(model) if windows is None else windows))
 
 
-def _idle_pieces(model: TraceModel, kw_max: int, windows: Windows) -> IdlePieces | None:
-    _, w0, w1 = windows
-    bs, be = gpu_busy_union(model)
-    if not len(bs):
+def _idle_pieces(model: TraceModel, kw_max: int, windows: StepWindows) -> IdlePieces | None:
+    busy = gpu_busy_union(model)
+    if not len(busy):
         return None
     s = model.slices
-    dl_s, dl_e = dataloader_intervals(model)
     # idle gaps over the whole span, split by cause in precedence order: dataloader, compile, collectives,
     # sync, then host wait / kernel wait
-    t0 = int(min(np.min(w0), bs[0])) if len(w0) else int(bs[0])
-    t1 = int(max(np.max(w1), be[-1])) if len(w1) else int(be[-1])
-    gs, ge = intervals.gaps(bs, be, t0, t1)
-    dls, dle = intervals.intersect(gs, ge, dl_s, dl_e)
-    rs, re_ = intervals.subtract(gs, ge, dls, dle)
-    cws, cwe = _named_intervals(model, event_names.is_compile_event)
-    cps, cpe = intervals.intersect(rs, re_, cws, cwe)
-    rs, re_ = intervals.subtract(rs, re_, cps, cpe)
-    cms, cme = _named_intervals(model, event_names.is_collective_op)
-    cos, coe = intervals.intersect(rs, re_, cms, cme)
-    rs, re_ = intervals.subtract(rs, re_, cos, coe)
-    ss, se = sync_drain_intervals(model)
-    sys_, sye = intervals.intersect(rs, re_, ss, se)
-    os_, oe = intervals.subtract(rs, re_, sys_, sye)
+    span_t0 = int(min(np.min(windows.t0_ns), busy.start_ns[0])) if len(windows) else int(busy.start_ns[0])
+    span_t1 = int(max(np.max(windows.t1_ns), busy.end_ns[-1])) if len(windows) else int(busy.end_ns[-1])
+    idle = busy.gaps(span_t0, span_t1)
+    dataloader = idle.intersect(dataloader_intervals(model))
+    rest = idle.subtract(dataloader)
+    compiling = rest.intersect(_named_intervals(model, event_names.is_compile_event))
+    rest = rest.subtract(compiling)
+    comm = rest.intersect(_named_intervals(model, event_names.is_collective_op))
+    rest = rest.subtract(comm)
+    sync = rest.intersect(sync_drain_intervals(model))
+    rest = rest.subtract(sync)
     # HTA's rule per original gap: host wait when the GPU work that ends the gap was launched after the
     # gap began (the CPU had not queued it); kernel wait when it was already queued
     gpu = np.flatnonzero(np.isin(s.kind, np.asarray(GPU_KINDS, np.int8)))
     gpu = gpu[np.argsort(s.ts_ns[gpu], kind="stable")]
-    g_ts = s.ts_ns[gpu]
-    j = np.searchsorted(g_ts, ge, side="left")
-    found = (j < len(gpu)) & (g_ts[np.minimum(j, len(gpu) - 1)] == ge)
-    launch = np.where(found, launch_ts_of_gpu(model)[gpu[np.minimum(j, len(gpu) - 1)]], -1)
-    gap_host = np.where(launch >= 0, launch > gs, (ge - gs) > kw_max)
+    gpu_ts = s.ts_ns[gpu]
+    next_gpu = np.searchsorted(gpu_ts, idle.end_ns, side="left")  # the GPU work that ends each gap
+    found = (next_gpu < len(gpu)) & (gpu_ts[np.minimum(next_gpu, len(gpu) - 1)] == idle.end_ns)
+    launch = np.where(found, launch_ts_of_gpu(model)[gpu[np.minimum(next_gpu, len(gpu) - 1)]], -1)
+    gap_len = idle.end_ns - idle.start_ns
+    gap_host = np.where(launch >= 0, launch > idle.start_ns, gap_len > kw_max)
     gap_host |= ~found  # nothing follows inside the span: the CPU never queued more work
-    gap_long = (ge - gs) >= kw_max  # HTA: kernel wait only under consecutive_kernel_delay, else "other"
-    gi = np.searchsorted(gs, os_, side="right") - 1
-    host = gap_host[gi] if len(os_) else np.zeros(0, bool)
-    long = gap_long[gi] if len(os_) else np.zeros(0, bool)
+    gap_long = gap_len >= kw_max  # HTA: kernel wait only under consecutive_kernel_delay, else "other"
+    gap_of_rest = np.searchsorted(idle.start_ns, rest.start_ns, side="right") - 1
+    host = gap_host[gap_of_rest] if len(rest) else np.zeros(0, bool)
+    long = gap_long[gap_of_rest] if len(rest) else np.zeros(0, bool)
     kernel = ~host & ~long
     other = ~host & long
-    return IdlePieces(dataloader=(dls, dle), compile=(cps, cpe), comm=(cos, coe), sync=(sys_, sye),
-                      host_wait=(os_[host], oe[host]), kernel_wait=(os_[kernel], oe[kernel]),
-                      other=(os_[other], oe[other]))
+
+    def pick(keep: np.ndarray) -> Intervals:
+        return Intervals(rest.start_ns[keep], rest.end_ns[keep])
+
+    return IdlePieces(dataloader=dataloader, compile=compiling, comm=comm, sync=sync, host_wait=pick(host),
+                      kernel_wait=pick(kernel), other=pick(other))
 
 
-def _breakdown(model: TraceModel, kw_max: int, windows: Windows) -> StepBreakdown:
-    number, w0, w1 = (np.asarray(a, np.int64) for a in windows)
+def _breakdown(model: TraceModel, kw_max: int, windows: StepWindows) -> StepBreakdown:
+    number, w0, w1 = windows.number, windows.t0_ns, windows.t1_ns
     n = len(w0)
     s = model.slices
-    dl_s, dl_e = dataloader_intervals(model)
-    _, c0, c1 = default_windows(model)  # a CPU-side share: inside the ProfilerStep windows
-    dl_cpu = intervals.covered(dl_s, dl_e, c0, c1) if len(c0) == n else intervals.covered(dl_s, dl_e, w0, w1)
+    dataloader = dataloader_intervals(model)
+    cpu_steps = default_windows(model)  # a CPU-side share: inside the ProfilerStep windows
+    dl_cpu = (dataloader.covered(cpu_steps.t0_ns, cpu_steps.t1_ns) if len(cpu_steps) == n
+              else dataloader.covered(w0, w1))
     z = np.zeros(n, np.int64)
     p = idle_pieces(model, kw_max, windows)
     if p is None:
         return StepBreakdown(number, w0, w1 - w0, z, z, z, z, z, z, z, z, z, z, dl_cpu, False)
-    bs, be = gpu_busy_union(model)
-    km = s.kind == Kind.KERNEL
-    comm_rows = comm_kernel_mask(model)
-    cm = km & ~comm_rows
-    ks, ke = intervals.union(s.ts_ns[cm], s.ts_ns[cm] + s.dur_ns[cm])
-    as_, ae = intervals.union(s.ts_ns[km], s.ts_ns[km] + s.dur_ns[km])
-    busy = intervals.covered(bs, be, w0, w1)
-    compute = intervals.covered(ks, ke, w0, w1)
-    any_kernel = intervals.covered(as_, ae, w0, w1)
+    kernel = s.kind == Kind.KERNEL
+    compute_kernel = kernel & ~comm_kernel_mask(model)
+    compute_time = Intervals.union_of(s.ts_ns[compute_kernel], s.ts_ns[compute_kernel] + s.dur_ns[compute_kernel])
+    kernel_time = Intervals.union_of(s.ts_ns[kernel], s.ts_ns[kernel] + s.dur_ns[kernel])
+    busy = gpu_busy_union(model).covered(w0, w1)
+    compute = compute_time.covered(w0, w1)
+    any_kernel = kernel_time.covered(w0, w1)
 
-    def cov(pair):
-        return intervals.covered(pair[0], pair[1], w0, w1)
+    def cov(piece: Intervals) -> np.ndarray:
+        return piece.covered(w0, w1)
 
     return StepBreakdown(number=number, ts_ns=w0, dur_ns=w1 - w0, compute_ns=compute, comm_ns=any_kernel - compute,
                          memcpy_ns=busy - any_kernel, dataloader_ns=cov(p.dataloader), compile_ns=cov(p.compile),
@@ -264,7 +258,6 @@ def _breakdown(model: TraceModel, kw_max: int, windows: Windows) -> StepBreakdow
                          has_gpu=True)
 
 
-def idle_gaps(model: TraceModel, t0_ns: int, t1_ns: int) -> tuple[np.ndarray, np.ndarray]:
+def idle_gaps(model: TraceModel, t0_ns: int, t1_ns: int) -> Intervals:
     """GPU idle intervals inside [t0_ns, t1_ns) (for evidence and time ranges)."""
-    bs, be = gpu_busy_union(model)
-    return intervals.gaps(bs, be, t0_ns, t1_ns)
+    return gpu_busy_union(model).gaps(t0_ns, t1_ns)

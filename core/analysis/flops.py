@@ -35,6 +35,7 @@ import numpy as np
 
 from core import resource_files
 from core.analysis.derived import cached
+from core.analysis.step_windows import StepWindows
 from core.analysis.tree import parents
 from core.trace.model import FlowKind, Kind, TraceModel
 
@@ -370,13 +371,14 @@ def _fill_conv_from_file(model: TraceModel, rows, names, pending: dict, flops: n
             flops[js] = _conv(key[0], key[1], out)
 
 
-def step_flops(model: TraceModel, windows: tuple | None = None) -> StepFlops:
-    """FLOPs, TFLOP/s and MFU per step; `windows` (number, t0_ns, t1_ns) defaults to the ProfilerStep windows."""
+def step_flops(model: TraceModel, windows: StepWindows | None = None) -> StepFlops:
+    """FLOPs, TFLOP/s and MFU per step; `windows` defaults to the ProfilerStep windows."""
     from core.analysis.breakdown import default_windows
-    number, w0, w1 = (np.asarray(a, np.int64) for a in (default_windows(model) if windows is None else windows))
+    windows = default_windows(model) if windows is None else windows
+    number = windows.number
     ops = op_flops(model)
     s = model.slices
-    dur_s = np.maximum(step_time_ns(model, w0, w1), 1) / 1e9
+    dur_s = np.maximum(step_time_ns(model, windows.t0_ns, windows.t1_ns), 1) / 1e9
     device = model_device_name(model)
     entry = device_peaks(device) if device else {}
     peaks = {k: float(v) for k, v in entry.items() if k in ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")}
@@ -390,22 +392,23 @@ def step_flops(model: TraceModel, windows: tuple | None = None) -> StepFlops:
     if not has_shapes:
         nan = np.full(n, np.nan)
         return StepFlops(number, nan, nan.copy(), nan.copy(), np.zeros(n, bool), device, peaks, fp32_math)
-    ts = s.ts_ns[ops.row]
-    step_of = np.searchsorted(w0, ts, side="right") - 1
-    inside = (step_of >= 0) & (ts < w1[np.maximum(step_of, 0)])
-    idx, fl, dt, bw = step_of[inside], ops.flops[inside], ops.dtype[inside], ops.backward[inside]
-    fwd = np.bincount(idx[~bw], weights=fl[~bw], minlength=n)
-    bwd = np.bincount(idx[bw], weights=fl[bw], minlength=n)
-    ran_autograd = _autograd_steps(model, w0, w1)
+    step_of = windows.index_of(s.ts_ns[ops.row])
+    inside = step_of >= 0
+    op_step, op_flop, op_dtype, op_backward = (step_of[inside], ops.flops[inside], ops.dtype[inside],
+                                               ops.backward[inside])
+    fwd = np.bincount(op_step[~op_backward], weights=op_flop[~op_backward], minlength=n)
+    bwd = np.bincount(op_step[op_backward], weights=op_flop[op_backward], minlength=n)
+    ran_autograd = _autograd_steps(model, windows.t0_ns, windows.t1_ns)
     estimated = ran_autograd & (bwd == 0) & (fwd > 0)
     total = fwd + bwd + np.where(estimated, 2.0 * fwd, 0.0)
     # time at peak per dtype (the 2x rule's backward takes the forward's dtype mix)
     scale = np.where(estimated, 3.0, 1.0)
     at_peak_s = np.zeros(n)
     known = np.ones(n, bool)
-    for dtype in set(dt.tolist()):
-        m = dt == dtype
-        per_step = np.bincount(idx[m], weights=fl[m] * np.where(bw[m], 1.0, scale[idx[m]]), minlength=n)
+    for dtype in set(op_dtype.tolist()):
+        of_dtype = op_dtype == dtype
+        weights = op_flop[of_dtype] * np.where(op_backward[of_dtype], 1.0, scale[op_step[of_dtype]])
+        per_step = np.bincount(op_step[of_dtype], weights=weights, minlength=n)
         peak = peaks.get(dtype)
         if peak is None:
             known &= per_step == 0

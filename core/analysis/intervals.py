@@ -1,7 +1,77 @@
-"""Interval arithmetic on int64 ns arrays: union, coverage inside windows, gaps. All vectorised."""
+"""Interval arithmetic on int64 ns arrays: union, coverage inside windows, gaps. All vectorised.
+
+`Intervals` is the value the analyses pass around (disjoint sorted [start, end) ns intervals); the functions
+below it are the same operations on bare (starts, ends) array pairs, which `Intervals` calls.
+"""
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
+
 import numpy as np
+
+EMPTY_NS = np.zeros(0, np.int64)
+EMPTY_NS.flags.writeable = False
+
+
+@dataclass(frozen=True, slots=True)
+class Intervals:
+    """Disjoint [start, end) intervals sorted by start, as int64 ns arrays (what `union_of` returns; the plain
+    constructor trusts its arrays to be so). Unpacks as `(start_ns, end_ns)` for code that takes the arrays."""
+
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+
+    @classmethod
+    def union_of(cls, starts, ends) -> Intervals:
+        """The union of any intervals (unsorted, overlapping, nested, touching: merged)."""
+        return cls(*union(starts, ends))
+
+    @classmethod
+    def empty(cls) -> Intervals:
+        return cls(EMPTY_NS, EMPTY_NS)
+
+    def __len__(self) -> int:
+        return len(self.start_ns)
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        return iter((self.start_ns, self.end_ns))
+
+    def total_ns(self) -> int:
+        """Summed length."""
+        return int((self.end_ns - self.start_ns).sum())
+
+    def nonempty(self) -> Intervals:
+        """Without the zero-length intervals (a union keeps an instant as [t, t))."""
+        keep = self.end_ns > self.start_ns
+        return Intervals(self.start_ns[keep], self.end_ns[keep])
+
+    def covered(self, w0, w1) -> np.ndarray:
+        """Covered length inside each window [w0, w1) (arrays or scalars)."""
+        return covered(self.start_ns, self.end_ns, w0, w1)
+
+    def gaps(self, t0: int, t1: int) -> Intervals:
+        """The parts of [t0, t1) not covered."""
+        return Intervals(*gaps(self.start_ns, self.end_ns, t0, t1))
+
+    def contains(self, ts_ns: np.ndarray) -> np.ndarray:
+        """Per time: inside some interval."""
+        return _member(self.start_ns, self.end_ns, ts_ns)
+
+    def merge(self, other: Intervals) -> Intervals:
+        """Union with another."""
+        return Intervals.union_of(np.concatenate([self.start_ns, other.start_ns]),
+                                  np.concatenate([self.end_ns, other.end_ns]))
+
+    def intersect(self, other: Intervals) -> Intervals:
+        return Intervals(*intersect(self.start_ns, self.end_ns, other.start_ns, other.end_ns))
+
+    def subtract(self, other: Intervals) -> Intervals:
+        return Intervals(*subtract(self.start_ns, self.end_ns, other.start_ns, other.end_ns))
+
+    def overlap_ns(self, other: Intervals) -> int:
+        """Total length of the intersection with another."""
+        return intersect_total(self.start_ns, self.end_ns, other.start_ns, other.end_ns)
 
 
 def union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

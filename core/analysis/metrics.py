@@ -30,6 +30,7 @@ import numpy as np
 from core.analysis import intervals
 from core.analysis.breakdown import comm_kernel_mask
 from core.analysis.derived import cached
+from core.analysis.step_windows import StepWindows
 from core.trace.model import GPU_KINDS, FlowKind, Kind, TraceModel, TraceSet
 
 MTIA_LAUNCH = "runFunction - job_prep_and_submit_for_execution"
@@ -134,19 +135,20 @@ def memcpy_bandwidth(model: TraceModel, span: tuple[int, int]) -> list[dict]:
     return out
 
 
-def rank_metrics(model: TraceModel, windows: tuple | None = None) -> RankMetrics:
+def rank_metrics(model: TraceModel, windows: StepWindows | None = None) -> RankMetrics:
     """Every metric of one trace file (cached per model for the default step windows)."""
     if windows is not None:
         return _rank_metrics(model, windows)
     return cached(model, "rank_metrics", lambda: _rank_metrics(model, None))
 
 
-def _rank_metrics(model: TraceModel, windows) -> RankMetrics:
+def _rank_metrics(model: TraceModel, windows: StepWindows | None) -> RankMetrics:
     from core.analysis.flops import step_flops
     f = step_flops(model, windows)
     from core.analysis.breakdown import default_windows
     from core.analysis.flops import step_time_ns
-    _, w0, w1 = (np.asarray(a, np.int64) for a in (default_windows(model) if windows is None else windows))
+    steps = default_windows(model) if windows is None else windows
+    w0, w1 = steps.t0_ns, steps.t1_ns
     dur_s = step_time_ns(model, w0, w1) / 1e9
     total_s = float(dur_s.sum())
     tflops = float(np.nansum(f.flops)) / total_s / 1e12 if total_s > 0 and not np.isnan(f.flops).all() else None

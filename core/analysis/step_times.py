@@ -26,6 +26,7 @@ from core import resource_files
 from core.analysis import intervals
 from core.analysis.derived import cached
 from core.analysis.rows import kind_rows, launch_src_ts, named_rows_matching
+from core.analysis.step_windows import StepWindows
 from core.trace import event_names
 from core.trace.model import GPU_KINDS, Kind, TraceModel
 
@@ -70,8 +71,8 @@ class StepTimes:
         """Step index of each row of work_rows."""
         return np.repeat(np.arange(len(self.number)), np.diff(self.work_offsets))
 
-    def windows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
-        """(number, t0, t1, synthetic) that tile the GPU timeline, what GPU-side per-step splits
+    def windows(self) -> StepWindows:
+        """Windows that tile the GPU timeline, what GPU-side per-step splits
         (core.analysis.breakdown) divide: a step with GPU work from its first GPU activity to the next step's
         (the last one: for its effective duration), including the idle while the GPU waited for the CPU;
         a step without GPU work keeps its CPU window."""
@@ -82,16 +83,16 @@ class StepTimes:
             nxt = t0[1:]
             tile = has[:-1] & has[1:] & (nxt > t0[:-1])
             t1[:-1] = np.where(tile, nxt, t1[:-1])
-        return self.number, t0, t1, self.synthetic
+        return StepWindows(self.number, t0, t1, self.synthetic)
 
 
-def cpu_windows(model: TraceModel) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
-    """(number, t0_ns, t1_ns, synthetic): ProfilerStep windows, or the whole trace as step -1."""
+def cpu_windows(model: TraceModel) -> StepWindows:
+    """The ProfilerStep windows, or the whole trace as step -1 (synthetic)."""
     st = model.steps
     if len(st):
-        return st.number, st.ts_ns, st.ts_ns + st.dur_ns, False
-    t0, t1 = model.span_ns
-    return np.array([-1]), np.array([t0], np.int64), np.array([t1], np.int64), True
+        return StepWindows.of(st.number, st.ts_ns, st.ts_ns + st.dur_ns, False)
+    span_t0, span_t1 = model.span_ns
+    return StepWindows.of([-1], [span_t0], [span_t1], True)
 
 
 _TOML_STEPS: dict | None = None
@@ -165,10 +166,8 @@ def _cpu_named_time(model: TraceModel, predicate, kinds, t0: np.ndarray, t1: np.
 
 
 def _step_times(model: TraceModel, cfg: dict) -> StepTimes:
-    number, t0, t1, synthetic = cpu_windows(model)
-    number = np.asarray(number, np.int64)
-    t0 = np.asarray(t0, np.int64)
-    t1 = np.asarray(t1, np.int64)
+    windows = cpu_windows(model)
+    number, t0, t1 = windows.number, windows.t0_ns, windows.t1_ns
     n = len(number)
     s = model.slices
     gpu = kind_rows(model, GPU_KINDS)
@@ -208,7 +207,7 @@ def _step_times(model: TraceModel, cfg: dict) -> StepTimes:
     return StepTimes(number=number, cpu_t0_ns=t0, cpu_ns=cpu_ns, gpu_t0_ns=gpu_t0, gpu_ns=gpu_ns,
                      effective_ns=effective.astype(np.int64), bound=bound, gpu_busy_ns=busy,
                      sync_ns=sync_ns.astype(np.int64), data_ns=data_ns.astype(np.int64), work_rows=gpu.astype(np.int64),
-                     work_offsets=offsets, synthetic=bool(synthetic), has_gpu=bool(len(gpu)))
+                     work_offsets=offsets, synthetic=windows.synthetic, has_gpu=bool(len(gpu)))
 
 
 def _bound(cfg: dict, cpu_ns, gpu_ns, busy, sync_ns, data_ns, has) -> np.ndarray:

@@ -5,9 +5,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.analysis import intervals
 from core.analysis.derived import cached
+from core.analysis.intervals import Intervals
 from core.analysis.step_times import cpu_windows, step_times
+from core.analysis.step_windows import StepWindows
 from core.trace.model import GPU_KINDS, Kind, TraceModel
 
 
@@ -38,25 +39,25 @@ class StepStats:
         return len(self.number)
 
 
-def step_windows(model: TraceModel) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
-    """(number, t0_ns, t1_ns, synthetic) of the CPU step windows."""
+def step_windows(model: TraceModel) -> StepWindows:
+    """The CPU step windows (ProfilerStep spans; the whole trace as step -1 without them)."""
     return cpu_windows(model)
 
 
-def breakdown_windows(model: TraceModel) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
-    """(number, t0_ns, t1_ns, synthetic) a GPU-side per-step split divides: each step's GPU span where it has
+def breakdown_windows(model: TraceModel) -> StepWindows:
+    """The windows a GPU-side per-step split divides: each step's GPU span where it has
     GPU work, else its CPU window (core.analysis.step_times.StepTimes.windows)."""
     return step_times(model).windows()
 
 
-def gpu_busy_union(model: TraceModel, device: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint sorted intervals where any GPU kernel/memcpy/memset runs (optionally one device)."""
+def gpu_busy_union(model: TraceModel, device: int | None = None) -> Intervals:
+    """Where any GPU kernel/memcpy/memset runs (optionally one device)."""
     def compute():
         s = model.slices
-        m = np.flatnonzero(np.isin(s.kind, np.asarray(GPU_KINDS, dtype=np.int8)))
+        gpu = np.flatnonzero(np.isin(s.kind, np.asarray(GPU_KINDS, dtype=np.int8)))
         if device is not None:
-            m = m[s.at("device", m) == device]
-        return intervals.union(s.ts_ns[m], s.ts_ns[m] + s.dur_ns[m])
+            gpu = gpu[s.at("device", gpu) == device]
+        return Intervals.union_of(s.ts_ns[gpu], s.ts_ns[gpu] + s.dur_ns[gpu])
     return cached(model, f"gpu_busy:{device}", compute)
 
 
@@ -91,9 +92,9 @@ def _step_stats(model: TraceModel) -> StepStats:
         alloc = mem.total_allocated[cuda]
         lo = np.searchsorted(mts, w0, side="left")
         hi = np.searchsorted(mts, w1, side="right")
-        for i, (a, b) in enumerate(zip(lo.tolist(), hi.tolist())):
-            if b > a:
-                peak[i] = int(alloc[a:b].max())
+        for step, (first, stop) in enumerate(zip(lo.tolist(), hi.tolist())):
+            if stop > first:
+                peak[step] = int(alloc[first:stop].max())
     return StepStats(number=np.asarray(number, np.int64), ts_ns=w0.astype(np.int64), dur_ns=times.cpu_ns,
                      gpu_busy_ns=times.gpu_busy_ns, gpu_busy_pct=pct, kernel_count=kcount, kernel_ns=kns,
                      memcpy_ns=cpy, memset_ns=mset, mem_peak_bytes=peak, synthetic=times.synthetic,

@@ -90,9 +90,8 @@ def step_breakdown(model: TraceModel) -> StepBreakdown:
         hta = _hta_breakdown(model)
         if hta is not None:
             return hta
-    number, w0, w1, _ = steps.breakdown_windows(model) if len(model.devices) else steps.step_windows(model)
-    w0 = np.asarray(w0, np.int64)
-    w1 = np.asarray(w1, np.int64)
+    windows = steps.breakdown_windows(model) if len(model.devices) else steps.step_windows(model)
+    number, w0, w1 = windows.number, windows.t0_ns, windows.t1_ns
     s = model.slices
     if len(model.devices):
         kern = np.flatnonzero(s.kind == Kind.KERNEL)

@@ -18,9 +18,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from core.analysis.step_windows import StepWindows
 from core.ranks.summary import RankSummary
 from core.rules import Analysis, _dedupe, _majority, sort_key
-from core.rules.base import CheckNotRun, Finding, RuleContext, Severity, Steps
+from core.rules.base import CheckNotRun, Finding, RuleContext, Severity
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,9 +58,9 @@ class SummaryContext(RuleContext):
             self._labels[index] = got
         return got
 
-    def steps(self, index: int) -> Steps:
+    def steps(self, index: int) -> StepWindows:
         s = self.summaries[index]
-        return Steps(s.step_number, s.step_t0_ns, s.step_t1_ns, s.synthetic)
+        return StepWindows(s.step_number, s.step_t0_ns, s.step_t1_ns, s.synthetic)
 
     def pct(self, index: int, impact_ns: float) -> float:
         total = self.summaries[index].pct_total_ns

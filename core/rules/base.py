@@ -15,6 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from core.analysis.step_times import step_times
+from core.analysis.step_windows import StepWindows
 from core.analysis.steps import step_windows
 from core.analysis.vocab import lost_per_step_ns, one_off_text, saves_pct
 from core.trace.model import GPU_KINDS, TraceModel, TraceSet
@@ -147,27 +148,6 @@ class RuleOutput:
         self.not_run.extend(other.not_run)
 
 
-@dataclass(frozen=True, slots=True)
-class Steps:
-    """Step windows of one model; `total_ns` is the denominator of impact_pct."""
-
-    number: np.ndarray
-    t0_ns: np.ndarray
-    t1_ns: np.ndarray
-    synthetic: bool
-
-    @property
-    def total_ns(self) -> int:
-        return int((self.t1_ns - self.t0_ns).sum())
-
-    def index_of(self, ts_ns: np.ndarray) -> np.ndarray:
-        """Step index containing each timestamp, -1 outside every step."""
-        ts_ns = np.asarray(ts_ns, dtype=np.int64)
-        i = np.searchsorted(self.t0_ns, ts_ns, side="right") - 1
-        ok = (i >= 0) & (ts_ns < self.t1_ns[np.maximum(i, 0)])
-        return np.where(ok, i, -1)
-
-
 @runtime_checkable
 class Rule(Protocol):
     id: str
@@ -183,7 +163,7 @@ class RuleContext:
         from core.rules.config import with_defaults
         self.trace_set = trace_set
         self.config = with_defaults(config)  # checked: an unknown key fails here, not silently later
-        self._steps: dict[int, Steps] = {}
+        self._steps: dict[int, StepWindows] = {}
         self.memo: dict[str, Any] = {}  # per-analysis values shared by rules (bundle sync sites ...)
         self.world_hint = 0  # ranks of the run when the set holds one of them (core/ranks' per-rank map)
 
@@ -222,11 +202,10 @@ class RuleContext:
             rows = rows[np.where(gpu, own, steps.index_of(m.slices.ts_ns[rows]) >= 0)]
         return rows
 
-    def steps(self, index: int) -> Steps:
+    def steps(self, index: int) -> StepWindows:
+        """The model's step windows (`total_ns` is the denominator of impact_pct)."""
         if index not in self._steps:
-            number, t0, t1, synthetic = step_windows(self.models[index])
-            self._steps[index] = Steps(np.asarray(number), np.asarray(t0, np.int64), np.asarray(t1, np.int64),
-                                       bool(synthetic))
+            self._steps[index] = step_windows(self.models[index])
         return self._steps[index]
 
     def pct(self, index: int, impact_ns: float) -> float:
@@ -251,16 +230,14 @@ class RuleContext:
         """Median duration of the steps without torch.compile activity (all steps when every one has it):
         what one ordinary step costs, undistorted by a compile step that lasts seconds."""
         def compute():
-            from core.analysis import intervals
             from core.analysis.breakdown import compile_windows
             st = self.steps(index)
-            d = st.t1_ns - st.t0_ns
-            if not len(d):
+            dur_ns = st.dur_ns
+            if not len(dur_ns):
                 return 0
-            compile_start_ns, compile_end_ns = compile_windows(self.models[index])
-            plain = (intervals.covered(compile_start_ns, compile_end_ns, st.t0_ns, st.t1_ns) == 0
-                     if len(compile_start_ns) else np.ones(len(d), bool))
-            return int(np.median(d[plain] if plain.any() else d))
+            compiling = compile_windows(self.models[index])
+            plain = compiling.covered(st.t0_ns, st.t1_ns) == 0 if len(compiling) else np.ones(len(dur_ns), bool)
+            return int(np.median(dur_ns[plain] if plain.any() else dur_ns))
         return self.memoized(f"typical_step:{index}", compute)
 
     def per_step_severity(self, index: int, per_step_ns: float) -> Severity:

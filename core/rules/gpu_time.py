@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.analysis import intervals
 from core.analysis.breakdown import (
     SYNC_NAMES,
     idle_gaps,
@@ -27,6 +26,7 @@ from core.analysis.breakdown import (
     sync_drain_intervals,
 )
 from core.analysis.critical_path import Edit, replay_input
+from core.analysis.intervals import Intervals
 from core.analysis.steps import gpu_busy_union
 from core.analysis.tree import ancestor_with_kind
 from core.rules import common, whatif
@@ -52,16 +52,16 @@ def _group_runs(flag: np.ndarray, brk: np.ndarray, min_run: int) -> list[tuple[i
     if not len(flag):
         return []
     key = np.cumsum(brk | ~flag)
-    idx = np.flatnonzero(flag)
-    if not len(idx):
+    flagged = np.flatnonzero(flag)
+    if not len(flagged):
         return []
-    k = key[idx]
-    new = np.ones(len(idx), bool)
-    new[1:] = k[1:] != k[:-1]
+    run_key = key[flagged]
+    new = np.ones(len(flagged), bool)
+    new[1:] = run_key[1:] != run_key[:-1]
     starts = np.flatnonzero(new)
-    stops = np.append(starts[1:], len(idx))
+    stops = np.append(starts[1:], len(flagged))
     keep = stops - starts >= min_run
-    return [(int(idx[a]), int(idx[b - 1]) + 1) for a, b in zip(starts[keep], stops[keep])]
+    return [(int(flagged[first]), int(flagged[stop - 1]) + 1) for first, stop in zip(starts[keep], stops[keep])]
 
 
 def launch_runs(ctx: RuleContext, i: int) -> list[LaunchRun]:
@@ -72,21 +72,18 @@ def launch_runs(ctx: RuleContext, i: int) -> list[LaunchRun]:
 def _launch_runs(ctx: RuleContext, i: int) -> list[LaunchRun]:
     cfg = ctx.cfg("launch_bound")
     short_ns, min_run = int(cfg["short_kernel_ns"]), int(cfg["min_run"])
-    m = ctx.models[i]
-    s = m.slices
-    f = m.flows
-    launch = f.kind == FlowKind.LAUNCH
-    src_of = np.full(len(s), -1, np.int64)
-    src_of[f.dst[launch]] = f.src[launch]
-    launch_ts = launch_ts_of_gpu(m)
+    model = ctx.models[i]
+    s = model.slices
+    src_of = _launch_call_of(model)
+    launch_ts = launch_ts_of_gpu(model)
     steps = ctx.steps(i)
-    sync = common.rows_with_names(m, "sync-calls", common.exact(*SYNC_NAMES), [Kind.RUNTIME])
+    sync = common.rows_with_names(model, "sync-calls", common.exact(*SYNC_NAMES), [Kind.RUNTIME])
     sync_end = np.sort(s.ts_ns[sync] + s.dur_ns[sync])
     gpu_kinds = np.asarray(GPU_KINDS, np.int8)
     runs: list[LaunchRun] = []
-    for t in np.flatnonzero(m.tracks.kind == TrackKind.GPU_STREAM).tolist():
-        r = m.track_rows(t)
-        rows = np.arange(r.start, r.stop)
+    for track in np.flatnonzero(model.tracks.kind == TrackKind.GPU_STREAM).tolist():
+        track_rows = model.track_rows(track)
+        rows = np.arange(track_rows.start, track_rows.stop)
         rows = rows[np.isin(s.kind[rows], gpu_kinds)]
         if len(rows) < min_run:
             continue
@@ -97,43 +94,40 @@ def _launch_runs(ctx: RuleContext, i: int) -> list[LaunchRun]:
         dur = s.dur_ns[rows]
         starved = (s.kind[rows] == Kind.KERNEL) & (dur < short_ns) & (gap >= dur)
         # where a run may not continue: a new step (by launch time) or a host sync between two launches
-        lt = np.where(launch_ts[rows] >= 0, launch_ts[rows], ts)
-        step = steps.index_of(lt) if not steps.synthetic else np.zeros(len(rows), np.int64)
-        n_sync = np.searchsorted(sync_end, lt, side="right")
+        launched_at = np.where(launch_ts[rows] >= 0, launch_ts[rows], ts)
+        step = steps.index_of(launched_at) if not steps.synthetic else np.zeros(len(rows), np.int64)
+        n_sync = np.searchsorted(sync_end, launched_at, side="right")
         # ... or a different user range (record_function) around the launch: a run is named by its range
-        ann = np.full(len(rows), -1, np.int64)
+        user_range = np.full(len(rows), -1, np.int64)
         has = src_of[rows] >= 0
-        ann[has] = ancestor_with_kind(m, src_of[rows][has], (Kind.ANNOTATION,))
+        user_range[has] = ancestor_with_kind(model, src_of[rows][has], (Kind.ANNOTATION,))
         brk = np.zeros(len(rows), bool)
-        brk[1:] = (step[1:] != step[:-1]) | (n_sync[1:] != n_sync[:-1]) | (ann[1:] != ann[:-1])
-        for a, b in _group_runs(starved & (step >= 0), brk, min_run):
-            run = rows[a:b]
+        brk[1:] = (step[1:] != step[:-1]) | (n_sync[1:] != n_sync[:-1]) | (user_range[1:] != user_range[:-1])
+        for first, stop in _group_runs(starved & (step >= 0), brk, min_run):
+            run = rows[first:stop]
             launches = src_of[run]
-            anc = ancestor_with_kind(m, launches[launches >= 0], (Kind.ANNOTATION,))
+            ranges = ancestor_with_kind(model, launches[launches >= 0], (Kind.ANNOTATION,))
             label = ""
-            if len(anc) and (anc >= 0).any():
-                names, counts = np.unique(s.name[anc[anc >= 0]], return_counts=True)
-                if counts.max() * 2 >= len(anc):  # the range that launched most of the run
-                    label = m.strings[int(names[np.argmax(counts)])]
-            runs.append(LaunchRun(run, prev_end[a + 1:b], ts[a + 1:b], label))
+            if len(ranges) and (ranges >= 0).any():
+                names, counts = np.unique(s.name[ranges[ranges >= 0]], return_counts=True)
+                if counts.max() * 2 >= len(ranges):  # the range that launched most of the run
+                    label = model.strings[int(names[np.argmax(counts)])]
+            runs.append(LaunchRun(run, prev_end[first + 1:stop], ts[first + 1:stop], label))
     return runs
 
 
-def run_idle_intervals(ctx: RuleContext, i: int, runs: list[LaunchRun] | None = None):
+def run_idle_intervals(ctx: RuleContext, i: int, runs: list[LaunchRun] | None = None) -> Intervals:
     """GPU idle inside launch-bound runs: the gaps between their kernels, minus time another stream is busy
-    and minus sync drains (host_sync's cost). A disjoint sorted union."""
-    def compute(rs):
-        m = ctx.models[i]
-        if not rs:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        gap_start_ns, gap_end_ns = intervals.union(np.concatenate([r.gap_start_ns for r in rs]),
-                                 np.concatenate([r.gap_end_ns for r in rs]))
-        ok = gap_end_ns > gap_start_ns
-        gap_start_ns, gap_end_ns = gap_start_ns[ok], gap_end_ns[ok]
-        bs, be = gpu_busy_union(m)
-        gap_start_ns, gap_end_ns = intervals.subtract(gap_start_ns, gap_end_ns, bs, be)
-        ss, se = sync_drain_intervals(m)
-        return intervals.subtract(gap_start_ns, gap_end_ns, ss, se) if len(ss) else (gap_start_ns, gap_end_ns)
+    and minus sync drains (host_sync's cost)."""
+    def compute(selected: list[LaunchRun]) -> Intervals:
+        model = ctx.models[i]
+        if not selected:
+            return Intervals.empty()
+        gaps = Intervals.union_of(np.concatenate([run.gap_start_ns for run in selected]),
+                                  np.concatenate([run.gap_end_ns for run in selected])).nonempty()
+        idle = gaps.subtract(gpu_busy_union(model))
+        drains = sync_drain_intervals(model)
+        return idle.subtract(drains) if len(drains) else idle
     if runs is not None:
         return compute(runs)
     return ctx.memoized(f"launch_idle:{i}", lambda: compute(launch_runs(ctx, i)))
@@ -229,52 +223,50 @@ def launch_bound(ctx: RuleContext) -> RuleOutput:
     out = RuleOutput()
     for i, m in enumerate(ctx.models):
         s = m.slices
-        f = m.flows
-        launch = f.kind == FlowKind.LAUNCH
-        src_of = np.full(len(s), -1, np.int64)
-        src_of[f.dst[launch]] = f.src[launch]
+        src_of = _launch_call_of(m)
         groups: dict[str, list[LaunchRun]] = {}
         for run in launch_runs(ctx, i):
             groups.setdefault(run.label, []).append(run)
         steps = ctx.steps(i)
-        for label, g in groups.items():
-            k = np.concatenate([r.kernels for r in g])
-            run_of = np.concatenate([np.full(len(r.kernels), j, np.int64) for j, r in enumerate(g)])
-            ln = src_of[k]
-            ln = ln[ln >= 0]
-            idle_s, idle_e = run_idle_intervals(ctx, i, g)
-            idle = int(intervals.covered(idle_s, idle_e, steps.t0_ns, steps.t1_ns).sum()) if not steps.synthetic \
-                else int((idle_e - idle_s).sum())
-            gpu_ns, cpu_ns = int(s.dur_ns[k].sum()), int(s.dur_ns[ln].sum())
+        for label, group in groups.items():
+            kernels = np.concatenate([run.kernels for run in group])
+            run_of = np.concatenate([np.full(len(run.kernels), j, np.int64) for j, run in enumerate(group)])
+            launches = src_of[kernels]
+            launches = launches[launches >= 0]
+            run_idle = run_idle_intervals(ctx, i, group)
+            idle = int(run_idle.covered(steps.t0_ns, steps.t1_ns).sum()) if not steps.synthetic \
+                else run_idle.total_ns()
+            gpu_ns, cpu_ns = int(s.dur_ns[kernels].sum()), int(s.dur_ns[launches].sum())
             where = f" in {label}" if label else ""
-            src = common.source_of(m, int(ln[0])) if len(ln) else None
-            ranges = [(int(s.ts_ns[r.kernels[0]]), int(s.ts_ns[r.kernels[-1]] + s.dur_ns[r.kernels[-1]])) for r in g]
-            ev = common.evidence(m, k[:MAX_KERNEL_EVIDENCE])
-            ev.insert(0, {"name": "summary", "kernels": len(k), "gpu_kernel_ns": gpu_ns, "cpu_launch_ns": cpu_ns,
-                          "idle_ns": idle, "runs": len(g), "rank": m.rank})
+            src = common.source_of(m, int(launches[0])) if len(launches) else None
+            ranges = [(int(s.ts_ns[run.kernels[0]]), int(s.ts_ns[run.kernels[-1]] + s.dur_ns[run.kernels[-1]]))
+                      for run in group]
+            ev = common.evidence(m, kernels[:MAX_KERNEL_EVIDENCE])
+            ev.insert(0, {"name": "summary", "kernels": len(kernels), "gpu_kernel_ns": gpu_ns, "cpu_launch_ns": cpu_ns,
+                          "idle_ns": idle, "runs": len(group), "rank": m.rank})
             out.findings.append(ctx.finding(
                 "launch_bound", i,
-                title=f"Launch-bound{where}: {len(k)} short kernels (mean {gpu_ns / len(k) / 1e3:.1f} µs) with the "
+                title=f"Launch-bound{where}: {len(kernels)} short kernels (mean {gpu_ns / len(kernels) / 1e3:.1f} µs) "
+                      "with the "
                       f"GPU idle between them; CPU launch time {cpu_ns / 1e6:.2f} ms vs GPU time {gpu_ns / 1e6:.2f} ms",
-                count=len(k), impact_ns=idle, time_ranges=ranges[:common.MAX_RANGES], evidence=ev, source=src,
+                count=len(kernels), impact_ns=idle, time_ranges=ranges[:common.MAX_RANGES], evidence=ev, source=src,
                 fix="Fuse the small ops: torch.compile the loop/function (or vectorise the Python loop into one "
                     "tensor op), or capture it with CUDA graphs (torch.cuda.graphs / mode='reduce-overhead'); "
                     "larger batches also amortise launch overhead.",
-                evidence_rows=np.concatenate([k, ln]), fix_rows=k, fix_groups=run_of))
+                evidence_rows=np.concatenate([kernels, launches]), fix_rows=kernels, fix_groups=run_of))
     return out
 
 
-def copy_call_intervals(m) -> tuple[np.ndarray, np.ndarray]:
+def copy_call_intervals(model) -> Intervals:
     """CPU intervals inside the runtime calls of pageable or blocking copies (their GPU idle is the copy
     rules' cost: pageable_memcpy / sync_memcpy)."""
-    s = m.slices
-    f = m.flows
-    launch = f.kind == FlowKind.LAUNCH
-    pageable = common.name_ids(m, "memcpy-pageable-ids", event_names.is_pageable_copy)
-    sel = launch & np.isin(s.name[f.dst], pageable) & (s.kind[f.dst] == Kind.MEMCPY)
-    blocking = common.rows_with_names(m, "cudaMemcpy-blocking", event_names.is_blocking_memcpy, [Kind.RUNTIME])
-    rows = np.unique(np.concatenate([f.src[sel], blocking]))
-    return intervals.union(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
+    s, flows = model.slices, model.flows
+    launch = flows.kind == FlowKind.LAUNCH
+    pageable = common.name_ids(model, "memcpy-pageable-ids", event_names.is_pageable_copy)
+    pageable_launch = launch & np.isin(s.name[flows.dst], pageable) & (s.kind[flows.dst] == Kind.MEMCPY)
+    blocking = common.rows_with_names(model, "cudaMemcpy-blocking", event_names.is_blocking_memcpy, [Kind.RUNTIME])
+    rows = np.unique(np.concatenate([flows.src[pageable_launch], blocking]))
+    return Intervals.union_of(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
 
 
 # StepBreakdown idle field -> the class name gpu_idle's title and fix use
@@ -319,38 +311,37 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
     max_idle = float(cfg["max_idle_pct"])
     kw = int(cfg["kernel_wait_max_ns"])
     for i, m in enumerate(ctx.models):
-        b = step_breakdown(m, kw)
-        if not b.has_gpu:
+        steps = step_breakdown(m, kw)
+        if not steps.has_gpu:
             out.not_run.append(CheckNotRun("gpu_idle", f"no GPU activity in the trace ({common.no_gpu_words(m)})"))
             continue
-        tot = b.totals()
-        dur = max(tot["dur_ns"], 1)
-        idle = int(b.idle_ns.sum())
+        totals = steps.totals()
+        dur = max(totals["dur_ns"], 1)
+        idle = int(steps.idle_ns.sum())
         if 100.0 * idle / dur < max_idle:
             continue
-        parts = {label: tot[field] for field, label in IDLE_CLASSES}
-        split = ", ".join(f"{k} {fmt_pct(100 * v / dur)}" for k, v in sorted(parts.items(), key=lambda kv: -kv[1])
-                          if v)
-        unexplained = tot["host_wait_ns"] + tot["kernel_wait_ns"] + tot["other_idle_ns"]
-        p = idle_pieces(m, kw)
-        if p is not None:  # the idle other findings already bill: launch-bound runs, copy calls
-            ws, we = intervals.union(np.concatenate([p.host_wait[0], p.kernel_wait[0], p.other[0]]),
-                                     np.concatenate([p.host_wait[1], p.kernel_wait[1], p.other[1]]))
-            ls, le = run_idle_intervals(ctx, i)
-            cs, ce = copy_call_intervals(m)
-            xs, xe = intervals.union(np.concatenate([ls, cs]), np.concatenate([le, ce]))
-            if len(xs):
-                ws, we = intervals.subtract(ws, we, xs, xe)
+        parts = {label: totals[field] for field, label in IDLE_CLASSES}
+        split = ", ".join(f"{label} {fmt_pct(100 * ns / dur)}"
+                          for label, ns in sorted(parts.items(), key=lambda kv: -kv[1]) if ns)
+        unexplained = totals["host_wait_ns"] + totals["kernel_wait_ns"] + totals["other_idle_ns"]
+        pieces = idle_pieces(m, kw)
+        if pieces is not None:  # the idle other findings already bill: launch-bound runs, copy calls
+            waits = pieces.host_wait.merge(pieces.kernel_wait).merge(pieces.other)
+            billed_elsewhere = run_idle_intervals(ctx, i).merge(copy_call_intervals(m))
+            if len(billed_elsewhere):
+                waits = waits.subtract(billed_elsewhere)
             billed = unexplained
-            unexplained = int(intervals.covered(ws, we, b.ts_ns, b.ts_ns + b.dur_ns).sum())
+            unexplained = int(waits.covered(steps.ts_ns, steps.ts_ns + steps.dur_ns).sum())
             billed -= unexplained
-        worst = int(np.argmax(b.idle_ns))
-        gap_start_ns, gap_end_ns = idle_gaps(m, int(b.ts_ns[worst]), int(b.ts_ns[worst] + b.dur_ns[worst]))
+        worst = int(np.argmax(steps.idle_ns))
+        worst_gaps = idle_gaps(m, int(steps.ts_ns[worst]), int(steps.ts_ns[worst] + steps.dur_ns[worst]))
+        gap_start_ns, gap_end_ns = worst_gaps.start_ns, worst_gaps.end_ns
         big = np.argsort(-(gap_end_ns - gap_start_ns))[:common.MAX_EVIDENCE]
-        ev = [{"name": f"step {int(n)}", "ts_ns": int(t), "dur_ns": int(d), "idle_ns": int(x), "rank": m.rank,
-               "busy_pct": round(100.0 * busy / max(d, 1), 1)}  # compute + communication + memcpy / memset
-              for n, t, d, x, busy in zip(b.number, b.ts_ns, b.dur_ns, b.idle_ns, b.busy_ns)]
-        if p is not None and billed > 0:
+        ev = [{"name": f"step {int(number)}", "ts_ns": int(ts), "dur_ns": int(step_dur), "idle_ns": int(step_idle),
+               "rank": m.rank, "busy_pct": round(100.0 * busy / max(step_dur, 1), 1)}  # compute + comm + copies
+              for number, ts, step_dur, step_idle, busy in zip(steps.number, steps.ts_ns, steps.dur_ns, steps.idle_ns,
+                                                               steps.busy_ns)]
+        if pieces is not None and billed > 0:
             ev.insert(0, {"name": "host / kernel / other wait billed by launch_bound and copy findings", "dur_ns": billed,
                           "rank": m.rank})
         ev += [{"name": "idle gap", "ts_ns": int(gap_start_ns[j]), "dur_ns": int(gap_end_ns[j] - gap_start_ns[j]),
@@ -363,8 +354,8 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
             "gpu_idle", i, severity=sev, title=f"GPU idle {fmt_pct(100 * idle / dur)} of step time ({split}); "
                                                f"{fmt_pct(ctx.pct(i, unexplained))} of the mean step not billed to "
                                                "another finding",
-            count=len(b), impact_ns=unexplained,
-            time_ranges=[(int(a), int(z)) for a, z in zip(gap_start_ns[big], gap_end_ns[big])],
+            count=len(steps), impact_ns=unexplained,
+            time_ranges=[(int(start), int(end)) for start, end in zip(gap_start_ns[big], gap_end_ns[big])],
             evidence=ev, source=None, fix=fix))
     return out
 

@@ -9,6 +9,7 @@ from kineto_events import launched as _launched, x as _x
 
 from core.analysis import intervals
 from core.analysis.breakdown import PARTS, step_breakdown
+from core.analysis.step_windows import StepWindows
 from core.trace.loader import load
 
 _CACHE: dict = {}
@@ -107,7 +108,7 @@ def test_windows_come_in_as_an_argument(tmp_path):
     ev += _launched("k0", 1, 10, 100, 1)
     m = _kineto(tmp_path, ev)
     t0 = int(m.steps.ts_ns[0])
-    custom = (np.array([7]), np.array([t0 + 10_000]), np.array([t0 + 110_000]))
+    custom = StepWindows.of([7], [t0 + 10_000], [t0 + 110_000])
     b = step_breakdown(m, windows=custom)
     assert b.number.tolist() == [7] and int(b.compute_ns[0]) == 100_000 and int(b.idle_ns[0]) == 0
     assert int(step_breakdown(m).dur_ns[0]) == 1_000_000  # default windows unchanged (separate cache key)

@@ -17,7 +17,6 @@ import pytest
 from helpers import hta_importable, shared_trace
 from kineto_events import x as _x
 
-from core.analysis import intervals
 from core.analysis.breakdown import idle_pieces
 from core.trace.loader import load
 
@@ -62,8 +61,8 @@ def _ours_on_hta_window(path, span_us, first_corr):
     w1 = np.array([round(span_us[1] * 1000) + offset])
     p = idle_pieces(m)
 
-    def cov(pair):
-        return int(intervals.covered(pair[0], pair[1], w0, w1)[0])
+    def cov(piece):
+        return int(piece.covered(w0, w1)[0])
     named = cov(p.sync) + cov(p.dataloader) + cov(p.compile) + cov(p.comm)
     return {"host_wait": cov(p.host_wait) + named, "kernel_wait": cov(p.kernel_wait), "other": cov(p.other)}
 

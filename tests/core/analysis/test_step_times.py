@@ -58,5 +58,6 @@ def test_shared_traces(name):
     if name == "gpu_dataloader.pt.trace.json.gz":
         assert set(t.bound.tolist()) == {"data"}
     # windows tile: each starts where the previous ended or later
-    _, w0, w1, _ = t.windows()
+    windows = t.windows()
+    w0, w1 = windows.t0_ns, windows.t1_ns
     assert (w1 >= w0).all() and (w0[1:] >= w0[:-1]).all()

@@ -14,8 +14,9 @@ import pytest
 from helpers import LOCAL_TRACES, REPO, shared_trace
 
 from core.analysis import vocab
+from core.analysis.step_windows import StepWindows
 from core.rules import analyze, sort_key
-from core.rules.base import Finding, Severity, Steps
+from core.rules.base import Finding, Severity
 from core.rules.per_step import one_off_steps
 from core.trace.loader import load
 
@@ -44,7 +45,7 @@ def _finding(rule="allocator_churn", ranges=((0, 10),), impact=10, saving=None, 
                    saving_pct=pct, one_off=one_off)
 
 
-STEPS = Steps(np.arange(10, 18), np.arange(8) * 1_000_000, np.arange(1, 9) * 1_000_000, False)
+STEPS = StepWindows(np.arange(10, 18), np.arange(8) * 1_000_000, np.arange(1, 9) * 1_000_000, False)
 
 
 def test_cost_in_one_step_of_eight_is_one_off_spread_cost_is_not():
@@ -62,7 +63,7 @@ def test_cost_in_one_step_of_eight_is_one_off_spread_cost_is_not():
 
 def test_a_cost_every_n_steps_is_not_one_off():
     """gpt_big's .item() in log_metrics every 10 steps (steps 10, 20, 30 of 30) comes back: not one-off."""
-    steps = Steps(np.arange(1, 31), np.arange(30) * 1_000_000, np.arange(1, 31) * 1_000_000, False)
+    steps = StepWindows(np.arange(1, 31), np.arange(30) * 1_000_000, np.arange(1, 31) * 1_000_000, False)
     every_10 = _finding(ranges=[((n - 1) * 1_000_000, (n - 1) * 1_000_000 + 50_000) for n in (10, 20, 30)],
                         impact=150_000)
     assert one_off_steps(steps, every_10) is None
