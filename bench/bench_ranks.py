@@ -204,12 +204,17 @@ def main() -> int:
         for n in a.ranks:
             results.append(bench_run(a.source, n, a.work, a.base, a.old_max, a.bundle, not a.cold_only))
     for r in results:
-        line = json.dumps(r)
-        print(line, flush=True)
-        if a.out:
-            with open(a.out, "a") as fh:
-                fh.write(line + "\n")
+        emit(r, a.out)
     return 0
+
+
+def emit(result: dict, out: Path | None) -> None:
+    """One result as a JSON line on stdout, and appended to `out` when given (--out)."""
+    line = json.dumps(result)
+    print(line, flush=True)
+    if out:
+        with open(out, "a") as fh:
+            fh.write(line + "\n")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ process (bench_ranks.measure). Outputs are compared file by file (report.html wi
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shutil
@@ -24,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT / "bench" / "multi"))
 
-from bench_ranks import env_for, measure, strip  # noqa: E402
+from bench_ranks import emit, env_for, measure, strip  # noqa: E402
 
 OLD_REPORT = """
 import sys
@@ -36,10 +35,10 @@ write_report(load(sys.argv[1]), sys.argv[2], r, ReportOptions(pngs=png))
 """
 OLD_DIFF = """
 import json, sys
-from core.commands.diff import compute
+from core.ranks.findings_cache import compare_runs
 from core.trace.loader import load
 a, b = load(sys.argv[1]), load(sys.argv[2])
-json.dump(compute(a, b).to_json(), sys.stdout)
+json.dump(compare_runs(a, b).to_json(), sys.stdout)
 """
 
 
@@ -106,11 +105,7 @@ def main() -> int:
         t0 = time.perf_counter()
         r = bench(a.source, n, a.work, not a.no_png)
         r["bench_s"] = round(time.perf_counter() - t0, 1)
-        line = json.dumps(r)
-        print(line, flush=True)
-        if a.out:
-            with open(a.out, "a") as fh:
-                fh.write(line + "\n")
+        emit(r, a.out)
     return 0
 
 

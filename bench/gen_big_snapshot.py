@@ -1,15 +1,9 @@
-"""Moved to tests/gen_big_snapshot.py (the tests use it, and tests never import bench/); this keeps
-`python bench/gen_big_snapshot.py ...` and `import gen_big_snapshot` working for the bench scripts and device runs."""
-import importlib.util
+"""Moved to tests/gen_big_snapshot.py; runnable and importable from here as before (bench/from_tests.py)."""
 import sys
-from pathlib import Path
 
-_spec = importlib.util.spec_from_file_location(
-    "_tests_gen_big_snapshot", Path(__file__).resolve().parents[1] / "tests" / "gen_big_snapshot.py")
-_module = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = _module  # dataclasses and pickle look their module up
-_spec.loader.exec_module(_module)
-globals().update({k: v for k, v in vars(_module).items() if not k.startswith("__")})
+from from_tests import reexport
+
+_module = reexport("gen_big_snapshot", globals())
 
 if __name__ == "__main__":
     sys.exit(_module.main())

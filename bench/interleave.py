@@ -24,6 +24,13 @@ def block_ms(step, n: int) -> float:
     return 1e3 * (time.perf_counter() - t0) / n
 
 
+def steady_ms(step, first: int = 20, last: int = 200) -> float:
+    """ms per step over steps first..last of one variant run alone (the first `first` warm up)."""
+    for _ in range(first):
+        step()
+    return block_ms(step, last - first)
+
+
 def time_pair(pair: str, before: str, after: str, variants: dict, rounds: int, block: int, warm: int) -> dict:
     a, b = variants[before](), variants[after]()
     for _ in range(warm):

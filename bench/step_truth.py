@@ -8,33 +8,19 @@ Run: python bench/step_truth.py [BUNDLES_DIR ...]
 """
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
+
+from pairs_truth import measured  # noqa: E402  (tests/pairs_truth.py)
 
 from core.rules import analyze  # noqa: E402
 from core.trace.loader import load  # noqa: E402
 
 DIRS = [REPO / "tests" / "data" / "device" / "pairs", REPO / "tests" / "data" / "device" / "fresh"]
-
-
-def measured(root: Path) -> dict[str, float]:
-    """variant -> unprofiled ms/step; interleaved pair timings win over single blocks."""
-    out: dict[str, float] = {}
-    single = root / "timings.json"
-    if single.is_file():
-        out |= {r["variant"]: r["step_ms"] for r in json.loads(single.read_text())["results"]}
-    for name in ("pairs_timing.json", "fresh_timing.json"):
-        p = root / name
-        if p.is_file():
-            for r in json.loads(p.read_text())["results"]:
-                out[r["before"]] = r["before_ms"]
-                out[r["after"]] = r["after_ms"]
-    return out
 
 
 def main(argv: list[str]) -> int:

@@ -10,7 +10,7 @@
 
 It is the same code the CLI and the window run, not a second path: tables are core.export.tables (the CSVs),
 analysis is core.rules.analyze plus the health checks and metrics `ptprof analyze --json` adds
-(core.commands.analyze.json_doc), and a diff is core.commands.diff.compute. Bad input raises
+(core.export.analysis_json.json_doc), and a diff is core.ranks.findings_cache.compare_runs. Bad input raises
 `core.trace.model.TraceParseError` (`ptprof.TraceParseError`) with one line of reason.
 """
 from __future__ import annotations
@@ -168,7 +168,7 @@ class Analysis:
 def _analyze(ts: TraceSet, rules: list[str] | None) -> Analysis:
     from core.analysis import health
     from core.analysis.metrics import trace_metrics
-    from core.commands.analyze import json_doc
+    from core.export.analysis_json import json_doc
     from core.rules import RULE_IDS, all_rules, analyze as run_rules
     chosen = None
     if rules is not None:
@@ -213,7 +213,7 @@ def analyze(run_or_path, rules: list[str] | None = None, use_cache: bool = True)
 def diff(a, b, by_shape: bool = False, normalize_templates: bool = False, use_cache: bool = True):
     """`ptprof diff A B`: a core.analysis.diff.Diff (`.step` with delta_ns / significant / p_value, `.kernels`,
     `.ops`, `.findings`, `.to_json()` = `ptprof diff --json`). A is the baseline."""
-    from core.commands.diff import compute
+    from core.ranks.findings_cache import compare_runs
     run_a, run_b = _as_run(a, use_cache), _as_run(b, use_cache)
-    return compute(run_a.trace_set, run_b.trace_set, by_shape=by_shape, normalize_templates=normalize_templates,
+    return compare_runs(run_a.trace_set, run_b.trace_set, by_shape=by_shape, normalize_templates=normalize_templates,
                    use_cache=use_cache)

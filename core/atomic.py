@@ -170,3 +170,15 @@ def atomic_write(path: str | Path, data: bytes, user_path: bool = False) -> Path
 
 def atomic_write_text(path: str | Path, text: str, user_path: bool = False) -> Path:
     return atomic_write(path, text.encode("utf-8", "backslashreplace"), user_path)  # a non-UTF-8 file name: \udcff
+
+
+def write_program(path: str | Path, text: str) -> str:
+    """An executable for this user alone (0700; SSH_ASKPASS's wrappers): written to `.NAME.PID` beside it
+    (O_NOFOLLOW: never through a planted link), then renamed over `path`. Returns the path."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o700)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+    return str(path)

@@ -152,7 +152,7 @@ def findings(path: str, top: int | None = 10) -> dict:
             round(float(f.saving_pct), 2), "estimate": _text(f.estimate, 400),
             "source": None if f.source is None else {k: (_text(v) if isinstance(v, str) else v)
                                                       for k, v in f.source.to_json().items()},
-            "fix": _text(f.fix, 600), "rank_index": int(f.model_index),
+            "fix": _text(f.fix, 600), "rank_index": int(f.model_index), "facts": _facts(f.facts),
             "evidence_rows": [int(r) for r in f.evidence_rows[:MAX_EVIDENCE]],
             "time_ranges_ns": [[int(a), int(b)] for a, b in f.time_ranges[:MAX_EVIDENCE]],
         })
@@ -160,6 +160,14 @@ def findings(path: str, top: int | None = 10) -> dict:
            "checks_not_run": [{"rule": c.rule, "reason": _text(c.reason)} for c in analysis.not_run][:20]}
     _cut_note(doc, "findings", len(rows), len(analysis.findings), "top limit" + (" (clamped)" if clamped else ""))
     return _fit(doc, "findings")
+
+
+def _facts(facts: dict) -> dict:
+    """A finding's summary line (Finding.facts), its text and lists bounded like the rest of the answer."""
+    def one(v):
+        return _text(v, 400) if isinstance(v, str) else v
+    return {_text(k, 80): [one(x) for x in v[:MAX_EVIDENCE]] if isinstance(v, list) else one(v)
+            for k, v in facts.items()}
 
 
 def step_breakdown(path: str) -> dict:
@@ -266,7 +274,7 @@ def diff(a: str, b: str) -> dict:
     changes = sorted(full["kernels"], key=lambda r: -abs(r["delta_ns"]))
     ops = sorted(full["ops"], key=lambda r: -abs(r["delta_ns"]))
     doc = {"a": full["a"], "b": full["b"], "step": full["step"],
-           "verdict": _verdict(d.step), "breakdown": full["breakdown"], "gpu_busy_pct": full["gpu_busy_pct"],
+           "verdict": d.step.verdict(), "breakdown": full["breakdown"], "gpu_busy_pct": full["gpu_busy_pct"],
            "memory": full["memory"], "warnings": [_text(w, 400) for w in full["warnings"][:10]],
            "kernels": [dict(r, name=_text(r["name"])) for r in changes[:10]],
            "ops": [dict(r, name=_text(r["name"])) for r in ops[:10]],
@@ -275,11 +283,6 @@ def diff(a: str, b: str) -> dict:
     _cut_note(doc, "kernels", len(doc["kernels"]), len(changes), "10 largest changes")
     _cut_note(doc, "ops", len(doc["ops"]), len(ops), "10 largest changes")
     return _fit(doc, "kernels")
-
-
-def _verdict(step) -> str:
-    from core.commands.diff import step_verdict
-    return step_verdict(step)
 
 
 def record(script: str, out: str, args: list[str] | None = None, python: str | None = None,

@@ -57,3 +57,26 @@ def hta_importable() -> bool:
 # torch (~2 s of CPU) while collecting, in every xdist worker, for tests that never touch it in-process
 TORCH_INSTALLED = importlib.util.find_spec("torch") is not None
 no_torch_skip = pytest.mark.skipif(not TORCH_INSTALLED, reason="torch is not installed in this interpreter")
+
+
+def finish(session, timeout_s: float = 180, stop_when=None, poll_s: float = 0.05) -> list[dict]:
+    """Poll a started RunSession (or core.remote RemoteSession) until it ends; returns every event it read.
+    `stop_when(events)` true asks it to stop (once). A run that outlives `timeout_s` fails the test."""
+    import time
+    events: list[dict] = []
+    t0 = time.monotonic()
+    while not session.finished:
+        events += session.poll().events
+        if stop_when is not None and not session.stopping_requested and stop_when(events):
+            session.request_stop()
+        assert time.monotonic() - t0 < timeout_s, "run did not finish"
+        time.sleep(poll_s)
+    return events
+
+
+def run_cli(*args, timeout: float = 300):
+    """`python -m core.cli ARGS` from the repository root (the CompletedProcess, text out and err captured)."""
+    import subprocess
+    import sys
+    return subprocess.run([sys.executable, "-m", "core.cli", *map(str, args)], cwd=REPO, capture_output=True,
+                          text=True, timeout=timeout)

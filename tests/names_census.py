@@ -3,6 +3,8 @@
 - one-letter names: distinct one-letter local names (arguments and assignment / for / with / except targets,
   `_` excepted) bound in each function over 25 lines; a short nested function counts toward the long one
   around it, a long nested function is counted on its own; comprehension and lambda variables are not counted;
+  `idiom` = those of them that are the project's two table idioms: `s = model.slices` (95 functions write it)
+  and a rule's `for i, m in enumerate(ctx.models)` (21 rules); `other` = the rest, the names to fix;
 - interval pairs: two names that hold the starts and ends of intervals side by side (`us, ue`, `a_s, a_e`,
   `s0, s1`, `g_start, g_end`), as an unpacking target or as neighbouring parameters;
 - window 4-tuples: `number, t0, t1, synthetic = ...windows(...)` unpackings and functions annotated to
@@ -43,6 +45,28 @@ def _args(fn) -> list[str]:
     names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
     names += [x.arg for x in (a.vararg, a.kwarg) if x is not None]
     return names
+
+
+def _idiom_names(fn) -> set[str]:
+    """One-letter names fn binds only by the idioms `s = <model>.slices` / `for i, m in enumerate(ctx.models)`."""
+    idiom, other = set(), set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                names = _targets(target)
+                values = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+                for k, name in enumerate(names):
+                    value = values[k] if len(values) == len(names) else None
+                    if len(name) == 1:
+                        is_slices = isinstance(value, ast.Attribute) and value.attr == "slices"
+                        (idiom if name == "s" and is_slices else other).add(name)
+        elif isinstance(node, ast.For):
+            names = _targets(node.target)
+            is_models = ast.unparse(node.iter) == "enumerate(ctx.models)"
+            for name in names:
+                if len(name) == 1:
+                    (idiom if is_models and names == ["i", "m"] else other).add(name)
+    return idiom - other
 
 
 def _bound_names(fn) -> set[str]:
@@ -89,7 +113,11 @@ def census(path: Path) -> Counter:
         if not isinstance(fn, FUNCS):
             continue
         if _length(fn) > LONG:
-            count["one_letter"] += sum(1 for n in _bound_names(fn) if len(n) == 1 and n != "_")
+            one = {n for n in _bound_names(fn) if len(n) == 1 and n != "_"}
+            idiom = one & _idiom_names(fn)
+            count["one_letter"] += len(one)
+            count["idiom"] += len(idiom)
+            count["other"] += len(one - idiom)
         pairs = _pairs(_args(fn))
         for node in ast.walk(fn):
             if node is not fn and isinstance(node, FUNCS):
@@ -116,14 +144,14 @@ def table(roots: list[Path]) -> dict[str, Counter]:
 def main(argv: list[str]) -> int:
     roots = [REPO / a for a in argv] or [REPO / "core"]
     rows = table(roots)
-    keys = ("one_letter", "interval_pairs", "window_4tuples")
+    keys = ("one_letter", "idiom", "other", "interval_pairs", "window_4tuples")
     total: Counter = Counter()
-    print(f"{'module':52s} " + " ".join(f"{k:>14s}" for k in keys))
+    print(f"{'module':48s} " + " ".join(f"{k:>14s}" for k in keys))
     for name, c in sorted(rows.items(), key=lambda kv: -kv[1]["one_letter"]):
         total.update(c)
         if any(c[k] for k in keys):
-            print(f"{name:52s} " + " ".join(f"{c[k]:14d}" for k in keys))
-    print(f"{'total':52s} " + " ".join(f"{total[k]:14d}" for k in keys))
+            print(f"{name:48s} " + " ".join(f"{c[k]:14d}" for k in keys))
+    print(f"{'total':48s} " + " ".join(f"{total[k]:14d}" for k in keys))
     return 0
 
 

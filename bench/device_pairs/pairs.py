@@ -25,14 +25,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import torch
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the shared timing harness
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the shared timing harness and data
 import interleave  # noqa: E402
+from planted_data import AugmentedImages  # noqa: E402
 
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -96,33 +96,12 @@ def make_copy(pinned):
     return _sgd_loop(model, batch, lambda out: out.float().pow(2).mean(), autocast=True)
 
 
-class SlowImages(torch.utils.data.Dataset):
-    """CPU augmentation per sample (crop, flip, normalise, a small blur): ~0.3 ms a sample."""
-
-    def __init__(self, n=100_000):
-        self.n = n
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        g = torch.Generator().manual_seed(i)
-        img = torch.rand(3, 160, 160, generator=g)
-        top, left = (i * 7) % 32, (i * 13) % 32
-        img = img[:, top:top + 128, left:left + 128]
-        if i % 2:
-            img = img.flip(-1)
-        img = torch.nn.functional.avg_pool2d(img.unsqueeze(0), 3, 1, 1).squeeze(0)
-        img = (img - 0.5) / 0.25
-        return img.contiguous(), i % 10
-
-
 def make_loader(workers):
     torch.manual_seed(0)
     torch.set_num_threads(1) if workers == 0 else None
     model = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 64, 3, stride=2, padding=1),
                           nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)).to(DEV)
-    loader = torch.utils.data.DataLoader(SlowImages(), batch_size=64, num_workers=workers, pin_memory=True,
+    loader = torch.utils.data.DataLoader(AugmentedImages(100_000, 160, 128), batch_size=64, num_workers=workers, pin_memory=True,
                                          persistent_workers=workers > 0, prefetch_factor=4 if workers else None)
     it = iter(loader)
     loss_fn = nn.CrossEntropyLoss()
@@ -177,22 +156,8 @@ VARIANTS = {
 }
 
 
-def sync():
-    if DEV == "cuda":
-        torch.cuda.synchronize()
-
-
 def time_variant(name, first=20, last=200):
-    step = VARIANTS[name]()
-    for _ in range(first):
-        step()
-    sync()
-    t0 = time.perf_counter()
-    for _ in range(last - first):
-        step()
-    sync()
-    wall = time.perf_counter() - t0
-    return {"variant": name, "steps": last - first, "step_ms": 1e3 * wall / (last - first)}
+    return {"variant": name, "steps": last - first, "step_ms": interleave.steady_ms(VARIANTS[name](), first, last)}
 
 
 PAIRS = {"copy": ("copy_pageable", "copy_pinned"), "item_gpu": ("item_gpubound", "gemm_bf16"),
@@ -218,7 +183,7 @@ def main(argv=None):
         step = VARIANTS[a.variants[0]]()
         for _ in range(a.steps):
             step()
-        sync()
+        interleave.sync()
         return
     if a.mode == "pairs":  # interleaved timing of whole pairs: python pairs.py pairs item_gpu sync ... --out F
         interleave.run_pairs(a.variants, time_pair, a.out)

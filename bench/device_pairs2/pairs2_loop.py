@@ -1,13 +1,17 @@
 """The loop harness shared by pairs2.py's variants: the device, a flock around GPU phases (PAIRS_LOCK), one
-training step built from a model, its batch, loss and optimizer, and a synced block timer."""
+training step built from a model, its batch, loss and optimizer; the synced block timer is bench/interleave.py's."""
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import os
-import time
+import sys
+from pathlib import Path
 
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/: the shared timing harness
+from interleave import block_ms, sync  # noqa: E402,F401 (pairs2.py takes them from here)
 
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -24,11 +28,6 @@ def gpu_lock():
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def sync():
-    if DEV == "cuda":
-        torch.cuda.synchronize()
 
 
 def loop(model, batch, loss_fn, opt, *, zero_none=True, items=0, sync_each=False, autocast=None, after=None):
@@ -53,10 +52,3 @@ def fixed(x, y):
     return lambda: (x, y)
 
 
-def block_ms(step, n):
-    sync()
-    t0 = time.perf_counter()
-    for _ in range(n):
-        step()
-    sync()
-    return 1e3 * (time.perf_counter() - t0) / n

@@ -1,15 +1,11 @@
-"""Moved to tests/gen_ranks.py (the tests use it, and tests never import bench/); this keeps
-`python bench/multi/gen_ranks.py ...` and `import gen_ranks` working for the bench scripts and device runs."""
-import importlib.util
+"""Moved to tests/gen_ranks.py; runnable and importable from here as before (bench/from_tests.py)."""
 import sys
 from pathlib import Path
 
-_spec = importlib.util.spec_from_file_location(
-    "_tests_gen_ranks", Path(__file__).resolve().parents[2] / "tests" / "gen_ranks.py")
-_module = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = _module  # dataclasses and pickle look their module up
-_spec.loader.exec_module(_module)
-globals().update({k: v for k, v in vars(_module).items() if not k.startswith("__")})
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/
+from from_tests import reexport  # noqa: E402
+
+_module = reexport("gen_ranks", globals())
 
 if __name__ == "__main__":
     sys.exit(_module.main())

@@ -17,50 +17,27 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import time
+from pathlib import Path
 
 import torch
 from torch import nn
+
+sys.path[:0] = [str(Path(__file__).resolve().parents[1]), str(Path(__file__).resolve().parents[2])]  # bench/, repo
+from interleave import steady_ms, sync  # noqa: E402
+from planted_data import AugmentedImages  # noqa: E402
+
+from core.runner.switches import default_workers  # noqa: E402  (what the num_workers switch picks)
 
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
 FIXES = {"vision": ("pin_memory", "num_workers", "tf32"), "mlp": ("foreach", "set_to_none", "tf32"),
          "amp_conv": ("channels_last",)}
 
 
-def workers() -> int:  # what the num_workers switch picks (core/runner/switches.default_workers)
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
-    return max(1, min(8, cpus - 1))
-
-
 def tf32(on: bool) -> None:
     torch.backends.cuda.matmul.allow_tf32 = on
     torch.backends.cudnn.allow_tf32 = on
     torch.set_float32_matmul_precision("high" if on else "highest")
-
-
-class Images(torch.utils.data.Dataset):
-    """A CPU transform per sample (crop, flip, blur, normalise)."""
-
-    def __init__(self, n):
-        self.n = n
-
-    def __len__(self):
-        return self.n
-
-    def __getitem__(self, i):
-        g = torch.Generator().manual_seed(i)
-        img = torch.rand(3, 112, 112, generator=g)
-        top, left = (i * 7) % 16, (i * 13) % 16
-        img = img[:, top:top + 96, left:left + 96]
-        if i % 2:
-            img = img.flip(-1)
-        img = torch.nn.functional.avg_pool2d(img.unsqueeze(0), 3, 1, 1).squeeze(0)
-        return ((img - 0.5) / 0.25).contiguous(), i % 10
 
 
 def vision(fix, steps):
@@ -70,8 +47,8 @@ def vision(fix, steps):
                           nn.ReLU(), nn.Conv2d(128, 128, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
                           nn.Flatten(), nn.Linear(128, 10)).to(DEV)
     pin = bool({"pin_memory", "all"} & fix)
-    nw = workers() if {"num_workers", "all"} & fix else 0
-    loader = torch.utils.data.DataLoader(Images(64 * (steps + 8)), batch_size=64, num_workers=nw, pin_memory=pin)
+    nw = default_workers() if {"num_workers", "all"} & fix else 0
+    loader = torch.utils.data.DataLoader(AugmentedImages(64 * (steps + 8), 112, 96), batch_size=64, num_workers=nw, pin_memory=pin)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     it = iter(loader)
@@ -124,21 +101,8 @@ def amp_conv(fix, steps):
 LOOPS = {"vision": vision, "mlp": mlp, "amp_conv": amp_conv}
 
 
-def sync():
-    if DEV == "cuda":
-        torch.cuda.synchronize()
-
-
 def time_variant(loop, fix, first=20, last=200):
-    step = LOOPS[loop](fix, last)
-    for _ in range(first):
-        step()
-    sync()
-    t0 = time.perf_counter()
-    for _ in range(last - first):
-        step()
-    sync()
-    return 1e3 * (time.perf_counter() - t0) / (last - first)
+    return steady_ms(LOOPS[loop](fix, last), first, last)
 
 
 def main(argv=None):

@@ -230,16 +230,17 @@ def _idle_pieces(model: TraceModel, kw_max: int, windows: StepWindows) -> IdlePi
 
 def _breakdown(model: TraceModel, kw_max: int, windows: StepWindows) -> StepBreakdown:
     number, w0, w1 = windows.number, windows.t0_ns, windows.t1_ns
-    n = len(w0)
+    n_steps = len(w0)
     s = model.slices
     dataloader = dataloader_intervals(model)
     cpu_steps = default_windows(model)  # a CPU-side share: inside the ProfilerStep windows
-    dl_cpu = (dataloader.covered(cpu_steps.t0_ns, cpu_steps.t1_ns) if len(cpu_steps) == n
+    dl_cpu = (dataloader.covered(cpu_steps.t0_ns, cpu_steps.t1_ns) if len(cpu_steps) == n_steps
               else dataloader.covered(w0, w1))
-    z = np.zeros(n, np.int64)
-    p = idle_pieces(model, kw_max, windows)
-    if p is None:
-        return StepBreakdown(number, w0, w1 - w0, z, z, z, z, z, z, z, z, z, z, dl_cpu, False)
+    zero = np.zeros(n_steps, np.int64)
+    pieces = idle_pieces(model, kw_max, windows)
+    if pieces is None:
+        return StepBreakdown(number, w0, w1 - w0, zero, zero, zero, zero, zero, zero, zero, zero, zero, zero, dl_cpu,
+                             False)
     kernel = s.kind == Kind.KERNEL
     compute_kernel = kernel & ~comm_kernel_mask(model)
     compute_time = Intervals.union_of(s.ts_ns[compute_kernel], s.ts_ns[compute_kernel] + s.dur_ns[compute_kernel])
@@ -252,9 +253,10 @@ def _breakdown(model: TraceModel, kw_max: int, windows: StepWindows) -> StepBrea
         return piece.covered(w0, w1)
 
     return StepBreakdown(number=number, ts_ns=w0, dur_ns=w1 - w0, compute_ns=compute, comm_ns=any_kernel - compute,
-                         memcpy_ns=busy - any_kernel, dataloader_ns=cov(p.dataloader), compile_ns=cov(p.compile),
-                         comm_wait_ns=cov(p.comm), sync_wait_ns=cov(p.sync), host_wait_ns=cov(p.host_wait),
-                         kernel_wait_ns=cov(p.kernel_wait), other_idle_ns=cov(p.other), dataloader_cpu_ns=dl_cpu,
+                         memcpy_ns=busy - any_kernel, dataloader_ns=cov(pieces.dataloader),
+                         compile_ns=cov(pieces.compile), comm_wait_ns=cov(pieces.comm), sync_wait_ns=cov(pieces.sync),
+                         host_wait_ns=cov(pieces.host_wait), kernel_wait_ns=cov(pieces.kernel_wait),
+                         other_idle_ns=cov(pieces.other), dataloader_cpu_ns=dl_cpu,
                          has_gpu=True)
 
 

@@ -283,12 +283,12 @@ def _op_flops(model: TraceModel) -> OpFlops:
     pending_conv: dict[tuple, list[int]] = {}
     rep_rows = rows[first]
     names = st.lookup(uniq[:, 0]) if len(uniq) else []
-    for j, (row, name, dims_id) in enumerate(zip(rep_rows.tolist(), names, uniq[:, 1].tolist())):
-        d = input_shapes(st[dims_id]) if dims_id > 0 else []
+    for key_index, (row, name, dims_id) in enumerate(zip(rep_rows.tolist(), names, uniq[:, 1].tolist())):
+        dims = input_shapes(st[dims_id]) if dims_id > 0 else []
         try:
-            per_key[j] = _flops_of(model, row, name, d, out_of_conv, pending_conv, j)
+            per_key[key_index] = _flops_of(model, row, name, dims, out_of_conv, pending_conv, key_index)
         except (TypeError, ValueError, IndexError, ArithmeticError):  # a shape the counts do not fit: unknown
-            per_key[j] = np.nan
+            per_key[key_index] = np.nan
     _fill_conv_from_file(model, rep_rows, names, pending_conv, per_key)
     flops = per_key[inv] if len(rows) else np.zeros(0)
     type_ids = s.at("input_types", rows)
@@ -378,7 +378,7 @@ def step_flops(model: TraceModel, windows: StepWindows | None = None) -> StepFlo
     number = windows.number
     ops = op_flops(model)
     s = model.slices
-    dur_s = np.maximum(step_time_ns(model, windows.t0_ns, windows.t1_ns), 1) / 1e9
+    dur_s = np.maximum(step_time_ns(model, windows), 1) / 1e9
     device = model_device_name(model)
     entry = device_peaks(device) if device else {}
     peaks = {k: float(v) for k, v in entry.items() if k in ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")}
@@ -387,28 +387,28 @@ def step_flops(model: TraceModel, windows: StepWindows | None = None) -> StepFlo
         peaks = {**peaks, "fp32": peaks["tf32"]}  # (imagenet resnet18: "MFU 66 %" beside "GPU idle 54 %")
     else:
         fp32_math = "fp32"
-    n = len(number)
+    n_steps = len(number)
     has_shapes = bool((s.at("input_dims", s.kind == Kind.CPU_OP) > 0).any())
     if not has_shapes:
-        nan = np.full(n, np.nan)
-        return StepFlops(number, nan, nan.copy(), nan.copy(), np.zeros(n, bool), device, peaks, fp32_math)
+        nan = np.full(n_steps, np.nan)
+        return StepFlops(number, nan, nan.copy(), nan.copy(), np.zeros(n_steps, bool), device, peaks, fp32_math)
     step_of = windows.index_of(s.ts_ns[ops.row])
     inside = step_of >= 0
     op_step, op_flop, op_dtype, op_backward = (step_of[inside], ops.flops[inside], ops.dtype[inside],
                                                ops.backward[inside])
-    fwd = np.bincount(op_step[~op_backward], weights=op_flop[~op_backward], minlength=n)
-    bwd = np.bincount(op_step[op_backward], weights=op_flop[op_backward], minlength=n)
-    ran_autograd = _autograd_steps(model, windows.t0_ns, windows.t1_ns)
+    fwd = np.bincount(op_step[~op_backward], weights=op_flop[~op_backward], minlength=n_steps)
+    bwd = np.bincount(op_step[op_backward], weights=op_flop[op_backward], minlength=n_steps)
+    ran_autograd = _autograd_steps(model, windows)
     estimated = ran_autograd & (bwd == 0) & (fwd > 0)
     total = fwd + bwd + np.where(estimated, 2.0 * fwd, 0.0)
     # time at peak per dtype (the 2x rule's backward takes the forward's dtype mix)
     scale = np.where(estimated, 3.0, 1.0)
-    at_peak_s = np.zeros(n)
-    known = np.ones(n, bool)
+    at_peak_s = np.zeros(n_steps)
+    known = np.ones(n_steps, bool)
     for dtype in set(op_dtype.tolist()):
         of_dtype = op_dtype == dtype
         weights = op_flop[of_dtype] * np.where(op_backward[of_dtype], 1.0, scale[op_step[of_dtype]])
-        per_step = np.bincount(op_step[of_dtype], weights=weights, minlength=n)
+        per_step = np.bincount(op_step[of_dtype], weights=weights, minlength=n_steps)
         peak = peaks.get(dtype)
         if peak is None:
             known &= per_step == 0
@@ -442,28 +442,28 @@ def fp32_math_mode(model: TraceModel) -> str:
     return "tf32" if tf32 > plain else "fp32"
 
 
-def step_time_ns(model: TraceModel, w0: np.ndarray, w1: np.ndarray) -> np.ndarray:
+def step_time_ns(model: TraceModel, windows: StepWindows) -> np.ndarray:
     """Per window: max(window duration, GPU span of the GPU work launched by calls starting in the window)."""
-    s, f = model.slices, model.flows
-    dur = (w1 - w0).astype(np.int64)
-    link = f.kind == FlowKind.LAUNCH
-    src, dst = f.src[link], f.dst[link]
-    if not len(src) or not len(w0):
+    s, flows = model.slices, model.flows
+    dur = windows.dur_ns.astype(np.int64)
+    link = flows.kind == FlowKind.LAUNCH
+    calls, launched = flows.src[link], flows.dst[link]
+    if not len(calls) or not len(windows):
         return dur
-    launch_ts = s.ts_ns[src]
-    step_of = np.searchsorted(w0, launch_ts, side="right") - 1
-    inside = (step_of >= 0) & (launch_ts < w1[np.maximum(step_of, 0)])
-    idx, g = step_of[inside], dst[inside]
-    first = np.full(len(w0), np.iinfo(np.int64).max, np.int64)
-    last = np.full(len(w0), np.iinfo(np.int64).min, np.int64)
-    np.minimum.at(first, idx, s.ts_ns[g])
-    np.maximum.at(last, idx, s.ts_ns[g] + s.dur_ns[g])
+    step_of = windows.index_of(s.ts_ns[calls])
+    inside = step_of >= 0
+    step, gpu_rows = step_of[inside], launched[inside]
+    first = np.full(len(windows), np.iinfo(np.int64).max, np.int64)
+    last = np.full(len(windows), np.iinfo(np.int64).min, np.int64)
+    np.minimum.at(first, step, s.ts_ns[gpu_rows])
+    np.maximum.at(last, step, s.ts_ns[gpu_rows] + s.dur_ns[gpu_rows])
     span = np.where(last > first, last - first, 0)
     return np.maximum(dur, span)
 
 
-def _autograd_steps(model: TraceModel, w0: np.ndarray, w1: np.ndarray) -> np.ndarray:
+def _autograd_steps(model: TraceModel, windows: StepWindows) -> np.ndarray:
+    """Per window: autograd ran in it (an `evaluate_function` started inside)."""
     s = model.slices
     roots = np.isin(s.name, model.strings.ids_matching(lambda n: n.startswith(BACKWARD_ROOT)))
     ts = np.sort(s.ts_ns[roots])
-    return np.searchsorted(ts, w1, side="left") > np.searchsorted(ts, w0, side="left")
+    return np.searchsorted(ts, windows.t1_ns, side="left") > np.searchsorted(ts, windows.t0_ns, side="left")

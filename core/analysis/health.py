@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from core import resource_files
-from core.analysis import intervals
+from core.analysis.intervals import Intervals
 from core.analysis.rows import kind_rows, launch_ends, named_rows
 from core.analysis.step_times import step_times
 from core.runner.events_check import valid
@@ -213,10 +213,7 @@ def _inside_cudnn_rnn(m: TraceModel, calls: np.ndarray) -> np.ndarray:
     if memset < 0 or not len(rnn):
         return out
     s = m.slices
-    us, ue = intervals.union(s.ts_ns[rnn], s.ts_ns[rnn] + s.dur_ns[rnn])
-    ts = s.ts_ns[calls]
-    j = np.searchsorted(us, ts, side="right") - 1
-    inside = (j >= 0) & (ts < ue[np.maximum(j, 0)])
+    inside = Intervals.union_of(s.ts_ns[rnn], s.ts_ns[rnn] + s.dur_ns[rnn]).contains(s.ts_ns[calls])
     return inside & (s.name[calls] == memset) & np.isin(s.track[calls], np.unique(s.track[rnn]))
 
 
@@ -289,9 +286,9 @@ def _overhead(m: TraceModel, cfg: dict) -> list[Health]:
     sel = np.union1d(named_rows(m, ids, kinds=other, column="cat"), named_rows(m, names, kinds=other))
     if not len(sel):
         return []
-    us, ue = intervals.union(s.ts_ns[sel], s.ts_ns[sel] + s.dur_ns[sel])
+    overhead = Intervals.union_of(s.ts_ns[sel], s.ts_ns[sel] + s.dur_ns[sel])
     st = m.steps
-    inside = int(intervals.covered(us, ue, st.ts_ns, st.ts_ns + st.dur_ns).sum())
+    inside = int(overhead.covered(st.ts_ns, st.ts_ns + st.dur_ns).sum())
     share = 100.0 * inside / max(int(st.dur_ns.sum()), 1)
     if share < float(cfg["overhead_info_pct"]):
         return []

@@ -27,9 +27,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from core.analysis import intervals
 from core.analysis.breakdown import comm_kernel_mask
 from core.analysis.derived import cached
+from core.analysis.intervals import Intervals
 from core.analysis.step_windows import StepWindows
 from core.trace.model import GPU_KINDS, FlowKind, Kind, TraceModel, TraceSet
 
@@ -69,10 +69,10 @@ def overlap_pct(model: TraceModel, span: tuple[int, int]) -> float | None:
     comp = (s.kind == Kind.KERNEL) & ~comm_kernel_mask(model) & inside
     if not comm.any():
         return None
-    cs, ce = intervals.union(s.ts_ns[comm], s.ts_ns[comm] + s.dur_ns[comm])
-    ks, ke = intervals.union(s.ts_ns[comp], s.ts_ns[comp] + s.dur_ns[comp])
-    total = int((ce - cs).sum())
-    return 100.0 * intervals.intersect_total(cs, ce, ks, ke) / total if total else None
+    comm_time = Intervals.union_of(s.ts_ns[comm], s.ts_ns[comm] + s.dur_ns[comm])
+    compute_time = Intervals.union_of(s.ts_ns[comp], s.ts_ns[comp] + s.dur_ns[comp])
+    total = comm_time.total_ns()
+    return 100.0 * comm_time.overlap_ns(compute_time) / total if total else None
 
 
 def _launch_pairs(model: TraceModel, names: tuple[str, ...], span: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -148,12 +148,11 @@ def _rank_metrics(model: TraceModel, windows: StepWindows | None) -> RankMetrics
     from core.analysis.breakdown import default_windows
     from core.analysis.flops import step_time_ns
     steps = default_windows(model) if windows is None else windows
-    w0, w1 = steps.t0_ns, steps.t1_ns
-    dur_s = step_time_ns(model, w0, w1) / 1e9
+    dur_s = step_time_ns(model, steps) / 1e9
     total_s = float(dur_s.sum())
     tflops = float(np.nansum(f.flops)) / total_s / 1e12 if total_s > 0 and not np.isnan(f.flops).all() else None
     mfu = float(np.sum(f.mfu_pct * dur_s) / total_s) if total_s > 0 and not np.isnan(f.mfu_pct).any() else None
-    span = (int(np.min(w0)), int(np.max(w1))) if len(w0) else model.span_ns
+    span = (int(np.min(steps.t0_ns)), int(np.max(steps.t1_ns))) if len(steps) else model.span_ns
     delays, shorter = launch_delays(model, span)
     gspan = _gpu_span(model, span) if windows is None else span
     return RankMetrics(rank=int(model.rank), overlap_pct=_num(overlap_pct(model, gspan)),

@@ -38,6 +38,14 @@ class Comparison:
                 "ci_ns": None if self.ci_ns is None else [round(self.ci_ns[0]), round(self.ci_ns[1])],
                 "method": self.method}
 
+    def verdict(self) -> str:
+        """faster / slower / no significant change, or the method's own words when too few steps say nothing."""
+        if self.significant is None:
+            return f"{self.method}"
+        if not self.significant:
+            return "no significant change"
+        return "faster" if self.delta_ns < 0 else "slower"
+
 
 def mann_whitney_p(a: np.ndarray, b: np.ndarray) -> float:
     """Two-sided p-value of the Mann-Whitney U test (normal approximation, tie-corrected)."""

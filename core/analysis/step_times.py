@@ -23,8 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from core import resource_files
-from core.analysis import intervals
 from core.analysis.derived import cached
+from core.analysis.intervals import Intervals
 from core.analysis.rows import kind_rows, launch_src_ts, named_rows_matching
 from core.analysis.step_windows import StepWindows
 from core.trace import event_names
@@ -62,6 +62,10 @@ class StepTimes:
     @property
     def gpu_t1_ns(self) -> np.ndarray:
         return self.gpu_t0_ns + self.gpu_ns
+
+    def cpu_windows(self) -> StepWindows:
+        """The CPU step windows (ProfilerStep spans) the steps were measured in."""
+        return StepWindows(self.number, self.cpu_t0_ns, self.cpu_t1_ns, self.synthetic)
 
     def work(self, step_index: int) -> np.ndarray:
         """GPU rows of one step."""
@@ -116,32 +120,26 @@ def step_times(model: TraceModel, config: dict | None = None) -> StepTimes:
     return cached(model, key, lambda: _step_times(model, cfg))
 
 
-def _index_in(t0: np.ndarray, t1: np.ndarray, ts: np.ndarray) -> np.ndarray:
-    i = np.searchsorted(t0, ts, side="right") - 1
-    ok = (i >= 0) & (ts < t1[np.maximum(i, 0)])
-    return np.where(ok, i, -1)
-
-
-def gpu_step_of_rows(model: TraceModel, gpu_rows: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
+def gpu_step_of_rows(model: TraceModel, gpu_rows: np.ndarray, windows: StepWindows) -> np.ndarray:
     """Step index (-1: none) of each GPU row: the CPU step its launch call is in; rows without a launch flow
     take the previous launched row's step on their stream; before the first one they are backlog from before
     the window (-1); on a stream without launch flows, the step their own start falls in."""
     s = model.slices
-    lt = launch_src_ts(model, gpu_rows, -1)
-    step = np.where(lt >= 0, _index_in(t0, t1, np.maximum(lt, 0)), -1)
-    linked = lt >= 0
+    launch_ts = launch_src_ts(model, gpu_rows, -1)
+    step = np.where(launch_ts >= 0, windows.index_of(np.maximum(launch_ts, 0)), -1)
+    linked = launch_ts >= 0
     # forward fill along each stream (gpu_rows are in (track, ts) order): unlinked rows inherit
     order = np.lexsort((s.ts_ns[gpu_rows], s.track[gpu_rows]))
-    tr = s.track[gpu_rows][order]
-    pos = np.where(linked[order], np.arange(len(order)), -1)
-    pos = np.maximum.accumulate(pos) if len(pos) else pos
-    same_track = (pos >= 0) & (tr[np.maximum(pos, 0)] == tr)
+    track = s.track[gpu_rows][order]
+    last_linked = np.where(linked[order], np.arange(len(order)), -1)
+    last_linked = np.maximum.accumulate(last_linked) if len(last_linked) else last_linked
+    same_track = (last_linked >= 0) & (track[np.maximum(last_linked, 0)] == track)
     # a stream with launch flows: its unlinked rows before the first linked one are backlog launched before
     # the window (warm-up steps the GPU was still running): no step's work. A stream without any: own start
-    linked_tracks = np.unique(tr[linked[order]])
-    flows_on_track = np.isin(tr, linked_tracks)
-    fallback = np.where(flows_on_track, -1, _index_in(t0, t1, s.ts_ns[gpu_rows][order]))
-    filled = np.where(same_track, step[order][np.maximum(pos, 0)], fallback)
+    linked_tracks = np.unique(track[linked[order]])
+    flows_on_track = np.isin(track, linked_tracks)
+    fallback = np.where(flows_on_track, -1, windows.index_of(s.ts_ns[gpu_rows][order]))
+    filled = np.where(same_track, step[order][np.maximum(last_linked, 0)], fallback)
     out = np.empty(len(gpu_rows), np.int64)
     out[order] = np.where(linked[order], step[order], filled)
     return out
@@ -153,56 +151,55 @@ def _grouped_union_total(group: np.ndarray, start: np.ndarray, end: np.ndarray, 
         return np.zeros(n, np.int64)
     lo = int(start.min())
     width = int(end.max()) - lo + 1
-    off = group.astype(np.int64) * width - lo
-    us, ue = intervals.union(start + off, end + off)
-    return np.bincount(us // width, weights=(ue - us), minlength=n).astype(np.int64)
+    offset = group.astype(np.int64) * width - lo
+    merged = Intervals.union_of(start + offset, end + offset)
+    return np.bincount(merged.start_ns // width, weights=(merged.end_ns - merged.start_ns), minlength=n).astype(np.int64)
 
 
-def _cpu_named_time(model: TraceModel, predicate, kinds, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
+def _cpu_named_time(model: TraceModel, predicate, kinds, windows: StepWindows) -> np.ndarray:
     s = model.slices
-    m = named_rows_matching(model, predicate, kinds)
-    us, ue = intervals.union(s.ts_ns[m], s.ts_ns[m] + s.dur_ns[m])
-    return intervals.covered(us, ue, t0, t1)
+    rows = named_rows_matching(model, predicate, kinds)
+    return Intervals.union_of(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows]).covered(windows.t0_ns, windows.t1_ns)
 
 
 def _step_times(model: TraceModel, cfg: dict) -> StepTimes:
     windows = cpu_windows(model)
     number, t0, t1 = windows.number, windows.t0_ns, windows.t1_ns
-    n = len(number)
+    n_steps = len(number)
     s = model.slices
     gpu = kind_rows(model, GPU_KINDS)
-    step = gpu_step_of_rows(model, gpu, t0, t1) if len(gpu) else np.zeros(0, np.int64)
+    step = gpu_step_of_rows(model, gpu, windows) if len(gpu) else np.zeros(0, np.int64)
     keep = step >= 0
     gpu, step = gpu[keep], step[keep]
     order = np.lexsort((s.ts_ns[gpu], step))
     gpu, step = gpu[order], step[order]
-    offsets = np.concatenate([[0], np.cumsum(np.bincount(step, minlength=n))]).astype(np.int64)
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(step, minlength=n_steps))]).astype(np.int64)
     counts = np.diff(offsets)
     has = counts > 0
-    g_start, g_end = s.ts_ns[gpu], s.ts_ns[gpu] + s.dur_ns[gpu]
-    first = np.where(has, g_start[np.minimum(offsets[:-1], max(len(gpu) - 1, 0))] if len(gpu) else 0, t0)
-    last_end = np.zeros(n, np.int64)
+    gpu_start, gpu_end = s.ts_ns[gpu], s.ts_ns[gpu] + s.dur_ns[gpu]  # per row, not a union
+    first = np.where(has, gpu_start[np.minimum(offsets[:-1], max(len(gpu) - 1, 0))] if len(gpu) else 0, t0)
+    last_end = np.zeros(n_steps, np.int64)
     if len(gpu):
-        np.maximum.at(last_end, step, g_end)
+        np.maximum.at(last_end, step, gpu_end)
     gpu_t0 = np.where(has, first, t0).astype(np.int64)
     # span: to the next step's first GPU activity when the GPU went on to it without waiting for the CPU (that
     # work was launched before this step's GPU work ended), else to this step's last activity: GPU idle that
     # waits for the CPU is the CPU span's, not the GPU's (a compile before the next step's first launch)
-    first_launch = np.full(n, np.iinfo(np.int64).max, np.int64)
+    first_launch = np.full(n_steps, np.iinfo(np.int64).max, np.int64)
     if len(gpu):
         np.minimum.at(first_launch, step, launch_src_ts(model, gpu, np.iinfo(np.int64).max))
-    nxt = np.full(n, -1, np.int64)
-    if n > 1:
+    nxt = np.full(n_steps, -1, np.int64)
+    if n_steps > 1:
         queued = has[1:] & (first_launch[1:] <= last_end[:-1])
         nxt[:-1] = np.where(queued, gpu_t0[1:], -1)
     gpu_t1 = np.where(nxt >= gpu_t0, np.maximum(nxt, last_end), last_end)
     gpu_ns = np.where(has, np.maximum(gpu_t1 - gpu_t0, 0), 0).astype(np.int64)
     cpu_ns = (t1 - t0).astype(np.int64)
     effective = np.maximum(cpu_ns, gpu_ns)
-    busy = _grouped_union_total(step, g_start, g_end, n)
-    sync_ns = _cpu_named_time(model, event_names.is_blocking_call, [Kind.RUNTIME], t0, t1)
+    busy = _grouped_union_total(step, gpu_start, gpu_end, n_steps)
+    sync_ns = _cpu_named_time(model, event_names.is_blocking_call, [Kind.RUNTIME], windows)
     data_ns = _cpu_named_time(model, event_names.is_dataloader_next,
-                              [Kind.CPU_OP, Kind.ANNOTATION, Kind.OTHER, Kind.PYTHON], t0, t1)
+                              [Kind.CPU_OP, Kind.ANNOTATION, Kind.OTHER, Kind.PYTHON], windows)
     bound = _bound(cfg, cpu_ns, gpu_ns, busy, sync_ns, data_ns, has)
     return StepTimes(number=number, cpu_t0_ns=t0, cpu_ns=cpu_ns, gpu_t0_ns=gpu_t0, gpu_ns=gpu_ns,
                      effective_ns=effective.astype(np.int64), bound=bound, gpu_busy_ns=busy,

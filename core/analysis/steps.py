@@ -67,35 +67,35 @@ def step_stats(model: TraceModel) -> StepStats:
 
 def _step_stats(model: TraceModel) -> StepStats:
     times = step_times(model)
-    number, w0, w1 = times.number, times.cpu_t0_ns, times.cpu_t1_ns
+    number, cpu_steps = times.number, times.cpu_windows()
     s = model.slices
-    n = len(number)
+    n_steps = len(number)
     rows, step = times.work_rows, times.work_step()
     kind = s.kind[rows]
     dur = s.dur_ns[rows]
 
-    def per_kind(k: Kind, weights) -> np.ndarray:
-        sel = kind == k
+    def per_kind(wanted: Kind, weights) -> np.ndarray:
+        sel = kind == wanted
         return np.bincount(step[sel], weights=weights[sel] if weights is not None else None,
-                           minlength=n).astype(np.int64)
+                           minlength=n_steps).astype(np.int64)
 
     kcount = per_kind(Kind.KERNEL, None)
     kns, cpy, mset = per_kind(Kind.KERNEL, dur), per_kind(Kind.MEMCPY, dur), per_kind(Kind.MEMSET, dur)
     eff = times.effective_ns
     pct = np.where(eff > 0, 100.0 * times.gpu_busy_ns / np.maximum(eff, 1), 0.0)
     # allocator events are host-side (the caching allocator runs on the CPU), so the CPU window holds them
-    peak = np.full(n, -1, dtype=np.int64)
+    peak = np.full(n_steps, -1, dtype=np.int64)
     mem = model.memory
     cuda = mem.device_type != 0 if len(mem) else np.zeros(0, bool)
     if cuda.any():
         mts = mem.ts_ns[cuda]
         alloc = mem.total_allocated[cuda]
-        lo = np.searchsorted(mts, w0, side="left")
-        hi = np.searchsorted(mts, w1, side="right")
+        lo = np.searchsorted(mts, cpu_steps.t0_ns, side="left")
+        hi = np.searchsorted(mts, cpu_steps.t1_ns, side="right")
         for step, (first, stop) in enumerate(zip(lo.tolist(), hi.tolist())):
             if stop > first:
                 peak[step] = int(alloc[first:stop].max())
-    return StepStats(number=np.asarray(number, np.int64), ts_ns=w0.astype(np.int64), dur_ns=times.cpu_ns,
+    return StepStats(number=np.asarray(number, np.int64), ts_ns=cpu_steps.t0_ns.astype(np.int64), dur_ns=times.cpu_ns,
                      gpu_busy_ns=times.gpu_busy_ns, gpu_busy_pct=pct, kernel_count=kcount, kernel_ns=kns,
                      memcpy_ns=cpy, memset_ns=mset, mem_peak_bytes=peak, synthetic=times.synthetic,
                      gpu_ts_ns=times.gpu_t0_ns, gpu_span_ns=times.gpu_ns, effective_ns=eff, bound=times.bound)

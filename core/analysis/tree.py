@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from core.analysis.derived import cached
+from core.trace import event_names
 from core.trace.model import Kind, TraceModel, TrackKind
 
 
@@ -104,16 +105,6 @@ def python_stack(model: TraceModel, row: int, max_frames: int = 64) -> list[int]
     return [int(r.start + c) for c in cand[:max_frames]]
 
 
-# torchinductor_<user>/: the code torch.compile generates (output_code), not the user's
-LIBRARY_MARKERS = ("site-packages", "dist-packages", "/torch/", "/lib/python", "core/runner/", "/torchinductor_")
-LIBRARY_PREFIXES = ("torch/", "<built-in", "<frozen", "threading.py", "runpy.py", "contextlib.py", "functools.py",
-                    "nn.Module:", "Optimizer.", "<string>", "typing.py")
-
-
-def is_library_frame(name: str) -> bool:
-    return name.startswith(LIBRARY_PREFIXES) or any(k in name for k in LIBRARY_MARKERS)
-
-
 def user_frame(model: TraceModel, row: int) -> tuple[str, int, str] | None:
     """Innermost python frame of user code enclosing `row`: (file, line, function) or None.
 
@@ -121,7 +112,7 @@ def user_frame(model: TraceModel, row: int) -> tuple[str, int, str] | None:
     """
     for fr in python_stack(model, row):
         name = model.name(fr)
-        if is_library_frame(name):
+        if event_names.is_library_frame(name):
             continue
         parsed = parse_frame(name)
         if parsed:

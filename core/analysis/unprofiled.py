@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.analysis import intervals
 from core.analysis.critical_path import Edit, replay_input, simulate
+from core.analysis.intervals import Intervals
 from core.analysis.loader_facts import bundle_loader_facts
 from core.analysis.rows import named_rows_matching
 from core.trace import event_names
@@ -47,8 +47,7 @@ def _data_period_ns(model: TraceModel) -> float | None:
                                [Kind.CPU_OP, Kind.ANNOTATION, Kind.OTHER, Kind.PYTHON])
     if not len(rows):
         return None
-    us, ue = intervals.union(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
-    wait = intervals.covered(us, ue, t.cpu_t0_ns, t.cpu_t1_ns)
+    wait = Intervals.union_of(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows]).covered(t.cpu_t0_ns, t.cpu_t1_ns)
     if wait.sum() < DATA_WAIT_SHARE * max(int(t.cpu_ns.sum()), 1):
         return None
     eff = t.effective_ns.astype(np.float64)

@@ -2,7 +2,7 @@
 
 Exit 0 ok, 1 when a finding at or above --fail-on exists (a CI gate), 2 bad input (one line).
 JSON: {"findings": [{"rule","severity","title","count","impact_ns","impact_pct","time_ranges","source",
-"evidence","fix"}], "summary": {...}, "metrics": [{"rank","overlap_pct","queue_length","launch_delay_us",
+"facts","evidence","fix"}], "summary": {...}, "metrics": [{"rank","overlap_pct","queue_length","launch_delay_us",
 "kernels_shorter_than_launch","memcpy_gbps","tflops","mfu_pct","device"}]} (ARCHITECTURE.md; metrics:
 core.analysis.metrics, one object per trace file / rank; summary adds tflops and mfu_pct of the first rank).
 """
@@ -12,6 +12,7 @@ import json
 import sys
 
 from core import units
+from core.export.analysis_json import json_doc
 from core.export.tables import columns_of
 from core.terminal import printable
 from core.trace.loader import load
@@ -156,14 +157,6 @@ def run_multi(args, rule_ids, extra=()) -> int:
     return 0
 
 
-def json_doc(result, checks: list[dict], metrics) -> dict:
-    """The `--json` document (also `ptprof.analyze(...).to_json()` and the MCP server's source)."""
-    doc = {"health": checks} | result.to_json()
-    doc["summary"] = dict(doc["summary"], **_summary_metrics(metrics))
-    doc["metrics"] = [rm.to_json() for rm in metrics]
-    return doc
-
-
 def _bundle_only(args, findings, severity) -> int:
     """A bundle without traces (an OOM before the first window): its `oom` / `memory_growth` findings."""
     if args.json:
@@ -249,19 +242,3 @@ def format_table(result, metrics=(), checks=(), tried=None) -> str:
         lines.append("  checks not run:")
         lines.extend(f"    {n.rule}: {n.reason}" for n in result.not_run)
     return "\n".join(lines) + "\n"
-
-
-def _summary_metrics(metrics) -> dict:
-    """The summary's TFLOP/s and MFU: one rank's, or over all ranks (TFLOP/s summed: the job's throughput; MFU
-    the mean) - and which (`metrics_scope`); they used to be rank 0's without saying so."""
-    if not metrics:
-        return {"tflops": None, "mfu_pct": None}
-    if len(metrics) == 1:
-        return {"tflops": metrics[0].tflops, "mfu_pct": metrics[0].mfu_pct, "mfu_peak": metrics[0].mfu_peak,
-                "metrics_scope": f"rank {metrics[0].rank}"}
-    tf = [m.tflops for m in metrics if m.tflops is not None]
-    mfu = [m.mfu_pct for m in metrics if m.mfu_pct is not None]
-    return {"tflops": round(sum(tf), 4) if len(tf) == len(metrics) else None,
-            "mfu_pct": round(sum(mfu) / len(mfu), 4) if len(mfu) == len(metrics) else None,
-            "mfu_peak": metrics[0].mfu_peak,
-            "metrics_scope": f"all {len(metrics)} traces: TFLOP/s summed, MFU their mean"}

@@ -36,19 +36,10 @@ def load_pair(path_a: str, path_b: str, use_cache: bool, by_shape: bool = False)
 def open_run(path: str, use_cache: bool, by_shape: bool = False):
     from core.ranks import is_multi
     if is_multi(path):
-        from core.ranks.views import open_view
-        return open_view(path, use_cache, want={"diff": {"by_shape": by_shape}})
+        from core.ranks.onepass import diff_view  # each rank read once, its map with its diff facts
+        return diff_view(path, use_cache, by_shape)
     from core.trace.loader import load
     return load(path, use_cache=use_cache)
-
-
-def compute(ts_a, ts_b, by_shape: bool = False, normalize_templates: bool = False, use_cache: bool = True):
-    """The Diff of two loaded runs, with both runs' findings (rules engine; kept beside the column cache, so
-    comparing the same runs again does not re-run the rules: core.ranks.findings_cache)."""
-    from core.analysis import diff
-    from core.ranks.findings_cache import findings_of
-    return diff.compare(ts_a, ts_b, findings_a=findings_of(ts_a, use_cache), findings_b=findings_of(ts_b, use_cache),
-                        by_shape=by_shape, normalize_templates=normalize_templates)
 
 
 def _csv_problem(folder: str) -> str | None:
@@ -70,9 +61,10 @@ def run(args) -> int:
         if why:
             print(f"ptprof: {why}", file=sys.stderr)
             return 2
+    from core.ranks.findings_cache import compare_runs
     ts_a, ts_b = load_pair(args.a, args.b, not args.no_cache, args.by_shape)
     try:
-        result = compute(ts_a, ts_b, args.by_shape, args.normalize_templates, use_cache=not args.no_cache)
+        result = compare_runs(ts_a, ts_b, args.by_shape, args.normalize_templates, use_cache=not args.no_cache)
     finally:
         for ts in (ts_a, ts_b):
             if hasattr(ts, "close"):
@@ -93,26 +85,13 @@ def run(args) -> int:
     return 0
 
 
-def verdict(d) -> str:
-    return step_verdict(d.step)
-
-
-def step_verdict(s) -> str:
-    """What a significance.Comparison says: faster / slower / no significant change / too few steps."""
-    if s.significant is None:
-        return f"{s.method}"
-    if not s.significant:
-        return "no significant change"
-    return "faster" if s.delta_ns < 0 else "slower"
-
-
 def _headline(d) -> list[str]:
     s = d.step
     return [f"A  {d.a.trace}: {d.a.steps} step(s), median {units.fmt_ns(d.a.median_ns)} "
             f"(p10 {units.fmt_ns(d.a.p10_ns)}, p90 {units.fmt_ns(d.a.p90_ns)}){_bound(d.a)}",
             f"B  {d.b.trace}: {d.b.steps} step(s), median {units.fmt_ns(d.b.median_ns)} "
             f"(p10 {units.fmt_ns(d.b.p10_ns)}, p90 {units.fmt_ns(d.b.p90_ns)}){_bound(d.b)}",
-            f"step: {_signed_ns(s.delta_ns)} ({s.delta_pct:+.1f} %), {verdict(d)}"
+            f"step: {_signed_ns(s.delta_ns)} ({s.delta_pct:+.1f} %), {d.step.verdict()}"
             + (f" (p = {s.p_value:.3g})" if s.p_value is not None else "")]
 
 
@@ -129,7 +108,7 @@ def _rank_lines(d) -> list[str]:
         b = units.fmt_ns(s.b_median_ns) if len(r.b_steps_ns) else "no steps"
         change = (f"{_signed_ns(s.delta_ns)} ({s.delta_pct:+.1f} %), " if len(r.a_steps_ns) and len(r.b_steps_ns)
                   else "")
-        out.append(f"  rank {r.rank}: {a} -> {b}  {change}{step_verdict(s)}"
+        out.append(f"  rank {r.rank}: {a} -> {b}  {change}{s.verdict()}"
                    + (f" (p = {s.p_value:.3g})" if s.p_value is not None else ""))
     return out
 
@@ -188,7 +167,7 @@ def markdown(d, gate_line: str | None = None) -> str:
         lines += [gate_line, ""]
     lines += ["| | A (baseline) | B | Δ |", "| --- | --- | --- | --- |",
               f"| median step | {units.fmt_ns(d.a.median_ns)} | {units.fmt_ns(d.b.median_ns)} | "
-              f"{_signed_ns(s.delta_ns)} ({s.delta_pct:+.1f} %), {verdict(d)} |",
+              f"{_signed_ns(s.delta_ns)} ({s.delta_pct:+.1f} %), {d.step.verdict()} |",
               f"| steps | {d.a.steps} | {d.b.steps} | |"]
     if d.a.bound or d.b.bound:
         lines.append(f"| bound by | {d.a.bound or 'n/a'} | {d.b.bound or 'n/a'} | |")
@@ -197,7 +176,7 @@ def markdown(d, gate_line: str | None = None) -> str:
         a = units.fmt_ns(rs.a_median_ns) if len(r.a_steps_ns) else "no steps"
         b = units.fmt_ns(rs.b_median_ns) if len(r.b_steps_ns) else "no steps"
         lines.append(f"| rank {r.rank} median step | {a} | {b} | {_signed_ns(rs.delta_ns)} ({rs.delta_pct:+.1f} %), "
-                     f"{step_verdict(rs)} |")
+                     f"{rs.verdict()} |")
     busy_a, busy_b = d.gpu_busy_pct
     if busy_a is not None and busy_b is not None:
         lines.append(f"| GPU busy | {busy_a:.1f} % | {busy_b:.1f} % | {busy_b - busy_a:+.1f} pt |")

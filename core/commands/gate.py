@@ -31,8 +31,9 @@ def regression(d, metric: str) -> tuple[float | None, bool, str]:
 
 
 def run(args, ts_b) -> int:
+    from core.ranks.findings_cache import compare_runs
     ts_a = load(args.baseline, use_cache=not args.no_cache)
-    d = diff_cmd.compute(ts_a, ts_b, use_cache=not args.no_cache)
+    d = compare_runs(ts_a, ts_b, use_cache=not args.no_cache)
     worse_pct, significant, what = regression(d, args.metric)
     limit = args.fail_on_regression
     failed = (limit is not None and worse_pct is not None and significant and worse_pct > limit)

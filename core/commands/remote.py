@@ -44,7 +44,7 @@ def _fail(message: str) -> int:
 
 def record_remote(args) -> int:
     """`ptprof record --host`: the run on the host, followed here with the local run's status line."""
-    from core.commands.record import config_from_args, drive
+    from core.commands.recording import config_from_args, drive
     from core.remote.session import RemoteSession, RemoteStartError, validate_remote
     from core.remote.ssh import SshError
     from core.runner.bundle import BundleError
@@ -137,7 +137,7 @@ def run(args) -> int:
 
 
 def _attach(args, host) -> int:
-    from core.commands.record import drive
+    from core.commands.recording import drive
     from core.remote.session import RemoteSession, RemoteStartError
     try:
         session = RemoteSession.attach(host, args.run, out_dir=args.out, python=args.python)

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from core.analysis import intervals, steps
+from core.analysis import steps
+from core.analysis.intervals import Intervals
 from core.export import figures
 from core.export.figures import BarFigure, FigureSpec
 from core.trace import event_names
@@ -36,7 +37,10 @@ CPU_CATEGORIES = (("DataLoader", "dataloader"), ("optimizer", "optimizer"), ("ot
 
 
 @dataclass(frozen=True, slots=True)
-class StepBreakdown:
+class BreakdownBars:
+    """One rank's stacked bars of breakdown.png: a (steps x labelled categories) matrix, drawn as it is (the
+    per-step numbers themselves are core.analysis.breakdown.StepBreakdown)."""
+
     rank: int
     steps: np.ndarray  # int64 step numbers
     categories: tuple[tuple[str, str], ...]  # (label, colour key)
@@ -60,32 +64,29 @@ def _split(model: TraceModel, groups: list[np.ndarray], w0: np.ndarray, w1: np.n
     """Covered time per window of each group, earlier groups taking priority; last column = uncovered."""
     s = model.slices
     out = np.zeros((len(w0), len(groups) + 1), np.int64)
-    acc_s = np.zeros(0, np.int64)
-    acc_e = np.zeros(0, np.int64)
+    taken = Intervals.empty()  # the time of the groups so far
     prev = np.zeros(len(w0), np.int64)
     for j, rows in enumerate(groups):
-        acc_s = np.concatenate([acc_s, s.ts_ns[rows]])
-        acc_e = np.concatenate([acc_e, s.ts_ns[rows] + s.dur_ns[rows]])
-        us, ue = intervals.union(acc_s, acc_e)
-        cov = intervals.covered(us, ue, w0, w1)
+        taken = taken.merge(Intervals.union_of(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows]))
+        cov = taken.covered(w0, w1)
         out[:, j] = cov - prev
         prev = cov
     out[:, -1] = (w1 - w0) - prev
     return out
 
 
-def _hta_breakdown(model: TraceModel) -> StepBreakdown | None:
+def _hta_breakdown(model: TraceModel) -> BreakdownBars | None:
     """The rules' breakdown (core.analysis.breakdown) in HTA's categories; None for a trace without GPU work."""
     from core.analysis import breakdown
     b = breakdown.step_breakdown(model)
     if not b.has_gpu:
         return None
     values = np.stack([np.asarray(getattr(b, f), np.int64) for f, _, _ in HTA_CATEGORIES], axis=1)
-    return StepBreakdown(model.rank, np.asarray(b.number, np.int64), tuple((lab, key) for _, lab, key in HTA_CATEGORIES),
+    return BreakdownBars(model.rank, np.asarray(b.number, np.int64), tuple((lab, key) for _, lab, key in HTA_CATEGORIES),
                          values, True, busy_parts=3)
 
 
-def step_breakdown(model: TraceModel) -> StepBreakdown:
+def step_breakdown(model: TraceModel) -> BreakdownBars:
     if len(model.devices):
         hta = _hta_breakdown(model)
         if hta is not None:
@@ -97,7 +98,7 @@ def step_breakdown(model: TraceModel) -> StepBreakdown:
         kern = np.flatnonzero(s.kind == Kind.KERNEL)
         comm = _name_mask(model, kern, event_names.is_comm_kernel)
         groups = [kern[~comm], kern[comm], np.flatnonzero(s.kind == Kind.MEMCPY), np.flatnonzero(s.kind == Kind.MEMSET)]
-        return StepBreakdown(model.rank, np.asarray(number, np.int64), GPU_CATEGORIES, _split(model, groups, w0, w1), True,
+        return BreakdownBars(model.rank, np.asarray(number, np.int64), GPU_CATEGORIES, _split(model, groups, w0, w1), True,
                              busy_parts=4)
     cpu_tracks = np.flatnonzero(model.tracks.kind == TrackKind.CPU_THREAD)
     main = _main_thread(model, cpu_tracks)
@@ -106,7 +107,7 @@ def step_breakdown(model: TraceModel) -> StepBreakdown:
     loader = _name_mask(model, rows, event_names.is_dataloader_next)
     optim = _name_mask(model, rows, event_names.is_optimizer_annotation)
     groups = [rows[loader], rows[optim & ~loader], rows[~loader & ~optim]]
-    return StepBreakdown(model.rank, np.asarray(number, np.int64), CPU_CATEGORIES, _split(model, groups, w0, w1), False)
+    return BreakdownBars(model.rank, np.asarray(number, np.int64), CPU_CATEGORIES, _split(model, groups, w0, w1), False)
 
 
 def _main_thread(model: TraceModel, cpu_tracks: np.ndarray) -> int:
@@ -120,7 +121,7 @@ def _main_thread(model: TraceModel, cpu_tracks: np.ndarray) -> int:
     return best
 
 
-def breakdowns(ts: TraceSet) -> list[StepBreakdown]:
+def breakdowns(ts: TraceSet) -> list[BreakdownBars]:
     """step_breakdown of every model (a run view: its workers computed them, core/ranks/views.py)."""
     got = getattr(ts, "report_parts", None)
     return got("breakdown") if got is not None else [step_breakdown(m) for m in ts.models]

@@ -175,23 +175,10 @@ def _summary(root: str, summaries: list[RankSummary], findings, not_run, all_war
 
 
 def _together(summaries: list[RankSummary]) -> dict:
-    """core.rules.savings._together over the ranks' own replay entries."""
-    per_model = [s.replay for s in summaries if s.replay]
-    if not per_model:
-        return {}
-    saving = [e["saving_ns"] for e in per_model if "saving_ns" in e]
-    pct = [e["saving_pct"] for e in per_model if "saving_pct" in e]
-    out = {"replay": per_model,
-           "all_fixes": {"saving_ns": int(np.median(saving)) if saving else 0,
-                         "saving_pct": round(float(np.median(pct)), 3) if pct else 0.0,
-                         "estimate": "every finding's edit applied together in one replay (median over steps)"}}
-    inflation = next((s.inflation for s in summaries if s.inflation), None)
-    if inflation:
-        out["recording_inflation"] = round(inflation, 3)
-        steps = [e["unprofiled_step_ns"] for e in per_model if "unprofiled_step_ns" in e]
-        if steps:
-            out["unprofiled_step_ns"] = int(np.median(steps))
-    return out
+    """core.rules.savings.together over the ranks' own replay entries."""
+    from core.rules import savings
+    return savings.together([s.replay for s in summaries if s.replay],
+                            next((s.inflation for s in summaries if s.inflation), None))
 
 
 def health(summaries: list[RankSummary]) -> list[dict]:

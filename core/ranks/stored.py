@@ -3,8 +3,8 @@ reduces.
 
 `<bundle>/.ptprof-summaries/<trace file name>.rank-summary` (not a trace name: discovery never takes it): the
 map's `RankSummary` as JSON (never pickle: opening a bundle executes nothing), written by the launcher when the
-run ends (core/commands/record.py calls `core.ranks.run.summarise_bundle` in the launcher's process, which has this package; the
-ranks' own interpreters run stdlib + torch only)
+run ends (core/commands/recording.py calls `core.ranks.run.summarise_bundle` in the launcher's process, which has
+this package; the ranks' own interpreters run stdlib + torch only)
 or by the first `analyze` of the bundle. A summary is used only when it was made from the trace as it is
 now (size, mtime), by this code and these thresholds (the rules' digest) and for the same run shape (ranks);
 anything else - unreadable, malformed, stale, too big - is a miss and the rank is mapped again.

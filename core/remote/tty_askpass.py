@@ -116,14 +116,9 @@ def _write_program(folder) -> str:
     from pathlib import Path
     path = Path(folder) / "askpass-tty"
     repo = str(Path(__file__).resolve().parents[2])
-    text = (f"#!/bin/sh\nPYTHONPATH={shlex.quote(repo)} exec {shlex.quote(sys.executable)} -S -m "
-            "core.remote.tty_askpass \"$@\"\n")
-    tmp = path.with_name(f".askpass-tty.{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o700)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
-    return str(path)
+    from core.atomic import write_program
+    return write_program(path, f"#!/bin/sh\nPYTHONPATH={shlex.quote(repo)} exec {shlex.quote(sys.executable)} -S -m "
+                               "core.remote.tty_askpass \"$@\"\n")
 
 
 def shared(folder) -> TtyAskpass:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from core.analysis.tree import is_library_frame, parse_frame
+from core.analysis.tree import parse_frame
+from core.trace import event_names
 from core.trace.model import TraceModel
 
 MAX_BODY_LINES = 2000
@@ -98,7 +99,7 @@ def user_call_site(model: TraceModel, row: int) -> tuple[str, int, str] | None:
     stack = python_stack(model, row)
     for i, fr in enumerate(stack):
         name = model.name(fr)
-        if is_library_frame(name):
+        if event_names.is_library_frame(name):
             continue
         parsed = parse_frame(name)
         if parsed:

@@ -11,9 +11,11 @@ import numpy as np
 
 from core.analysis.breakdown import compile_windows  # noqa: F401 - the rules' name for it
 from core.analysis.derived import cached
+from core.analysis.intervals import Intervals
 from core.analysis.steps import gpu_busy_union
-from core.analysis.tree import is_library_frame, parents, parse_frame
+from core.analysis.tree import parents, parse_frame
 from core.rules.base import Source
+from core.trace import event_names
 from core.trace.model import GPU_KINDS, Kind, TraceModel, TrackKind
 
 MAX_EVIDENCE = 20  # evidence dicts per finding (the rows to highlight are all kept)
@@ -97,25 +99,21 @@ def outermost_chain(model: TraceModel, rows: np.ndarray, ids: np.ndarray, max_le
     return out
 
 
-def inside(model: TraceModel, rows: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """Bool per row: its start lies inside one of the disjoint sorted intervals (starts, ends)."""
-    ts = model.slices.ts_ns[np.asarray(rows, np.int64)]
-    if not len(starts):
-        return np.zeros(len(ts), bool)
-    i = np.searchsorted(starts, ts, side="right") - 1
-    return (i >= 0) & (ts < ends[np.maximum(i, 0)])
+def inside(model: TraceModel, rows: np.ndarray, spans: Intervals) -> np.ndarray:
+    """Bool per row: its start lies inside one of the intervals."""
+    return spans.contains(model.slices.ts_ns[np.asarray(rows, np.int64)])
 
 
 def gpu_gap_after(model: TraceModel, t_ns: np.ndarray, limit_ns: np.ndarray | None = None,
                   device: int | None = None) -> np.ndarray:
     """GPU idle time from each t_ns until the next GPU activity starts (0 when the GPU is busy at t_ns)."""
-    us, ue = gpu_busy_union(model, device)
+    busy = gpu_busy_union(model, device)
     t_ns = np.asarray(t_ns, np.int64)
-    if not len(us):
+    if not len(busy):
         return np.zeros(len(t_ns), np.int64)
-    i = np.searchsorted(us, t_ns, side="right")
-    busy_now = (i > 0) & (ue[np.maximum(i - 1, 0)] > t_ns)
-    nxt = np.where(i < len(us), us[np.minimum(i, len(us) - 1)], t_ns)
+    after = np.searchsorted(busy.start_ns, t_ns, side="right")  # busy intervals starting at or before t
+    busy_now = (after > 0) & (busy.end_ns[np.maximum(after - 1, 0)] > t_ns)
+    nxt = np.where(after < len(busy), busy.start_ns[np.minimum(after, len(busy) - 1)], t_ns)
     gap = np.where(busy_now, 0, np.maximum(nxt - t_ns, 0))
     if limit_ns is not None:
         gap = np.minimum(gap, np.maximum(np.asarray(limit_ns, np.int64) - t_ns, 0))
@@ -126,7 +124,7 @@ def parse_call_stack(text: str) -> Source | None:
     """First user frame of a verbose "Call stack" arg ("file.py(12): fn;..." innermost first)."""
     for part in text.replace("\n", ";").split(";"):
         part = part.strip()
-        if not part or is_library_frame(part):
+        if not part or event_names.is_library_frame(part):
             continue
         parsed = parse_frame(part)
         if parsed:
@@ -194,6 +192,14 @@ def evidence(model: TraceModel, rows: Iterable[int], **extra) -> list[dict]:
         d.update(extra)
         out.append(d)
     return out
+
+
+def one_shape(rows: list[dict], keys_from: list[dict] = ()) -> list[dict]:
+    """Evidence rows of one finding with the same keys (issue 35): the union of their keys in the order they
+    first appear in `keys_from`, then in `rows`; None where a row has no value (an event shown for context
+    has no `asked_by`)."""
+    keys = list(dict.fromkeys(k for row in [*keys_from, *rows] for k in row))
+    return [{k: row.get(k) for k in keys} for row in rows]
 
 
 def ranges_of(model: TraceModel, rows: np.ndarray, pad_ns: int = 0) -> list[tuple[int, int]]:

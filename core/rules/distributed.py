@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.analysis import intervals
 from core.analysis.breakdown import step_breakdown
+from core.analysis.intervals import Intervals
 from core.rules import common
 from core.rules.base import CheckNotRun, RuleContext, RuleOutput, rule
 from core.trace.model import Kind
@@ -75,10 +75,10 @@ def comm_bound(ctx: RuleContext) -> RuleOutput:
         nccl_k = coll[s.kind[coll] == Kind.KERNEL]
         km = s.kind == Kind.KERNEL
         km[nccl_k] = False
-        ks, ke = intervals.union(s.ts_ns[km], s.ts_ns[km] + s.dur_ns[km])
-        ns_, ne = intervals.union(s.ts_ns[nccl_k], s.ts_ns[nccl_k] + s.dur_ns[nccl_k])
-        exposed_kernels = intervals.subtract(ns_, ne, ks, ke)
-        exposed = int(b.comm_wait_ns.sum()) + int(intervals.covered(*exposed_kernels, steps.t0_ns, steps.t1_ns).sum())
+        compute = Intervals.union_of(s.ts_ns[km], s.ts_ns[km] + s.dur_ns[km])
+        comm = Intervals.union_of(s.ts_ns[nccl_k], s.ts_ns[nccl_k] + s.dur_ns[nccl_k])
+        exposed_kernels = comm.subtract(compute)  # communication kernels no compute kernel overlaps
+        exposed = int(b.comm_wait_ns.sum()) + int(exposed_kernels.covered(steps.t0_ns, steps.t1_ns).sum())
         pct = ctx.pct(i, exposed)
         if pct < min_pct:
             continue

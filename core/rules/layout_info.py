@@ -17,7 +17,7 @@ import re
 
 import numpy as np
 
-from core.analysis.tree import is_library_frame, parents, parse_frame, python_stack
+from core.analysis.tree import parents, parse_frame, python_stack
 from core.rules import common
 from core.trace import event_names
 from core.trace.model import FlowKind, Kind
@@ -166,7 +166,7 @@ def direct_call_owner(m, row: int) -> str | None:
         name = m.name(fr)
         if name.startswith("<built-in"):
             continue
-        if not is_library_frame(name):
+        if not event_names.is_library_frame(name):
             return "user"
         parsed = parse_frame(name)
         return f"{parsed[0]}: {parsed[2]}" if parsed else name

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.analysis import intervals
 from core.analysis.critical_path import Edit
+from core.analysis.intervals import Intervals
 from core.rules import common, sync_sites, whatif
 from core.rules.base import RuleContext, RuleOutput, WhatIf, rule
 from core.trace import event_names
@@ -91,8 +91,7 @@ def pageable_memcpy(ctx: RuleContext) -> RuleOutput:
             # the time the step loses: the GPU copies and the CPU blocked in their calls and syncs overlap
             # (a pageable copy runs while the CPU waits in cudaMemcpyAsync), so the union, not the sum
             parts = np.concatenate([g, gs[gs >= 0], g_sync])
-            us, ue = intervals.union(s.ts_ns[parts], s.ts_ns[parts] + s.dur_ns[parts])
-            cost = int((ue - us).sum())
+            cost = Intervals.union_of(s.ts_ns[parts], s.ts_ns[parts] + s.dur_ns[parts]).total_ns()
             nbytes = int(np.maximum(s.at("bytes", g), 0).sum())
             first = int(gop[gop >= 0][0]) if (gop >= 0).any() else int(gs[0])
             if d == "HtoD":
@@ -111,14 +110,15 @@ def pageable_memcpy(ctx: RuleContext) -> RuleOutput:
             source = common.source_of(m, first) if first >= 0 else None
             # the runner's recorded sync sites hold the exact call line; Python frames (with_stack) only the
             # enclosing function, so a matching site wins and stacks are the fallback
-            site_src, site_ev = sync_sites.match(ctx, i, "copy_h2d" if d == "HtoD" else "copy_d2h")
+            site_src, site_facts = sync_sites.match(ctx, i, "copy_h2d" if d == "HtoD" else "copy_d2h")
             if site_src is not None or source is None:
                 source = site_src if site_src is not None else source
-                ev.extend(site_ev)
+            else:
+                site_facts = {}
             out.findings.append(ctx.finding(
                 "pageable_memcpy", i, title=title, count=len(g), impact_ns=cost,
                 time_ranges=common.ranges_of(m, np.where(gop >= 0, gop, g)), evidence=ev,
-                source=source, fix=fix, evidence_rows=rows_all, fix_rows=rows_all))
+                source=source, fix=fix, evidence_rows=rows_all, fix_rows=rows_all, facts=site_facts))
     return out
 
 

@@ -15,7 +15,7 @@ import logging
 
 import numpy as np
 
-from core.analysis import intervals
+from core.analysis.intervals import Intervals
 from core.rules.base import Finding, RuleContext
 
 log = logging.getLogger(__name__)
@@ -81,9 +81,8 @@ def _per_step(st, f: Finding) -> np.ndarray:
     """Time of the finding's ranges inside each step (the ranges merged first: overlaps count once)."""
     if not f.time_ranges:
         return np.zeros(len(st.number))
-    r = np.asarray(f.time_ranges, np.int64).reshape(-1, 2)
-    us, ue = intervals.union(r[:, 0], r[:, 1])
-    return intervals.covered(us, ue, st.t0_ns, st.t1_ns).astype(np.float64)
+    ranges = np.asarray(f.time_ranges, np.int64).reshape(-1, 2)
+    return Intervals.union_of(ranges[:, 0], ranges[:, 1]).covered(st.t0_ns, st.t1_ns).astype(np.float64)
 
 
 def one_off_steps(st, f: Finding) -> tuple[int, ...] | None:

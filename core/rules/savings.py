@@ -95,6 +95,13 @@ def _together(ctx: RuleContext, edits: dict[int, list[Edit]], inflation: float |
                            path=getattr(ctx.trace_set, "path", None))
             entry |= {"saving_ns": sv.saving_ns, "saving_pct": round(sv.saving_pct, 3)}
         per_model.append(entry)
+    return together(per_model, inflation)
+
+
+def together(per_model: list[dict], inflation: float | None) -> dict:
+    """The summary's `replay` (one entry per model), `all_fixes` (the median over the models of every edit
+    applied together) and, with the recording inflation, the unprofiled step; {} without a replayed model.
+    Also the many-rank reduce's, over the ranks' own entries (core/ranks/reduce.py)."""
     if not per_model:
         return {}
     saving = [e["saving_ns"] for e in per_model if "saving_ns" in e]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.analysis import collectives, intervals
+from core.analysis import collectives
+from core.analysis.intervals import Intervals
 from core.rules import common
 from core.rules.base import CheckNotRun, RuleContext, RuleOutput, rule
 from core.trace.model import Kind, TrackKind
@@ -25,8 +26,8 @@ def cause_of_lateness(model, t0: np.ndarray, t1: np.ndarray) -> tuple[str, int, 
     shallow = np.flatnonzero(cpu_track & np.isin(s.kind, CAUSE_KINDS) & (s.depth <= 1) & (s.dur_ns > 0))
     if not len(shallow) or not len(t0):
         return "", 0, np.zeros(0, np.int64)
-    win_s, win_e = intervals.union(t0, t1)
-    covered = intervals.covered(win_s, win_e, s.ts_ns[shallow], s.ts_ns[shallow] + s.dur_ns[shallow])
+    late = Intervals.union_of(t0, t1)
+    covered = late.covered(s.ts_ns[shallow], s.ts_ns[shallow] + s.dur_ns[shallow])
     hit = covered > 0
     if not hit.any():
         return "", 0, np.zeros(0, np.int64)
@@ -90,17 +91,17 @@ def straggler_findings(ctx: RuleContext, coll_of, cause_of) -> RuleOutput:
         window_ns = int((own_arrival - first_arrival).sum())
         rank = models[index].rank
         doing = f" (it was in {cause}: {100.0 * cause_ns / max(window_ns, 1):.0f} % of that time)" if cause else ""
-        ev = [{"name": f"rank {models[group[k]].rank} waited", "dur_ns": int(ns), "rank": models[group[k]].rank}
-              for k, ns in zip(others, lost_ns.tolist())]
-        if cause:
-            ev += list(cause_ev)
+        # how long each other rank waited for it, summed over the collectives (the summary line); the evidence
+        # is what the straggler ran meanwhile
+        facts = {"waiting_ranks": [models[group[k]].rank for k in others], "waited_ns": lost_ns.tolist()}
+        ev = list(cause_ev) if cause else []
         out.findings.append(ctx.finding(
             "straggler", index,
             title=f"rank {rank} is the straggler: last at {int(counts[column])} of {len(matched)} collectives; "
                   f"the other ranks wait {fmt_ns(per_step_lost)} per step{doing}",
             count=int(counts[column]), impact_ns=int(lost_ns.mean()),
             time_ranges=list(zip(first_arrival.tolist(), own_arrival.tolist()))[:common.MAX_RANGES], evidence=ev,
-            source=None, evidence_rows=cause_rows,
+            source=None, evidence_rows=cause_rows, facts=facts,
             fix=f"Give rank {rank} less work or make it faster before the collective"
                 + (f": '{cause}' runs longer there than on the other ranks" if cause else "")
                 + ". Typical causes: uneven shards or sequence lengths (DistributedSampler, drop_last=True, "

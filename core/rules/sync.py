@@ -78,8 +78,7 @@ def _sync_rows(ctx: RuleContext, i: int) -> np.ndarray:
         par = common.parents(m)
         if last >= 0 and par[last] < 0 and s.ts_ns[last] >= int(s.ts_ns[rows].max()):
             rows = rows[rows != last]
-    compile_start_ns, compile_end_ns = common.compile_windows(m)
-    rows = rows[~common.inside(m, rows, compile_start_ns, compile_end_ns)]
+    rows = rows[~common.inside(m, rows, common.compile_windows(m))]
     coll = common.ancestor_matching(m, rows, common.name_ids(m, "collective-names", lambda n: "all_reduce" in n or
                                                  "nccl" in n.lower() or n.startswith(("gloo:", "c10d::"))))
     return rows[coll < 0]
@@ -137,16 +136,17 @@ def host_sync(ctx: RuleContext) -> RuleOutput:
             src = common.source_of(m, first)
             # the runner's recorded sync sites hold the exact call line; Python frames (with_stack) only the
             # enclosing function, so a matching site wins and stacks are the fallback
-            site_src, site_ev = sync_sites.match(ctx, i, sync_sites.op_kind(op))
+            site_src, site_facts = sync_sites.match(ctx, i, sync_sites.op_kind(op))
             if site_src is not None or src is None:
                 src = site_src if site_src is not None else src
-                ev.extend(site_ev)
+            else:
+                site_facts = {}
             out.findings.append(ctx.finding(
                 "host_sync", i,
                 title=f"Host sync from {label}{where}: {why} ({_times(sel.sum(), calls[sel], 'syncs')})",
                 count=_count(sel.sum(), calls[sel]), impact_ns=int(cost[sel].sum()),
                 time_ranges=common.ranges_of(m, np.where(group_cause >= 0, group_cause, group_rows)), evidence=ev,
-                source=src, fix=fix, evidence_rows=ev_rows, fix_rows=ev_rows))
+                source=src, fix=fix, evidence_rows=ev_rows, fix_rows=ev_rows, facts=site_facts))
     return out
 
 
@@ -163,7 +163,7 @@ def _times(n_rows, calls: np.ndarray, unit: str = "ops") -> str:
 def print_calls(m, rows: np.ndarray) -> np.ndarray:
     """Per row: which tensor-printing call it ran inside (an id per outermost torch/_tensor_str.py or
     Tensor.__repr__/__format__ frame on the row's thread), -1 when none or without Python frames."""
-    from core.analysis import intervals
+    from core.analysis.intervals import Intervals
     from core.trace.model import TrackKind
     rows = np.asarray(rows, np.int64)
     out = np.full(len(rows), -1, np.int64)
@@ -177,11 +177,11 @@ def print_calls(m, rows: np.ndarray) -> np.ndarray:
     base = 0
     for tid in np.unique(t.tid[s.track[fr]]).tolist():
         f = fr[t.tid[s.track[fr]] == tid]
-        starts, ends = intervals.union(s.ts_ns[f], s.ts_ns[f] + s.dur_ns[f])
+        frames = Intervals.union_of(s.ts_ns[f], s.ts_ns[f] + s.dur_ns[f])
         mine = (t.tid[s.track[rows]] == tid) & (t.kind[s.track[rows]] != TrackKind.PYTHON)
-        hit = mine & common.inside(m, rows, starts, ends)
-        out[hit] = base + np.searchsorted(starts, s.ts_ns[rows[hit]], side="right") - 1
-        base += len(starts)
+        hit = mine & common.inside(m, rows, frames)
+        out[hit] = base + np.searchsorted(frames.start_ns, s.ts_ns[rows[hit]], side="right") - 1
+        base += len(frames)
     return out
 
 
@@ -189,18 +189,17 @@ def _idle_caused(m, t0: np.ndarray, t1: np.ndarray, limit: np.ndarray) -> np.nda
     """GPU idle after each sync that the sync caused: only when the GPU was still working during the wait
     (the sync drained the queue), up to the next GPU activity, the next sync, the step end, and without
     the time torch.compile ran in between (compile owns that)."""
-    us, ue = common.gpu_busy_union(m)
-    if not len(us):
+    busy = common.gpu_busy_union(m)
+    if not len(busy):
         return np.zeros(len(t0), np.int64)
-    drained = np.searchsorted(ue, t1, side="right") > np.searchsorted(ue, t0, side="right")
+    drained = np.searchsorted(busy.end_ns, t1, side="right") > np.searchsorted(busy.end_ns, t0, side="right")
     order = np.argsort(t0, kind="stable")
     nxt = np.full(len(t0), np.iinfo(np.int64).max, np.int64)
     nxt[order[:-1]] = t0[order[1:]]
     gap = common.gpu_gap_after(m, t1, np.minimum(limit, nxt))
-    compile_start_ns, compile_end_ns = common.compile_windows(m)
-    if len(compile_start_ns):
-        from core.analysis import intervals
-        gap = np.maximum(gap - intervals.covered(compile_start_ns, compile_end_ns, t1, t1 + gap), 0)
+    compiling = common.compile_windows(m)
+    if len(compiling):
+        gap = np.maximum(gap - compiling.covered(t1, t1 + gap), 0)
     return np.where(drained, gap, 0)
 
 
@@ -241,8 +240,7 @@ def _cpu_hints(ctx: RuleContext, i: int) -> RuleOutput:
     rows = np.unique(np.where(ok, top, rows))
     opt = common.ancestor_matching(m, rows, common.name_ids(m, "optimizer-ann", lambda n: n.startswith("Optimizer.")))
     rows = rows[opt < 0]
-    compile_start_ns, compile_end_ns = common.compile_windows(m)
-    rows = rows[~common.inside(m, rows, compile_start_ns, compile_end_ns)]
+    rows = rows[~common.inside(m, rows, common.compile_windows(m))]
     steps = ctx.steps(i)
     if not steps.synthetic:
         rows = rows[steps.index_of(m.slices.ts_ns[rows]) >= 0]

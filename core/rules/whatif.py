@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from core import resource_files
-from core.analysis import intervals
 from core.analysis.critical_path import Edit, Replay
+from core.analysis.intervals import Intervals
 from core.trace.model import Kind, TraceModel
 
 
@@ -39,22 +39,20 @@ def of_kind(model: TraceModel, rows: np.ndarray, *kinds: Kind) -> np.ndarray:
     return rows[np.isin(model.slices.kind[rows], np.asarray(kinds, np.int8))] if len(rows) else rows
 
 
-def launched_inside(model: TraceModel, cut_s: np.ndarray, cut_e: np.ndarray, rp: Replay) -> np.ndarray:
+def launched_inside(model: TraceModel, cuts: Intervals, rp: Replay) -> np.ndarray:
     """GPU rows of the replay whose launch call lies inside the cut CPU intervals."""
-    if not len(cut_s) or not len(rp.op_rows):
+    if not len(cuts) or not len(rp.op_rows):
         return np.zeros(0, np.int64)
-    us, ue = intervals.union(cut_s, cut_e)
-    j = np.searchsorted(us, rp.op_launch_ns, side="right") - 1
-    inside = (j >= 0) & (rp.op_launch_ns < ue[np.maximum(j, 0)])
-    return rp.op_rows[inside]
+    return rp.op_rows[cuts.contains(rp.op_launch_ns)]
 
 
 def remove_cpu(model: TraceModel, rows: np.ndarray, rp: Replay, label: str) -> Edit:
     """The rows' CPU time leaves the CPU path, and the GPU work launched inside it goes too."""
     s = model.slices
-    cut_s, cut_e = intervals.union(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
-    gone = launched_inside(model, cut_s, cut_e, rp)
-    return Edit(label=label, scale_rows=gone, scale=np.zeros(len(gone)), cut_start_ns=cut_s, cut_end_ns=cut_e)
+    cuts = Intervals.union_of(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
+    gone = launched_inside(model, cuts, rp)
+    return Edit(label=label, scale_rows=gone, scale=np.zeros(len(gone)), cut_start_ns=cuts.start_ns,
+                cut_end_ns=cuts.end_ns)
 
 
 def remove_named_ops(model: TraceModel, finding, rp: Replay, names: tuple[str, ...], label: str,

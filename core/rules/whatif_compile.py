@@ -10,9 +10,6 @@ the window; without compile.json, the window's compile time over its steps (a me
 """
 from __future__ import annotations
 
-import numpy as np
-
-from core.analysis import intervals
 from core.rules import compile_info as ci
 from core.rules.common import compile_windows
 
@@ -39,9 +36,8 @@ def amortised(ctx, finding, model, step_ns: float) -> tuple[int, float, str] | N
     n_re = len(ci.recompiles(info))
     steps = ctx.steps(finding.model_index)
     n_win = max(len(steps.number), 1)
-    w0, w1 = compile_windows(model)
-    in_win = int(intervals.covered(*intervals.union(np.asarray(w0, np.int64), np.asarray(w1, np.int64)),
-                                   steps.t0_ns, steps.t1_ns).sum()) if len(w0) else 0
+    compiling = compile_windows(model)
+    in_win = int(compiling.covered(steps.t0_ns, steps.t1_ns).sum()) if len(compiling) else 0
     in_win = min(in_win, int(finding.impact_ns or in_win)) if finding.impact_ns else in_win
     mean_s, how = _mean_compile_s(info)
     if n_re and run_steps:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.analysis import intervals
 from core.analysis.critical_path import replay_input
+from core.analysis.intervals import Intervals
 from core.analysis.loader_facts import bundle_loader_facts
 from core.analysis.rows import named_rows_matching
 from core.trace import event_names
@@ -43,8 +43,8 @@ def period_after_fix(model: TraceModel, path: str | None) -> tuple[float | None,
     single = any("_SingleProcessDataLoaderIter" in model.name(int(r)) for r in rows[:5])
     workers, cpus = bundle_loader_facts(path)
     if single:
-        us, ue = intervals.union(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
-        load = float(np.mean(intervals.covered(us, ue, t.cpu_t0_ns, t.cpu_t1_ns)))
+        loading = Intervals.union_of(s.ts_ns[rows], s.ts_ns[rows] + s.dur_ns[rows])
+        load = float(np.mean(loading.covered(t.cpu_t0_ns, t.cpu_t1_ns)))
         w_new = fix_workers(0, cpus)
         return load / w_new, (f"a batch takes {load / 1e6:.2f} ms to load in the loop; num_workers={w_new} "
                               f"({'cores unknown' if not cpus else f'{cpus} CPUs'}) deliver one every "

@@ -15,8 +15,8 @@ from operator import itemgetter
 
 import numpy as np
 
-from core.analysis.tree import is_library_frame
 from core.snapshot.model import StackTable
+from core.trace.event_names import is_library_frame
 
 MAX_STACK_FRAMES = 512  # deeper stacks are cut (real ones are ~40-80 frames incl. C++)
 _CHUNK = 1 << 16  # distinct frames lists keyed per pass (bounds the transient tuples)

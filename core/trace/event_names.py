@@ -120,3 +120,16 @@ def is_compiled_region(name: str) -> bool:
 def is_compiled_graph_call(name: str) -> bool:
     """A call into a compiled graph (inductor's `## Call CompiledFxGraph ...`, aot_autograd's CompiledFunction)."""
     return name.startswith("## Call CompiledFxGraph") or name == "CompiledFunction"
+
+
+# --- Python frames (python_function events, allocator snapshot stacks) ----------------------------------
+# not the user's code: libraries, the interpreter, ptprof's runner; torchinductor_<user>/ is the code
+# torch.compile generates (output_code)
+LIBRARY_MARKERS = ("site-packages", "dist-packages", "/torch/", "/lib/python", "core/runner/", "/torchinductor_")
+LIBRARY_PREFIXES = ("torch/", "<built-in", "<frozen", "threading.py", "runpy.py", "contextlib.py", "functools.py",
+                    "nn.Module:", "Optimizer.", "<string>", "typing.py")
+
+
+def is_library_frame(name: str) -> bool:
+    """A frame (`file.py(42): fn`) of a library, the interpreter or ptprof's runner: not the user's code."""
+    return name.startswith(LIBRARY_PREFIXES) or any(k in name for k in LIBRARY_MARKERS)

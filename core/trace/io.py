@@ -11,7 +11,7 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.trace import gunzip
+from core.trace import gunzip, safefile
 from core.trace.limits import limits, max_inflate_bytes, ratio_check_on
 from core.trace.model import TraceParseError
 
@@ -160,25 +160,17 @@ def _trace_files(root: Path) -> list[Path]:
     return found
 
 
-def open_regular(path: Path):
-    """A binary file object of a regular file; anything else (FIFO, device, socket) is refused
-    without blocking: opened non-blocking, checked with fstat on the opened descriptor."""
+def open_trace(path: Path):
+    """core.trace.safefile.open_regular (a regular file, refused without blocking otherwise) with its refusals
+    as the TraceParseError a trace's reader raises."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+        return safefile.open_regular(path)
+    except safefile.UnsafeFile:
+        raise TraceParseError(path, "not a regular file (a FIFO, socket or device is not a trace)") from None
     except FileNotFoundError:
         raise TraceParseError(path, "no such file or directory") from None
     except OSError as exc:
         raise TraceParseError(path, f"cannot read file ({exc.strerror or exc})") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise TraceParseError(path, "not a regular file (a FIFO, socket or device is not a trace)")
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def read_bytes(path: Path):
@@ -186,7 +178,7 @@ def read_bytes(path: Path):
 
     Raises TraceParseError with a one-line reason for unreadable, empty, non-regular or corrupt files.
     """
-    with open_regular(path) as fh:
+    with open_trace(path) as fh:
         try:
             size = os.fstat(fh.fileno()).st_size
             if size == 0:
@@ -218,7 +210,7 @@ def _over(total: int, compressed: int, bound: int) -> bool:
 def isize(path: Path) -> int | None:
     """Uncompressed size from the gzip trailer (mod 2**32), None if unusable."""
     try:
-        with open_regular(path) as fh:
+        with open_trace(path) as fh:
             size = os.fstat(fh.fileno()).st_size
             if fh.read(2) != b"\x1f\x8b" or size < 20:
                 return None

@@ -6,7 +6,6 @@ ssh alone. Nothing is stored. Cancel = exit 1 (ssh then fails: one line in the a
 """
 from __future__ import annotations
 
-import os
 import shlex
 import sys
 from pathlib import Path
@@ -16,14 +15,9 @@ def askpass_program() -> str:
     from core.remote.ssh import control_dir
     path = control_dir() / "askpass"
     repo = str(Path(__file__).resolve().parents[2])
-    text = (f"#!/bin/sh\nPYTHONPATH={shlex.quote(repo)}${{PYTHONPATH:+:$PYTHONPATH}} "
-            f"exec {shlex.quote(sys.executable)} -m gui.remote.askpass \"$@\"\n")
-    tmp = path.with_name(f".askpass.{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o700)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
-    return str(path)
+    from core.atomic import write_program
+    return write_program(path, f"#!/bin/sh\nPYTHONPATH={shlex.quote(repo)}${{PYTHONPATH:+:$PYTHONPATH}} "
+                               f"exec {shlex.quote(sys.executable)} -m gui.remote.askpass \"$@\"\n")
 
 
 def main(argv: list[str]) -> int:

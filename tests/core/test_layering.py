@@ -58,8 +58,8 @@ def _tool(name: str):
 
 
 def test_import_contracts_hold():
-    """pyproject [tool.importlinter]: core never imports Qt or gui; commands > export > rules > analysis > trace
-    (issue 35; .ci/run runs the same `lint-imports`)."""
+    """pyproject [tool.importlinter]: core never imports Qt or gui; commands > mcp_tools > api > export > rules >
+    analysis > trace; no import circle inside an engine package (issue 35; .ci/run runs the same `lint-imports`)."""
     env = dict(__import__("os").environ, PYTHONPATH=str(REPO))
     r = subprocess.run([_tool("lint-imports"), "--no-cache"], cwd=REPO, env=env, capture_output=True, text=True,
                        timeout=300)
@@ -72,3 +72,28 @@ def test_ruff_check_is_clean():
     r = subprocess.run([_tool("ruff"), "check", "--output-format", "concise", "."], cwd=REPO, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, "ruff check: run `ruff check --fix .` and fix the rest by hand\n" + r.stdout[-3000:]
+
+
+def _mentions_bench(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.split("/")[0] == "bench"
+               for n in ast.walk(node))
+
+
+def test_tests_never_import_bench():
+    """tests/ never imports bench/ (issue 35): what a test and a bench script share lives in tests/ (or core/),
+    and the bench script imports it from there. Caught: a bench module name imported that tests/ and the repo
+    root do not have, and a "bench" path handed to sys.path or importlib."""
+    bench_names = {p.stem for p in (REPO / "bench").rglob("*.py")} | {"bench"}
+    own = {p.stem for p in (REPO / "tests").glob("*.py")} | {p.name for p in REPO.iterdir()}
+    bad = []
+    for path in (REPO / "tests").rglob("*.py"):
+        if "data" in path.relative_to(REPO / "tests").parts[:1]:
+            continue  # recorded training scripts, never imported
+        tree = ast.parse(path.read_text(), filename=str(path))
+        where = str(path.relative_to(REPO))
+        bad += [f"{where}: import {name}" for name in _imports(path) & bench_names - own]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and _mentions_bench(node) and any(
+                    k in ast.unparse(node.func) for k in ("sys.path", "spec_from_file_location", "import_module")):
+                bad.append(f"{where}:{node.lineno}: {ast.unparse(node)[:120]}")
+    assert not bad, "tests/ imports bench/ (move what both need into tests/ or core/):\n" + "\n".join(bad)

@@ -123,18 +123,10 @@ def _big(out: Path, manifest: list) -> None:
     import gzip
 
     from hostile.gen_store import SMALL_TRACE, _nvml_wide
-    from hostile.gen_trace import base_doc, gzip_member, kineto_text
+    from hostile.gen_trace import gzip_member, write_long_name
     big = out / "big"
     big.mkdir(exist_ok=True)
-    doc = base_doc(random.Random(7))
-    doc["traceEvents"][1]["name"] = "@NAME@"
-    head, tail = kineto_text(doc).split(b"@NAME@")
-    name200 = big / "name200mb.pt.trace.json"
-    with open(name200, "wb") as fh:
-        fh.write(head)
-        for _ in range(200):
-            fh.write(b"N" * (1 << 20))
-        fh.write(tail)
+    name200 = write_long_name(big / "name200mb.pt.trace.json", seed=7)
     padded = big / "nul_padded_1g.pt.trace.json"
     with open(padded, "wb") as fh:
         fh.write(gzip.decompress(SMALL_TRACE.read_bytes()))

@@ -70,6 +70,20 @@ def base_doc(rng: random.Random) -> dict:
             "traceEvents": base_events(rng), "traceName": "hostile.pt.trace.json"}
 
 
+def write_long_name(path: Path, seed: int, mb: int = 200) -> Path:
+    """A small trace whose second event's name is `mb` MiB of "N" (written a MiB at a time): the input whose
+    size, not its shape, was the problem (`info` 26 s / 443 MB, `analyze` > 120 s before names were cut)."""
+    doc = base_doc(random.Random(seed))
+    doc["traceEvents"][1]["name"] = "@NAME@"
+    head, tail = kineto_text(doc).split(b"@NAME@")
+    with open(path, "wb") as fh:
+        fh.write(head)
+        for _ in range(mb):
+            fh.write(b"N" * (1 << 20))
+        fh.write(tail)
+    return path
+
+
 def kineto_text(doc: dict) -> bytes:
     """Kineto's own layout: `},\\n  {` between events, the array last but one."""
     head = {k: v for k, v in doc.items() if k not in ("traceEvents", "traceName")}

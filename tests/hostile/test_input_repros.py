@@ -20,7 +20,7 @@ from helpers import REPO, SAMPLE
 from core.analysis import flops
 from core.trace import columns, kineto, rawevent
 from core.trace.loader import load
-from hostile.gen_trace import base_doc, generate, gzip_member, kineto_text, write_case
+from hostile.gen_trace import base_doc, generate, gzip_member, kineto_text, write_case, write_long_name
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -160,15 +160,7 @@ def test_long_names_are_cut_alike_on_both_paths(tmp_path, monkeypatch, unit, ext
 def test_a_200_mb_event_name_is_cut_and_quick(tmp_path):
     """`info` took 26 s / 443 MB and `analyze` > 120 s on a 200 MB event name; cut at the scanner, both are a
     pass over the file (time bounded generously: a loaded machine is not a hang)."""
-    doc = base_doc(random.Random(1))
-    doc["traceEvents"][1]["name"] = "@NAME@"
-    head, tail = kineto_text(doc).split(b"@NAME@")
-    path = tmp_path / "name200.pt.trace.json"
-    with open(path, "wb") as fh:
-        fh.write(head)
-        for _ in range(200):
-            fh.write(b"N" * (1 << 20))
-        fh.write(tail)
+    path = write_long_name(tmp_path / "name200.pt.trace.json", seed=1)
     t = time.monotonic()
     proc = _cli(["analyze", "--no-cache", str(path)], timeout=300)
     _clean(proc)

@@ -14,7 +14,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from helpers import REPO, SAMPLE
+from helpers import REPO, SAMPLE, run_cli
 
 from core.trace import columns, limits
 from core.trace.build import assign_lanes
@@ -279,20 +279,17 @@ def test_device_properties_of_the_wrong_type_reach_report_and_the_cache(tmp_path
     assert meta.distributed_info is None and meta.versions == {}
 
 
-def _cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "core.cli", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=300)
 
 
 def test_info_on_proc_is_one_line():
-    out = _cli("info", "--no-cache", "/proc")
+    out = run_cli("info", "--no-cache", "/proc")
     assert out.returncode == 2 and len(out.stderr.splitlines()) == 1, out.stderr
 
 
 def test_symlink_loops_and_unsearchable_folders_are_one_line(tmp_path):
     (tmp_path / "a").symlink_to(tmp_path / "b")
     (tmp_path / "b").symlink_to(tmp_path / "a")
-    out = _cli("info", str(tmp_path / "a"))
+    out = run_cli("info", str(tmp_path / "a"))
     assert out.returncode == 2 and "symbolic links" in out.stderr and len(out.stderr.splitlines()) == 1
     prefix: list[str] = []
     if os.geteuid() == 0:  # root searches any folder: drop the two capabilities that let it (util-linux setpriv)
@@ -370,7 +367,7 @@ def test_a_corrupt_gzip_member_inside_a_folder_and_an_xz_one(tmp_path):
 def test_a_fifo_as_the_trace_path_is_refused_without_blocking(tmp_path):
     fifo = tmp_path / "x.pt.trace.json"
     os.mkfifo(fifo)
-    out = _cli("info", str(fifo))
+    out = run_cli("info", str(fifo))
     assert out.returncode == 2 and "not a regular file" in out.stderr and len(out.stderr.splitlines()) == 1
 
 

@@ -5,13 +5,10 @@ staying under that), the unprofiled step estimate within 10 %, and the diff's si
 xfails with the reason: when a model change fixes one, the test says so."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
+import pairs2_truth  # tests/pairs2_truth.py
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "bench"))
-import whatif_pairs2  # noqa: E402
 
 PAIRS2 = Path(__file__).resolve().parents[2] / "data" / "device" / "pairs2"
 
@@ -34,7 +31,7 @@ SIGN_MISSES = {"zero_none": "recorded 18.8 vs 26.0 ms: both CPU-bound, recorded 
 
 @pytest.fixture(scope="module")
 def rows():
-    return {r["pair"]: r for r in whatif_pairs2.pair_rows(PAIRS2)}
+    return {r["pair"]: r for r in pairs2_truth.pair_rows(PAIRS2)}
 
 
 def _mark(table, key):
@@ -47,7 +44,7 @@ PAIRS = ["opt_fused", "zero_none", "item_tfm", "noncontig", "loader_nw", "loader
 @pytest.mark.parametrize("pair", [_mark(SAVING_MISSES, p) for p in PAIRS])
 def test_predicted_saving_against_the_measured_one(rows, pair):
     r = rows[pair]
-    assert whatif_pairs2.right(r), (r["predicted_ms"], r["saving_ms"])
+    assert pairs2_truth.right(r), (r["predicted_ms"], r["saving_ms"])
 
 
 @pytest.mark.parametrize("key", [_mark(ESTIMATE_MISSES, (p, side)) for p in PAIRS for side in "ab"])
@@ -60,7 +57,7 @@ def test_unprofiled_step_estimate_within_10_percent(rows, key):
 
 @pytest.mark.parametrize("pair", [_mark(SIGN_MISSES, p) for p in PAIRS])
 def test_the_diff_has_the_measured_sign(rows, pair):
-    assert whatif_pairs2.sign_right(rows[pair]), rows[pair]
+    assert pairs2_truth.sign_right(rows[pair]), rows[pair]
 
 
 def test_a_loader_paced_diff_compares_unprofiled_steps(rows):

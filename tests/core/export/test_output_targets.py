@@ -162,3 +162,20 @@ def test_atomic_write_refuses_what_it_did_not_choose(tmp_path):
     atomic_write(tmp_path / "new", b"again")
     assert (tmp_path / "new").read_bytes() == b"again"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo", "link", "new", "stdout", "victim"]
+
+
+def test_write_program_is_private_executable_and_never_follows_a_link(tmp_path):
+    """core.atomic.write_program: the SSH_ASKPASS wrappers (core/remote/tty_askpass.py, gui/remote/askpass.py)."""
+    from core.atomic import write_program
+    from core.remote.tty_askpass import _write_program
+    path = Path(_write_program(tmp_path))
+    assert path.name == "askpass-tty" and stat.S_IMODE(path.stat().st_mode) == 0o700
+    assert path.read_text().startswith("#!/bin/sh\n") and "-m core.remote.tty_askpass" in path.read_text()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep")
+    (tmp_path / f".prog.{os.getpid()}").symlink_to(victim)  # planted where the temp file goes
+    with pytest.raises(OSError):
+        write_program(tmp_path / "prog", "#!/bin/sh\n")
+    assert victim.read_text() == "keep" and not (tmp_path / "prog").exists()
+    write_program(path, "#!/bin/sh\necho again\n")  # replaced in place, still private
+    assert path.read_text().endswith("echo again\n") and stat.S_IMODE(path.stat().st_mode) == 0o700

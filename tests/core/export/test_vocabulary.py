@@ -8,11 +8,9 @@ import html
 import io
 import json
 import re
-import subprocess
-import sys
 
 import pytest
-from helpers import REPO, shared_trace
+from helpers import run_cli, shared_trace
 
 from core import units
 from core.analysis import vocab
@@ -22,18 +20,15 @@ from core.trace.loader import load
 ISSUES = "gpu_issues.pt.trace.json.gz"
 
 
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "core.cli", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=300)
 
 
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("vocab")
     path = str(shared_trace(ISSUES))
-    text = _cli("analyze", path, "--no-cache")
-    doc = json.loads(_cli("analyze", path, "--json", "--csv", str(tmp / "f.csv"), "--no-cache").stdout)
-    rep = _cli("report", path, "--out", str(tmp / "r"), "--no-png")
+    text = run_cli("analyze", path, "--no-cache")
+    doc = json.loads(run_cli("analyze", path, "--json", "--csv", str(tmp / "f.csv"), "--no-cache").stdout)
+    rep = run_cli("report", path, "--out", str(tmp / "r"), "--no-png")
     assert text.returncode == 0 and rep.returncode == 0, text.stderr + rep.stderr
     rows = list(csv.DictReader(io.StringIO((tmp / "f.csv").read_text())))
     return text.stdout, doc, rows, (tmp / "r" / "report.html").read_text()

@@ -168,8 +168,8 @@ def test_the_window_analysis_of_a_loaded_set_is_the_same(name, cache_dir, tmp_pa
 
 
 def test_the_launcher_summarises_a_finished_bundle(cache_dir, tmp_path, capsys):
-    """core/commands/record.py calls this after the run (the ranks' interpreters have no ptprof analysis)."""
-    from core.commands.record import _summarise
+    """core/commands/recording.py calls this after the run (the ranks' interpreters have no ptprof analysis)."""
+    from core.commands.recording import _summarise
     from core.ranks.run import summarise_bundle
     run = tmp_path / "run"
     shutil.copytree(MULTI, run)

@@ -3,10 +3,8 @@ files and the same diff as from the loaded set, with no rank held by the parent.
 from __future__ import annotations
 
 import gc
-import importlib.util
 import re
 import shutil
-import sys
 
 import pytest
 from helpers import REPO, shared_trace
@@ -29,11 +27,8 @@ def cache_dir(tmp_path, monkeypatch):
 
 
 def _generated(tmp_path, n=4):
-    spec = importlib.util.spec_from_file_location("gen_ranks", REPO / "bench" / "multi" / "gen_ranks.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("gen_ranks", mod)
-    spec.loader.exec_module(mod)
-    mod.generate(shared_trace("gpu_issues.pt.trace.json.gz"), n, tmp_path / "gen", slow=1, per_step=3)
+    import gen_ranks  # tests/gen_ranks.py (bench/multi/gen_ranks.py runs it)
+    gen_ranks.generate(shared_trace("gpu_issues.pt.trace.json.gz"), n, tmp_path / "gen", slow=1, per_step=3)
     return tmp_path / "gen"
 
 

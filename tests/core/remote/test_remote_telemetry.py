@@ -183,7 +183,7 @@ def test_rocm_host_and_no_telemetry_host(sshd, remote_root, tmp_path):
     assert not s.sampler.available
     assert s.sampler.reason.startswith("no GPU telemetry on this host") and "rocm-smi not found" in s.sampler.reason
     _finish(s)
-    from core.commands.record import status_line
+    from core.commands.recording import status_line
     assert "no GPU telemetry on this host" in status_line(s)
 
 

@@ -6,12 +6,10 @@ from __future__ import annotations
 import csv
 import io
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from helpers import LOCAL_TRACES, REPO, shared_trace
+from helpers import LOCAL_TRACES, run_cli, shared_trace
 
 from core.analysis import vocab
 from core.analysis.step_windows import StepWindows
@@ -93,17 +91,14 @@ def test_no_one_off_below_trivia_on_the_test_traces(name):
         (f.rule, f.one_off, vocab.is_trivia(f)) for f in a.findings]
 
 
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "core.cli", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=240)
 
 
 def test_analyze_text_json_and_csv_say_one_off(tmp_path):
     path = str(shared_trace(COMPILE_SMALL))
-    text = _cli("analyze", path, "--no-cache")
+    text = run_cli("analyze", path, "--no-cache")
     assert text.returncode == 0, text.stderr
     assert "one-off: 3.84 s at step 4" in text.stdout
-    out = _cli("analyze", path, "--json", "--csv", str(tmp_path / "f.csv"), "--no-cache")
+    out = run_cli("analyze", path, "--json", "--csv", str(tmp_path / "f.csv"), "--no-cache")
     doc = json.loads(out.stdout)
     rec = next(f for f in doc["findings"] if f["rule"] == "recompile")
     assert rec["one_off"]["label"] == "one-off: 3.84 s at step 4" and rec["saving_ns"] > 0
@@ -115,7 +110,7 @@ def test_analyze_text_json_and_csv_say_one_off(tmp_path):
 
 
 def test_report_html_labels_the_one_off(tmp_path):
-    out = _cli("report", str(shared_trace(COMPILE_SMALL)), "--out", str(tmp_path / "r"), "--no-png")
+    out = run_cli("report", str(shared_trace(COMPILE_SMALL)), "--out", str(tmp_path / "r"), "--no-png")
     assert out.returncode == 0, out.stderr
     page = (tmp_path / "r" / "report.html").read_text()
     assert "one-off: 3.84 s at step 4" in page and "badge oneoff" in page

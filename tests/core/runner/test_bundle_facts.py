@@ -6,7 +6,7 @@ import gzip
 import json
 from pathlib import Path
 
-from core.commands import record
+from core.commands import record, recording
 from core.rules.base import Source
 from core.trace.bundle_devices import device_properties
 from core.trace.loader import load
@@ -72,7 +72,7 @@ def _cfg(argv):
     import argparse
     p = argparse.ArgumentParser()
     record.add_arguments(p)
-    return record.config_from_args(p.parse_args(argv))
+    return recording.config_from_args(p.parse_args(argv))
 
 
 def test_record_arguments():

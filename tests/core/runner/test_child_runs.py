@@ -16,7 +16,7 @@ from core.trace.loader import load
 
 REPO = __import__("pathlib").Path(__file__).resolve().parents[3]
 
-from helpers import no_torch_skip  # noqa: E402
+from helpers import finish, no_torch_skip  # noqa: E402
 
 pytestmark = [pytest.mark.needs_torch, no_torch_skip]
 
@@ -26,16 +26,7 @@ def _run(tmp_path, script, args=(), schedule=Schedule(1, 1, 2, 1), backend=None,
     cfg = validate(RunConfig(script=str(script), args=tuple(args), schedule=schedule,
                              out_dir=str(tmp_path / "bundle"), nvml_hz=20))
     s = RunSession(cfg, backend=backend or NoGpu("test"), plan=plan).start()
-    events = []
-    t0 = time.monotonic()
-    while not s.finished:
-        up = s.poll()
-        events += up.events
-        if stop_after is not None and not s.stopping_requested and stop_after(events):
-            s.request_stop()
-        assert time.monotonic() - t0 < timeout_s, "run did not finish"
-        time.sleep(0.05)
-    return s, events
+    return s, finish(s, timeout_s, stop_when=stop_after)
 
 
 def _types(events):

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 import os
 import textwrap
-import time
 
 import pytest
+from helpers import finish
 from runner_scripts import TRAIN
 
 from core.gpu.backend import NoGpu
@@ -49,11 +49,7 @@ def test_forged_events_are_not_believed(tmp_path):
     cfg = validate(RunConfig(script=str(script), args=("-1",), schedule=Schedule(1, 1, 2, 1),
                              out_dir=str(tmp_path / "bundle"), nvml_hz=5, stop_after_window=True))
     s = RunSession(cfg, backend=NoGpu("test")).start()
-    t0 = time.monotonic()
-    while not s.finished:
-        s.poll()
-        assert time.monotonic() - t0 < 180, "run did not finish"
-        time.sleep(0.05)
+    finish(s, timeout_s=180)
     run = read_json(s.bundle.run_json)
     out = s.bundle.stdout_log.read_text()
     assert "key in env: []" in out, out
@@ -107,11 +103,7 @@ def test_text_the_script_controls_is_stored_escaped(tmp_path):
     script.write_text(f"raise RuntimeError({ESC!r})\n")
     cfg = validate(RunConfig(script=str(script), out_dir=str(tmp_path / "bundle"), nvml_hz=5))
     s = RunSession(cfg, backend=NoGpu("test")).start()
-    t0 = time.monotonic()
-    while not s.finished:
-        s.poll()
-        assert time.monotonic() - t0 < 180, "run did not finish"
-        time.sleep(0.05)
+    finish(s, timeout_s=180)
     run = read_json(s.bundle.run_json)
     assert run["status"] == "failed" and "\\x1b]0;owned\\x07" in run["exception"], run["exception"]
     assert "\\u202e" in run["exception"] and "\\x9b" in run["exception"]

@@ -3,11 +3,10 @@ bench/device_loops/ (the same ones the H200 run records, there with CUDA), run h
 recorded steps in the trace and the right step_source in run.json and the trace metadata."""
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
-from helpers import no_torch_skip  # noqa: E402
+from helpers import finish, no_torch_skip  # noqa: E402
 
 from core.gpu.backend import NoGpu
 from core.runner.bundle import read_json
@@ -26,11 +25,7 @@ def _record(tmp_path, script="", args=("8",), module="", **cfg_changes):
                              schedule=Schedule(1, 1, 2, 1), out_dir=str(tmp_path / "bundle"),
                              cwd=str(LOOPS) if module else "", **cfg_changes))
     s = RunSession(cfg, backend=NoGpu("test")).start()
-    t0 = time.monotonic()
-    while not s.finished:
-        s.poll()
-        assert time.monotonic() - t0 < 200, "run did not finish"
-        time.sleep(0.05)
+    finish(s, timeout_s=200)
     run = read_json(s.bundle.run_json)
     events = read_events(str(s.bundle.events))
     return s, run, events

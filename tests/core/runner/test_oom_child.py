@@ -7,11 +7,11 @@ from __future__ import annotations
 import pickle
 import subprocess
 import sys
-import time
 from pathlib import Path
 
+import oom_scripts  # tests/oom_scripts.py
 import pytest
-from helpers import no_torch_skip  # noqa: E402
+from helpers import finish, no_torch_skip  # noqa: E402
 
 from core.gpu.backend import NoGpu
 from core.runner import memhist
@@ -21,32 +21,11 @@ from core.runner.protocol import read_events
 from core.runner.session import RunSession
 
 REPO = Path(__file__).resolve().parents[3]
-MESSAGE = ("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.11 GiB of which "
-           "1.50 GiB is free. Including non-PyTorch memory, this process has 77.60 GiB memory in use. Of the "
-           "allocated memory 70.00 GiB is allocated by PyTorch, and 6.50 GiB is reserved by PyTorch but "
-           "unallocated. If reserved but unallocated memory is large try setting "
-           "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.")
-SCRIPT = f'''
-import torch
-FAKE = {{"segments": [{{"device": 0, "address": 4096, "total_size": 1 << 30, "allocated_size": 1 << 29,
-                        "active_size": 1 << 29, "stream": 0, "segment_type": "large",
-                        "blocks": [{{"address": 4096, "size": 1 << 29, "state": "active_allocated"}}]}}],
-         "device_traces": [[]]}}
-torch.cuda.memory._snapshot = lambda *a, **k: FAKE
-model = torch.nn.Linear(8, 8)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-
-def grow(step):
+MESSAGE = oom_scripts.oom_message(2, 0, 1.5, 70, 6.5)
+SCRIPT = oom_scripts.script("DEVICE, TOTAL = 0, 1 << 30", f'''def grow(step):
     if step == 4:
         raise torch.OutOfMemoryError({MESSAGE!r})
-    return model(torch.randn(4 * step, 8)).sum()
-
-for step in range(1, 10):
-    loss = grow(step)
-    loss.backward()
-    opt.step()
-    opt.zero_grad()
-'''
+    return model(torch.randn(4 * step, 8)).sum()''', steps=10, call="grow")
 
 
 def test_parse_oom_message():
@@ -67,11 +46,7 @@ def test_child_oom_path_with_a_fake_allocator_error(tmp_path):
     cfg = validate(RunConfig(script=str(script), schedule=Schedule(1, 1, 1, 1), out_dir=str(tmp_path / "bundle"),
                              nvml_hz=20))
     s = RunSession(cfg, backend=NoGpu("test")).start()
-    t0 = time.monotonic()
-    while not s.finished:
-        s.poll()
-        assert time.monotonic() - t0 < 120, "run did not finish"
-        time.sleep(0.05)
+    finish(s, timeout_s=120)
     assert s.exit_code == plain.returncode == 1  # the script fails exactly as it would have
     run = read_json(s.bundle.run_json)
     assert run["status"] == "oom"

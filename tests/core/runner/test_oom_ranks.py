@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import oom_scripts  # tests/oom_scripts.py
 import pytest
 from helpers import no_torch_skip  # noqa: E402
 
@@ -18,38 +19,15 @@ from core.runner.bundle import read_json
 from core.runner.protocol import read_events
 
 REPO = Path(__file__).resolve().parents[3]
-MESSAGE = ("CUDA out of memory. Tried to allocate 3.00 GiB. GPU 1 has a total capacity of 79.11 GiB of which "
-           "1.25 GiB is free. Including non-PyTorch memory, this process has 77.60 GiB memory in use. Of the "
-           "allocated memory 71.00 GiB is allocated by PyTorch, and 5.50 GiB is reserved by PyTorch but "
-           "unallocated. If reserved but unallocated memory is large try setting "
-           "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.")
-SCRIPT = f'''
-import torch
-import torch.distributed as dist
+MESSAGE = oom_scripts.oom_message(3, 1, 1.25, 71, 5.5)
+SCRIPT = oom_scripts.script('''import torch.distributed as dist
 
 dist.init_process_group("gloo")
 rank = dist.get_rank()
-FAKE = {{"segments": [{{"device": rank, "address": 4096, "total_size": (5 + rank) << 30,
-                        "allocated_size": 1 << 29, "active_size": 1 << 29, "stream": 0, "segment_type": "large",
-                        "blocks": [{{"address": 4096, "size": 1 << 29, "state": "active_allocated"}}]}}],
-         "device_traces": [[]]}}
-torch.cuda.memory._snapshot = lambda *a, **k: FAKE
-model = torch.nn.Linear(8, 8)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-
-
-def forward(step):
+DEVICE, TOTAL = rank, (5 + rank) << 30''', f'''def forward(step):
     if rank == 1 and step == 4:
         raise torch.OutOfMemoryError({MESSAGE!r})
-    return model(torch.randn(4 * step, 8)).sum()
-
-
-for step in range(1, 7):
-    loss = forward(step)
-    loss.backward()
-    opt.step()
-    opt.zero_grad()
-'''
+    return model(torch.randn(4 * step, 8)).sum()''', steps=7)
 
 
 @no_torch_skip

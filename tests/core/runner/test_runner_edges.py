@@ -23,7 +23,7 @@ from core.runner.session import RunSession
 from core.trace.loader import load
 
 REPO = Path(__file__).resolve().parents[3]
-from helpers import no_torch_skip  # noqa: E402
+from helpers import finish, no_torch_skip  # noqa: E402
 
 pytestmark = [pytest.mark.needs_torch, no_torch_skip,
               pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="process checks read /proc (Linux)")]
@@ -44,15 +44,7 @@ def _run(tmp_path, script, args=("-1",), schedule=Schedule(0, 1, 100_000, 1), pl
     cfg = validate(RunConfig(script=str(script), args=tuple(args), schedule=schedule,
                              out_dir=str(tmp_path / "bundle"), nvml_hz=5))
     s = RunSession(cfg, backend=NoGpu("test"), plan=plan).start()
-    events = []
-    t0 = time.monotonic()
-    while not s.finished:
-        events += s.poll().events
-        if stop_when is not None and not s.stopping_requested and stop_when(events):
-            s.request_stop()
-        assert time.monotonic() - t0 < timeout_s, "run did not finish"
-        time.sleep(0.05)
-    return s, events
+    return s, finish(s, timeout_s, stop_when=stop_when)
 
 
 def _steps(n):

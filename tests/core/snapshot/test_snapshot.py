@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 import pytest
-from helpers import REPO, shared_trace
+from helpers import REPO, run_cli, shared_trace
 
 from core.snapshot import Action, active_timeline, is_snapshot_path, load_snapshot, peak_allocations, safe_loads
 from core.snapshot.timeline import live_at
@@ -155,14 +155,11 @@ def test_detection(tmp_path):
     assert is_snapshot_path(raw)
 
 
-def _cli(*args):
-    return subprocess.run([sys.executable, "-m", "core.cli", *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=120)
 
 
 def test_cli_info_snapshot(snap):
     path = str(shared_trace(NAME))
-    r = _cli("info", path, "--json")
+    r = run_cli("info", path, "--json")
     assert r.returncode == 0, r.stderr
     info = json.loads(r.stdout)
     dev = info["devices"][0]
@@ -171,7 +168,7 @@ def test_cli_info_snapshot(snap):
     assert info["reserved_bytes"] == snap.reserved_bytes() and info["trace_events"] == len(snap.trace(0))
     assert dev["peak_active_bytes"] == tl.peak_bytes
     assert len(dev["top_at_peak"]) == 5 and all(a["user_frame"] or a["op"] for a in dev["top_at_peak"])
-    text = _cli("info", path)
+    text = run_cli("info", path)
     assert text.returncode == 0 and "peak active" in text.stdout and "gpu_workloads.py" in text.stdout
 
 
@@ -179,7 +176,7 @@ def test_cli_info_refuses_malicious(tmp_path):
     marker = tmp_path / "pwned"
     bad = tmp_path / "evil.pickle"
     bad.write_bytes(pickle.dumps(_Evil(marker)))
-    r = _cli("info", str(bad))
+    r = run_cli("info", str(bad))
     assert r.returncode == 2 and "refused" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert not marker.exists()
