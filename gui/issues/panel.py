@@ -53,6 +53,36 @@ def _glued(text: str) -> str:
     return re.sub(r"(\d) (?=[A-Za-zµ%])", "\\1\u00a0", text).replace("/", "/\u2060")
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+class WrapLabel(QtWidgets.QLabel):
+    """A word-wrapped label never given fewer lines than its text at its width: its minimum height follows
+    its width. A plain QLabel under the dock's splitter got a fixed share and clipped its first and last lines
+    ("Checks not run" and the status line at 1366x768, drawn over the findings table's edge)."""
+
+    def __init__(self, text: str = "", floor_px: int = 0) -> None:
+        super().__init__(text)
+        self.setWordWrap(True)
+        self.setAlignment(QtCore.Qt.AlignmentFlag.AlignLeft | QtCore.Qt.AlignmentFlag.AlignTop)
+        self.floor_px = floor_px
+        self.setMinimumHeight(floor_px)
+
+    def setText(self, text: str) -> None:  # noqa: N802 (Qt API)
+        super().setText(text)
+        self.fit_height()
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self.fit_height()
+
+    def fit_height(self) -> None:
+        need = max(self.floor_px, self.heightForWidth(self.width()) if self.width() > 0 and self.text() else 0)
+        if need != self.minimumHeight():
+            self.setMinimumHeight(need)
+
+
 class _TitleDelegate(QtWidgets.QStyledItemDelegate):
     """Finding titles wrap, up to TITLE_LINES lines a row (the whole title is in Details and the tooltip)."""
     TITLE_LINES = 3
@@ -84,12 +114,12 @@ class IssuesPanel(QtWidgets.QWidget):
         self._worker = None
         self._token = 0
 
-        self.status = QtWidgets.QLabel("No trace loaded.")
-        self.status.setWordWrap(True)  # the step line is long; the narrow dock wraps it
-        # room for the finished line (3 lines in a ~530 px dock) from the start, text at the top: when the
-        # analysis ended, "Analysing…" (1 line) became 3 and pushed the table down ~30 px
-        self.status.setAlignment(QtCore.Qt.AlignmentFlag.AlignLeft | QtCore.Qt.AlignmentFlag.AlignTop)
-        self.status.setMinimumHeight(STATUS_LINES * self.status.fontMetrics().lineSpacing() + 2)
+        # the step line is long; the narrow dock wraps it. Room for the finished line (3 lines in a ~530 px
+        # dock) from the start, text at the top: when the analysis ended, "Analysing…" (1 line) became 3 and
+        # pushed the table down ~30 px; more lines where the dock is narrower (never clipped)
+        self.status = WrapLabel("No trace loaded.")
+        self.status.floor_px = STATUS_LINES * self.status.fontMetrics().lineSpacing() + 2
+        self.status.fit_height()
         self.cancel_button = QtWidgets.QPushButton("Cancel")
         self.cancel_button.setVisible(False)
         # its row keeps the button's height when it hides at the end of the analysis: the table under it
@@ -121,8 +151,7 @@ class IssuesPanel(QtWidgets.QWidget):
         self.csv_export = None  # callable: "Export findings as CSV…" (set by gui/integrations.py)
         self.table.setContextMenuPolicy(QtCore.Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._on_table_context_menu_requested)
-        self.not_run = QtWidgets.QLabel()
-        self.not_run.setWordWrap(True)
+        self.not_run = WrapLabel()
         self.not_run.setVisible(False)
         self.details = FindingDetails()
         self.breakdown = BreakdownView()
@@ -213,8 +242,9 @@ class IssuesPanel(QtWidgets.QWidget):
         n_err = sum(1 for f in analysis.findings if f.severity.label == "error")
         n_warn = sum(1 for f in analysis.findings if f.severity.label == "warning")
         step, fixes = step_text(analysis.summary), fixes_text(analysis.summary)
-        self.status.setText(f"{len(analysis.findings)} finding(s): {n_err} error, {n_warn} warning · "
-                            f"{analysis.summary.get('steps', 0)} step(s){', ' + _glued(step) if step else ''}"
+        counts = ", ".join(_plural(n, w) for n, w in ((n_err, "error"), (n_warn, "warning")) if n)
+        self.status.setText(f"{_plural(len(analysis.findings), 'finding')}{': ' + counts if counts else ''} · "
+                            f"{_plural(analysis.summary.get('steps', 0), 'step')}{', ' + _glued(step) if step else ''}"
                             f"{' · ' + _glued(fixes) if fixes else ''} · analysed in {analysis.elapsed_s:.2f} s")
         # shown once: here, each reason once for all ranks it applies to; always set, since a tab switch hands
         # this panel another trace's analysis and the label must not keep the last one's reasons
