@@ -20,6 +20,7 @@ from core.trace.model import TraceSet
 from core.units import fmt_bytes
 from gui.theme import Theme
 from gui.timeline.axes import TimeAxis
+from gui.timeline.rows import model_short
 
 GIB = 1024 ** 3
 _PALETTE = ("#4a7fd4", "#2e9e4f", "#e8a33d", "#d65c8a", "#9b6bd3", "#6fa8a0", "#d94040", "#8d939a")
@@ -155,7 +156,7 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         series = _series(ts, model_index)
         top = max((max(s.peak_reserved_bytes, s.peak_allocated_bytes) for _, s in series), default=0)
         self.mem_unit = (GIB, "GiB") if top >= 2 * GIB else (1024 ** 2, "MiB")
-        parts = []
+        parts, full = [], []
         for i, (m, s) in enumerate(series):
             color = QtGui.QColor(_PALETTE[i % len(_PALETTE)])
             x = s.ts_ns.astype(float)
@@ -171,8 +172,12 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
             self._mark_peak(s, color)
             legend = f"{swatch(color.name(), SOLID)} allocated " + (
                 f"{swatch(color.name(), DASHED)} reserved · " if s.peak_reserved_bytes else "· ")
-            parts.append(legend + html.escape(self._peak_text(s, m.meta.device_properties)))
+            # several series share the one-line header: each says its peaks, the device's capacity is in the
+            # tooltip (two cycles' full texts were wider than a 1904 px window; the second was cut mid-word)
+            full.append(self._peak_text(s, m.meta.device_properties))
+            parts.append(legend + html.escape(self._peak_text(s, m.meta.device_properties, short=len(series) > 1)))
         self.summary.setText("&nbsp;&nbsp;&nbsp;&nbsp;".join(parts))
+        self.summary.setToolTip("\n".join(full) if len(series) > 1 else "memory: legend and summary")
         # the unit only: a rotated "memory (GiB)" is taller than the compact plot (the header says "memory")
         self.mem_plot.getAxis("left").setLabel(self.mem_unit[1], color=self.theme.text.name())
         if series:
@@ -201,11 +206,11 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
         self.ci.setGeometry(QtCore.QRectF(self.range))
         self.relink_x()
 
-    def _peak_text(self, s, props) -> str:
+    def _peak_text(self, s, props, short: bool = False) -> str:
         name = next((p.get("name") for p in props if p.get("id") == s.device), None)
         text = f"{s.label} peak {fmt_bytes(s.peak_allocated_bytes)} allocated" + (
             f", {fmt_bytes(s.peak_reserved_bytes)} reserved" if s.peak_reserved_bytes else "")
-        if s.total_bytes:
+        if s.total_bytes and not short:
             text += f" = {s.peak_pct_of_total:.1f} % of {fmt_bytes(s.total_bytes)}" + (f" ({name})" if name else "")
         return text
 
@@ -259,7 +264,7 @@ def _series(ts: TraceSet, model_index: int | None) -> list:
     multi = len(models) > 1
 
     def labelled(include_cpu: bool) -> list:
-        return [(m, replace(s, label=f"rank {m.rank} {s.label}") if multi and m.rank is not None else s)
+        return [(m, replace(s, label=f"{model_short(m)} {s.label}") if multi and m.rank is not None else s)
                 for m in models for s in memory_series(m, include_cpu=include_cpu)]
     # a CPU run recorded with profile_memory: the host allocator's [memory] events
     return labelled(False) or labelled(True)

@@ -166,7 +166,10 @@ class StatsPanel(QtWidgets.QWidget):
         if not self.parts:
             return
         total, shown = self.table_model.rowCount(), self.proxy.rowCount()
-        ranks = f" · {len(self.parts)} ranks" if len(self.parts) > 1 else ""
+        n_ranks = len({part.model.rank for part in self.parts})
+        # a run bundle's profiler cycles are several traces of one rank: "2 traces", not "2 ranks"
+        ranks = "" if len(self.parts) < 2 else (f" · {n_ranks} ranks" if n_ranks == len(self.parts)
+                                                 else f" · {len(self.parts)} traces")
         self.info.setText(f"{shown:,} of {total:,} rows{ranks}" if shown != total else f"{total:,} rows{ranks}")
 
     csv_key_column = "name"  # the column of the exported CSV (core.export.tables) that row_key() matches

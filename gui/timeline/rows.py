@@ -131,8 +131,25 @@ def track_label(m: TraceModel, track: int) -> str:
 
 
 def model_title(m: TraceModel) -> str:
+    """A trace's header row / rank filter entry: "rank 1 · rank1.pt.trace.json.gz"; a run bundle's profiler
+    cycle as "rank 0 · cycle 2" (its file name, rank0.cycle2.pt.trace.json.gz, was elided in the 230 px label
+    column to "rank0.c…2.pt.trace.json" right where the cycles differ)."""
     from pathlib import Path
-    return f"rank {m.rank} · {Path(m.path).name}"
+    return model_short(m) if cycle_of(m) is not None else f"rank {m.rank} · {Path(m.path).name}"
+
+
+def cycle_of(m: TraceModel) -> int | None:
+    """The profiler cycle the trace's file name says (a run bundle's traces/rank0.cycle2...), else None."""
+    from pathlib import Path
+
+    from core.trace.io import cycle_of_name
+    return cycle_of_name(Path(m.path).name) if m.path else None
+
+
+def model_short(m: TraceModel) -> str:
+    """"rank 1", or "rank 0 · cycle 2" for a run bundle's cycle (plot legends, table headers)."""
+    cycle = cycle_of(m)
+    return f"rank {m.rank}" + (f" · cycle {cycle}" if cycle is not None else "")
 
 
 def build_rows(models: list[TraceModel], state: RowState, counters: list[CounterRow] = (),

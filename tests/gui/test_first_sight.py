@@ -55,3 +55,37 @@ def test_status_counts_read_as_words(qtbot, straggler):
     assert "(s)" not in text and " 0 warning" not in text and "0 error" not in text, text
     n = len(analysis.findings)
     assert text.startswith(f"{n} finding{'' if n == 1 else 's'}")
+
+
+def test_a_run_bundles_cycles_are_told_apart(qtbot):
+    """c1 holds rank0.cycle1 and rank0.cycle2: the timeline's header rows and rank filter said
+    'rank 0 · rank0.c…1.pt.trace.json' (elided where the cycles differ), the memory legend 'rank 0 GPU 0'
+    twice (the second cut off) and the Kernels table '2 ranks'."""
+    from gui.theme import load_theme
+    from gui.timeline.rows import HEADER
+    from gui.trace_view import TraceView
+    ts = load(str(DATA / "bundles" / "c1"), use_cache=False)
+    assert [m.rank for m in ts.models] == [0, 0]
+    view = TraceView(ts, None, load_theme(dark=False))
+    view.resize(1366, 740)
+    qtbot.addWidget(view)
+    view.show()
+    qtbot.waitUntil(lambda: view.kernels.ready, timeout=30_000)
+    heads = [r.label for r in view.timeline.rows if r.track == HEADER]
+    assert heads == ["rank 0 · cycle 1", "rank 0 · cycle 2"], heads
+    assert [view.rank_filter.itemText(i) for i in range(view.rank_filter.count())][1:] == heads
+    assert view.kernels.info.text().endswith("· 2 traces"), view.kernels.info.text()
+    qtbot.waitUntil(lambda: "rank 0 · cycle 2 GPU 0 peak" in view.memory.summary.toPlainText(), timeout=10_000)
+    assert "rank 0 · cycle 1 GPU 0 peak" in view.memory.summary.toPlainText()
+    assert " of 139.80 GiB" not in view.memory.summary.toPlainText()  # the capacity once, in the tooltip
+    assert "cycle 2" in view.memory.summary.toolTip() and " of 139.80 GiB" in view.memory.summary.toolTip()
+
+
+def test_a_many_rank_tables_count_ranks():
+    from types import SimpleNamespace
+
+    from gui.timeline.rows import model_short, model_title
+    m = SimpleNamespace(rank=1, path="/x/rank1.pt.trace.json.gz")
+    assert model_title(m) == "rank 1 · rank1.pt.trace.json.gz" and model_short(m) == "rank 1"
+    c = SimpleNamespace(rank=0, path="/x/traces/rank0.cycle12.pt.trace.json.gz")
+    assert model_title(c) == model_short(c) == "rank 0 · cycle 12"
