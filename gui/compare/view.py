@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6 import QtCore, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from core import units
 from core.analysis.diff import Diff, Row
@@ -192,14 +192,25 @@ class CompareView(QtWidgets.QWidget):
         plot.addItem(pg.BarGraphItem(x=x - 0.2, height=a_ms, width=0.38, brush=color_a, pen=None, name="A"))
         plot.addItem(pg.BarGraphItem(x=x + 0.2, height=b_ms, width=0.38, brush=color_b, pen=None, name="B"))
         plot.getAxis("bottom").setTicks([[(float(i), PART_LABELS.get(p, p)) for i, p in enumerate(parts)]])
-        plot.setLabel("left", "ms per step (mean)", color=self.theme.text.name())
+        # short enough for a ~100 px tall plot (1366x768): "ms per step (mean)" was cut to "ms per step (mean"
+        plot.setLabel("left", "mean ms / step", color=self.theme.text.name())
         for xs, values in ((x - 0.2, a_ms), (x + 0.2, b_ms)):  # the value on each bar: no reading off the axis
             for xi, v in zip(xs.tolist(), values.tolist()):
                 label = pg.TextItem(f"{v:.2f}" if v < 10 else f"{v:.1f}", color=self.theme.text, anchor=(0.5, 1.0))
                 label.setPos(xi, v)
                 plot.addItem(label, ignoreBounds=True)
-        top = float(max(a_ms.max(initial=0), b_ms.max(initial=0)))
-        plot.setYRange(0, max(top, 1e-6) * 1.15, padding=0)  # room for the values above the tallest bars
+        top = max(float(max(a_ms.max(initial=0), b_ms.max(initial=0))), 1e-6)
+        label_px = QtGui.QFontMetrics(QtGui.QFont()).height() + 8
+        view = plot.getViewBox()
+
+        def room_for_values(*_args) -> None:
+            # the values above the tallest bars: a line of text in pixels (15 % of the range was ~14 px on the
+            # ~95 px plot of a 1366x768 screen: the top value was cut in half)
+            h = view.height()
+            share = min(label_px / h, 0.5) if h > 2 * label_px else 0.3
+            plot.setYRange(0, top / (1 - share), padding=0)
+        room_for_values()
+        view.sigResized.connect(room_for_values)
         plot.setMouseEnabled(x=False, y=False)
         return plot
 

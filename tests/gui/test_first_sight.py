@@ -89,3 +89,25 @@ def test_a_many_rank_tables_count_ranks():
     assert model_title(m) == "rank 1 · rank1.pt.trace.json.gz" and model_short(m) == "rank 1"
     c = SimpleNamespace(rank=0, path="/x/traces/rank0.cycle12.pt.trace.json.gz")
     assert model_title(c) == model_short(c) == "rank 0 · cycle 12"
+
+
+def test_compare_breakdown_fits_a_laptop_screen(qtbot, main_window):
+    """Compare s1 vs s2 at 1366x768: the breakdown plot is ~95 px tall; the top bar's value was cut in half and
+    the y label read 'ms per step (mean'."""
+    import pyqtgraph as pg
+    main_window.resize(1366, 740)
+    with qtbot.waitSignal(main_window.integrations.compare.sig_compare_shown, timeout=120_000) as blocker:
+        main_window.compare_paths(str(DATA / "bundles" / "s1"), str(DATA / "bundles" / "s2"))
+    view = blocker.args[0]
+    view.tabs.setCurrentWidget(view.breakdown_plot)
+    qtbot.wait(100)
+    plot = view.breakdown_plot.getPlotItem()
+    box = plot.getViewBox().sceneBoundingRect()
+    assert 40 < box.height() < 400, box
+    labels = [i for i in plot.items if isinstance(i, pg.TextItem)]
+    assert labels
+    for label in labels:
+        r = label.sceneBoundingRect()
+        assert r.top() >= box.top() - 1 and r.bottom() <= box.bottom() + 1, (label.textItem.toPlainText(), r, box)
+    axis = plot.getAxis("left")
+    assert axis.label.boundingRect().width() <= axis.sceneBoundingRect().height(), axis.labelText
