@@ -74,8 +74,9 @@ def facts_html(facts: dict) -> str:
             items = "".join(f"<li>{e(fact_value(key, v))}</li>" for v in value[:MAX_FACT_ITEMS])
             more = f"<li>… {len(value) - MAX_FACT_ITEMS} more</li>" if len(value) > MAX_FACT_ITEMS else ""
             lists.append((e(fact_label(key)), f"<ul>{items}{more}</ul>"))
-        else:
-            inline.append(f"{e(fact_label(key))} <b>{e(text)}</b>")
+        else:  # a list after a colon: "waiting ranks 0" read as a count of none (it is rank 0)
+            sep = ":" if isinstance(value, (list, tuple)) else ""
+            inline.append(f"{e(fact_label(key))}{sep} <b>{e(text)}</b>")
     if not inline and not lists:
         return ""
     if not inline:  # the first list's label on the summary line

@@ -111,3 +111,10 @@ def test_compare_breakdown_fits_a_laptop_screen(qtbot, main_window):
         assert r.top() >= box.top() - 1 and r.bottom() <= box.bottom() + 1, (label.textItem.toPlainText(), r, box)
     axis = plot.getAxis("left")
     assert axis.label.boundingRect().width() <= axis.sceneBoundingRect().height(), axis.labelText
+
+
+def test_a_list_fact_is_not_read_as_a_count():
+    """The straggler's summary said 'waiting ranks 0' (rank 0 waits), read as 'no rank waits'."""
+    from gui.issues.evidence import facts_html
+    line = facts_html({"waiting_ranks": [0], "waited_ns": [253_363_400], "kernels": 3})
+    assert "waiting ranks: <b>0</b>" in line and "waited: <b>253.36 ms</b>" in line and "kernels <b>3</b>" in line

@@ -182,7 +182,7 @@ def test_evidence_table_and_names():
     assert page.count("<table") == 1 and "In all 2: cause aten::item" in page and ">extra<" not in page
     line = facts_html({"kernels": 3, "idle_ns": 5_000, "busy_pct": 12.5, "none": None,
                        "sites": ["a.py:1", "b.py:2"], "reasons": ["a long reason " * 5, "another " * 10]})
-    assert "<b>Summary:</b> kernels <b>3</b> · idle <b>5.00 µs</b> · busy <b>12.5 %</b> · sites <b>a.py:1, b.py:2</b>" \
+    assert "<b>Summary:</b> kernels <b>3</b> · idle <b>5.00 µs</b> · busy <b>12.5 %</b> · sites: <b>a.py:1, b.py:2</b>" \
         in line
     assert "reasons:</p><ul><li>a long reason" in line and "none" not in line  # long texts: a list of their own
     only_list = facts_html({"reasons": ["a long reason " * 5, "another " * 10]})
