@@ -107,6 +107,8 @@ class LoadJob(GeneratorJob):
 
 def describe_set(ts: TraceSet) -> str:
     c = ts.counts
-    ranks = f"{len(ts.models)} ranks · " if len(ts.models) > 1 else ""
+    n, n_ranks = len(ts.models), len({m.rank for m in ts.models})
+    # a run bundle's profiler cycles are traces of one rank: "2 traces", not "2 ranks"
+    ranks = "" if n < 2 else (f"{n} ranks · " if n_ranks == n else f"{n} traces · ")
     return f"{ranks}{c.events:,} events · {c.kernels:,} kernels · loaded in {ts.load_s:.1f} s" + \
         (" (cache)" if ts.cache_hit else "")

@@ -148,6 +148,10 @@ class IssuesPanel(QtWidgets.QWidget):
         self.table.setItemDelegateForColumn(COLUMNS.index("Problem"), _TitleDelegate(self.table))
         self.table.horizontalHeader().setStretchLastSection(False)
         self.table.horizontalHeader().setMinimumSectionSize(36)
+        # at least two and a half findings of three lines in view: at 1366x768 "Checks not run" and the status
+        # line left the table one row of nine
+        line = self.table.fontMetrics().lineSpacing()
+        self.table.setMinimumHeight(int(self.table.horizontalHeader().sizeHint().height() + 2.5 * (3 * line + 8)))
         self.csv_export = None  # callable: "Export findings as CSV…" (set by gui/integrations.py)
         self.table.setContextMenuPolicy(QtCore.Qt.ContextMenuPolicy.CustomContextMenu)
         self.table.customContextMenuRequested.connect(self._on_table_context_menu_requested)
