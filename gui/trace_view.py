@@ -275,8 +275,11 @@ class TraceView(QtWidgets.QWidget):
         self.timeline.show_range(t0_ns, t1_ns)
 
     def highlight_slices(self, model_index: int, rows) -> None:
-        """Outline these slices of model `model_index` on the timeline (replaces earlier highlights)."""
-        self.timeline.highlight({model_index: np.asarray(rows, np.int64)})
+        """Outline these slices of model `model_index` on the timeline (replaces earlier highlights), scrolled
+        to their rows when none is in view (a rank 1 finding showed rank 0's empty rows)."""
+        rows = np.asarray(rows, np.int64)
+        self.timeline.highlight({model_index: rows})
+        self.timeline.bring_rows_into_view(model_index, rows)
 
     def select_slice(self, model_index: int, row: int) -> None:
         self.timeline.select_slice(model_index, row)

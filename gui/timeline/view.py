@@ -197,6 +197,16 @@ class TimelineWidget(pg.GraphicsLayoutWidget):
                 out[mi] = rows[np.argsort(self.models[mi].slices.ts_ns[rows], kind="stable")]
         self.item.set_highlights(out)
 
+    def bring_rows_into_view(self, model: int, rows: np.ndarray) -> None:
+        """Scroll vertically (never in time) to the first of these slices' timeline rows unless one is shown."""
+        at = self.item.rows_of_slices(model, np.asarray(rows, np.int64)[:4096])
+        at = at[at >= 0]
+        if not len(at):
+            return
+        top, bottom = self.vb.viewRange()[1]
+        if not ((at >= top) & (at + 1 <= bottom)).any():
+            self.vb.scroll_to_row(int(at.min()))
+
     def fit_selection(self) -> None:
         """Zoom to the selected slice; with nothing selected, show the whole trace."""
         if self.item.selected is not None:

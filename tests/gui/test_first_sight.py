@@ -132,3 +132,30 @@ def test_a_list_fact_is_not_read_as_a_count():
     from gui.issues.evidence import facts_html
     line = facts_html({"waiting_ranks": [0], "waited_ns": [253_363_400], "kernels": 3})
     assert "waiting ranks: <b>0</b>" in line and "waited: <b>253.36 ms</b>" in line and "kernels <b>3</b>" in line
+
+
+def test_a_findings_rows_are_scrolled_into_view(qtbot):
+    """Selecting rank 1's finding (its evidence highlighted) left the timeline on rank 0's rows."""
+    import numpy as np
+
+    from gui.theme import load_theme
+    from gui.trace_view import TraceView
+    ts, analysis = _analysed("multi/straggler")
+    f = next(f for f in analysis.findings if f.rule == "straggler")
+    rows = np.asarray(f.evidence_rows, np.int64)
+    assert f.model_index == 1 and len(rows)
+    view = TraceView(ts, None, load_theme(dark=False))
+    view.resize(1200, 520)
+    qtbot.addWidget(view)
+    view.show()
+    qtbot.waitExposed(view)
+    tl = view.timeline
+    at = tl.item.rows_of_slices(1, rows)
+    top, bottom = tl.vb.viewRange()[1]
+    assert at.min() + 1 > bottom, (at.min(), top, bottom)  # below the view at first
+    view.highlight_slices(1, rows)
+    top, bottom = tl.vb.viewRange()[1]
+    assert ((at >= top) & (at + 1 <= bottom)).any(), (at, top, bottom)
+    before = tl.vb.viewRange()[1]
+    view.highlight_slices(1, rows)  # already in view: no scroll
+    assert tl.vb.viewRange()[1] == before
