@@ -241,7 +241,7 @@ def steps_part(m) -> tuple:
     peak = st.mem_peak_bytes.astype(np.float64) / MIB
     peak[st.mem_peak_bytes < 0] = np.nan
     comm_ns, tflops, mfu = step_extras(m)
-    return (np.full(len(st), m.rank, np.int64), st.number, _us(st.ts_ns), _us(st.dur_ns),
+    return (np.full(len(st), m.rank, np.int64), st.number, np.asarray(st.ts_ns, np.int64), _us(st.dur_ns),
             _us(st.gpu_busy_ns), np.round(st.gpu_busy_pct, 3), st.kernel_count, _us(st.kernel_ns),
             _us(st.memcpy_ns), _us(st.memset_ns), np.round(peak, 3), _us(st.gpu_span_ns),
             _us(st.effective_ns), st.bound.tolist(), _us(comm_ns), np.round(tflops, 4),
@@ -249,8 +249,9 @@ def steps_part(m) -> tuple:
 
 
 def steps_table(ts: TraceSet) -> ExportTable:
-    parts = rank_parts(ts, "steps")
-    return _table("steps", parts if parts is not None else [steps_part(m) for m in ts.models])
+    parts = rank_parts(ts, "steps")  # a part's start column is ns (a rank's part made on its own clock moves by an
+    parts = parts if parts is not None else [steps_part(m) for m in ts.models]  # integer): µs here
+    return _table("steps", [p[:2] + (_us(p[2]),) + p[3:] for p in parts])
 
 
 def metrics_table(ts: TraceSet) -> ExportTable:
