@@ -112,7 +112,8 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         ("source_file", "user source file (empty when unknown)"),
         ("source_line", "line number"),
         ("source_function", "function name"),
-        ("evidence", "evidence lines joined with ' | '"),
+        ("facts", "the finding's summary line: named values joined with ' · ' (kernels, runs, sync sites, ...)"),
+        ("evidence", "evidence lines joined with ' | ' (the events, one shape per finding)"),
         ("fix", "suggested fix"),
     ),
     "nvml": (
@@ -289,7 +290,7 @@ def findings_table(findings, ts: TraceSet | None = None) -> ExportTable:
     """`findings`: Finding objects (core.rules) or their JSON dicts (ARCHITECTURE.md contract)."""
     from core.analysis import vocab
     from core.analysis.vocab import one_off_text
-    from core.export.findings import as_dict
+    from core.export.findings import as_dict, facts_text
 
     rows = [as_dict(f) for f in findings]
     ranks = [m.rank for m in ts.models] if ts is not None else [0]
@@ -308,7 +309,8 @@ def findings_table(findings, ts: TraceSet | None = None) -> ExportTable:
                   _round(d.get("impact_ns"), 1e-3), _round(d.get("impact_pct"), 1.0),
                   _round(d.get("saving_ns"), 1e-3), _round(d.get("saving_pct"), 1.0), d.get("estimate") or "",
                   _round(first[0], 1e-3), _round(first[1], 1e-3), len(ranges), src.get("file") or "",
-                  src.get("line"), src.get("function") or "", " | ".join(str(e) for e in d.get("evidence") or ()),
+                  src.get("line"), src.get("function") or "", facts_text(d.get("facts")),
+                  " | ".join(str(e) for e in d.get("evidence") or ()),
                   d.get("fix") or "")
         for col, v in zip(data, values):
             col.append(v)
