@@ -7,7 +7,8 @@ from __future__ import annotations
 import names_census as census
 
 CLEANED = ("core/analysis/critical_path.py", "core/analysis/flops.py", "core/rules/gpu_time.py", "core/rules/compile.py",
-           "core/analysis/step_times.py", "core/analysis/steps.py", "core/analysis/breakdown.py")
+           "core/analysis/step_times.py", "core/analysis/steps.py", "core/analysis/breakdown.py",
+           "core/analysis/stats.py", "core/analysis/health.py")
 # measured after the Intervals / StepWindows work (the array layer core/analysis/intervals.py included): 56 pairs,
 # most of them a window's scalar (t0, t1) or per-row start / end columns, not interval sets
 MAX_INTERVAL_PAIRS = 56
