@@ -152,7 +152,7 @@ def findings(path: str, top: int | None = 10) -> dict:
             round(float(f.saving_pct), 2), "estimate": _text(f.estimate, 400),
             "source": None if f.source is None else {k: (_text(v) if isinstance(v, str) else v)
                                                       for k, v in f.source.to_json().items()},
-            "fix": _text(f.fix, 600), "rank_index": int(f.model_index),
+            "fix": _text(f.fix, 600), "rank_index": int(f.model_index), "facts": _facts(f.facts),
             "evidence_rows": [int(r) for r in f.evidence_rows[:MAX_EVIDENCE]],
             "time_ranges_ns": [[int(a), int(b)] for a, b in f.time_ranges[:MAX_EVIDENCE]],
         })
@@ -160,6 +160,14 @@ def findings(path: str, top: int | None = 10) -> dict:
            "checks_not_run": [{"rule": c.rule, "reason": _text(c.reason)} for c in analysis.not_run][:20]}
     _cut_note(doc, "findings", len(rows), len(analysis.findings), "top limit" + (" (clamped)" if clamped else ""))
     return _fit(doc, "findings")
+
+
+def _facts(facts: dict) -> dict:
+    """A finding's summary line (Finding.facts), its text and lists bounded like the rest of the answer."""
+    def one(v):
+        return _text(v, 400) if isinstance(v, str) else v
+    return {_text(k, 80): [one(x) for x in v[:MAX_EVIDENCE]] if isinstance(v, list) else one(v)
+            for k, v in facts.items()}
 
 
 def step_breakdown(path: str) -> dict:

@@ -6,8 +6,9 @@ The window owns one `Session` and reports to it; panels never read each other's 
     session.set_analysis(trace_set, analysis) # a trace's findings are computed (kept per trace, weakly)
     session.select(Selection(...))            # a finding, a time range or a rank was chosen
     session.trace_loaded(trace_set)           # a trace opened in a tab and its view is filled
-    session.run_started(bundle) / run_cycle_saved(path) / run_finished(bundle, code) / run_bundle_ready(bundle)
-                                              # the script run the Run dock follows (one `Run` at a time)
+    session.run_started(bundle) / run_cycle_saved(path) / run_finished(bundle, code, runner)
+    session.run_bundle_ready(bundle)          # the script run the Run dock follows (one `Run` at a time)
+    session.run_connecting() / run_not_started()  # before it: a remote run's start or reattach (seconds)
 
 and each emits one event to the callbacks subscribed to it, in the order they subscribed:
 
@@ -15,7 +16,8 @@ and each emits one event to the callbacks subscribed to it, in the order they su
     "analysis"     -> callback(trace_set, analysis)
     "selection"    -> callback(Selection)
     "trace_loaded" -> callback(trace_set)
-    "run"          -> callback(Run, change)   change: "started" | "cycle" | "finished" | "bundle"
+    "run"          -> callback(Run, change)   change: "connecting" | "not_started" | "started" | "cycle"
+                                              | "finished" | "bundle"
 
 `subscribe(event, callback)` returns a function that unsubscribes. A callback's exception propagates to
 the caller of the method that emitted (as a Qt slot's would be reported): nothing is swallowed.
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 EVENTS = ("tab", "analysis", "selection", "trace_loaded", "run")
-RUN_CHANGES = ("started", "cycle", "finished", "bundle")
+RUN_CHANGES = ("connecting", "not_started", "started", "cycle", "finished", "bundle")
 
 
 @dataclass(frozen=True)
@@ -58,15 +60,20 @@ def _resolved(path) -> str:
 
 @dataclass
 class Run:
-    """The script run the Run dock follows: its bundle folder, whether it still runs, and the cycle traces
-    opened as tabs while it ran (`cycle_paths`, resolved, in order), which its bundle replaces once open.
+    """The script run the Run dock follows: its bundle folder, whether the dock is busy with it (`running`:
+    connecting to its host, or running), and the cycle traces opened as tabs while it ran (`cycle_paths`,
+    resolved, in order), which its bundle replaces once open.
 
-    `bundle` is None for cycles reported without a start (a panel driven directly, as tests do)."""
+    `bundle` is None while a remote run connects and for cycles reported without a start (a panel driven
+    directly, as tests do). `runner`: the finished run's `core.runner.session.RunSession` (or the remote
+    one): how it ended (exit code, a stop asked, the switches' fate: `core.tryfix.session.outcome`)."""
     bundle: str | None
     running: bool = True
     exit_code: int | None = None
     cycle_paths: list[str] = field(default_factory=list)
     bundle_opened: bool = False  # the finished bundle went to a tab (`Session.run_bundle_ready`)
+    connecting: bool = False  # a remote start or reattach in progress: busy, though nothing runs yet
+    runner: Any = None
 
     def opened_cycle(self, path) -> bool:
         """`path` is one of this run's cycle traces, opened as a tab while the script ran."""
@@ -131,6 +138,28 @@ class Session:
         self._emit("trace_loaded", trace_set)
 
     # --- the script run (the Run dock) ------------------------------------------------------------
+    @property
+    def run_in_progress(self) -> bool:
+        """The Run dock is busy (a run connects to its host or runs): it cannot start another one."""
+        return self.run is not None and self.run.running
+
+    def run_connecting(self) -> Run:
+        """A remote run is being started or reattached (connecting, uploading: seconds): the dock is busy
+        before the run starts; `run_started` or `run_not_started` follows."""
+        self.run = Run(None, connecting=True)
+        self._emit("run", self.run, "connecting")
+        return self.run
+
+    def run_not_started(self) -> Run | None:
+        """The connecting run did not start (the Run dock says why): the dock is free again. Nothing
+        changes (and nothing is emitted) when no run is connecting."""
+        if self.run is None or not self.run.connecting:
+            return self.run
+        self.run.connecting = False
+        self.run.running = False
+        self._emit("run", self.run, "not_started")
+        return self.run
+
     def run_started(self, bundle: str) -> Run:
         """A run started, writing `bundle`: it replaces the previous run (its cycles are forgotten)."""
         self.run = Run(str(bundle))
@@ -146,12 +175,17 @@ class Session:
         self._emit("run", self.run, "cycle")
         return self.run
 
-    def run_finished(self, bundle: str, exit_code: int) -> Run:
-        """The run writing `bundle` ended (any exit code: stopped and failed runs too)."""
+    def run_finished(self, bundle: str, exit_code: int, runner=None) -> Run:
+        """The run writing `bundle` ended (any exit code: stopped and failed runs too); `runner`: its
+        RunSession, kept as `run.runner` (how it ended)."""
         if self.run is None:
             self.run = Run(str(bundle))
+        if self.run.bundle is None:
+            self.run.bundle = str(bundle)
         self.run.running = False
+        self.run.connecting = False
         self.run.exit_code = int(exit_code)
+        self.run.runner = runner
         self._emit("run", self.run, "finished")
         return self.run
 

@@ -18,9 +18,11 @@ from gui.run.dock import show_run_dock
 from gui.run.panel import RunPanel
 from gui.subscriptions import (
     connect_csv_export,
+    connect_export_menu,
     connect_hta,
     connect_issues,
     connect_run,
+    connect_try,
     connect_views,
     fit_issues_dock,
 )
@@ -60,14 +62,16 @@ def install_all(win) -> Integrations:
     from gui.remote.open_remote import install_open_remote
     open_remote = install_open_remote(win)  # File > Open Remote… (SSH host: browse, fetch, open)
     from gui.remote.reattach import install_reattach
-    install_reattach(win, run_panel, partial(show_run_dock, win, run_dock))  # remote runs left going
+    install_reattach(win, run_panel.attach, partial(show_run_dock, win, run_dock))  # remote runs left going
 
     # --- export: File > Export report… and Export as > PNG / CSV; the tables' "Export … as CSV…" --
-    exporter = install_export(win, findings_for=win.session.analysis_for, run_panel=run_panel)
+    exporter = install_export(win, findings_for=win.session.analysis_for, live_plot=run_panel.live)
+    connect_export_menu(win.session, exporter)  # enabled with a trace tab, the GPU plot while a run goes
     connect_csv_export(win, win.session, exporter, issues)
     from gui.compare.wiring import CompareActions
     compare = CompareActions(win)
     from gui.tryfix import install as install_try  # Try it: a finding's fix at run time, then a Compare
-    try_controller = install_try(win, issues, run_panel, compare)
+    try_controller = install_try(win, win.session, partial(run_panel.start, open_when_done=False), compare)
+    connect_try(win.session, try_controller, issues)
     return Integrations(issues, run_panel, run_dock, exporter, win.session.analyses, compare, open_remote,
                         try_controller)

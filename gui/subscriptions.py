@@ -3,7 +3,8 @@
 A panel's Qt signals become session calls (`session.select`, `session.set_analysis`, `session.run_started`,
 …); the session's events ("tab", "analysis", "selection", "trace_loaded", "run") become panel calls. Panels
 never read each other: the Issues panel does not know the trace views, the views do not know the Issues
-panel, the Run dock does not know which tabs its cycles opened (the session's `Run` does).
+panel, the Run dock does not know which tabs its cycles opened (the session's `Run` does), Try it and the
+export menu know neither the Issues panel nor the Run dock (they read the session).
 """
 from __future__ import annotations
 
@@ -124,15 +125,21 @@ def connect_csv_export(win, session: Session, exporter, issues) -> None:
     session.subscribe("trace_loaded", _on_session_trace_loaded)
 
 
+def _on_panel_run_finished(session: Session, run_panel, bundle: str, code: int) -> None:
+    session.run_finished(bundle, code, run_panel.controller.session)  # the RunSession: how it ended (Try it)
+
+
 def connect_run(win, session: Session, run_panel, run_dock) -> None:
     """The Run dock's run goes to the session (started, each cycle's trace saved, finished, its bundle
     ready); the session's `Run` opens the tabs: the dock shows when a run starts, each cycle's trace opens
     as soon as it is saved while the script goes on, and the finished bundle (every cycle, NVML, the run's
     record) replaces those cycle tabs, with the dock folded to its status line (at 1366x768 the open dock
     left the new trace's timeline ~130 px; its ▸ Live toggle unfolds it)."""
+    run_panel.sig_run_connecting.connect(session.run_connecting)  # a remote start / reattach: busy already
+    run_panel.sig_run_not_started.connect(session.run_not_started)
     run_panel.sig_run_started.connect(session.run_started)
     run_panel.sig_trace_saved.connect(session.run_cycle_saved)
-    run_panel.sig_run_finished.connect(session.run_finished)
+    run_panel.sig_run_finished.connect(partial(_on_panel_run_finished, session, run_panel))
     run_panel.sig_bundle_ready.connect(session.run_bundle_ready)
     run_panel.sig_folded_changed.connect(partial(fit_run_dock, win, run_panel, run_dock))
 
@@ -157,3 +164,24 @@ def connect_run(win, session: Session, run_panel, run_dock) -> None:
 
     session.subscribe("run", _on_session_run)
     session.subscribe("trace_loaded", _on_session_trace_loaded)
+
+
+def connect_export_menu(session: Session, exporter) -> None:
+    """File > Export Report… and Export as follow the current tab (a trace's), a trace that loads and the
+    run (its live GPU plot can be saved while it runs, tabs or not). A trace's findings are read when an
+    export starts, so "analysis" changes no entry."""
+    def _on_session_changed(*_) -> None:
+        exporter.update_enabled()
+
+    for event in ("tab", "trace_loaded", "run"):
+        session.subscribe(event, _on_session_changed)
+
+
+def connect_try(session: Session, try_controller, issues) -> None:
+    """Try it (gui/tryfix) reads the session for the current trace, its findings and whether a run is in
+    progress; here it follows the run (each try run's end) and the Issues panel: its Try column / Details
+    button ask, its status line shows the try's messages, its Details re-read the measured saving."""
+    session.subscribe("run", try_controller.on_run_changed)
+    issues.sig_try_requested.connect(try_controller.try_fix)
+    try_controller.sig_message.connect(issues.show_try_message)
+    try_controller.sig_measured.connect(lambda _entry: issues.refresh_tried())

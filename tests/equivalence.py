@@ -3,7 +3,7 @@
 For each trace of tests/data (and, with --shared, each trace of PTPROF_SHARED_TRACES) it records:
 every column of every table of every model (a hash of each numpy column, of the string pool, the metadata
 and the counts), every finding (rule, severity, title, count, impact, saving, fix, source and a hash of the
-evidence rows and time ranges), the checks not run, the health checks, the per-rank metrics, the summary
+evidence rows, its facts and time ranges), the checks not run, the health checks, the per-rank metrics, the summary
 numbers, and the CSV files `ptprof report` writes (kernels, ops, steps, metrics, findings, nvml).
 `tests/core/test_equivalence35.py` compares them with the golden files in tests/data.
 
@@ -112,7 +112,7 @@ def finding_digest(f) -> dict:
         "saving_pct": d["saving_pct"], "estimate": d["estimate"], "fix": d["fix"], "source": d["source"],
         "model_index": int(getattr(f, "model_index", 0)),
         "savings_by_fix": d.get("savings_by_fix"),
-        "evidence": _hj(d["evidence"]), "time_ranges": _hj(d["time_ranges"]),
+        "evidence": _hj(d["evidence"]), "facts": _hj(d["facts"]), "time_ranges": _hj(d["time_ranges"]),
     }
 
 

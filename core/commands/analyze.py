@@ -2,7 +2,7 @@
 
 Exit 0 ok, 1 when a finding at or above --fail-on exists (a CI gate), 2 bad input (one line).
 JSON: {"findings": [{"rule","severity","title","count","impact_ns","impact_pct","time_ranges","source",
-"evidence","fix"}], "summary": {...}, "metrics": [{"rank","overlap_pct","queue_length","launch_delay_us",
+"facts","evidence","fix"}], "summary": {...}, "metrics": [{"rank","overlap_pct","queue_length","launch_delay_us",
 "kernels_shorter_than_launch","memcpy_gbps","tflops","mfu_pct","device"}]} (ARCHITECTURE.md; metrics:
 core.analysis.metrics, one object per trace file / rank; summary adds tflops and mfu_pct of the first rank).
 """

@@ -36,8 +36,8 @@ def load_pair(path_a: str, path_b: str, use_cache: bool, by_shape: bool = False)
 def open_run(path: str, use_cache: bool, by_shape: bool = False):
     from core.ranks import is_multi
     if is_multi(path):
-        from core.ranks.views import open_view
-        return open_view(path, use_cache, want={"diff": {"by_shape": by_shape}})
+        from core.ranks.onepass import diff_view  # each rank read once, its map with its diff facts
+        return diff_view(path, use_cache, by_shape)
     from core.trace.loader import load
     return load(path, use_cache=use_cache)
 

@@ -48,7 +48,8 @@ def build_server():
         return await call(tools.open_trace, path)
 
     @server.tool(description="Ranked findings (problems) with severity, title, time lost, saving per step if "
-                             "fixed, the user's source line, the fix, and evidence slice rows. top <= 200.")
+                             "fixed, the user's source line, the fix, its summary facts (counts, totals, sync sites) "
+                             "and evidence slice rows. top <= 200.")
     async def findings(path: str, top: int = 10) -> dict[str, Any]:
         return await call(tools.findings, path, top)
 

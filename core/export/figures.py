@@ -154,13 +154,15 @@ def header(ts: TraceSet, what: str, detail: str) -> Header:
     return Header(f"{trace_name(ts)} — {what}", f"{device_label(ts)}{ranks} · {detail}")
 
 
-def decimate(x: np.ndarray, y: np.ndarray, buckets: int) -> tuple[np.ndarray, np.ndarray]:
-    """Keep the min and max of every x bucket (peaks survive) when there are many more points than pixels."""
+def decimate(x: np.ndarray, y: np.ndarray, buckets: int, at: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Keep the min and max of every x bucket (peaks survive) when there are many more points than pixels.
+    `at`: the positions the buckets are cut on, when they are not x itself."""
     n = len(x)
     if n <= 4 * buckets or n == 0:
         return x, y
-    edges = np.linspace(x[0], x[-1], buckets + 1)
-    b = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, buckets - 1)
+    pos = x if at is None else at
+    edges = np.linspace(pos[0], pos[-1], buckets + 1)
+    b = np.clip(np.searchsorted(edges, pos, side="right") - 1, 0, buckets - 1)
     starts = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
     ends = np.r_[starts[1:], n]
     idx_max = np.array([s + int(np.argmax(y[s:e])) for s, e in zip(starts.tolist(), ends.tolist())])

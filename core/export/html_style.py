@@ -37,6 +37,7 @@ figcaption { color: var(--muted); font-size: 12.5px; margin-top: 4px; }
          border-radius:4px; padding:1px 6px; background: var(--info); }
 .badge.error { background: var(--error); } .badge.warning { background: var(--warning); }
 .badge.oneoff { background: #5f6368; text-transform: none; }
+.facts { font-size: 13px; margin: 6px 0; }
 .evidence { margin: 6px 0; padding-left: 20px; font-size: 13px; }
 .evidence li { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; max-width: 1140px; }
 .fix { background: #e6f4ea; border-radius: 4px; padding: 6px 10px; font-size: 13px; }

@@ -41,16 +41,19 @@ def memory_peak(ts: TraceSet) -> list[dict]:
 
 
 def memory_curves(m, peaks: list[dict], width_px: int) -> list[tuple]:
-    """(peak entry, key, x ms, y MiB) of one model's devices in `peaks`: the memory figure's series."""
+    """(peak entry, key, x ns (int64), y MiB) of one model's devices in `peaks`: the memory figure's series.
+    The points kept do not depend on the clock (decimated on ns since the device's first sample), so a rank's
+    curves made on its own clock are the run's moved by an integer (core/ranks/onepass.py)."""
     out = []
     for p in peaks:
         sel = m.memory.device == p["device"]
-        t = m.memory.ts_ns[sel] / 1e6
+        t = np.asarray(m.memory.ts_ns[sel], np.int64)
+        rel = (t - t[0]) / 1e6 if len(t) else np.zeros(0)
         for key, col in (("allocated", m.memory.total_allocated), ("reserved", m.memory.total_reserved)):
             if key == "reserved" and not p["peak_reserved_bytes"]:
                 continue  # CPU memory events carry no reserved total
-            x, y = figures.decimate(t, col[sel] / MIB, width_px)
-            out.append((p, key, x, y))
+            keep, y = figures.decimate(np.arange(len(t)), col[sel] / MIB, width_px, rel)
+            out.append((p, key, t[keep], y))
     return out
 
 
@@ -76,11 +79,11 @@ def memory(ts: TraceSet, spec: FigureSpec | None = None) -> LineFigure | None:
             for key in ("allocated", "reserved"):
                 if (p["rank"], p["device"], key) in curves:
                     x, y = curves[(p["rank"], p["device"], key)]
-                    series.append(Series(f"{who} {key}", x, y, key, step=True))
+                    series.append(Series(f"{who} {key}", x / 1e6, y, key, step=True))
         else:
             m = next(x for x in ts.models if x.rank == p["rank"])
             for _p, key, x, y in memory_curves(m, [p], spec.width_px):
-                series.append(Series(f"{who} {key}", x, y, key, step=True))
+                series.append(Series(f"{who} {key}", x / 1e6, y, key, step=True))
         markers.append(Marker(p["at_ns"] / 1e6, p["peak_allocated_bytes"] / MIB,
                               f"peak {units.fmt_bytes(p['peak_allocated_bytes'])} ({who})"))
     top = max(chosen, key=lambda p: p["peak_allocated_bytes"])

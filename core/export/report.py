@@ -16,7 +16,7 @@ from core.analysis import vocab
 from core.analysis.vocab import one_off_text
 from core.export import summary
 from core.export.breakdown_data import BreakdownBars
-from core.export.findings import FindingsResult, as_dict
+from core.export.findings import FindingsResult, as_dict, facts_text
 from core.export.html_style import CSS
 from core.export.tables import ExportTable
 from core.terminal import printable
@@ -119,6 +119,7 @@ def _findings(ctx: ReportContext) -> str:
         ranges = d.get("time_ranges") or []
         first = (f"first at {(ranges[0][0] - t_base) / 1e6:.3f}–{(ranges[0][1] - t_base) / 1e6:.3f} ms"
                  f" ({len(ranges)} range{'s' if len(ranges) != 1 else ''})") if ranges else ""
+        facts = facts_text(d.get("facts"))
         evidence = d.get("evidence") or []
         ev = "".join(f"<li title='{esc(e)}'>{esc(e)}</li>" for e in evidence[:EVIDENCE_N])
         if len(evidence) > EVIDENCE_N:
@@ -137,6 +138,7 @@ def _findings(ctx: ReportContext) -> str:
             + ("<span class='badge oneoff'>one-off</span> " if once else "") +
             f"<b>{esc(d.get('title'))}</b> <code class=rule>{esc(d.get('rule'))}</code></div>"
             f"<div class=fmeta>{cost} · {esc(d.get('count'))}× · {where} · {esc(first)}</div>" + saving
+            + (f"<div class=facts>{esc(facts)}</div>" if facts else "")
             + (f"<ul class=evidence>{ev}</ul>" if ev else "")
             + (f"<div class=fix><b>Fix:</b> {esc(d.get('fix'))}</div>" if d.get("fix") else "") + "</div>")
     return "".join(cards) + _not_run(fr)

@@ -112,7 +112,8 @@ SCHEMAS: dict[str, tuple[tuple[str, str], ...]] = {
         ("source_file", "user source file (empty when unknown)"),
         ("source_line", "line number"),
         ("source_function", "function name"),
-        ("evidence", "evidence lines joined with ' | '"),
+        ("facts", "the finding's summary line: named values joined with ' · ' (kernels, runs, sync sites, ...)"),
+        ("evidence", "evidence lines joined with ' | ' (the events, one shape per finding)"),
         ("fix", "suggested fix"),
     ),
     "nvml": (
@@ -241,7 +242,7 @@ def steps_part(m) -> tuple:
     peak = st.mem_peak_bytes.astype(np.float64) / MIB
     peak[st.mem_peak_bytes < 0] = np.nan
     comm_ns, tflops, mfu = step_extras(m)
-    return (np.full(len(st), m.rank, np.int64), st.number, _us(st.ts_ns), _us(st.dur_ns),
+    return (np.full(len(st), m.rank, np.int64), st.number, np.asarray(st.ts_ns, np.int64), _us(st.dur_ns),
             _us(st.gpu_busy_ns), np.round(st.gpu_busy_pct, 3), st.kernel_count, _us(st.kernel_ns),
             _us(st.memcpy_ns), _us(st.memset_ns), np.round(peak, 3), _us(st.gpu_span_ns),
             _us(st.effective_ns), st.bound.tolist(), _us(comm_ns), np.round(tflops, 4),
@@ -249,8 +250,9 @@ def steps_part(m) -> tuple:
 
 
 def steps_table(ts: TraceSet) -> ExportTable:
-    parts = rank_parts(ts, "steps")
-    return _table("steps", parts if parts is not None else [steps_part(m) for m in ts.models])
+    parts = rank_parts(ts, "steps")  # a part's start column is ns (a rank's part made on its own clock moves by an
+    parts = parts if parts is not None else [steps_part(m) for m in ts.models]  # integer): µs here
+    return _table("steps", [p[:2] + (_us(p[2]),) + p[3:] for p in parts])
 
 
 def metrics_table(ts: TraceSet) -> ExportTable:
@@ -288,7 +290,7 @@ def findings_table(findings, ts: TraceSet | None = None) -> ExportTable:
     """`findings`: Finding objects (core.rules) or their JSON dicts (ARCHITECTURE.md contract)."""
     from core.analysis import vocab
     from core.analysis.vocab import one_off_text
-    from core.export.findings import as_dict
+    from core.export.findings import as_dict, facts_text
 
     rows = [as_dict(f) for f in findings]
     ranks = [m.rank for m in ts.models] if ts is not None else [0]
@@ -307,7 +309,8 @@ def findings_table(findings, ts: TraceSet | None = None) -> ExportTable:
                   _round(d.get("impact_ns"), 1e-3), _round(d.get("impact_pct"), 1.0),
                   _round(d.get("saving_ns"), 1e-3), _round(d.get("saving_pct"), 1.0), d.get("estimate") or "",
                   _round(first[0], 1e-3), _round(first[1], 1e-3), len(ranges), src.get("file") or "",
-                  src.get("line"), src.get("function") or "", " | ".join(str(e) for e in d.get("evidence") or ()),
+                  src.get("line"), src.get("function") or "", facts_text(d.get("facts")),
+                  " | ".join(str(e) for e in d.get("evidence") or ()),
                   d.get("fix") or "")
         for col, v in zip(data, values):
             col.append(v)

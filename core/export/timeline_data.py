@@ -7,6 +7,8 @@ pixel runs in numpy, so a figure never holds more than rows × width rectangles 
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from core.analysis import steps
@@ -67,7 +69,9 @@ def window_of(ts: TraceSet, spec: FigureSpec) -> tuple[float, float, float, str]
     """(v0, v1, ns per pixel, description): the figure's padded window."""
     cfg = timeline_config()
     t0, t1, detail = choose_window(ts, spec)
-    pad = max((t1 - t0) * float(cfg["pad_frac"]), 1)
+    # whole nanoseconds: a rank's piece cut on its own clock (core/ranks/onepass.py) is the run-clock piece moved
+    # by an integer, exactly
+    pad = max(math.ceil((t1 - t0) * float(cfg["pad_frac"])), 1)
     v0, v1 = t0 - pad, t1 + pad
     px_ns = max((v1 - v0) / max(spec.width_px - int(cfg["label_px"]), 100), 1.0)
     return v0, v1, px_ns, detail
@@ -75,7 +79,7 @@ def window_of(ts: TraceSet, spec: FigureSpec) -> tuple[float, float, float, str]
 
 def model_piece(model: TraceModel, v0: float, v1: float, px_ns: float, multi: bool) -> tuple:
     """One model's share of the figure, rows numbered from 0: (labels, group starts, whole-pixel bars
-    (x0, x1, row, colour), sub-pixel runs (row, colour, x0, x1), texts (x0, x1, row, name) widest first, at
+    (x0, x1, row, colour), sub-pixel runs (row, colour, first pixel, end pixel), texts (x0, x1, row, name) widest first, at
     most max_texts). Rows of different models never share a pixel run, so the figure is the models' pieces
     stacked (a run view's workers compute them one rank at a time: core/ranks/rank_parts.py)."""
     cfg = timeline_config()
@@ -136,7 +140,7 @@ def build(ts: TraceSet, spec: FigureSpec | None = None) -> TimelineFigure:
         labels.extend(p_labels)
         group_starts.extend(base + g for g in p_starts)
         bigs.append((big[0], big[1], big[2] + base, big[3]))
-        runs.append((run[0] + base, run[1], run[2], run[3]))
+        runs.append((run[0] + base, run[1], v0 + run[2] * px_ns, v0 + run[3] * px_ns))  # pixel columns -> ns
         texts.extend((a, b, row + base, name) for a, b, row, name in p_texts)
     bars, legend = _bars(bigs, runs)
     texts.sort(key=lambda t: t[0] - t[1])
@@ -149,7 +153,7 @@ def build(ts: TraceSet, spec: FigureSpec | None = None) -> TimelineFigure:
 
 def _pixel_runs(chunks, v0: float, px_ns: float) -> tuple[tuple, tuple]:
     """Slices a pixel wide or more as they are (x0, x1, row, colour); narrower ones one pixel per (row, colour,
-    pixel column), consecutive pixels merged into runs (row, colour, x0, x1), sorted by row."""
+    pixel column), consecutive pixels merged into runs (row, colour, first pixel, last pixel + 1), sorted by row."""
     if not chunks:
         z, zf = np.zeros(0, np.int64), np.zeros(0)
         return (zf, zf, z, z), (z, z, zf, zf)
@@ -165,12 +169,10 @@ def _pixel_runs(chunks, v0: float, px_ns: float) -> tuple[tuple, tuple]:
         starts = np.flatnonzero(brk)
         ends = np.r_[starts[1:], len(key)] - 1
         run_row, run_col = key[starts, 0], key[starts, 1]
-        run_x0 = v0 + key[starts, 2] * px_ns
-        run_x1 = v0 + (key[ends, 2] + 1) * px_ns
+        run_px0, run_px1 = key[starts, 2], key[ends, 2] + 1
     else:
-        run_row = run_col = np.zeros(0, np.int64)
-        run_x0 = run_x1 = np.zeros(0)
-    return (x0[big], x1[big], row[big], col[big]), (run_row, run_col, run_x0, run_x1)
+        run_row = run_col = run_px0 = run_px1 = np.zeros(0, np.int64)
+    return (x0[big], x1[big], row[big], col[big]), (run_row, run_col, run_px0, run_px1)
 
 
 def _bars(bigs: list[tuple], runs: list[tuple]) -> tuple[tuple[Bars, ...], tuple[str, ...]]:

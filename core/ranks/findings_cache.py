@@ -25,6 +25,9 @@ log = logging.getLogger(__name__)
 
 PACKAGE = Path(__file__).resolve().parents[1]
 SIDE_FILES = ("run.json", "compile.json", "events.jsonl", "nvml.csv")
+# the stored shape; part of the digest, so an entry of another format is never read (a miss, recomputed).
+# 2: every finding has `facts` (its summary line) and evidence rows of one shape (issue 35)
+FORMAT = 2
 _code_digest: str | None = None
 
 
@@ -63,7 +66,7 @@ def _digest(trace_set) -> tuple[Path, str] | None:
     entry = cache.entry_dir(keys[0]) if keys else None
     if entry is None or not entry.is_dir():
         return None
-    blob = json.dumps({"traces": keys, "side": side, "code": _code()}, sort_keys=True).encode()
+    blob = json.dumps({"traces": keys, "side": side, "code": _code(), "format": FORMAT}, sort_keys=True).encode()
     return entry, hashlib.sha1(blob).hexdigest()[:24]
 
 
@@ -90,7 +93,7 @@ def load(trace_set) -> list[dict] | None:
 MAX_BYTES = 64 << 20
 MAX_DEPTH = 16  # a finding nests 4 levels (evidence lists of dicts of lists)
 _KEYS = frozenset(("rule", "severity", "title", "count", "impact_ns", "impact_pct", "time_ranges", "source",
-                   "evidence", "fix", "saving_ns", "saving_pct", "estimate"))
+                   "facts", "evidence", "fix", "saving_ns", "saving_pct", "estimate"))
 # added since (each optional, of its type): launch_bound's savings by fix; issue 31's per-step vocabulary
 _OPTIONAL = {"savings_by_fix": lambda v: isinstance(v, dict) and all(_int(x) for x in v.values()),
              "steps": lambda v: _int(v), "lost_per_step_ns": lambda v: _int(v),
@@ -110,6 +113,13 @@ def _number(v) -> bool:  # a NaN / Infinity / 1e999 refused the whole file (safe
     return _int(v) or isinstance(v, float)
 
 
+def _fact(v) -> bool:
+    """A plain value of Finding.facts: str, number, bool, None or a flat list of those."""
+    if isinstance(v, list):
+        return all(x is None or isinstance(x, (str, bool, float)) or _int(x) for x in v)
+    return v is None or isinstance(v, (str, bool, float)) or _int(v)
+
+
 def valid_finding(f) -> bool:
     """A finding as Finding.to_json writes it: its keys, each of its type (the readers do arithmetic on the
     numbers and format the strings: a NaN impact was a ValueError in `diff`)."""
@@ -125,6 +135,7 @@ def valid_finding(f) -> bool:
             and isinstance(f["time_ranges"], list)
             and all(isinstance(r, list) and len(r) == 2 and _int(r[0]) and _int(r[1]) for r in f["time_ranges"])
             and isinstance(f["evidence"], list) and all(isinstance(e, dict) for e in f["evidence"])
+            and isinstance(f["facts"], dict) and all(map(_fact, f["facts"].values()))
             and (src is None or isinstance(src, dict) and isinstance(src.get("file"), str)
                  and _int(src.get("line")) and isinstance(src.get("function"), str)))
 

@@ -55,17 +55,23 @@ def _load_one(task: MapTask):
 
 
 def map_rank(task: MapTask) -> RankSummary:
+    ts, hit, load_s = _load_one(task)
+    summary = summary_of(ts, task, hit, load_s)
+    del ts
+    _drop()
+    return summary
+
+
+def summary_of(ts, task: MapTask, hit: bool, load_s: float) -> RankSummary:
+    """The map's answer for the rank `ts` (loaded by `_load_one(task)`): its per-rank rules run, summarised."""
     from core.rules import analyze
     from core.rules.config import load_config
-    ts, hit, load_s = _load_one(task)
     t0 = time.perf_counter()
     cfg = load_config()
     result = analyze(ts, cfg, rules=per_rank_rules(task.rules), world_hint=task.world_hint)
     summary = summarize(ts, result, cfg)
     summary.load_s, summary.cache_hit, summary.source = round(load_s, 4), hit, _source(task.path)
     summary.analysis_s = round(time.perf_counter() - t0, 4)
-    del ts, result
-    _drop()
     return summary
 
 

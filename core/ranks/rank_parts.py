@@ -1,10 +1,10 @@
 """One rank's share of a multi-rank `ptprof report`, computed in that rank's worker (`core/ranks/views.py`
 `_rank_view` calls these for the `want` keys "report" and "timeline").
 
-`rank_report` puts the rank on the run's time base and computes its share of every table and figure with the
-functions the whole-set report uses (core/export: kernels_part, steps_part, model_memory_peak, memory_curves,
-timeline_data.model_piece, ...). The driver that asks for them and gathers the run's view is
-core/ranks/report_parts.py `report_view`.
+`rank_report` puts the rank on the time base it is given (the rank's own: core/ranks/onepass.py) and computes
+its share of every table and figure with the functions the whole-set report uses (core/export: kernels_part,
+steps_part, model_memory_peak, memory_curves, timeline_data.model_piece, ...). The driver that asks for them and
+gathers the run's view is core/ranks/report_parts.py `report_view`.
 """
 from __future__ import annotations
 

@@ -64,8 +64,11 @@ def tasks_of(found: io.Discovered, rules=None, use_cache: bool = True) -> list[M
 
 def analyze_run(path, executor: Executor | None = None, rules=None, use_cache: bool = True,
                 progress: Callable[[float, str], None] | None = None,
-                cancelled: Callable[[], bool] | None = None, stored: bool = True) -> RunAnalysis:
-    """Map every rank (or read its stored summary), then reduce. `rules`: rule ids (None: all).
+                cancelled: Callable[[], bool] | None = None, stored: bool = True,
+                given: dict | None = None) -> RunAnalysis:
+    """Map every rank (or read its stored summary), then reduce. `rules`: rule ids (None: all). `given`: trace
+    path -> RankSummary (or the ("error", path, reason) of a rank that could not be read) already mapped by the
+    caller in its own pass over the ranks (core/ranks/onepass.py: report / diff read each rank once).
     Raises TraceParseError when no rank can be read, AnalysisCancelled when `cancelled()` turns true."""
     from core.ranks import stored as st
     from core.rules import AnalysisCancelled
@@ -74,8 +77,13 @@ def analyze_run(path, executor: Executor | None = None, rules=None, use_cache: b
     tasks = tasks_of(found, rules, use_cache)
     results: list[RankSummary | tuple | None] = [None] * len(tasks)
     todo = []
+    keep = stored and use_cache and rules is None
+    given = given or {}
     for i, task in enumerate(tasks):
-        got = st.load(task) if stored and use_cache and rules is None else None
+        got = given.get(task.path)
+        if isinstance(got, RankSummary) and keep:
+            st.store(task, got, found)
+        got = got if got is not None else (st.load(task) if keep else None)
         if got is not None:
             results[i] = got
         else:
@@ -97,7 +105,8 @@ def analyze_run(path, executor: Executor | None = None, rules=None, use_cache: b
             if cancelled is not None and cancelled():
                 raise AnalysisCancelled()
         map_s = time.perf_counter() - t0
-        return _reduce(found, tasks, results, ex, rules, map_s, len(todo))
+        return _reduce(found, tasks, results, ex, rules, map_s, len(todo) + sum(
+            1 for t in tasks if isinstance(given.get(t.path), RankSummary)))
     finally:
         if own:
             ex.close()

@@ -13,7 +13,7 @@ import numpy as np
 from core.analysis.collectives import CollRows
 from core.rules.base import CheckNotRun, Finding, Severity, Source
 
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2  # 2: findings carry `facts`, evidence rows of one shape (issue 35)
 TOP_ROWS = 50  # kernel / op table rows kept per rank (by total time)
 _ARRAYS = {"step_number": np.int64, "step_t0_ns": np.int64, "step_t1_ns": np.int64, "effective_ns": np.int64,
            "cpu_ns": np.int64, "gpu_ns": np.int64}
@@ -130,7 +130,7 @@ def finding_from_json(d: dict) -> Finding:
         evidence_rows=tuple(int(r) for r in d.get("evidence_rows", ())), hint=bool(d.get("hint", False)),
         saving_ns=None if d.get("saving_ns") is None else int(d["saving_ns"]),
         saving_pct=None if d.get("saving_pct") is None else float(d["saving_pct"]), estimate=str(d.get("estimate", "")),
-        **_by_fix(d.get("savings_by_fix")), **_per_step(d))
+        facts=dict(d.get("facts") or {}), **_by_fix(d.get("savings_by_fix")), **_per_step(d))
 
 
 def _per_step(d: dict) -> dict:

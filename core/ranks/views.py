@@ -35,6 +35,7 @@ class ModelView:
     span: tuple[int, int] | None  # (first start, last end) on the rank's own clock; None without slices
     own_base_unix_ns: int = 0
     parts: dict = field(default_factory=dict)  # "diff": ModelFacts, "report": rank_parts.rank_report's dict, ...
+    delta: int = 0  # run clock - own clock (ns): the view moves its parts by it (they are cut on the own clock)
 
     @property
     def span_ns(self) -> tuple[int, int]:
@@ -45,7 +46,19 @@ def _rank_view(task: MapTask, want: dict) -> ModelView:
     """Worker side: load one rank (cache as `analyze`), keep its view and the parts `want` asks for."""
     from core.ranks.mapper import _drop, _load_one
     ts, _hit, _s = _load_one(task)
+    view = view_of(ts, want)
+    del ts
+    _drop()
+    return view
+
+
+def view_of(ts, want: dict) -> ModelView:
+    """The view of the one-rank set `ts` with the parts `want` asks for, every part on the rank's own clock:
+    "timeline" = {v0, v1, px_ns, multi, ref_base}: the window on the clock of base ref_base (the run's, or the
+    primary rank's); {spec, multi}: the window this rank chooses as the run's primary (onepass.report_pass).
+    parts["timeline_at"] = (v0, v1, px_ns, multi) of the piece cut, on the own clock."""
     m = ts.models[0]
+    own = int(m.meta.base_unix_ns)
     parts: dict = {}
     if "diff" in want:
         from core.analysis.diff_facts import model_facts
@@ -55,15 +68,53 @@ def _rank_view(task: MapTask, want: dict) -> ModelView:
         parts["unprofiled"] = unprofiled_facts(m, want["unprofiled"].get("inflation"))
     if "report" in want:
         from core.ranks.rank_parts import rank_report
-        parts["report"] = rank_report(ts, want["report"])
+        parts["report"] = rank_report(ts, dict(want["report"], base=own))
+    view = ModelView(int(m.rank), str(m.path), m.meta, list(m.devices), m.steps, tuple(m.warnings), m.counts,
+                     m.span_ns if len(m.slices) else None, own, parts)
     if "timeline" in want:
         from core.ranks.rank_parts import rank_timeline
-        parts["timeline"] = rank_timeline(ts, want["timeline"])
-    view = ModelView(int(m.rank), str(m.path), m.meta, list(m.devices), m.steps, tuple(m.warnings), m.counts,
-                     m.span_ns if len(m.slices) else None, int(m.meta.base_unix_ns), parts)
-    del ts, m
-    _drop()
+        at = _own_window(view, want["timeline"])
+        if at is not None:
+            parts["timeline"] = rank_timeline(ts, {"base": own, "v0": at[0], "v1": at[1], "px_ns": at[2],
+                                                   "multi": at[3]})
+            parts["timeline_at"] = at
     return view
+
+
+def _own_window(view: ModelView, opts: dict) -> tuple | None:
+    """(v0, v1, px_ns, multi) of this rank's piece on its own clock, or None (the primary's window needs the
+    whole run: no ProfilerStep, or a window given on the run's clock)."""
+    if "spec" in opts:
+        from core.export import timeline_data
+        spec = opts["spec"]
+        if spec.t0_ns is not None and spec.t1_ns is not None:
+            return None
+        try:
+            v0, v1, px_ns, _ = timeline_data.window_of(_AsPrimary(view), spec)
+        except _NeedsRun:
+            return None
+        return int(v0), int(v1), px_ns, bool(opts["multi"])
+    ref, own = int(opts["ref_base"]), view.own_base_unix_ns
+    shift = ref - own if ref and own else 0
+    return int(opts["v0"]) + shift, int(opts["v1"]) + shift, opts["px_ns"], bool(opts["multi"])
+
+
+class _NeedsRun(Exception):
+    pass
+
+
+class _AsPrimary:
+    """What timeline_data.window_of reads of a run, from one rank's view (its own clock) as the primary."""
+
+    def __init__(self, view: ModelView) -> None:
+        self.primary = view
+
+    def report_parts(self, key: str) -> list:
+        return [self.primary.parts["report"][key]]
+
+    @property
+    def span_ns(self):
+        raise _NeedsRun  # the whole run's span: every rank is needed
 
 
 def _view_safe(args):
@@ -80,7 +131,10 @@ class RunView(SetQueries):
     """A multi-rank run's ranks as views, in the loaded set's order (rank, path), on its time base."""
 
     def __init__(self, path, executor: Executor | None = None, use_cache: bool = True,
-                 want: dict | None = None, progress: Callable[[float, str], None] | None = None) -> None:
+                 want: dict | None = None, progress: Callable[[float, str], None] | None = None,
+                 mapped: tuple[list[ModelView], list[tuple]] | None = None, given: dict | None = None) -> None:
+        """`mapped`: (views, failures) a caller's pass over the ranks already made (core/ranks/onepass.py);
+        `given`: the RankSummaries that pass made (run_findings reduces them instead of mapping again)."""
         from core.ranks.run import tasks_of
         self.path = str(path)
         self.use_cache = use_cache
@@ -89,7 +143,8 @@ class RunView(SetQueries):
         self._executor = executor
         self._own = executor is None
         self._by_shape: bool | None = bool(want["diff"].get("by_shape")) if want and "diff" in want else None
-        views, failed = self._map(want or {}, progress)
+        self._given = given or {}
+        views, failed = mapped if mapped is not None else self._map(want or {}, progress)
         if not views:
             first = failed[0]
             raise TraceParseError(self._found.root, f"none of the {len(self._tasks)} trace files could be read "
@@ -98,6 +153,8 @@ class RunView(SetQueries):
         self.base_unix_ns = min(bases)
         for v in views:  # as core.trace.loader.assemble: the earliest model start is the run's 0
             delta = v.own_base_unix_ns - self.base_unix_ns if v.own_base_unix_ns and self.base_unix_ns else 0
+            v.delta = delta
+            v.parts = shift_parts(v.parts, delta)
             if delta:
                 v.meta = replace(v.meta, base_unix_ns=v.meta.base_unix_ns - delta)
                 v.steps = replace(v.steps, ts_ns=v.steps.ts_ns + np.int64(delta))
@@ -141,13 +198,14 @@ class RunView(SetQueries):
             self._executor.close()
             self._executor = None
 
-    def _map(self, want: dict, progress=None) -> tuple[list[ModelView], list[tuple]]:
+    def _map(self, want: dict, progress=None, paths=None) -> tuple[list[ModelView], list[tuple]]:
         from core.ranks.budget import estimate_peak
         ex = self.executor()
         views: list[ModelView] = []
         failed: list[tuple] = []
-        n = len(self._tasks)
-        for k, (_i, res) in enumerate(ex.map_unordered(_view_safe, [(t, want) for t in self._tasks],
+        tasks = [t for t in self._tasks if paths is None or t.path in paths]
+        n = len(tasks)
+        for k, (_i, res) in enumerate(ex.map_unordered(_view_safe, [(t, want) for t in tasks],
                                                       lambda a: estimate_peak(a[0].path))):
             if isinstance(res, ModelView):
                 views.append(res)
@@ -157,12 +215,15 @@ class RunView(SetQueries):
                 progress((k + 1) / max(n, 1), f"{k + 1} of {n} ranks read")
         return views, failed
 
-    def fetch(self, want: dict) -> None:
-        """Compute more parts of every rank (another pass over the ranks: warm cache)."""
-        views, _failed = self._map(want)
+    def fetch(self, want: dict, models=None) -> None:
+        """Compute more parts of every rank, or of `models` (another pass over them: warm cache). A "timeline"
+        window is on the run's clock."""
+        if "timeline" in want:
+            want = dict(want, timeline=dict(want["timeline"], ref_base=self.base_unix_ns))
+        views, _failed = self._map(want, paths={m.path for m in models} if models is not None else None)
         got = {(v.rank, v.path): v.parts for v in views}
         for m in self.models:
-            m.parts.update(got.get((m.rank, m.path), {}))
+            m.parts.update(shift_parts(got.get((m.rank, m.path), {}), m.delta))
 
     def diff_facts(self, by_shape: bool = False) -> list:
         if self._by_shape != by_shape or any("diff" not in m.parts for m in self.models):
@@ -183,7 +244,36 @@ class RunView(SetQueries):
     def run_findings(self) -> list[dict]:
         """The run's findings as `analyze` gives them (map / reduce over the ranks, stored summaries used)."""
         from core.ranks.run import analyze_run
-        return analyze_run(self.path, self.executor(), use_cache=self.use_cache).analysis.to_json()["findings"]
+        return analyze_run(self.path, self.executor(), use_cache=self.use_cache,
+                           given=self._given).analysis.to_json()["findings"]
+
+
+def shift_parts(parts: dict, delta: int) -> dict:
+    """A rank's parts cut on its own clock, on the run's (ts + delta): integers moved, so exactly the parts the
+    loaded run gives (pixel columns and durations do not move)."""
+    if not delta:
+        return parts
+    d = int(delta)
+    out = dict(parts)
+    if "report" in parts:
+        rep = dict(parts["report"])
+        st = rep["steps"]
+        rep["steps"] = st[:2] + (st[2] + np.int64(d),) + st[3:]
+        rep["memory_peak"] = [dict(p, at_ns=p["at_ns"] + d) for p in rep["memory_peak"]]
+        rep["memory_curves"] = tuple([(p, key, x + np.int64(d), y) for p, key, x, y in side]
+                                     for side in rep["memory_curves"])
+        if rep.get("busiest") is not None:
+            n, t0, t1 = rep["busiest"]
+            rep["busiest"] = (n, t0 + d, t1 + d)
+        out["report"] = rep
+    if "timeline" in parts:
+        labels, starts, big, runs, texts = parts["timeline"]
+        out["timeline"] = (labels, starts, (big[0] + d, big[1] + d, big[2], big[3]), runs,
+                           [(a + d, b + d, row, name) for a, b, row, name in texts])
+    if "timeline_at" in parts:
+        v0, v1, px_ns, multi = parts["timeline_at"]
+        out["timeline_at"] = (v0 + d, v1 + d, px_ns, multi)
+    return out
 
 
 def open_view(path, use_cache: bool = True, want: dict | None = None, executor: Executor | None = None,

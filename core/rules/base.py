@@ -99,6 +99,13 @@ class Finding:
     # the mean step "% of mean step" of Saves / step refers to (core/analysis/vocab.py): the mean effective step
     # of its model, or the unprofiled step where the saving is in unprofiled time; 0 when not known
     mean_step_ns: int = 0
+    # the summary line (issue 35): named plain values about the finding as a whole (launch_bound's kernel and run
+    # counts, the sync sites the runner recorded, a straggler's waiting ranks); `evidence` holds only the events,
+    # every row of one finding with the same keys. Values: str / int / float / bool / None or a list of those
+    facts: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "facts", plain_facts(self.facts))
 
     def to_json(self) -> dict:
         return {
@@ -110,6 +117,7 @@ class Finding:
             "impact_pct": round(float(self.impact_pct), 3),
             "time_ranges": [[int(a), int(b)] for a, b in self.time_ranges],
             "source": self.source.to_json() if self.source else None,
+            "facts": dict(self.facts),
             "evidence": [_jsonable(e) for e in self.evidence],
             "fix": self.fix,
             "saving_ns": None if self.saving_ns is None else int(self.saving_ns),
@@ -249,7 +257,7 @@ class RuleContext:
 
     def finding(self, rule: str, index: int, *, title: str, count: int, impact_ns: float,
                 time_ranges, evidence, source, fix: str, evidence_rows=(), hint: bool = False,
-                severity: Severity | None = None, fix_rows=(), fix_groups=()) -> Finding:
+                severity: Severity | None = None, fix_rows=(), fix_groups=(), facts=None) -> Finding:
         pct = self.pct(index, impact_ns)
         sev = severity if severity is not None else self.severity(pct, impact_ns, hint)
         if len(self.models) > 1:
@@ -258,7 +266,33 @@ class RuleContext:
                        impact_pct=pct, time_ranges=tuple((int(a), int(b)) for a, b in time_ranges),
                        evidence=tuple(evidence), source=source, fix=fix, model_index=index,
                        evidence_rows=tuple(int(r) for r in evidence_rows), hint=hint,
-                       fix_rows=tuple(int(r) for r in fix_rows), fix_groups=tuple(int(g) for g in fix_groups))
+                       fix_rows=tuple(int(r) for r in fix_rows), fix_groups=tuple(int(g) for g in fix_groups),
+                       facts=facts or {})
+
+
+def _plain(value):
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value)
+    if isinstance(value, Source):
+        return str(value)
+    raise TypeError(f"a finding's fact is a str, int, float, bool, None or a list of those, not {type(value).__name__}")
+
+
+def plain_facts(facts) -> dict:
+    """`Finding.facts` as plain JSON values (numpy scalars -> int / float, a Source -> "file:line (function)",
+    tuples -> lists); TypeError on anything else (a dict, an array of arrays)."""
+    out = {}
+    for key, value in dict(facts or {}).items():
+        if isinstance(value, (list, tuple, np.ndarray)):
+            value = [_plain(v) for v in (value.tolist() if isinstance(value, np.ndarray) else value)]
+        else:
+            value = _plain(value)
+        out[str(key)] = value
+    return out
 
 
 def _round3(v):

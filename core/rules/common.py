@@ -194,6 +194,14 @@ def evidence(model: TraceModel, rows: Iterable[int], **extra) -> list[dict]:
     return out
 
 
+def one_shape(rows: list[dict], keys_from: list[dict] = ()) -> list[dict]:
+    """Evidence rows of one finding with the same keys (issue 35): the union of their keys in the order they
+    first appear in `keys_from`, then in `rows`; None where a row has no value (an event shown for context
+    has no `asked_by`)."""
+    keys = list(dict.fromkeys(k for row in [*keys_from, *rows] for k in row))
+    return [{k: row.get(k) for k in keys} for row in rows]
+
+
 def ranges_of(model: TraceModel, rows: np.ndarray, pad_ns: int = 0) -> list[tuple[int, int]]:
     """Time ranges of rows (time ordered, at most MAX_RANGES)."""
     s = model.slices

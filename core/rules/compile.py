@@ -136,11 +136,11 @@ def graph_break(ctx: RuleContext) -> RuleOutput:
         unit = "in the trace" if steps.synthetic else "per step"
         sources = [brk.source for brk in breaks if brk.source] or _resume_sources(m)
         ev = common.evidence(m, broken_rows)
-        for brk in breaks[:10]:
-            ev.append({"name": f"reason: {brk.reason}", "explanation": brk.explanation, "count": brk.count,
-                       "source": brk.source, "rank": m.rank})
-        for src in _resume_sources(m)[:10]:
-            ev.append({"name": f"break site {src}", "rank": m.rank})
+        facts = {}
+        if breaks:
+            facts["break_reasons"] = [_break_text(brk) for brk in breaks[:10]]
+        if _resume_sources(m):
+            facts["break_sites"] = [str(src) for src in _resume_sources(m)[:10]]
         why = ""
         if breaks and breaks[0].reason:
             at = f" at {_short(breaks[0].source)}" if breaks[0].source else ""
@@ -157,8 +157,20 @@ def graph_break(ctx: RuleContext) -> RuleOutput:
             count=n_breaks, impact_ns=max(int(eager), 0),
             time_ranges=[(int(start), int(end)) for start, end in zip(frames.start_ns, frames.end_ns)],
             evidence=ev, source=sources[0] if sources else None, fix=fix, evidence_rows=broken_rows,
-            fix_rows=broken_rows))
+            fix_rows=broken_rows, facts=facts))
     return out
+
+
+def _break_text(brk: ci.GraphBreak) -> str:
+    """"Data-dependent branching (2×) at /tmp/comp.py:8 (forward): Detected data-dependent branching ..."."""
+    at = f" at {brk.source}" if brk.source else ""
+    return f"{brk.reason} ({brk.count}×){at}" + (f": {brk.explanation}" if brk.explanation else "")
+
+
+def _guard_text(rec: ci.Recompile, reason: str) -> str:
+    """"tensor 'x' size mismatch at index 0. expected 64, actual 96 in forward (/tmp/comp.py:6)"."""
+    at = f" ({rec.source.file}:{rec.source.line})" if rec.source else ""
+    return f"{reason or 'recompiled'} in {ci.readable_function(rec.function)}{at}"
 
 
 def _short(src: Source) -> str:
@@ -262,14 +274,14 @@ def recompile(ctx: RuleContext) -> RuleOutput:
         if count < 1:
             continue
         ev = common.evidence(m, np.concatenate([ids, re_rows]) if in_window else re_rows)
-        if len(firsts):
-            ev.insert(0, {"name": "first compiles (not recompiles, not billed)", "count": len(firsts),
-                          "compile_ids": sorted({f"{x}/0" for x in att_frame[att_y == 0].tolist()}), "dur_ns": first_ns,
-                          "rank": m.rank})
-        for rec in matched[:10]:
-            for reason in rec.reasons[:3] or ("",):
-                ev.append({"name": f"guard failed: {reason}" if reason else "recompiled",
-                           "function": ci.readable_function(rec.function), "source": rec.source, "rank": m.rank})
+        facts = {}
+        if len(firsts):  # first compiles: not recompiles, not billed
+            facts.update(first_compiles=len(firsts),
+                         first_compile_ids=sorted({f"{x}/0" for x in att_frame[att_y == 0].tolist()}),
+                         first_compile_time_not_billed_ns=first_ns)
+        if matched:
+            facts["guards_failed"] = [_guard_text(rec, reason) for rec in matched[:10]
+                                      for reason in rec.reasons[:3] or ("",)]
         reason = next((text for rec in matched for text in rec.reasons if text), "")
         src = next((rec.source for rec in matched if rec.source), None)
         why = f": {reason}" if reason else ""
@@ -287,7 +299,7 @@ def recompile(ctx: RuleContext) -> RuleOutput:
         out.findings.append(ctx.finding(
             "recompile", i, title=title, count=count, impact_ns=compile_ns if in_window else 0,
             time_ranges=ranges, evidence=ev, source=src, fix=ci.recompile_fix(reason),
-            evidence_rows=np.concatenate([ids, re_rows]), hint=not in_window))
+            evidence_rows=np.concatenate([ids, re_rows]), hint=not in_window, facts=facts))
     return out
 
 

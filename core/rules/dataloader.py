@@ -56,12 +56,12 @@ def dataloader_bound(ctx: RuleContext) -> RuleOutput:
                "(pre-decode, cache), and use pin_memory=True.")
         per_step = [round(100.0 * float(x) / max(float(d), 1), 1) for x, d in zip(b.dataloader_cpu_ns, cpu_dur)]
         ev = common.evidence(m, rows)
-        ev.insert(0, {"name": "share of each step", "pct_per_step": per_step, "rank": m.rank})
         out.findings.append(ctx.finding(
             "dataloader_bound", i,
             title=f"DataLoader takes {fmt_pct(100.0 * cpu_ns / total)} of step time{mode}",
             count=len(rows), impact_ns=impact, time_ranges=common.ranges_of(m, rows), evidence=ev,
-            source=common.source_of(m, int(rows[0])) if len(rows) else None, fix=fix, evidence_rows=rows, fix_rows=rows))
+            source=common.source_of(m, int(rows[0])) if len(rows) else None, fix=fix, evidence_rows=rows, fix_rows=rows,
+            facts={"share_of_each_step_pct": per_step}))
     return out
 
 

@@ -242,8 +242,8 @@ def launch_bound(ctx: RuleContext) -> RuleOutput:
             ranges = [(int(s.ts_ns[run.kernels[0]]), int(s.ts_ns[run.kernels[-1]] + s.dur_ns[run.kernels[-1]]))
                       for run in group]
             ev = common.evidence(m, kernels[:MAX_KERNEL_EVIDENCE])
-            ev.insert(0, {"name": "summary", "kernels": len(kernels), "gpu_kernel_ns": gpu_ns, "cpu_launch_ns": cpu_ns,
-                          "idle_ns": idle, "runs": len(group), "rank": m.rank})
+            facts = {"kernels": len(kernels), "gpu_kernel_ns": gpu_ns, "cpu_launch_ns": cpu_ns, "idle_ns": idle,
+                     "runs": len(group)}
             out.findings.append(ctx.finding(
                 "launch_bound", i,
                 title=f"Launch-bound{where}: {len(kernels)} short kernels (mean {gpu_ns / len(kernels) / 1e3:.1f} µs) "
@@ -253,7 +253,7 @@ def launch_bound(ctx: RuleContext) -> RuleOutput:
                 fix="Fuse the small ops: torch.compile the loop/function (or vectorise the Python loop into one "
                     "tensor op), or capture it with CUDA graphs (torch.cuda.graphs / mode='reduce-overhead'); "
                     "larger batches also amortise launch overhead.",
-                evidence_rows=np.concatenate([kernels, launches]), fix_rows=kernels, fix_groups=run_of))
+                evidence_rows=np.concatenate([kernels, launches]), fix_rows=kernels, fix_groups=run_of, facts=facts))
     return out
 
 
@@ -341,11 +341,11 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
                "rank": m.rank, "busy_pct": round(100.0 * busy / max(step_dur, 1), 1)}  # compute + comm + copies
               for number, ts, step_dur, step_idle, busy in zip(steps.number, steps.ts_ns, steps.dur_ns, steps.idle_ns,
                                                                steps.busy_ns)]
-        if pieces is not None and billed > 0:
-            ev.insert(0, {"name": "host / kernel / other wait billed by launch_bound and copy findings", "dur_ns": billed,
-                          "rank": m.rank})
-        ev += [{"name": "idle gap", "ts_ns": int(gap_start_ns[j]), "dur_ns": int(gap_end_ns[j] - gap_start_ns[j]),
-                "rank": m.rank} for j in big]
+        facts = {"wait_billed_to_other_findings_ns": billed} if pieces is not None and billed > 0 else {}
+        # the worst step's longest gaps, in the steps' shape: a gap is idle for all of it
+        ev += [{"name": f"idle gap in step {int(steps.number[worst])}", "ts_ns": int(gap_start_ns[j]),
+                "dur_ns": int(gap_end_ns[j] - gap_start_ns[j]), "idle_ns": int(gap_end_ns[j] - gap_start_ns[j]),
+                "rank": m.rank, "busy_pct": 0.0} for j in big]
         fix = idle_fix_text(parts, dur, kw, float(cfg["fix_min_share_pct"]))
         cap = Severity.parse(str(cfg["max_severity"]))
         sev = min(ctx.severity(ctx.pct(i, unexplained), unexplained), cap)
@@ -356,7 +356,7 @@ def gpu_idle(ctx: RuleContext) -> RuleOutput:
                                                "another finding",
             count=len(steps), impact_ns=unexplained,
             time_ranges=[(int(start), int(end)) for start, end in zip(gap_start_ns[big], gap_end_ns[big])],
-            evidence=ev, source=None, fix=fix))
+            evidence=ev, source=None, fix=fix, facts=facts))
     return out
 
 

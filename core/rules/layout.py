@@ -164,7 +164,7 @@ def _layout_finding(ctx: RuleContext, m, i: int, groups: list[dict], title: str,
     a0 = int(first["a"][0])
     src = common.source_of(m, a0) or common.forward_source(m, a0)
     fix, extra, fsrc = layout_fix.fix_for(m, first, int(ctx.cfg("non_contiguous_input")["transpose_window"]))
-    ev = extra + ev
+    ev = common.one_shape(extra + ev, keys_from=ev)  # the copies' columns for the events that explain them
     return ctx.finding(
         "non_contiguous_input", i, title=title, count=int(sum(g["n"] for g in groups)),
         impact_ns=int(sum(g["cost"] for g in groups)), time_ranges=common.ranges_of(m, g_p), evidence=ev,

@@ -96,8 +96,8 @@ def conversion_finding(ctx: RuleContext, m, i: int, g: dict):
         key = (str(got[0]), str(got[1]))
         if key not in seen:
             seen.add(key)
-            entry_ev.append({"name": f"conv input ({li.memory_format(*got) or 'non-contiguous'} in memory)",
-                             "op": m.name(a), "ts_ns": int(s.ts_ns[a]), "dur_ns": int(s.dur_ns[a]),
+            entry_ev.append({"name": f"{m.name(a)} input ({li.memory_format(*got) or 'non-contiguous'} in memory)",
+                             "ts_ns": int(s.ts_ns[a]), "dur_ns": int(s.dur_ns[a]),
                              "rank": m.rank, "row": int(a), "input_dims": str(got[0]), "input_strides": str(got[1])})
     # the first convolution of the window reads the tensor that brings the format in; the others follow it
     first = int(g["a"][order[0]])
@@ -140,5 +140,6 @@ def conversion_finding(ctx: RuleContext, m, i: int, g: dict):
     return ctx.finding(
         "non_contiguous_input", i,
         title=f"Conv weights converted to {fmt} every step because {why}{shown} ({g['n']}×)",
-        count=g["n"], impact_ns=g["cost"], time_ranges=common.ranges_of(m, g["p"]), evidence=entry_ev + ev,
+        count=g["n"], impact_ns=g["cost"], time_ranges=common.ranges_of(m, g["p"]),
+        evidence=common.one_shape(entry_ev + ev, keys_from=ev),
         source=src, fix=fix, evidence_rows=rows, fix_rows=rows)

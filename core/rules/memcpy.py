@@ -110,14 +110,15 @@ def pageable_memcpy(ctx: RuleContext) -> RuleOutput:
             source = common.source_of(m, first) if first >= 0 else None
             # the runner's recorded sync sites hold the exact call line; Python frames (with_stack) only the
             # enclosing function, so a matching site wins and stacks are the fallback
-            site_src, site_ev = sync_sites.match(ctx, i, "copy_h2d" if d == "HtoD" else "copy_d2h")
+            site_src, site_facts = sync_sites.match(ctx, i, "copy_h2d" if d == "HtoD" else "copy_d2h")
             if site_src is not None or source is None:
                 source = site_src if site_src is not None else source
-                ev.extend(site_ev)
+            else:
+                site_facts = {}
             out.findings.append(ctx.finding(
                 "pageable_memcpy", i, title=title, count=len(g), impact_ns=cost,
                 time_ranges=common.ranges_of(m, np.where(gop >= 0, gop, g)), evidence=ev,
-                source=source, fix=fix, evidence_rows=rows_all, fix_rows=rows_all))
+                source=source, fix=fix, evidence_rows=rows_all, fix_rows=rows_all, facts=site_facts))
     return out
 
 

@@ -20,20 +20,19 @@ def _source(where: str) -> Source | None:
 
 
 def _finding(rule: str, severity: Severity, title: str, evidence: list[dict], fix: str, where: str,
-             count: int = 1) -> Finding:
+             count: int = 1, facts: dict | None = None) -> Finding:
     return Finding(rule=rule, severity=severity, title=title, count=count, impact_ns=0, impact_pct=0.0,
-                   time_ranges=(), evidence=tuple(evidence), source=_source(where), fix=fix)
+                   time_ranges=(), evidence=tuple(evidence), source=_source(where), fix=fix, facts=facts or {})
 
 
 def oom_finding(r: oom_mod.OomReport) -> Finding:
-    ev = [{"name": "failing request", "bytes": r.request_bytes, "device": r.device, "rank": r.rank,
-           "where": r.where},
-          {"name": "memory at the failure", "free_bytes": r.free_bytes, "reserved_bytes": r.reserved_bytes,
-           "allocated_bytes": r.allocated_bytes, "total_bytes": r.total_bytes,
-           "unallocated_reserved_bytes": r.unallocated_reserved_bytes,
-           "largest_free_block_bytes": r.largest_free_block_bytes or None}]
-    ev += [{"name": f"live at {g.where}", "bytes": g.bytes, "count": g.count, "kind": g.kind} for g in r.groups[:5]]
-    return _finding("oom", Severity.ERROR, r.headline(), ev, " ".join(r.suggestions), r.where)
+    # the failing request and the device's memory at the failure: the summary line; the evidence is what was live
+    facts = {"request_bytes": r.request_bytes, "device": r.device, "rank": r.rank, "where": r.where,
+             "free_bytes": r.free_bytes, "reserved_bytes": r.reserved_bytes, "allocated_bytes": r.allocated_bytes,
+             "total_bytes": r.total_bytes, "unallocated_reserved_bytes": r.unallocated_reserved_bytes,
+             "largest_free_block_bytes": r.largest_free_block_bytes or None}
+    ev = [{"name": f"live at {g.where}", "bytes": g.bytes, "count": g.count, "kind": g.kind} for g in r.groups[:5]]
+    return _finding("oom", Severity.ERROR, r.headline(), ev, " ".join(r.suggestions), r.where, facts=facts)
 
 
 def growth_finding(g: oom_mod.Growth, rank: int, source: str) -> Finding:

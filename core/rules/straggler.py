@@ -91,17 +91,17 @@ def straggler_findings(ctx: RuleContext, coll_of, cause_of) -> RuleOutput:
         window_ns = int((own_arrival - first_arrival).sum())
         rank = models[index].rank
         doing = f" (it was in {cause}: {100.0 * cause_ns / max(window_ns, 1):.0f} % of that time)" if cause else ""
-        ev = [{"name": f"rank {models[group[k]].rank} waited", "dur_ns": int(ns), "rank": models[group[k]].rank}
-              for k, ns in zip(others, lost_ns.tolist())]
-        if cause:
-            ev += list(cause_ev)
+        # how long each other rank waited for it, summed over the collectives (the summary line); the evidence
+        # is what the straggler ran meanwhile
+        facts = {"waiting_ranks": [models[group[k]].rank for k in others], "waited_ns": lost_ns.tolist()}
+        ev = list(cause_ev) if cause else []
         out.findings.append(ctx.finding(
             "straggler", index,
             title=f"rank {rank} is the straggler: last at {int(counts[column])} of {len(matched)} collectives; "
                   f"the other ranks wait {fmt_ns(per_step_lost)} per step{doing}",
             count=int(counts[column]), impact_ns=int(lost_ns.mean()),
             time_ranges=list(zip(first_arrival.tolist(), own_arrival.tolist()))[:common.MAX_RANGES], evidence=ev,
-            source=None, evidence_rows=cause_rows,
+            source=None, evidence_rows=cause_rows, facts=facts,
             fix=f"Give rank {rank} less work or make it faster before the collective"
                 + (f": '{cause}' runs longer there than on the other ranks" if cause else "")
                 + ". Typical causes: uneven shards or sequence lengths (DistributedSampler, drop_last=True, "

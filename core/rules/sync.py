@@ -136,16 +136,17 @@ def host_sync(ctx: RuleContext) -> RuleOutput:
             src = common.source_of(m, first)
             # the runner's recorded sync sites hold the exact call line; Python frames (with_stack) only the
             # enclosing function, so a matching site wins and stacks are the fallback
-            site_src, site_ev = sync_sites.match(ctx, i, sync_sites.op_kind(op))
+            site_src, site_facts = sync_sites.match(ctx, i, sync_sites.op_kind(op))
             if site_src is not None or src is None:
                 src = site_src if site_src is not None else src
-                ev.extend(site_ev)
+            else:
+                site_facts = {}
             out.findings.append(ctx.finding(
                 "host_sync", i,
                 title=f"Host sync from {label}{where}: {why} ({_times(sel.sum(), calls[sel], 'syncs')})",
                 count=_count(sel.sum(), calls[sel]), impact_ns=int(cost[sel].sum()),
                 time_ranges=common.ranges_of(m, np.where(group_cause >= 0, group_cause, group_rows)), evidence=ev,
-                source=src, fix=fix, evidence_rows=ev_rows, fix_rows=ev_rows))
+                source=src, fix=fix, evidence_rows=ev_rows, fix_rows=ev_rows, facts=site_facts))
     return out
 
 

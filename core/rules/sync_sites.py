@@ -202,22 +202,24 @@ def source_lines(file: str, upto: int) -> list[str]:
     return out if len(out) >= upto or read < MAX_SOURCE_BYTES else []
 
 
-def match(ctx: RuleContext, index: int, kind: str | None) -> tuple[Source | None, list[dict]]:
-    """(source, evidence) for a finding of op `kind` in model `index` whose trace has no stacks."""
-    rank = ctx.models[index].rank
-    all_sites = sites(ctx, rank)
+def match(ctx: RuleContext, index: int, kind: str | None) -> tuple[Source | None, dict]:
+    """(source, facts) for a finding of op `kind` in model `index` whose trace has no stacks: facts name the
+    recorded sites (`sync_sites`: "file:line", "... via torch/nn/modules/module.py:1340" when the call was made
+    inside torch) and how they matched the op (`sync_sites_matched`: "by their line's op (item)", "only site
+    recorded" or "no (...)"); {} when the runner recorded none."""
+    all_sites = sites(ctx, ctx.models[index].rank)
     if not all_sites or kind is None:
-        return None, []
+        return None, {}
     hits = [s for s in all_sites if s.kinds is not None and kind in s.kinds]
     if hits:
         hits.sort(key=lambda s: s.via is not None)  # a direct call before one made inside torch (Module.to)
-        ev = [{"name": f"sync site {s.label()}", "matched": kind, "via": s.via, "rank": rank} for s in hits[:10]]
-        return hits[0].source, ev
+        labels = [f"{s.label()} via {s.via}" if s.via else s.label() for s in hits[:10]]
+        return hits[0].source, {"sync_sites_matched": f"by their line's op ({kind})", "sync_sites": labels}
     if len(all_sites) == 1 and all_sites[0].kinds is None:
         s = all_sites[0]  # the program's only implicit sync site: every implicit sync comes from it
-        return s.source, [{"name": f"sync site {s.label()}", "matched": "only site recorded", "rank": rank}]
+        return s.source, {"sync_sites_matched": "only site recorded", "sync_sites": [s.label()]}
     unknown = [s for s in all_sites if s.kinds is None]
     if not unknown:
-        return None, []
-    return None, [{"name": "implicit sync sites recorded by the runner (source not readable here, op unknown): "
-                           + ", ".join(s.label() for s in unknown[:10]), "rank": rank}]
+        return None, {}
+    return None, {"sync_sites_matched": "no (source not readable here, op unknown)",
+                  "sync_sites": [s.label() for s in unknown[:10]]}

@@ -1,4 +1,4 @@
-"""Details of one finding as HTML: cost, source, fix and the evidence events."""
+"""Details of one finding as HTML: cost, source, fix, its summary line (facts) and the evidence events."""
 from __future__ import annotations
 
 import html
@@ -9,7 +9,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from core.analysis import vocab
 from core.analysis.vocab import one_off_text
 from core.rules.base import Finding
-from gui.issues.evidence import MAX_EVIDENCE_ROWS, Elide, Measure, evidence_html
+from gui.issues.evidence import MAX_EVIDENCE_ROWS, Elide, Measure, evidence_html, facts_html
 
 
 def finding_html(f: Finding, width_px: int = 480, measure: Measure | None = None, elide: Elide | None = None,
@@ -41,6 +41,8 @@ def finding_html(f: Finding, width_px: int = 480, measure: Measure | None = None
     else:
         parts.append("<p><b>Source:</b> <i>not in the trace (record with with_stack=True)</i></p>")
     parts.append(f"<p><b>Fix:</b> {e(f.fix)}</p>")
+    if f.facts:
+        parts.append(facts_html(f.facts))
     if f.evidence:
         shown = min(len(f.evidence), MAX_EVIDENCE_ROWS)
         parts.append(f"<p><b>Evidence</b> ({shown} of {len(f.evidence)} shown, {len(f.evidence_rows)} events "

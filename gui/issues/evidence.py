@@ -1,10 +1,11 @@
-"""A finding's evidence as HTML tables that fit the Details pane: no cell wraps, nothing scrolls sideways.
+"""A finding's summary line and its evidence as HTML that fits the Details pane: no cell wraps, nothing
+scrolls sideways.
 
-Evidence rows can mix shapes: launch_bound puts a summary row (kernels, gpu kernel, cpu launch, idle,
-runs) before per-kernel rows (ts, dur). One table with the union of the columns left every kernel row
-with five empty cells and pushed ts / dur off the right edge. So rows are grouped by their columns (a
-row whose columns are a subset of a neighbour's joins it); a lone row of its own shape becomes a line
-of text ("summary: kernels 1005 · gpu kernel 931.01 µs · …") and each group a table of its own columns.
+Every evidence row of one finding has the same keys (issue 35: what used to be a summary row of its own shape,
+launch_bound's kernels / gpu kernel / cpu launch / idle / runs, is `Finding.facts`), so the evidence is one
+table: the columns with one value in every row become a line above it ("In all 20: cause aten::item"), the
+columns empty in every row are left out. The facts are one line of text ("kernels 1005 · gpu kernel 931.01 µs
+· …"); a fact that is a list of long texts (graph-break reasons, failed guards, sync sites) gets a list.
 
 Widths are measured with the pane's font: numeric and short columns keep their width, long text columns
 (names, annotations, shapes) share what is left and are elided: names in the middle after dropping
@@ -19,7 +20,7 @@ from collections.abc import Callable, Sequence
 
 from PySide6 import QtCore
 
-from core import units
+from core.export.findings import MAX_FACT_ITEMS, fact_label, fact_value
 from core.trace.query import short_kernel_name
 
 MAX_EVIDENCE_ROWS = 20
@@ -37,10 +38,8 @@ Elide = Callable[[str, int, QtCore.Qt.TextElideMode], str]  # (text, px, mode) -
 def fmt_value(key: str, value) -> str:
     if value is None:
         return ""
-    if key.endswith("_ns") and isinstance(value, (int, float)):
-        return units.fmt_ns(value)
-    if key.endswith("bytes") and isinstance(value, (int, float)):
-        return units.fmt_bytes(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and key.endswith(("_ns", "bytes", "_pct")):
+        return fact_value(key, value)
     text = str(value)
     if key == "name":  # whole: the table shortens it to its column (short_name), a line to LINE_NAME_CHARS
         return text
@@ -49,29 +48,40 @@ def fmt_value(key: str, value) -> str:
 
 def label(key: str) -> str:
     """Column header: units go into the cells (formatted), so drop the suffix: dur_ns -> dur."""
-    for suffix in ("_ns", "_bytes"):
-        if key.endswith(suffix):
-            key = key[: -len(suffix)]
-    return key.replace("_", " ")
+    return fact_label(key)
 
 
-def _keys(ev: dict) -> list[str]:
-    return [k for k in ev if k not in SKIP_KEYS and ev.get(k) is not None]
+def columns(evidence: Sequence[dict]) -> list[str]:
+    """The table's columns: the rows' keys (one shape per finding) less `row` / `rank` and the columns empty
+    in every row."""
+    keys = list(dict.fromkeys(k for ev in evidence for k in ev if k not in SKIP_KEYS))
+    return [k for k in keys if any(ev.get(k) not in (None, "") for ev in evidence)]
 
 
-def group_rows(evidence: Sequence[dict]) -> list[tuple[list[str], list[dict]]]:
-    """Consecutive rows with related columns (equal, subset or superset) share a group: (keys, rows)."""
-    groups: list[tuple[list[str], list[dict]]] = []
-    for ev in evidence:
-        keys = _keys(ev)
-        if groups:
-            gkeys, rows = groups[-1]
-            if set(keys) <= set(gkeys) or set(gkeys) <= set(keys):
-                gkeys.extend(k for k in keys if k not in gkeys)
-                rows.append(ev)
-                continue
-        groups.append((keys, [ev]))
-    return groups
+LIST_LINE_CHARS = 100  # a list fact longer than this as text becomes a bulleted list under its label
+
+
+def facts_html(facts: dict) -> str:
+    """The finding's summary line (Finding.facts): "kernels 1005 · gpu kernel 931.01 µs · runs 3"; a list of
+    long texts (graph-break reasons, sync sites) as a list of its own under the line."""
+    e = html.escape
+    inline, lists = [], []
+    for key, value in (facts or {}).items():
+        if value is None or value == "" or value == []:
+            continue
+        text = fact_value(key, value)
+        if isinstance(value, list) and len(text) > LIST_LINE_CHARS:
+            items = "".join(f"<li>{e(fact_value(key, v))}</li>" for v in value[:MAX_FACT_ITEMS])
+            more = f"<li>… {len(value) - MAX_FACT_ITEMS} more</li>" if len(value) > MAX_FACT_ITEMS else ""
+            lists.append((e(fact_label(key)), f"<ul>{items}{more}</ul>"))
+        else:
+            inline.append(f"{e(fact_label(key))} <b>{e(text)}</b>")
+    if not inline and not lists:
+        return ""
+    if not inline:  # the first list's label on the summary line
+        name, items = lists.pop(0)
+        return f"<p><b>Summary:</b> {name}:</p>{items}" + "".join(f"<p>{n}:</p>{i}" for n, i in lists)
+    return f"<p><b>Summary:</b> {' · '.join(inline)}</p>" + "".join(f"<p>{n}:</p>{i}" for n, i in lists)
 
 
 def short_name(text: str, px: int, measure: Measure, elide: Elide) -> str:
@@ -148,46 +158,42 @@ def _line(ev_cells: dict[str, str], keys: list[str]) -> str:
 
 def evidence_html(evidence: Sequence[dict], width_px: int, measure: Measure, elide: Elide,
                   bold_measure: Measure | None = None) -> str:
-    """The evidence (the first MAX_EVIDENCE_ROWS rows) for a pane `width_px` wide: per group of rows of
-    one shape, the columns with one value in every row as a line, the others as a table when they fit
-    (long text elided), else one wrapped line per row."""
+    """The evidence (the first MAX_EVIDENCE_ROWS rows, one shape) for a pane `width_px` wide: the columns with
+    one value in every row as a line, the others as one table when they fit (long text elided), else one
+    wrapped line per row."""
     e = html.escape
     bold = bold_measure or (lambda s: int(measure(s) * 1.1))
-    groups = group_rows(evidence[:MAX_EVIDENCE_ROWS])
+    rows = list(evidence[:MAX_EVIDENCE_ROWS])
+    if not rows:
+        return ""
+    keys = columns(rows)
+    cells = [{k: fmt_value(k, ev.get(k)) for k in keys} for ev in rows]
     out = []
-    for keys, rows in groups:
-        cells = [{k: fmt_value(k, ev.get(k)) for k in keys} for ev in rows]
-        if len(rows) == 1 and len(groups) > 1:  # a summary of its own shape: one line of text
-            out.append(f"<p>{_line(cells[0], keys)}</p>")
+    same = [k for k in keys if k != "name" and len(rows) > 1 and cells[0][k]
+            and all(c[k] == cells[0][k] for c in cells)]
+    if same:
+        out.append(f"<p>In all {len(rows)}: {_line(cells[0], same)}</p>")
+    keys = [k for k in keys if k not in same]
+    natural = [max([bold(label(k))] + [measure(c[k]) for c in cells]) + CELL_PAD_PX for k in keys]
+    budget = width_px - 2 * len(keys) - 4  # the layout rounds each column up
+    flexible = [w for w in natural if w > SHORT_COL_PX]
+    if sum(w for w in natural if w <= SHORT_COL_PX) + sum(min(w, 2 * SHORT_COL_PX) for w in flexible) > budget:
+        # too many columns for the pane: a line per row rather than cells cut to a few characters
+        out.append("<ul>" + "".join(f"<li>{_line(c, keys)}</li>" for c in cells) + "</ul>")
+        return "\n".join(out)
+    widths = column_widths(natural, budget, [2.0 if k == "name" else 1.0 for k in keys])
+    head = "".join(f"<th align='left' style='white-space:nowrap'>{e(label(k))}</th>" for k in keys)
+    for i, k in enumerate(keys):
+        if widths[i] >= natural[i]:
             continue
-        same = [k for k in keys if k != "name" and len(rows) > 1 and cells[0][k]
-                and all(c[k] == cells[0][k] for c in cells)]
-        if same:
-            out.append(f"<p>In all {len(rows)}: {_line(cells[0], same)}</p>")
-        keys = [k for k in keys if k not in same]
-        natural = [max([bold(label(k))] + [measure(c[k]) for c in cells]) + CELL_PAD_PX for k in keys]
-        budget = width_px - 2 * len(keys) - 4  # the layout rounds each column up
-        flexible = [w for w in natural if w > SHORT_COL_PX]
-        if sum(w for w in natural if w <= SHORT_COL_PX) + sum(min(w, 2 * SHORT_COL_PX) for w in flexible) > budget:
-            # too many columns for the pane: a line per row rather than cells cut to a few characters
-            out.append("<ul>" + "".join(f"<li>{_line(c, keys)}</li>" for c in cells) + "</ul>")
-            continue
-        widths = column_widths(natural, budget, [2.0 if k == "name" else 1.0 for k in keys])
-        head = "".join(f"<th align='left' style='white-space:nowrap'>{e(label(k))}</th>" for k in keys)
-        for i, k in enumerate(keys):
-            if widths[i] >= natural[i]:
-                continue
-            px = widths[i] - CELL_PAD_PX
-            if k == "name":
-                for c, text in zip(cells, display_names([c[k] for c in cells], px, measure, elide)):
-                    c[k] = text
-            else:
-                for c in cells:
-                    c[k] = elide(c[k], px, QtCore.Qt.TextElideMode.ElideRight)
-        body = []
-        for c in cells:
-            tds = "".join(f"<td style='white-space:nowrap'>{e(c[k])}</td>" for k in keys)
-            body.append(f"<tr>{tds}</tr>")
-        out.append(f"<table width='100%' cellspacing='0' cellpadding='3' border='1'><tr>{head}</tr>"
-                   f"{''.join(body)}</table>")
+        px = widths[i] - CELL_PAD_PX
+        if k == "name":
+            for c, text in zip(cells, display_names([c[k] for c in cells], px, measure, elide)):
+                c[k] = text
+        else:
+            for c in cells:
+                c[k] = elide(c[k], px, QtCore.Qt.TextElideMode.ElideRight)
+    body = "".join("<tr>" + "".join(f"<td style='white-space:nowrap'>{e(c[k])}</td>" for k in keys) + "</tr>"
+                   for c in cells)
+    out.append(f"<table width='100%' cellspacing='0' cellpadding='3' border='1'><tr>{head}</tr>{body}</table>")
     return "\n".join(out)

@@ -4,6 +4,7 @@ core/remote/mirrors.py's index noted one) and followed again from where each fol
 start when there are any."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6 import QtGui, QtWidgets
@@ -14,10 +15,12 @@ from core.remote.ssh import SshError, SshHost
 RUNS = Path.home() / "ptprof-runs"
 
 
-def install_reattach(win, run_panel, show_dock) -> QtGui.QAction:
+def install_reattach(win, attach: Callable[[SshHost, str, str], bool], show_dock: Callable[[], None]) -> QtGui.QAction:
+    """File > Reattach Remote Run…: `attach(host, run_id, folder) -> bool` follows the chosen run again (the
+    Run dock's RunPanel.attach), `show_dock()` shows the dock first."""
     action = QtGui.QAction("Reattach Remote &Run…", win)
     action.setStatusTip("Follow again a remote run that goes on on its host (the app was closed meanwhile)")
-    action.triggered.connect(lambda _checked=False: ask_reattach(win, run_panel, show_dock))
+    action.triggered.connect(lambda _checked=False: ask_reattach(win, attach, show_dock))
     win.add_menu_action("File", action, before=win.action_export)
     found = unfinished_mirrors(RUNS)
     if found:
@@ -26,7 +29,7 @@ def install_reattach(win, run_panel, show_dock) -> QtGui.QAction:
     return action
 
 
-def ask_reattach(win, run_panel, show_dock) -> bool:
+def ask_reattach(win, attach: Callable[[SshHost, str, str], bool], show_dock: Callable[[], None]) -> bool:
     found = unfinished_mirrors(RUNS)
     if not found:
         QtWidgets.QMessageBox.information(win, "Reattach", f"No remote run left unfollowed (in {RUNS} or any other "
@@ -44,4 +47,4 @@ def ask_reattach(win, run_panel, show_dock) -> bool:
         QtWidgets.QMessageBox.warning(win, "Reattach", str(exc))
         return False
     show_dock()
-    return run_panel.attach(host, str(remote["id"]), str(folder))
+    return attach(host, str(remote["id"]), str(folder))

@@ -57,6 +57,8 @@ class ReportActions(QtCore.QObject):
         self._live = live or (lambda: None)  # the live GPU panel while a run is in progress
         self._renderer = QtRenderer()
         self._workers: set = set()  # running exports (references keep them alive)
+        self._menus: list[QtWidgets.QMenu] = []  # menus of these actions (`menu()`): enabled while one of theirs is
+        self._report_too: list[QtGui.QAction] = []  # the window's own "Export Report…" (`follow_report`)
         self.act_timeline_png = self._action("Export timeline PNG…", self.export_timeline_png)
         self.act_memory_png = self._action("Export memory plot PNG…", self.export_memory_png)
         self.act_gpu_png = self._action("Export GPU plot PNG…", self.export_gpu_png)
@@ -77,15 +79,24 @@ class ReportActions(QtCore.QObject):
         m = QtWidgets.QMenu(title, self._window)
         for a in self.actions():
             m.addAction(a)
+        self._menus.append(m)
         return m
 
+    def follow_report(self, action: QtGui.QAction) -> None:
+        """`action` (the window's "Export Report…") is enabled when `act_report` is."""
+        self._report_too.append(action)
+
     def update_enabled(self) -> None:
-        """Call when a trace opens / closes."""
+        """Call when the current tab changes, a trace opens / closes or a run starts / ends."""
         ctx = self._context()
         for a in self.actions():
             a.setEnabled(ctx is not None)
         if self._live() is not None:  # a run in progress: its GPU plot can be saved, tabs or not
             self.act_gpu_png.setEnabled(True)
+        for m in self._menus:  # a menu opens while any entry in it can (a run's GPU plot with no trace tab)
+            m.setEnabled(any(a.isEnabled() for a in m.actions()))
+        for a in self._report_too:
+            a.setEnabled(self.act_report.isEnabled())
 
     # --- actions ---------------------------------------------------------------------------
     def _ctx_or_warn(self) -> ExportContext | None:

@@ -5,8 +5,10 @@
 
 File menu: the window's placeholder `action_export` ("Export…", Ctrl+E) opens "Export report…", and an
 "Export as" submenu next to it holds timeline / memory / GPU PNG and tables CSV. Everything is enabled
-while a trace tab is current. Duck-typed on the window: current_view() -> view with `.trace_set` and
-`.timeline.view_range()`; menu(title); action_export; sig_trace_loaded; tabs.currentChanged.
+while a trace tab is current; the GPU plot PNG (and so the submenu) also while a run is in progress (its
+live plot), tabs or not. gui/subscriptions.py `connect_export_menu` refreshes them on the window session's
+"tab", "trace_loaded" and "run" events. Duck-typed on the window: current_view() -> view with `.trace_set`
+and `.timeline.view_range()`; menu(title); action_export; session (core/session.py: `run_in_progress`).
 """
 from __future__ import annotations
 
@@ -29,10 +31,15 @@ def context_from_window(win, findings_for: Callable | None = None) -> ExportCont
     return ExportContext(view.trace_set, findings=findings, view_range_ns=rng)
 
 
-def install(win, findings_for: Callable | None = None, run_panel=None) -> ReportActions:
-    """Create the exporter for `win`, put its actions in the File menu, keep them enabled with the tabs
-    (and, with `run_panel`, the GPU plot export while a run is in progress)."""
-    live = (lambda: run_panel.live if run_panel.is_running else None) if run_panel is not None else None
+def install(win, findings_for: Callable | None = None, live_plot=None) -> ReportActions:
+    """Create the exporter for `win` and put its actions in the File menu. With `live_plot` (the Run dock's
+    live GPU panel) the GPU plot export is offered while the window's session has a run in progress. Call
+    `exporter.update_enabled()` when the current tab changes, a trace loads or a run starts / ends
+    (gui/subscriptions.py `connect_export_menu`)."""
+    session = getattr(win, "session", None)
+
+    def live():
+        return live_plot if live_plot is not None and session is not None and session.run_in_progress else None
     exporter = ReportActions(win, lambda: context_from_window(win, findings_for), live)
     file_menu = win.menu("File") if hasattr(win, "menu") else win.menuBar().addMenu("&File")
     placeholder = getattr(win, "action_export", None)
@@ -44,26 +51,9 @@ def install(win, findings_for: Callable | None = None, run_panel=None) -> Report
         placeholder.triggered.connect(exporter.export_report)
         file_menu.insertMenu(placeholder, submenu)
         exporter.act_report.setShortcut("")  # the placeholder keeps its Ctrl+E
-        extra = [placeholder]
+        exporter.follow_report(placeholder)
     else:
         file_menu.addMenu(submenu)
         file_menu.addAction(exporter.act_report)
-        extra = []
-
-    def refresh(*_):
-        exporter.update_enabled()
-        ok = exporter.act_report.isEnabled()
-        submenu.setEnabled(ok)
-        for a in extra:
-            a.setEnabled(ok)
-
-    if hasattr(win, "sig_trace_loaded"):
-        win.sig_trace_loaded.connect(refresh)
-    tabs = getattr(win, "tabs", None)
-    if tabs is not None:
-        tabs.currentChanged.connect(refresh)
-    if run_panel is not None:
-        run_panel.sig_run_started.connect(refresh)
-        run_panel.sig_run_finished.connect(refresh)
-    refresh()
+    exporter.update_enabled()
     return exporter

@@ -32,6 +32,8 @@ class RunPanel(QtWidgets.QWidget):
     sig_bundle_ready = QtCore.Signal(str)  # a finished run's bundle holds traces: open it
     sig_folded_changed = QtCore.Signal(bool)
     sig_trace_saved = QtCore.Signal(str)  # a cycle's trace file, saved while the script goes on: open it
+    sig_run_connecting = QtCore.Signal()  # a remote start or reattach began (seconds): busy before it runs
+    sig_run_not_started = QtCore.Signal()  # that remote start or reattach failed (sig_run_started never came)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None, plan: StopPlan = StopPlan(), backend_factory=None):
         super().__init__(parent)
@@ -197,6 +199,10 @@ class RunPanel(QtWidgets.QWidget):
 
     def _on_controller_state_changed(self, state: str) -> None:
         self.stop_button.setEnabled(state == "running")
+        if state == "connecting":
+            self.sig_run_connecting.emit()
+        elif state == "idle":  # the controller goes back to idle only when a remote start / reattach failed
+            self.sig_run_not_started.emit()
         if state == "stopping":
             self.status.setText("Stopping… (the profiler is writing the window in progress)")
 

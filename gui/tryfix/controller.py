@@ -2,14 +2,20 @@
 
 1. The finding's switch is checked against the run it came from (core.tryfix.plan.precheck): a switch that
    cannot apply is said in the Issues panel's status line before anything runs.
-2. The bundle's recorded command runs twice through the Run dock (live plots, console, Stop;
-   RunPanel.start(cfg, open_when_done=False)): once as recorded (the baseline), once with the switch on, both
-   with the window at the end (core.tryfix.plan.timing_schedule). A switch that does not take stops its run
+2. The bundle's recorded command runs twice through the Run dock (live plots, console, Stop; the `start_run`
+   it is given: RunPanel.start(cfg, open_when_done=False)): once as recorded (the baseline), once with the
+   switch on, both with the window at the end (core.tryfix.plan.timing_schedule). A switch that does not take stops its run
    at the second step; the Run dock and the Issues status say why.
 3. The measurement (core.tryfix.session.result: unprofiled steps of both runs, Mann-Whitney + bootstrap
    interval) runs in a worker; it is stored in the before bundle's tried.json, so the finding shows
    "Measured" from then on.
 4. A Compare of baseline vs after opens (gui/compare, status-bar progress and Cancel) with the verdict on top.
+
+It reads the window's session (core/session.py), never a panel: the current tab's trace and its findings
+(`session.trace_set`, `session.analysis_for`), whether the Run dock is busy (`session.run_in_progress`) and
+how each run ended (the "run" event's "finished": `Run.bundle`, `Run.runner`, handed to `on_run_changed`).
+gui/subscriptions.py `connect_try` links it: the session's "run" event, the Issues panel's Try requests, its
+status line and its "Measured" (re-read once a try is measured).
 """
 from __future__ import annotations
 
@@ -40,15 +46,14 @@ class TryController(QtCore.QObject):
     sig_message = QtCore.Signal(str)  # one line for the user (refusal, failure, progress)
     sig_measured = QtCore.Signal(dict)  # the stored entry (core.tryfix.session.result), before the Compare opens
 
-    def __init__(self, issues, run_panel, compare, parent=None) -> None:
+    def __init__(self, session, start_run, compare, parent=None) -> None:
+        """`session`: the window's core.session.Session; `start_run(cfg) -> bool`: start a RunConfig through
+        the Run dock, its bundle not opened as a tab; `compare`: gui.compare.wiring.CompareActions."""
         super().__init__(parent)
-        self.issues, self.run_panel, self.compare = issues, run_panel, compare
+        self.session, self.start_run, self.compare = session, start_run, compare
         self._pending = None  # (before, spec, out dir) of the run in progress
         self._worker = None
         self.last_entry: dict | None = None
-        issues.sig_try_requested.connect(self.try_fix)
-        run_panel.sig_run_finished.connect(self._on_run_finished)
-        self.sig_message.connect(issues.show_try_message)
         compare.sig_compare_shown.connect(self._on_compare_shown)
         self._verdict_for: tuple[str, str] | None = None
 
@@ -57,13 +62,14 @@ class TryController(QtCore.QObject):
         return self._pending is not None or self._worker is not None
 
     def try_fix(self, spec: str) -> bool:
-        """Start trying `spec` on the Issues panel's current run. False (and a message) when it cannot."""
+        """Start trying `spec` on the current tab's run. False (and a message) when it cannot."""
         from core.tryfix import plan
         from core.tryfix.session import config_for, plan_runs
-        if self.busy or self.run_panel.is_running:
+        if self.busy or self.session.run_in_progress:
             self.sig_message.emit("A run is in progress: stop it or wait for it before trying another fix.")
             return False
-        ts, analysis = self.issues.trace_set(), self.issues.analysis()
+        ts = self.session.trace_set
+        analysis = self.session.analysis_for(ts)
         if ts is None or analysis is None:
             self.sig_message.emit("Try it needs the run's findings: wait for the analysis to finish.")
             return False
@@ -93,17 +99,21 @@ class TryController(QtCore.QObject):
         self.sig_message.emit(f"Trying {p['spec']}: running {Path(cfg.script).name or cfg.target} {what} "
                               f"(step {len(p['done']) + 1} of {len(p['done']) + len(p['queue']) + 1}; Run dock: "
                               "live plots, Stop)…")
-        if not self.run_panel.start(cfg, open_when_done=False):
+        if not self.start_run(cfg):
             self._pending = None
             return False
         return True
 
-    def _on_run_finished(self, bundle: str, code: int) -> None:
+    def on_run_changed(self, run, change: str) -> None:
+        """The session's "run" event (gui/subscriptions.py connect_try): a try's run that finished is
+        checked (core.tryfix.session.outcome of `run.runner`), then the next run starts or both are measured."""
         p = self._pending
-        if p is None or "current" not in p or Path(bundle).resolve() != Path(p["current"].out).resolve():
+        if change != "finished" or p is None or "current" not in p or run.bundle is None \
+                or Path(run.bundle).resolve() != Path(p["current"].out).resolve():
             return
         from core.tryfix.session import outcome
-        status, message = outcome(self.run_panel.controller.session)
+        status, message = outcome(run.runner) if run.runner is not None else \
+            ("failed", f"the run ended (exit {run.exit_code}) without its record")
         planned = p.pop("current")
         if status != "ok":
             self._pending = None
@@ -128,8 +138,7 @@ class TryController(QtCore.QObject):
         self.last_entry = entry
         from core.commands.tryfix import verdict
         self.sig_message.emit(f"Tried {p['spec']}: {verdict(entry)}")
-        self.issues.refresh_tried()
-        self.sig_measured.emit(entry)
+        self.sig_measured.emit(entry)  # the Issues panel re-reads tried.json (connect_try)
         a, b = p["pair"]
         self._verdict_for = (str(a), str(b))
         self.compare.compare_paths(str(a), str(b))
@@ -155,7 +164,9 @@ def _measure_job(before, spec, afters, baselines):
     return result(before, spec, list(afters), list(baselines))
 
 
-def install(win, issues, run_panel, compare) -> TryController:
-    controller = TryController(issues, run_panel, compare, win)
+def install(win, session, start_run, compare) -> TryController:
+    """The window's Try it controller; its messages go to the status bar (and, by connect_try, to the
+    Issues panel's status line)."""
+    controller = TryController(session, start_run, compare, win)
     controller.sig_message.connect(lambda text: win.statusBar().showMessage(text, 30_000))
     return controller

@@ -139,3 +139,33 @@ def test_run_events_without_a_start_still_make_a_run(tmp_path):
     fresh = Session()
     finished = fresh.run_finished(str(tmp_path), 3)
     assert isinstance(finished, Run) and (finished.running, finished.exit_code) == (False, 3)
+
+
+def test_a_remote_start_is_a_run_in_progress_until_it_starts_or_fails(tmp_path):
+    """Connecting to a host (seconds) keeps the Run dock busy before the run starts; a failed connect
+    frees it; a start refused while a run goes (no connecting run) changes nothing."""
+    session, seen = Session(), []
+    session.subscribe("run", lambda run, change: seen.append((change, run.running)))
+    assert not session.run_in_progress and session.run_not_started() is None and seen == []
+    connecting = session.run_connecting()
+    assert session.run_in_progress and connecting.connecting and connecting.bundle is None
+    assert session.run_not_started() is connecting and not session.run_in_progress and not connecting.connecting
+    assert seen == [("connecting", True), ("not_started", False)]
+
+    session.run_connecting()
+    run = session.run_started(str(tmp_path / "b"))  # connected: the run replaces the connecting one
+    assert session.run_in_progress and not run.connecting and run.bundle == str(tmp_path / "b")
+    assert session.run_not_started() is run and run.running  # a refusal while it runs: still running
+    runner = object()
+    session.run_finished(str(tmp_path / "b"), 0, runner)
+    assert not session.run_in_progress and run.runner is runner and run.exit_code == 0
+    assert [change for change, _ in seen] == ["connecting", "not_started", "connecting", "started", "finished"]
+
+
+def test_a_finished_run_reported_without_a_start_knows_its_bundle(tmp_path):
+    """A cycle reported first makes a Run without a bundle: its end names it (Try it matches runs by it)."""
+    session = Session()
+    run = session.run_cycle_saved(tmp_path / "c1.json")
+    assert run.bundle is None and session.run_in_progress
+    session.run_finished(str(tmp_path), 1)
+    assert run.bundle == str(tmp_path) and (run.running, run.exit_code, run.runner) == (False, 1, None)

@@ -7,11 +7,11 @@ from helpers import SAMPLE
 
 def test_file_menu_exports_the_open_trace(qtbot, tmp_path):
     main_window = pytest.importorskip("gui.main_window")
-    from gui.report.wiring import context_from_window, install
+    from gui.report.wiring import context_from_window
 
     win = main_window.MainWindow()
     qtbot.addWidget(win)
-    exporter = install(win)
+    exporter = win.integrations.exporter  # gui.report.wiring.install, refreshed on the session's events
     assert not exporter.act_timeline_png.isEnabled()  # nothing open yet
     with qtbot.waitSignal(win.sig_trace_loaded, timeout=60_000):
         win.open_path(str(SAMPLE))

@@ -156,30 +156,38 @@ def test_evidence_fits_the_details_pane(qtbot, name):
 
 
 def test_launch_bound_evidence_shows_each_kernel_with_its_time(qtbot):
-    """The summary row gets a line of its own; the kernel rows a table of name / ts / dur whose names
-    keep the part that tells kernels apart (no 20 x "at::native::vectorized_elementwise_kernel<C…")."""
+    """The facts are the summary line above the evidence; the kernel rows one table of name / ts / dur whose
+    names keep the part that tells kernels apart (no 20 x "at::native::vectorized_elementwise_kernel<C…")."""
     for panel, f in _render_every_finding(qtbot, "gpu_issues.pt.trace.json.gz", 533):
         if f.rule != "launch_bound":
             continue
         text = panel.details.document().toPlainText()
-        assert "summary: kernels 1005" in text
+        assert "Summary: kernels 1005 · gpu kernel " in text and " · runs " in text
+        assert text.index("Summary:") < text.index("Evidence")
         assert "CUDAFunctorOnSelf_add" in text  # the functor, not cut away
-        heads = [c.strip() for c in text.split("\n") if c.strip() in ("ts", "dur", "kernels")]
-        assert "ts" in heads and "dur" in heads and "kernels" not in heads  # one shape per table
+        heads = [c.strip() for c in text.split("\n") if c.strip() in ("ts", "dur", "kernels", "name")]
+        assert heads == ["name", "ts", "dur"]  # one table, of the kernels' shape
         return
     pytest.fail("no launch_bound finding")
 
 
-def test_evidence_grouping_and_names():
+def test_evidence_table_and_names():
     from PySide6 import QtCore as QC
 
-    from gui.issues.evidence import column_widths, display_names, group_rows
-    rows = [{"name": "summary", "kernels": 3, "idle_ns": 5, "rank": 0},
-            {"name": "k1", "ts_ns": 1, "dur_ns": 2, "row": 7}, {"name": "k2", "ts_ns": 3, "dur_ns": 4, "row": 8},
-            {"name": "k3", "ts_ns": 5, "dur_ns": 6, "extra": "x"}]
-    groups = group_rows(rows)
-    assert [len(r) for _, r in groups] == [1, 3]  # k3's columns are a superset: it joins the kernels
-    assert groups[1][0] == ["name", "ts_ns", "dur_ns", "extra"] and "row" not in groups[1][0]
+    from gui.issues.evidence import column_widths, columns, display_names, evidence_html, facts_html
+    rows = [{"name": "k1", "ts_ns": 1, "dur_ns": 2, "rank": 0, "row": 7, "extra": None, "cause": "aten::item"},
+            {"name": "k2", "ts_ns": 3, "dur_ns": 4, "rank": 0, "row": 8, "extra": None, "cause": "aten::item"}]
+    assert columns(rows) == ["name", "ts_ns", "dur_ns", "cause"]  # no row / rank, no column empty in every row
+    page = evidence_html(rows, 600, lambda s: 7 * len(s), lambda s, px, mode: s)
+    assert page.count("<table") == 1 and "In all 2: cause aten::item" in page and ">extra<" not in page
+    line = facts_html({"kernels": 3, "idle_ns": 5_000, "busy_pct": 12.5, "none": None,
+                       "sites": ["a.py:1", "b.py:2"], "reasons": ["a long reason " * 5, "another " * 10]})
+    assert "<b>Summary:</b> kernels <b>3</b> · idle <b>5.00 µs</b> · busy <b>12.5 %</b> · sites <b>a.py:1, b.py:2</b>" \
+        in line
+    assert "reasons:</p><ul><li>a long reason" in line and "none" not in line  # long texts: a list of their own
+    only_list = facts_html({"reasons": ["a long reason " * 5, "another " * 10]})
+    assert only_list.startswith("<p><b>Summary:</b> reasons:</p><ul><li>a long reason")
+    assert facts_html({}) == facts_html({"n": None}) == ""
     measure = lambda s: 7 * len(s)  # noqa: E731
     elide = lambda s, px, mode: s if 7 * len(s) <= px else (  # noqa: E731
         s[: px // 14] + "…" + s[-(px // 14):] if mode == QC.Qt.TextElideMode.ElideMiddle else s[: px // 7 - 1] + "…")

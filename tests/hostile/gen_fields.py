@@ -104,6 +104,10 @@ def _findings_edit(how: str, data: list) -> str:
         return json.dumps([{**f, "time_ranges": [[1, 2, 3], "x"]} for f in data])
     if how == "source_wrong":
         return json.dumps([{**f, "source": {"file": 5, "line": "x"}} for f in data])
+    if how == "nested_facts":  # Finding.facts holds plain values only (issue 35): a dict / deep list is refused
+        return json.dumps([{**f, "facts": {"runs": {"n": 1}, "ns": [[1, 2]]}} for f in data])
+    if how == "no_facts":  # a finding as the cache's format 1 wrote it (before facts): re-computed
+        return json.dumps([{k: v for k, v in f.items() if k != "facts"} for f in data])
     if how == "not_a_list":
         return json.dumps({"findings": data})
     if how == "list_of_numbers":
@@ -114,7 +118,8 @@ def _findings_edit(how: str, data: list) -> str:
 
 
 FINDINGS_POISONS = ("deep_arrays", "deep_evidence", "nan_impact", "infinite_saving", "huge_impact", "string_count",
-                    "bad_severity", "ranges_not_pairs", "source_wrong", "not_a_list", "list_of_numbers", "binary")
+                    "bad_severity", "ranges_not_pairs", "source_wrong", "nested_facts", "no_facts", "not_a_list",
+                    "list_of_numbers", "binary")
 
 
 def poisoned_findings(root: Path, how: str, run_cli) -> tuple[Path, Path, Path]:

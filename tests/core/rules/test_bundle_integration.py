@@ -67,9 +67,10 @@ def _check_compile_findings(result, ts):
     assert "tensor 'x' size mismatch at index 0. expected 64, actual 96" in f.title
     assert (f.source.file, f.source.line, f.source.function) == ("/tmp/comp.py", 6, "forward")
     assert "drop_last" in f.fix and "mark_dynamic(x, 0)" in f.fix and "64 → 96" in f.fix
-    names = [e["name"] for e in f.evidence]
-    assert "guard failed: tensor 'y' size mismatch at index 0. expected 64, actual 96" in names
-    assert any(e.get("function") == "forward (after the graph break at line 8)" for e in f.evidence)
+    guards = f.facts["guards_failed"]  # the summary line; the evidence is the recompiled frames' events
+    assert "tensor 'y' size mismatch at index 0. expected 64, actual 96 in forward (after the graph break at line 8) " \
+           "(/tmp/comp.py:8)" in guards
+    assert all("row" in e for e in f.evidence)
 
 
 def test_runner_compile_json_gives_reasons_frames_and_fixes(tmp_path):
@@ -116,7 +117,8 @@ def test_sync_sites_name_the_lines(tmp_path):
     pm = _by_rule(result, "pageable_memcpy")
     assert len(pm) == 1 and (pm[0].source.file, pm[0].source.line) == (str(EXAMPLE), 35)
     assert ".to(device)" in EXAMPLE.read_text().splitlines()[34]
-    assert not any("module.py" in e["name"] for f in hs + pm for e in f.evidence)  # torch's own frame dropped
+    # torch's own frame dropped from the sites the facts list
+    assert not any("module.py" in site.split(" via ")[0] for f in hs + pm for site in f.facts.get("sync_sites", ()))
 
 
 def test_current_runner_sites_prefer_the_direct_call(tmp_path):
@@ -128,8 +130,9 @@ def test_current_runner_sites_prefer_the_direct_call(tmp_path):
     assert ts.bundle is None  # no run.json: the folder is still read as a bundle
     pm = _by_rule(result, "pageable_memcpy")
     assert len(pm) == 1 and (pm[0].source.line, pm[0].source.function) == (35, "main")
-    vias = {e["name"].rsplit(":", 1)[-1]: e.get("via") for e in pm[0].evidence if e["name"].startswith("sync site")}
-    assert vias == {"35": None, "27": "torch/nn/modules/module.py:1370"}
+    sites = pm[0].facts["sync_sites"]
+    assert pm[0].facts["sync_sites_matched"] == "by their line's op (copy_h2d)"
+    assert sites == [f"{EXAMPLE}:35", f"{EXAMPLE}:27 via torch/nn/modules/module.py:1370"]
     hs = _by_rule(result, "host_sync")
     assert len(hs) == 1 and hs[0].source.line == 40
 
@@ -138,15 +141,15 @@ def test_unreadable_sync_sites_are_listed_not_guessed(tmp_path):
     _, result = _analyze(_copy(tmp_path, "s1"))
     for f in _by_rule(result, "host_sync") + _by_rule(result, "pageable_memcpy"):
         assert f.source is None
-        listed = [e["name"] for e in f.evidence if "sync sites recorded" in e["name"]]
-        assert listed and f"{RUN_PREFIX}:35" in listed[0] and f"{RUN_PREFIX}:40" in listed[0]
+        assert f.facts["sync_sites_matched"] == "no (source not readable here, op unknown)"
+        assert f"{RUN_PREFIX}:35" in f.facts["sync_sites"] and f"{RUN_PREFIX}:40" in f.facts["sync_sites"]
 
 
 def test_bundle_without_sync_sites_keeps_source_null(tmp_path):
     _, result = _analyze(_copy(tmp_path, "g1"))
     hs = _by_rule(result, "host_sync")
     assert hs and all(f.source is None for f in hs)
-    assert not any("sync site" in e["name"] for f in result.findings for e in f.evidence)
+    assert not any("sync_sites" in f.facts for f in result.findings)
 
 
 def test_only_sync_site_is_the_branch_in_both_cycles(tmp_path):

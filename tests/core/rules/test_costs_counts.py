@@ -57,9 +57,9 @@ def test_recompile_counts_each_compile_once_and_bills_only_recompiles(loaded, tr
     first_ns = 0
     if firsts:
         assert f"{len(firsts)} first compile(s)" in rc.title
-        ev = next(e for e in rc.evidence if e["name"].startswith("first compiles"))
-        assert ev["count"] == len(firsts)
-        first_ns = ev["dur_ns"]
+        assert rc.facts["first_compiles"] == len(firsts)  # the summary line, not an evidence row
+        assert rc.facts["first_compile_ids"] == sorted(f"{x}/0" for x, _y in firsts)
+        first_ns = rc.facts["first_compile_time_not_billed_ns"]
     total_compile = int(s.dur_ns[entries].sum())
     assert rc.impact_ns < total_compile - first_ns + 0.1 * total_compile
     if trace.startswith("cpu_compile"):

@@ -50,7 +50,8 @@ def test_planted_found_and_clean_stays_clean(case):
     assert not (must_not & got), f"{name}: false positives {sorted(must_not & got)}"
 
 
-ADDED_FIELDS = {"steps", "one_off", "lost_per_step_ns", "mean_step_ns", "saving_pct_of_mean_step"}
+# issue 31's per-step vocabulary; issue 35's facts (the summary line that used to be an evidence row)
+ADDED_FIELDS = {"steps", "one_off", "lost_per_step_ns", "mean_step_ns", "saving_pct_of_mean_step", "facts"}
 
 
 def test_findings_are_well_formed(case):
