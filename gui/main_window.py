@@ -51,6 +51,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.setAcceptDrops(True)
         self._theme = None
         self.jobs: list[LoadJob] = []
+        self._pending_views: list = []  # TraceViews made, their tab added the next turn (_show_view)
         self.session = Session()  # the current tab, analyses, selection: what the panels subscribe to
         self.tabs = QtWidgets.QTabWidget(tabsClosable=True, movable=True, documentMode=True)
         self.tabs.tabCloseRequested.connect(self.close_tab)
@@ -266,14 +267,22 @@ class MainWindow(QtWidgets.QMainWindow):
             return self._add_snapshot_tab(trace_set)
         from gui.trace_view import TraceView
         view = TraceView(trace_set, indexes, self.theme)
-        name = Path(trace_set.path).name
-        i = self.tabs.addTab(view, name)
-        self.tabs.setTabToolTip(i, trace_set.path)
-        self.tabs.setCurrentIndex(i)
-        self.stack.setCurrentWidget(self.tabs)
         # the recent list, the Issues analysis and the other listeners: once the view has filled its
         # second turn (TraceView.sig_ready), not in the turn that opens it
         view.sig_ready.connect(lambda ts=trace_set: self._on_view_ready(ts))
+        # the tab, with its first layout and paint, a turn later: after the view's construction they were one
+        # 100-115 ms freeze at 32 ranks
+        self._pending_views.append(view)
+        QtCore.QTimer.singleShot(0, self, lambda: self._show_view(view))
+
+    def _show_view(self, view) -> None:
+        if view not in self._pending_views:  # closed before its turn (the window closing)
+            return
+        self._pending_views.remove(view)
+        i = self.tabs.addTab(view, Path(view.trace_set.path).name)
+        self.tabs.setTabToolTip(i, view.trace_set.path)
+        self.tabs.setCurrentIndex(i)
+        self.stack.setCurrentWidget(self.tabs)
 
     def _on_view_ready(self, trace_set: TraceSet) -> None:
         if Path(trace_set.path).resolve() != actions.SAMPLE:

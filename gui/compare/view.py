@@ -58,7 +58,7 @@ class _Side(QtWidgets.QWidget):
 
     sig_step_changed = QtCore.Signal()  # the aligned step changed
 
-    def __init__(self, label: str, trace_set: TraceSet, indexes, theme: Theme, parent=None) -> None:
+    def __init__(self, label: str, trace_set: TraceSet, indexes, theme: Theme, note: str = "", parent=None) -> None:
         super().__init__(parent)
         self.trace_set = trace_set
         self.timeline = TimelineWidget(theme)
@@ -71,7 +71,8 @@ class _Side(QtWidgets.QWidget):
         self.step_box.setCurrentIndex(1 if len(names) > 1 else 0)
         self.step_box.currentIndexChanged.connect(lambda _i: self.sig_step_changed.emit())
         bar = QtWidgets.QHBoxLayout()
-        title = QtWidgets.QLabel(f"<b>{label}</b> {html.escape(Path(trace_set.path).name)}")
+        title = QtWidgets.QLabel(f"<b>{label}</b> {html.escape(Path(trace_set.path).name)}"
+                                 + (f" <i>({html.escape(note)} shown)</i>" if note else ""))
         title.setToolTip(trace_set.path)
         bar.addWidget(title)
         bar.addStretch(1)
@@ -88,7 +89,8 @@ class _Side(QtWidgets.QWidget):
 
 
 class CompareView(QtWidgets.QWidget):
-    """The Compare tab. `diff` is a core.analysis.diff.Diff; sides are (TraceSet, SliceIndex list)."""
+    """The Compare tab. `diff` is a core.analysis.diff.Diff; sides are (TraceSet, SliceIndex list[, note]): a
+    multi-rank run's side is its primary rank, the note says which ("rank 0 of 128")."""
 
     tab_kind = "compare"  # what core.session.Session.set_tab reports for this tab (gui/main_window.py)
 
@@ -100,8 +102,8 @@ class CompareView(QtWidgets.QWidget):
         self.header.setTextFormat(QtCore.Qt.TextFormat.RichText)
         self.header.setWordWrap(True)
         self.header.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.side_a = _Side("A", *side_a, theme)
-        self.side_b = _Side("B", *side_b, theme)
+        self.side_a = _Side("A", side_a[0], side_a[1], theme, *side_a[2:3])
+        self.side_b = _Side("B", side_b[0], side_b[1], theme, *side_b[2:3])
         self._syncing = False
         self.side_a.timeline.sig_range_changed.connect(lambda t0, t1: self._follow(self.side_a, self.side_b, t0, t1))
         self.side_b.timeline.sig_range_changed.connect(lambda t0, t1: self._follow(self.side_b, self.side_a, t0, t1))

@@ -25,7 +25,7 @@ from core.rules.config import load_config
 from gui import lane
 from gui.issues.breakdown_view import BreakdownView
 from gui.issues.details import FindingDetails, not_run_text
-from gui.issues.model import COLUMNS, SORT_ROLE, TRY_COLUMN, FindingsModel
+from gui.issues.model import COLUMNS, SORT_ROLE, TRY_COLUMN, FindingsModel, SourceSortProxy
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,8 @@ def _analysis_job(trace_set, config):
 
 
 STATUS_LINES = 3
-MANY_ROWS = 200  # more findings than this (a run of 100+ ranks: 1,153): rows of a fixed height, see _fit_rows
+# more findings than this (a run of 100+ ranks: 1,153; 97 at 32 ranks): rows of a fixed height, see _fit_rows
+MANY_ROWS = 64
 
 
 def _glued(text: str) -> str:
@@ -99,7 +100,7 @@ class IssuesPanel(QtWidgets.QWidget):
         self.rank_combo = QtWidgets.QComboBox()
         self.rank_combo.setVisible(False)
         self.model = FindingsModel(self)
-        self.proxy = QtCore.QSortFilterProxyModel(self)
+        self.proxy = SourceSortProxy(self)  # the model sorts itself: one Python sort, not data() per comparison
         self.proxy.setSourceModel(self.model)
         self.proxy.setSortRole(SORT_ROLE)
         self.table = QtWidgets.QTableView()
@@ -247,8 +248,9 @@ class IssuesPanel(QtWidgets.QWidget):
 
     def _fit_rows(self, n: int) -> None:
         """Rows sized to their wrapped titles ask every cell of every row for its size on each layout: 1,153
-        findings of 128 ranks held the UI thread ~1.5 s. Past MANY_ROWS the rows get the title's cap (the
-        delegate's TITLE_LINES); columns are sized from 64 rows."""
+        findings of 128 ranks held the UI thread ~1.5 s, 97 findings of 32 ranks 80 ms (with the result's paint
+        one 113 ms gap). Past MANY_ROWS the rows get the title's cap (the delegate's TITLE_LINES); columns are
+        sized from 64 rows."""
         many = n > MANY_ROWS
         self.table.horizontalHeader().setResizeContentsPrecision(64)  # as the stats tables: 64 rows, not all
         rows = self.table.verticalHeader()
