@@ -110,93 +110,93 @@ def run_status(bundle) -> Health | None:
     return Health("run_status", "warning", msg[:400], 1)
 
 
-def _model_checks(m: TraceModel, cfg: dict) -> list[Health]:
+def _model_checks(model: TraceModel, cfg: dict) -> list[Health]:
     out: list[Health] = []
-    s = m.slices
-    gpu = kind_rows(m, GPU_KINDS)  # few rows next to millions of CPU / Python slices: no n-sized masks
+    s = model.slices
+    gpu = kind_rows(model, GPU_KINDS)  # few rows next to millions of CPU / Python slices: no n-sized masks
     has_gpu = bool(len(gpu))
-    if not len(m.steps):
+    if not len(model.steps):
         out.append(Health("no_steps", "warning", "no ProfilerStep#N markers: per-step numbers use the whole trace "
                           "(step the profiler with prof.step() or record with ptprof record)", 1))
-    out.extend(_launches(m, cfg))
+    out.extend(_launches(model, cfg))
     if has_gpu:
-        t = step_times(m)
-        empty = int((np.diff(t.work_offsets) == 0).sum()) if not t.synthetic else 0
+        times = step_times(model)
+        empty = int((np.diff(times.work_offsets) == 0).sum()) if not times.synthetic else 0
         if empty:
-            out.append(Health("step_without_gpu", "warning", f"{empty} of {len(t)} steps launched no GPU work on a "
+            out.append(Health("step_without_gpu", "warning", f"{empty} of {len(times)} steps launched no GPU work on a "
                               "GPU trace (CUPTI did not record them, or the step does no GPU work)", empty))
-        out.extend(_overlaps(m, cfg))
-        out.extend(_unlinked_gpu(m, gpu))
+        out.extend(_overlaps(model, cfg))
+        out.extend(_unlinked_gpu(model, gpu))
         zero = int((s.dur_ns[gpu] == 0).sum())
         if zero:
             out.append(Health("zero_duration", "info", f"{zero} GPU events have zero duration", zero))
-        cpu = kind_rows(m, (Kind.CPU_OP, Kind.RUNTIME, Kind.ANNOTATION))
+        cpu = kind_rows(model, (Kind.CPU_OP, Kind.RUNTIME, Kind.ANNOTATION))
         if len(cpu):
             # a GPU op that starts before its own launch call: the clocks disagree (a real problem); GPU
             # work outside the CPU span with no launch in the trace was launched before the window opened
             # (a GPU that lags the CPU), which is expected and said as information
-            f = m.flows
-            launch = f.kind == FlowKind.LAUNCH
-            early = int((s.ts_ns[f.dst[launch]] < s.ts_ns[f.src[launch]] - CLOCK_SLACK_NS).sum())
+            flows = model.flows
+            launch = flows.kind == FlowKind.LAUNCH
+            early = int((s.ts_ns[flows.dst[launch]] < s.ts_ns[flows.src[launch]] - CLOCK_SLACK_NS).sum())
             if early:
                 out.append(Health("clock_skew", "warning", f"{early} GPU events start before their launch call "
                                   "(GPU and CPU clocks disagree: GPU times are shifted)", early))
-            c0, c1 = int(s.ts_ns[cpu].min()), int((s.ts_ns[cpu] + s.dur_ns[cpu]).max())
+            first_cpu, last_cpu = int(s.ts_ns[cpu].min()), int((s.ts_ns[cpu] + s.dur_ns[cpu]).max())
             g_ts = s.ts_ns[gpu]
-            outside = int((~launch_ends(m, gpu) & ((g_ts < c0) | (g_ts > c1))).sum())
+            outside = int((~launch_ends(model, gpu) & ((g_ts < first_cpu) | (g_ts > last_cpu))).sum())
             if outside:
                 out.append(Health("outside_span", "info", f"{outside} GPU events outside the CPU events' span, "
                                   "launched before the window (the GPU lagged the CPU)", outside))
-    for w in m.warnings:
-        if w.startswith("file is truncated"):  # a crashed run's file: every number covers only its first part
-            out.append(Health("truncated", "warning", w + "; the timeline and every number cover only that part", 1))
+    for warning in model.warnings:
+        if warning.startswith("file is truncated"):  # a crashed run's file: every number covers only its first part
+            out.append(Health("truncated", "warning", warning + "; the timeline and every number cover only that part", 1))
         for pat, code, text in ((r"(\d+) events had a negative duration", "negative_duration", "events had a negative "
                                  "duration (clamped to 0)"),
                                 (r"(\d+) begin/end events without a partner", "unmatched_begin_end",
                                  "begin/end (B/E) events had no partner (dropped)")):
-            hit = re.search(pat, w)
+            hit = re.search(pat, warning)
             if hit:
-                n = int(hit.group(1))
-                out.append(Health(code, "warning", f"{n} {text}", n))
-    dropped = _dropped_markers(m)
+                count = int(hit.group(1))
+                out.append(Health(code, "warning", f"{count} {text}", count))
+    dropped = _dropped_markers(model)
     if dropped:
         out.append(Health("dropped_records", "error", "the profiler reports lost records: " + "; ".join(dropped[:3]),
                           len(dropped)))
-    out.extend(_overhead(m, cfg))
+    out.extend(_overhead(model, cfg))
     return out
 
 
-def _launches(m: TraceModel, cfg: dict) -> list[Health]:
-    s = m.slices
-    ids = np.array([m.strings.find(n) for n in LAUNCH_NAMES])
-    calls = named_rows(m, ids, (Kind.RUNTIME,))
-    if not len(calls) or not len(m.steps):
+def _launches(model: TraceModel, cfg: dict) -> list[Health]:
+    s = model.slices
+    ids = np.array([model.strings.find(n_steps) for n_steps in LAUNCH_NAMES])
+    calls = named_rows(model, ids, (Kind.RUNTIME,))
+    if not len(calls) or not len(model.steps):
         return []
-    linked = launch_ends(m, calls, "src")  # per call
+    linked = launch_ends(model, calls, "src")  # per call
     if (~linked).any():  # cuDNN's RNN forward calls cudaMemsetAsync without GPU work (evenly, every step):
-        linked |= _inside_cudnn_rnn(m, calls)  # not lost records (a cuDNN LSTM had 520 such calls)
-    st = m.steps
-    i = np.searchsorted(st.ts_ns, s.ts_ns[calls], side="right") - 1
-    inside = (i >= 0) & (s.ts_ns[calls] < (st.ts_ns + st.dur_ns)[np.maximum(i, 0)])
-    calls, i, linked = calls[inside], i[inside], linked[inside]
+        linked |= _inside_cudnn_rnn(model, calls)  # not lost records (a cuDNN LSTM had 520 such calls)
+    st = model.steps
+    step = np.searchsorted(st.ts_ns, s.ts_ns[calls], side="right") - 1
+    inside = (step >= 0) & (s.ts_ns[calls] < (st.ts_ns + st.dur_ns)[np.maximum(step, 0)])
+    calls, step, linked = calls[inside], step[inside], linked[inside]
     if not len(calls):
         return []
-    n = len(st)
-    total = np.bincount(i, minlength=n)
-    missing = np.bincount(i, weights=~linked, minlength=n).astype(np.int64)
+    n_steps = len(st)
+    total = np.bincount(step, minlength=n_steps)
+    missing = np.bincount(step, weights=~linked, minlength=n_steps).astype(np.int64)
     share = np.where(total > 0, missing / np.maximum(total, 1), 0.0)
     out = []
     warn = float(cfg["missing_launch_pct"]) / 100.0
     if missing.sum() == 0:
         return out
-    tail = max(1, n // 4)
-    late = share[-tail:].mean() if n > 1 else 0.0
-    early = share[:-tail].mean() if n > tail else 0.0
+    tail = max(1, n_steps // 4)
+    late = share[-tail:].mean() if n_steps > 1 else 0.0
+    early = share[:-tail].mean() if n_steps > tail else 0.0
     worst = int(np.argmax(share))
     out.append(Health("launch_without_gpu", "warning" if share.max() >= warn else "info",
                       f"{int(missing.sum())} of {int(total.sum())} launches have no GPU event (worst: step "
                       f"{int(st.number[worst])}, {100 * share[worst]:.1f} %)", int(missing.sum())))
-    if n > 1 and late >= warn and late > 4 * early:
+    if n_steps > 1 and late >= warn and late > 4 * early:
         out.append(Health("gpu_lag_at_end", "warning",
                           f"the last {tail} step(s) miss {100 * late:.0f} % of their GPU work: the window closed "
                           "before the GPU caught up (their GPU spans are short; sync the device before the window "
@@ -337,6 +337,6 @@ def recording_inflation(ts: TraceSet) -> float | None:
     # steps that waited for something recording does not slow - a starved DataLoader's stall (465 ms among
     # 3 ms steps: "78.5x"), a recompile - are not the loop's CPU work: dropped from both sides
     typical = float(np.median(waits + active))
-    w = [x for x in waits if x <= 20 * typical] or waits
-    a = [x for x in active if x <= 20 * typical] or active
-    return float(np.median(a) / max(np.median(w), 1))
+    wait_steps = [x for x in waits if x <= 20 * typical] or waits
+    active_steps = [x for x in active if x <= 20 * typical] or active
+    return float(np.median(active_steps) / max(np.median(wait_steps), 1))

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from core.analysis import oom
+from core.generators import result_of
 from core.snapshot.report import SnapshotReport, iter_snapshot_report
 from core.trace.loader import Progress
 from core.trace.model import TraceParseError
@@ -37,13 +38,8 @@ def iter_oom_view(path: str | Path) -> Generator[Progress, None, OomView]:
     snap_reports: dict[str, SnapshotReport] = {}
 
     def load(p: Path):
-        gen = iter_snapshot_report(p)
-        while True:
-            try:
-                next(gen)
-            except StopIteration as stop:
-                snap_reports[str(p)] = stop.value
-                return stop.value.snapshot
+        report = snap_reports[str(p)] = result_of(iter_snapshot_report(p))
+        return report.snapshot
     yield Progress("reading the snapshot at the failure", 0.2, root.name)
     reports = oom.oom_reports(root, load=load)
     if not reports:

@@ -84,16 +84,17 @@ def _kernel_table(model: TraceModel, kinds: tuple[Kind, ...]) -> KernelTable:
     s = model.slices
     rows = np.flatnonzero(np.isin(s.kind, np.asarray(kinds, dtype=np.int8)))
     if not len(rows):
-        z = np.zeros(0, np.int64)
-        f = z.astype(float)
-        return KernelTable(z.astype(np.int32), z.astype(np.int8), z, z, f, z, z, f, f, f, f, z.astype(np.int32),
-                           z.astype(np.int32), z.astype(np.int32), z.astype(np.float32))
+        empty = np.zeros(0, np.int64)
+        no_float = empty.astype(float)
+        return KernelTable(empty.astype(np.int32), empty.astype(np.int8), empty, empty, no_float, empty, empty,
+                           no_float, no_float, no_float, no_float, empty.astype(np.int32), empty.astype(np.int32),
+                           empty.astype(np.int32), empty.astype(np.float32))
     keys, inv = _group(np.stack([s.kind[rows].astype(np.int64), s.name[rows].astype(np.int64)], axis=1))
     kind, names = keys[:, 0].astype(np.int8), keys[:, 1].astype(np.int32)
     dur = s.dur_ns[rows]
-    k = len(names)
-    calls = np.bincount(inv, minlength=k).astype(np.int64)
-    total = np.bincount(inv, weights=dur, minlength=k).astype(np.int64)
+    n_groups = len(names)
+    calls = np.bincount(inv, minlength=n_groups).astype(np.int64)
+    total = np.bincount(inv, weights=dur, minlength=n_groups).astype(np.int64)
     # durations sorted within groups: min, max, percentiles, the longest call
     order = np.lexsort((dur, inv))
     sorted_dur = dur[order]
@@ -103,13 +104,13 @@ def _kernel_table(model: TraceModel, kinds: tuple[Kind, ...]) -> KernelTable:
     p50 = _group_percentile(sorted_dur, starts, calls, 0.50)
     p95 = _group_percentile(sorted_dur, starts, calls, 0.95)
     mean = total / np.maximum(calls, 1)
-    sq = np.bincount(inv, weights=(dur - mean[inv]) ** 2, minlength=k)
+    sq = np.bincount(inv, weights=(dur - mean[inv]) ** 2, minlength=n_groups)
     stddev = np.where(calls > 1, np.sqrt(sq / np.maximum(calls - 1, 1)), 0.0)
     rep = rows[order[starts + calls - 1]]  # representative launch config: the longest call's
     occ = s.at("occupancy", rows).astype(np.float64)
     valid = ~np.isnan(occ)
-    occ_sum = np.bincount(inv[valid], weights=occ[valid], minlength=k)
-    occ_n = np.bincount(inv[valid], minlength=k)
+    occ_sum = np.bincount(inv[valid], weights=occ[valid], minlength=n_groups)
+    occ_n = np.bincount(inv[valid], minlength=n_groups)
     occupancy = np.where(occ_n > 0, occ_sum / np.maximum(occ_n, 1), np.nan).astype(np.float32)
     kind_total = np.bincount(kind.astype(np.int64), weights=total, minlength=256)
     share = 100.0 * total / np.maximum(kind_total[kind.astype(np.int64)], 1)
@@ -127,16 +128,16 @@ def device_time_per_row(model: TraceModel) -> tuple[np.ndarray, np.ndarray]:
 
 def _device_time(model: TraceModel):
     s = model.slices
-    n = len(s)
+    n_rows = len(s)
     par = parents(model)
-    f = model.flows
-    launch = f.kind == FlowKind.LAUNCH
-    src, dst = f.src[launch], f.dst[launch]
+    flows = model.flows
+    launch = flows.kind == FlowKind.LAUNCH
+    src, dst = flows.src[launch], flows.dst[launch]
     gdur = s.dur_ns[dst]
     op_kinds = np.asarray((Kind.CPU_OP, Kind.ANNOTATION, Kind.COLLECTIVE), dtype=np.int8)
     is_op = np.isin(s.kind, op_kinds)
-    self_ns = np.zeros(n, np.int64)
-    incl = np.zeros(n, np.int64)
+    self_ns = np.zeros(n_rows, np.int64)
+    incl = np.zeros(n_rows, np.int64)
     cur = par[src]
     found = np.zeros(len(src), bool)
     while True:
@@ -144,13 +145,13 @@ def _device_time(model: TraceModel):
         if not live.any():
             break
         idx = np.flatnonzero(live)
-        c = cur[idx]
-        op = is_op[c]
-        np.add.at(incl, c[op], gdur[idx[op]])
+        ancestor = cur[idx]
+        op = is_op[ancestor]
+        np.add.at(incl, ancestor[op], gdur[idx[op]])
         first = op & ~found[idx]
-        np.add.at(self_ns, c[first], gdur[idx[first]])
+        np.add.at(self_ns, ancestor[first], gdur[idx[first]])
         found[idx[first]] = True
-        cur[idx] = par[c]
+        cur[idx] = par[ancestor]
     return self_ns, incl
 
 
@@ -163,31 +164,31 @@ def op_table(model: TraceModel, by_shapes: bool = False) -> OpTable:
     cpu_tracks = model.tracks.kind == TrackKind.CPU_THREAD
     rows = np.flatnonzero(np.isin(s.kind, op_kinds) & cpu_tracks[s.track])
     if not len(rows):
-        z = np.zeros(0, np.int64)
-        return OpTable(z.astype(np.int32), z.astype(np.int32), z, z, z, z, z)
+        empty = np.zeros(0, np.int64)
+        return OpTable(empty.astype(np.int32), empty.astype(np.int32), empty, empty, empty, empty, empty)
     par = parents(model)
     dur = s.dur_ns
     # self time: own duration minus direct children's (any kind on the same track)
     child_sum = np.zeros(len(s), np.int64)
-    for a in range(0, len(s), _PIECE):  # in row pieces: bounded temporaries on multi-million-row traces
-        p = par[a:a + _PIECE]
-        has_parent = p >= 0
-        np.add.at(child_sum, p[has_parent], dur[a:a + _PIECE][has_parent])
+    for first in range(0, len(s), _PIECE):  # in row pieces: bounded temporaries on multi-million-row traces
+        piece_parent = par[first:first + _PIECE]
+        has_parent = piece_parent >= 0
+        np.add.at(child_sum, piece_parent[has_parent], dur[first:first + _PIECE][has_parent])
     self_ns = np.subtract(dur, child_sum, out=child_sum)
     np.maximum(self_ns, 0, out=self_ns)
     # inclusive time counted once for recursive calls of the same name (skip rows whose parent chain
     # holds the same name: approximate with the direct parent)
-    p = par[rows]
-    nested_same = (p >= 0) & (s.name[np.maximum(p, 0)] == s.name[rows])
+    parent = par[rows]
+    nested_same = (parent >= 0) & (s.name[np.maximum(parent, 0)] == s.name[rows])
     dev_self, dev_incl = device_time_per_row(model)
     keys = np.stack([s.name[rows], s.at("input_dims", rows) if by_shapes else np.zeros(len(rows), np.int32)], axis=1)
     uniq, inv = _group(keys)
-    k = len(uniq)
-    calls = np.bincount(inv, minlength=k).astype(np.int64)
-    total = np.bincount(inv, weights=np.where(nested_same, 0, dur[rows]), minlength=k).astype(np.int64)
-    selfs = np.bincount(inv, weights=self_ns[rows], minlength=k).astype(np.int64)
-    dev = np.bincount(inv, weights=np.where(nested_same, 0, dev_incl[rows]), minlength=k).astype(np.int64)
-    devs = np.bincount(inv, weights=dev_self[rows], minlength=k).astype(np.int64)
+    n_groups = len(uniq)
+    calls = np.bincount(inv, minlength=n_groups).astype(np.int64)
+    total = np.bincount(inv, weights=np.where(nested_same, 0, dur[rows]), minlength=n_groups).astype(np.int64)
+    selfs = np.bincount(inv, weights=self_ns[rows], minlength=n_groups).astype(np.int64)
+    dev = np.bincount(inv, weights=np.where(nested_same, 0, dev_incl[rows]), minlength=n_groups).astype(np.int64)
+    devs = np.bincount(inv, weights=dev_self[rows], minlength=n_groups).astype(np.int64)
     srt = np.argsort(-total, kind="stable")
     return OpTable(name=uniq[srt, 0].astype(np.int32), input_dims=uniq[srt, 1].astype(np.int32), calls=calls[srt],
                    host_total_ns=total[srt], host_self_ns=selfs[srt], device_ns=dev[srt], device_self_ns=devs[srt])

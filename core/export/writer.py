@@ -21,6 +21,7 @@ from core.export import breakdown_data, findings as findings_src, outdir, plots_
 from core.export.csv import write_table
 from core.export.figures import FIGURE_NAMES, FigureSpec, NoteFigure, Renderer, header
 from core.export.report import ReportContext, build_html
+from core.generators import result_of
 from core.trace.model import TraceSet
 
 log = logging.getLogger(__name__)
@@ -134,9 +135,4 @@ def iter_write_report(ts: TraceSet, out_dir: str | Path, renderer: Renderer | No
 
 def write_report(ts: TraceSet, out_dir: str | Path, renderer: Renderer | None,
                  options: ReportOptions | None = None) -> ReportResult:
-    gen = iter_write_report(ts, out_dir, renderer, options)
-    while True:
-        try:
-            next(gen)
-        except StopIteration as stop:
-            return stop.value
+    return result_of(iter_write_report(ts, out_dir, renderer, options))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
+from core.generators import result_of
 from core.ranks import reduce as rd
 from core.ranks.mapper import per_rank_rules, summarize
 from core.rules import Analysis, iter_analyze
@@ -62,9 +63,4 @@ def analyze_any(trace_set: TraceSet, config: dict | None = None) -> Analysis:
     if len(trace_set.models) < 2:
         from core.rules import analyze
         return analyze(trace_set, config)
-    gen = iter_analyze_set(trace_set, config)
-    while True:
-        try:
-            next(gen)
-        except StopIteration as stop:
-            return stop.value
+    return result_of(iter_analyze_set(trace_set, config))

@@ -84,9 +84,8 @@ def iter_read_run(path, ex: Executor, use_cache: bool, want: dict, summarise: bo
         rest.remove(head)
         yield take(head, ex.call(_read, (head, dict(want, **first), need[head.path])))
         at = views[0].parts.get("timeline_at") if views else None
-        if at is not None:
-            v0, v1, px_ns, multi = at
-            other_want = dict(want, timeline={"v0": v0, "v1": v1, "px_ns": px_ns, "multi": multi,
+        if at is not None:  # (v0, v1, px_ns, multi) on the primary's clock
+            other_want = dict(want, timeline={"v0": at[0], "v1": at[1], "px_ns": at[2], "multi": at[3],
                                               "ref_base": views[0].own_base_unix_ns})
     args = [(t, other_want, need[t.path]) for t in rest]
     for k, res in ex.map_unordered(_read, args, lambda a: estimate_peak(a[0].path)):
@@ -126,12 +125,12 @@ def iter_report_view(path, use_cache: bool = True, width_px: int = 1600, pngs: b
         run = analyze_run(path, ex, use_cache=use_cache, given=given)
         view.health = run.health
         if pngs:
-            v0, v1, px_ns, _ = timeline_data.window_of(view, spec)
-            at = (int(v0), int(v1), px_ns, len(view.models) > 1)
+            window = timeline_data.window_of(view, spec)  # (v0, v1, px_ns, text) on the run's clock
+            at = (int(window[0]), int(window[1]), window[2], len(view.models) > 1)
             stale = [m for m in view.models if m.parts.get("timeline_at") != at]
             if stale:  # the guessed primary was not the first rank, or the window needs the whole run
                 yield 0.95, "timeline"
-                view.fetch({"timeline": {"v0": at[0], "v1": at[1], "px_ns": px_ns, "multi": at[3]}}, stale)
+                view.fetch({"timeline": {"v0": at[0], "v1": at[1], "px_ns": at[2], "multi": at[3]}}, stale)
     except BaseException:
         if view is not None:
             view.close()

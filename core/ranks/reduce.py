@@ -20,8 +20,8 @@ import numpy as np
 
 from core.analysis.step_windows import StepWindows
 from core.ranks.summary import RankSummary
-from core.rules import Analysis, _dedupe, _majority, sort_key
-from core.rules.base import CheckNotRun, Finding, RuleContext, Severity
+from core.rules import Analysis, _dedupe, _majority, finding_counts, sort_key, step_means
+from core.rules.base import CheckNotRun, Finding, RuleContext
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,24 +150,15 @@ def _summary(root: str, summaries: list[RankSummary], findings, not_run, all_war
     cpu = np.concatenate([s.cpu_ns for s in real] or [np.zeros(0, np.int64)])
     gpu = np.concatenate([s.gpu_ns for s in real] or [np.zeros(0, np.int64)])
     bounds = np.asarray([b for s in real for b in s.bound] or np.zeros(0, "<U4"))
-    per_rule: dict[str, int] = {}
-    per_sev = {s.label: 0 for s in Severity}
-    for f in findings:
-        per_rule[f.rule] = per_rule.get(f.rule, 0) + 1
-        per_sev[f.severity.label] += 1
     return {
         "trace": root,
         "ranks": len({s.rank for s in summaries}),
         "traces": len(summaries),
         "steps": sum(0 if s.synthetic else len(s.step_number) for s in summaries),
-        "mean_step_ns": int(durs.mean()) if len(durs) else 0,
-        "cpu_step_ns": int(cpu.mean()) if len(cpu) else 0,
-        "gpu_step_ns": int(gpu.mean()) if len(gpu) else 0,
+        **step_means(durs, cpu, gpu),
         "bound": _majority(bounds),
         "total_step_ns": int(sum(int((s.step_t1_ns - s.step_t0_ns).sum()) for s in summaries)),
-        "findings": len(findings),
-        "per_rule": per_rule,
-        "per_severity": per_sev,
+        **finding_counts(findings),
         "checks_not_run": [n.to_json() for n in not_run],
         "warnings": list(all_warnings),
         "analysis_s": round(elapsed, 4),

@@ -90,10 +90,10 @@ def _own_window(view: ModelView, opts: dict) -> tuple | None:
         if spec.t0_ns is not None and spec.t1_ns is not None:
             return None
         try:
-            v0, v1, px_ns, _ = timeline_data.window_of(_AsPrimary(view), spec)
+            window = timeline_data.window_of(_AsPrimary(view), spec)  # (v0, v1, px_ns, text)
         except _NeedsRun:
             return None
-        return int(v0), int(v1), px_ns, bool(opts["multi"])
+        return int(window[0]), int(window[1]), window[2], bool(opts["multi"])
     ref, own = int(opts["ref_base"]), view.own_base_unix_ns
     shift = ref - own if ref and own else 0
     return int(opts["v0"]) + shift, int(opts["v1"]) + shift, opts["px_ns"], bool(opts["multi"])
@@ -262,17 +262,17 @@ def shift_parts(parts: dict, delta: int) -> dict:
         rep["memory_peak"] = [dict(p, at_ns=p["at_ns"] + d) for p in rep["memory_peak"]]
         rep["memory_curves"] = tuple([(p, key, x + np.int64(d), y) for p, key, x, y in side]
                                      for side in rep["memory_curves"])
-        if rep.get("busiest") is not None:
-            n, t0, t1 = rep["busiest"]
-            rep["busiest"] = (n, t0 + d, t1 + d)
+        if rep.get("busiest") is not None:  # (step number, its start, its end)
+            step = rep["busiest"]
+            rep["busiest"] = (step[0], step[1] + d, step[2] + d)
         out["report"] = rep
     if "timeline" in parts:
         labels, starts, big, runs, texts = parts["timeline"]
         out["timeline"] = (labels, starts, (big[0] + d, big[1] + d, big[2], big[3]), runs,
                            [(a + d, b + d, row, name) for a, b, row, name in texts])
-    if "timeline_at" in parts:
-        v0, v1, px_ns, multi = parts["timeline_at"]
-        out["timeline_at"] = (v0 + d, v1 + d, px_ns, multi)
+    if "timeline_at" in parts:  # (v0, v1, px_ns, multi)
+        at = parts["timeline_at"]
+        out["timeline_at"] = (at[0] + d, at[1] + d, at[2], at[3])
     return out
 
 

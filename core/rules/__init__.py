@@ -180,19 +180,12 @@ def _summary(ctx: RuleContext, findings: list[Finding], not_run: list[CheckNotRu
     cpu_durs = np.concatenate([t.cpu_ns for t in times if not t.synthetic] or [np.zeros(0, np.int64)])
     gpu_durs = np.concatenate([t.gpu_ns for t in times if not t.synthetic] or [np.zeros(0, np.int64)])
     bounds = np.concatenate([t.bound for t in times if not t.synthetic] or [np.zeros(0, "<U4")])
-    per_rule: dict[str, int] = {}
-    per_sev = {s.label: 0 for s in Severity}
-    for f in findings:
-        per_rule[f.rule] = per_rule.get(f.rule, 0) + 1
-        per_sev[f.severity.label] += 1
     return {
         "trace": ctx.trace_set.path,
         "ranks": len({m.rank for m in ctx.models}),
         "traces": len(ctx.models),  # one per rank and profiler cycle
         "steps": n_steps,
-        "mean_step_ns": int(durs.mean()) if len(durs) else 0,  # effective: max(CPU span, GPU span) per step
-        "cpu_step_ns": int(cpu_durs.mean()) if len(cpu_durs) else 0,
-        "gpu_step_ns": int(gpu_durs.mean()) if len(gpu_durs) else 0,
+        **step_means(durs, cpu_durs, gpu_durs),
         # a loop the DataLoader workers pace is data-bound, though most of its steps are served at once
         # (one stall per round of the workers: the majority said "cpu")
         "bound": "data" if _paced(ctx) else _majority(bounds),
@@ -200,13 +193,29 @@ def _summary(ctx: RuleContext, findings: list[Finding], not_run: list[CheckNotRu
         # on GPU-bound traces); a trace without steps: its whole span
         "total_step_ns": int(sum(int(t.effective_ns.sum()) if not t.synthetic else s.total_ns
                                  for t, s in zip(times, steps))),
-        "findings": len(findings),
-        "per_rule": per_rule,
-        "per_severity": per_sev,
+        **finding_counts(findings),
         "checks_not_run": [n.to_json() for n in not_run],
         "warnings": list(ctx.trace_set.all_warnings),  # loader warnings (same field as `ptprof info --json`)
         "analysis_s": round(elapsed, 4),
     }
+
+
+def step_means(effective_ns: np.ndarray, cpu_ns: np.ndarray, gpu_ns: np.ndarray) -> dict:
+    """The summary's mean steps (0 without steps): effective = max(CPU span, GPU span) per step, CPU and GPU
+    spans. Also the many-rank reduce's, over every rank's steps (core/ranks/reduce.py)."""
+    return {"mean_step_ns": int(effective_ns.mean()) if len(effective_ns) else 0,
+            "cpu_step_ns": int(cpu_ns.mean()) if len(cpu_ns) else 0,
+            "gpu_step_ns": int(gpu_ns.mean()) if len(gpu_ns) else 0}
+
+
+def finding_counts(findings) -> dict:
+    """The summary's counts: findings, per rule, per severity (every severity, 0 included)."""
+    per_rule: dict[str, int] = {}
+    per_sev = {s.label: 0 for s in Severity}
+    for f in findings:
+        per_rule[f.rule] = per_rule.get(f.rule, 0) + 1
+        per_sev[f.severity.label] += 1
+    return {"findings": len(findings), "per_rule": per_rule, "per_severity": per_sev}
 
 
 def _paced(ctx: RuleContext) -> bool:

@@ -7,6 +7,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.generators import result_of
 from core.snapshot.blocks import BlockLayout, block_layout
 from core.snapshot.load import from_dict
 from core.snapshot.model import MemorySnapshot
@@ -60,9 +61,4 @@ def iter_snapshot_report(path: str | Path, top_n: int = TOP_AT_PEAK) -> Generato
 
 
 def snapshot_report(path: str | Path, top_n: int = TOP_AT_PEAK) -> SnapshotReport:
-    gen = iter_snapshot_report(path, top_n)
-    while True:
-        try:
-            next(gen)
-        except StopIteration as stop:
-            return stop.value
+    return result_of(iter_snapshot_report(path, top_n))

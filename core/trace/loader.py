@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from core.generators import result_of
 from core.trace import io
 from core.trace.alloc import trim, tune_malloc
 from core.trace.model import TraceModel, TraceParseError, TraceSet
@@ -37,12 +38,7 @@ class Progress:
 
 
 def load(path: str | Path, use_cache: bool = True) -> TraceSet:
-    gen = iter_load(path, use_cache=use_cache)
-    while True:
-        try:
-            next(gen)
-        except StopIteration as stop:
-            return stop.value
+    return result_of(iter_load(path, use_cache=use_cache))
 
 
 def iter_load(path: str | Path, use_cache: bool = True,
