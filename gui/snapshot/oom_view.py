@@ -58,7 +58,7 @@ class MemoryBar(QtWidgets.QWidget):
                 parts.append(("outside PyTorch's allocator", outside, QtGui.QColor("#8c8c8c")))
             if free:
                 parts.append(("free", free, self.theme.background.darker(125) if not self.theme.dark
-                              else self.theme.background.lighter(160)))
+                              else self.theme.background.lighter(260)))  # 160: the page colour, unseen
         return parts
 
     def paintEvent(self, _ev) -> None:  # noqa: N802 (Qt API)
@@ -72,10 +72,10 @@ class MemoryBar(QtWidgets.QWidget):
         for name, b, color in self.parts:
             bw = b * scale
             p.fillRect(QtCore.QRectF(x, 4, bw, 28), color)
-            if bw > 90:
+            text = segment_text(name, b, bw - 8, p.fontMetrics().horizontalAdvance)
+            if text:
                 p.setPen(QtGui.QColor("#ffffff") if color.lightness() < 140 else QtGui.QColor("#000000"))
-                p.drawText(QtCore.QRectF(x + 4, 4, bw - 8, 28), Qt.AlignmentFlag.AlignVCenter,
-                           f"{name.replace('allocated: ', '')} {fmt_bytes(b)}")
+                p.drawText(QtCore.QRectF(x + 4, 4, bw - 8, 28), Qt.AlignmentFlag.AlignVCenter, text)
             x += bw
         req = self.r.request_bytes * scale
         p.fillRect(QtCore.QRectF(1, 40, max(req, 2), 22), QtGui.QColor("#e15759"))
@@ -84,6 +84,15 @@ class MemoryBar(QtWidgets.QWidget):
         p.drawText(QtCore.QRectF(req + 8, 40, w - req, 22), Qt.AlignmentFlag.AlignVCenter,
                    f"the failing request: {fmt_bytes(self.r.request_bytes)}")
         p.end()
+
+
+def segment_text(name: str, nbytes: int, room_px: float, width_of) -> str:
+    """A bar segment's label that fits its width: "parameters 256.06 MiB", else the size alone, else nothing
+    (at 1366x768 "parameters 256.0" was cut mid-number and "free 193.75 MiB" left out)."""
+    for text in (f"{name.replace('allocated: ', '')} {fmt_bytes(nbytes)}", fmt_bytes(nbytes)):
+        if width_of(text) <= room_px:
+            return text
+    return ""
 
 
 class OomView(QtWidgets.QWidget):

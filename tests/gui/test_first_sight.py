@@ -159,3 +159,11 @@ def test_a_findings_rows_are_scrolled_into_view(qtbot):
     before = tl.vb.viewRange()[1]
     view.highlight_slices(1, rows)  # already in view: no scroll
     assert tl.vb.viewRange()[1] == before
+
+
+def test_an_oom_bar_segment_label_is_whole_or_absent():
+    from gui.snapshot.oom_view import segment_text
+    width = lambda s: 7 * len(s)  # noqa: E731
+    assert segment_text("allocated: parameters", 256 * 2**20, 300, width) == "parameters 256.00 MiB"
+    assert segment_text("allocated: parameters", 256 * 2**20, 80, width) == "256.00 MiB"  # the size alone
+    assert segment_text("free", 193 * 2**20, 40, width) == ""  # never cut mid-number
