@@ -26,6 +26,7 @@ from gui import lane
 from gui.issues.breakdown_view import BreakdownView
 from gui.issues.details import FindingDetails, not_run_text
 from gui.issues.model import COLUMNS, SORT_ROLE, TRY_COLUMN, FindingsModel, SourceSortProxy
+from gui.timeline.rows import model_short
 
 log = logging.getLogger(__name__)
 
@@ -260,7 +261,7 @@ class IssuesPanel(QtWidgets.QWidget):
         self.rank_combo.blockSignals(True)
         self.rank_combo.clear()
         for m in trace_set.models:
-            self.rank_combo.addItem(f"rank {m.rank}")
+            self.rank_combo.addItem(model_short(m))  # a bundle's cycles: "rank 0 · cycle 2", not "rank 0" twice
         self.rank_combo.setVisible(len(trace_set.models) > 1)
         self.rank_combo.blockSignals(False)
         self.breakdown.set_breakdown(self._breakdowns[0] if self._breakdowns else None)

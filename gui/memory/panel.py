@@ -172,10 +172,17 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
             self._mark_peak(s, color)
             legend = f"{swatch(color.name(), SOLID)} allocated " + (
                 f"{swatch(color.name(), DASHED)} reserved · " if s.peak_reserved_bytes else "· ")
+            if len(series) > 1:  # the line styles once, in front: each series its colour and name
+                legend = f"{swatch(color.name(), SOLID)} "
             # several series share the one-line header: each says its peaks, the device's capacity is in the
             # tooltip (two cycles' full texts were wider than a 1904 px window; the second was cut mid-word)
             full.append(self._peak_text(s, m.meta.device_properties))
             parts.append(legend + html.escape(self._peak_text(s, m.meta.device_properties, short=len(series) > 1)))
+        if len(series) > 1:
+            ink = self.theme.text.name()
+            styles = f"{swatch(ink, SOLID)} allocated" + (
+                f" {swatch(ink, DASHED)} reserved" if any(s.peak_reserved_bytes for _, s in series) else "")
+            parts.insert(0, styles)
         self.summary.setText("&nbsp;&nbsp;&nbsp;&nbsp;".join(parts))
         self.summary.setToolTip("\n".join(full) if len(series) > 1 else "memory: legend and summary")
         # the unit only: a rotated "memory (GiB)" is taller than the compact plot (the header says "memory")

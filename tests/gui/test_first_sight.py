@@ -50,6 +50,8 @@ def test_issues_dock_labels_are_never_clipped(qtbot, request, which, width):
     for label in (panel.status, panel.not_run):
         need = label.heightForWidth(label.width())
         assert label.height() >= need > 0, (label.text()[:40], label.height(), need)
+    combo = [panel.rank_combo.itemText(i) for i in range(panel.rank_combo.count())]
+    assert len(set(combo)) == len(combo) == len(ts.models), combo  # each trace told apart
     # two findings in view at least (one of nine was shown), the label below the table, not over it
     if len(analysis.findings) > 2:
         assert panel.table.rowHeight(0) + panel.table.rowHeight(1) <= panel.table.viewport().height()
@@ -92,6 +94,10 @@ def test_a_run_bundles_cycles_are_told_apart(qtbot):
     qtbot.waitUntil(lambda: "rank 0 · cycle 2 GPU 0 peak" in view.memory.summary.toPlainText(), timeout=10_000)
     assert "rank 0 · cycle 1 GPU 0 peak" in view.memory.summary.toPlainText()
     assert " of 139.80 GiB" not in view.memory.summary.toPlainText()  # the capacity once, in the tooltip
+    assert view.memory.summary.toPlainText().count("allocated") == 3  # the line styles once, then per series
+    from PySide6 import QtGui
+    width = QtGui.QFontMetrics(view.memory.summary.item.font()).horizontalAdvance(view.memory.summary.toPlainText())
+    assert width < view.memory.width() - 20, (width, view.memory.width())  # one line in a 1366 px window
     assert "cycle 2" in view.memory.summary.toolTip() and " of 139.80 GiB" in view.memory.summary.toolTip()
 
 
