@@ -89,6 +89,14 @@ class TimeAxis(pg.AxisItem):
             self.sig_anchor_changed.emit(text)
 
 
+def fit_label(text: str, font: QtGui.QFont | None, px: int, fm: QtGui.QFontMetrics | None = None) -> str:
+    """`text` elided in the middle to `px`, measured in the font it is drawn in (`fm` when given, else
+    `font`'s): a bold rank header elided by the regular font's widths was cut without an ellipsis
+    ("rank 10 · rank10.pt.trace.json.g")."""
+    metrics = QtGui.QFontMetrics(font) if font is not None else fm
+    return metrics.elidedText(text, QtCore.Qt.TextElideMode.ElideMiddle, px)
+
+
 class RowLabels(QtWidgets.QGraphicsWidget):
     """Left column: one label per track (on its first row), ▸/▾ toggles collapsible tracks."""
 
@@ -160,7 +168,7 @@ class RowLabels(QtWidgets.QGraphicsWidget):
             if r.collapsible:
                 text = ("▸ " if r.collapsed else "▾ ") + text
             indent = 4 if bold else 10
-            elided = fm.elidedText(text, QtCore.Qt.TextElideMode.ElideMiddle, int(rect.width() - indent - 4))
+            elided = fit_label(text, font if bold else None, int(rect.width() - indent - 4), fm)
             p.drawText(QtCore.QRectF(indent, y, rect.width() - indent, k),
                        int(QtCore.Qt.AlignmentFlag.AlignVCenter | QtCore.Qt.AlignmentFlag.AlignLeft), elided)
 

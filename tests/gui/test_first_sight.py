@@ -173,3 +173,18 @@ def test_an_oom_bar_segment_label_is_whole_or_absent():
     assert segment_text("allocated: parameters", 256 * 2**20, 300, width) == "parameters 256.00 MiB"
     assert segment_text("allocated: parameters", 256 * 2**20, 80, width) == "256.00 MiB"  # the size alone
     assert segment_text("free", 193 * 2**20, 40, width) == ""  # never cut mid-number
+
+
+def test_a_bold_rank_header_is_elided_in_its_own_font(qtbot):
+    from PySide6 import QtGui
+
+    from gui.timeline.axes import fit_label
+    font = QtGui.QFont()
+    font.setPixelSize(12)
+    bold = QtGui.QFont(font)
+    bold.setBold(True)
+    text = "▸ rank 10 · rank10.pt.trace.json.gz"
+    px = QtGui.QFontMetrics(font).horizontalAdvance(text) - 2  # fits in the regular font's widths, not in bold
+    shown = fit_label(text, bold, px)
+    assert "…" in shown and QtGui.QFontMetrics(bold).horizontalAdvance(shown) <= px
+    assert fit_label(text, None, px + 10, QtGui.QFontMetrics(font)) == text
