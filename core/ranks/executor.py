@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -61,6 +62,20 @@ def _worker_init() -> None:
     single_arena()
 
 
+_QT = ("PySide6.QtCore", "PyQt6.QtCore", "PyQt5.QtCore")  # names looked up in sys.modules, never imported here
+
+
+def start_method() -> str:
+    """fork where this process is single-threaded (the CLI: workers start at once with the modules loaded), else
+    forkserver. Qt's threads (the window's thread pool running the job that makes the pool) are no Python threads:
+    a process that loaded Qt is never forked (a forked worker hung on a lock a Qt thread held: the window's Compare
+    of a multi-rank run never finished when no Python thread was running beside it)."""
+    methods = multiprocessing.get_all_start_methods()
+    if threading.active_count() == 1 and "fork" in methods and not any(m in sys.modules for m in _QT):
+        return "fork"
+    return "forkserver" if "forkserver" in methods else "spawn"
+
+
 class LocalPool:
     """concurrent.futures.ProcessPoolExecutor; at most `2 x workers` tasks in flight (a 1,024-rank run
     queues no 1,024 pickled tasks at once). fork where this process is single-threaded (the CLI: workers
@@ -70,9 +85,8 @@ class LocalPool:
 
     def __init__(self, workers: int | None = None) -> None:
         self.workers = max(1, workers or cores())
-        method = "fork" if threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods() \
-            else "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-        self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(method),
+        self.method = start_method()
+        self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(self.method),
                                          initializer=_worker_init)
 
     def map_unordered(self, fn, tasks, weight=None):
