@@ -153,7 +153,9 @@ def _line(ev_cells: dict[str, str], keys: list[str]) -> str:
     if len(name) > LINE_NAME_CHARS:
         name = short_kernel_name(name)
         name = name if len(name) <= LINE_NAME_CHARS else name[: LINE_NAME_CHARS - 1] + "…"
-    rest = " · ".join(f"{e(label(k))} {e(ev_cells[k])}" for k in keys if k != "name" and ev_cells[k])
+    # a role says itself: "In all 5: what the straggler was doing" (was "role what the straggler was doing")
+    rest = " · ".join(e(ev_cells[k]) if k == "role" else f"{e(label(k))} {e(ev_cells[k])}"
+                      for k in sorted(keys, key=lambda k: k != "role") if k != "name" and ev_cells[k])
     return f"{e(name)}{': ' if name and rest else ''}{rest}"
 
 

@@ -188,3 +188,10 @@ def test_a_bold_rank_header_is_elided_in_its_own_font(qtbot):
     shown = fit_label(text, bold, px)
     assert "…" in shown and QtGui.QFontMetrics(bold).horizontalAdvance(shown) <= px
     assert fit_label(text, None, px + 10, QtGui.QFontMetrics(font)) == text
+
+
+def test_an_evidence_role_reads_as_words():
+    from gui.issues.evidence import evidence_html
+    rows = [{"name": "load_batch", "ts_ns": t, "dur_ns": 5, "role": "what the straggler was doing"} for t in (1, 2)]
+    page = evidence_html(rows, 600, lambda s: 7 * len(s), lambda s, px, mode: s)
+    assert "In all 2: what the straggler was doing" in page and "role what" not in page
