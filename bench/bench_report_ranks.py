@@ -31,7 +31,12 @@ from core.export.writer import ReportOptions, load_renderer, write_report
 from core.trace.loader import load
 png = sys.argv[3] == "1"
 r = load_renderer()[0] if png else None
-write_report(load(sys.argv[1]), sys.argv[2], r, ReportOptions(pngs=png))
+ts = load(sys.argv[1])
+try:  # since issue 35 the caller hands a set of several ranks its findings (older checkouts: the writer ran them)
+    from core.ranks.inset import collect_findings
+except ImportError:
+    collect_findings = None
+write_report(ts, sys.argv[2], r, ReportOptions(pngs=png, findings=collect_findings and collect_findings(ts)))
 """
 OLD_DIFF = """
 import json, sys

@@ -91,6 +91,9 @@ def _write(args, ts, out: Path, spec, findings) -> int:
         renderer, why = load_renderer()
         if renderer is None:
             print(f"ptprof: warning: {why}; writing CSVs and report.html without PNGs", file=sys.stderr)
+    if findings is None:  # core.export never runs the ranks analysis itself (core.ranks sits above it)
+        from core.ranks.inset import collect_findings
+        findings = collect_findings(ts)
     try:
         result = write_report(ts, out, renderer, ReportOptions(spec=spec, findings=findings, pngs=not args.no_png))
     except outdir.ExportRefused as exc:  # the folder changed since the check above

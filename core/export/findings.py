@@ -1,8 +1,8 @@
-"""Where a report gets its findings: core.rules' analysis of the trace set (rank by rank, then across ranks,
-when it holds several models), wrapped with the note a report shows when the list is empty.
+"""A report's findings: core.rules' analysis wrapped with the note a report shows when the list is empty.
 
-`collect(trace_set)` never raises for a failing rule engine: the report still gets written and says why its
-findings section is empty (`FindingsResult.note`).
+`run_rules(trace_set)` (one model) and `core.ranks.inset.collect_findings` (any set: rank by rank, then across
+ranks) never raise for a failing rule engine: the report still gets written and says why its findings section
+is empty (`FindingsResult.note`). core.export never imports core.ranks: callers with several ranks pass findings.
 """
 from __future__ import annotations
 
@@ -23,14 +23,19 @@ class FindingsResult:
     extra: dict = field(default_factory=dict)
 
 
-def collect(trace_set) -> FindingsResult:
-    """Run every rule on `trace_set`: core.rules.analyze, or core.ranks.inset.analyze_any for several models
-    (rank by rank, then across ranks). Imported here: a report without findings never loads the rules."""
+def run_rules(trace_set) -> FindingsResult:
+    """core.rules.analyze of a one-model set as a FindingsResult; never raises for a failing rule engine.
+    A set of several models (ranks) is analyzed rank by rank and then across ranks by its caller
+    (core.ranks.inset.collect_findings), which hands the findings in: core.ranks sits above core.export."""
+    if len(getattr(trace_set, "models", ())) > 1:
+        raise ValueError("a set of several ranks: pass its findings (core.ranks.inset.collect_findings)")
+    from core.rules import analyze  # imported here: a report given its findings never loads the rules
+    return guarded(analyze, trace_set)
+
+
+def guarded(run, trace_set) -> FindingsResult:
+    """`run(trace_set)` wrapped; an exception becomes the note a report shows with an empty findings list."""
     try:
-        if len(getattr(trace_set, "models", ())) > 1:
-            from core.ranks.inset import analyze_any as run
-        else:
-            from core.rules import analyze as run
         result = run(trace_set)
     except Exception as exc:  # noqa: BLE001 - a broken rule must not lose the rest of the report
         log.exception("rules failed")

@@ -38,7 +38,7 @@ class ExportProgress:
 @dataclass(frozen=True, slots=True)
 class ReportOptions:
     spec: FigureSpec = FigureSpec()  # size / scale of every PNG; window or step for the timeline
-    findings: findings_src.FindingsResult | None = None  # None: run the rules now
+    findings: findings_src.FindingsResult | None = None  # None: run the rules now (one model only)
     pngs: bool = True
     csvs: bool = True
 
@@ -81,7 +81,7 @@ def iter_write_report(ts: TraceSet, out_dir: str | Path, renderer: Renderer | No
     outdir.claim(out)  # never over a file ptprof did not write (ExportRefused, an OSError, says which)
     result = ReportResult(out)
     yield ExportProgress("findings", 0.02, "running rules")
-    fr = opts.findings if opts.findings is not None else findings_src.collect(ts)
+    fr = opts.findings if opts.findings is not None else findings_src.run_rules(ts)
     result.findings_note = fr.note
     yield ExportProgress("tables", 0.2, "kernels, ops, steps")
     kern, ops, steps_t = tables.kernels(ts), tables.ops(ts), tables.steps_table(ts)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Generator
 
+from core.export.findings import FindingsResult, guarded
 from core.generators import result_of
 from core.ranks import reduce as rd
 from core.ranks.mapper import per_rank_rules, summarize
@@ -64,3 +65,9 @@ def analyze_any(trace_set: TraceSet, config: dict | None = None) -> Analysis:
         from core.rules import analyze
         return analyze(trace_set, config)
     return result_of(iter_analyze_set(trace_set, config))
+
+
+def collect_findings(trace_set: TraceSet) -> FindingsResult:
+    """A report's findings for any set (`analyze_any`, wrapped; a failing rule engine becomes the report's note):
+    what `ptprof report` and the window's exports hand core.export.writer."""
+    return guarded(analyze_any, trace_set)

@@ -40,6 +40,12 @@ class ExportContext:
 _TABLE_FILES = tuple(f"{t}.csv" for t in outdir.TABLE_NAMES)
 
 
+def _collect(trace_set) -> FindingsResult:
+    """Run the rules now (rank by rank, then across ranks, for several); imported here: loads core.rules."""
+    from core.ranks.inset import collect_findings
+    return collect_findings(trace_set)
+
+
 def _as_result(findings) -> FindingsResult | None:
     """None (the report runs the rules itself) or the window's rules result, whatever its form."""
     return None if findings is None else findings_src.wrap(findings)
@@ -229,7 +235,7 @@ class ReportActions(QtCore.QObject):
                         # no cached analysis yet (the Issues panel still working): run the rules here,
                         # as the report does, rather than writing a header-only file
                         "findings": lambda: tables.findings_table(
-                            (_as_result(ctx.findings) or findings_src.collect(ctx.trace_set)).findings, ctx.trace_set),
+                            (_as_result(ctx.findings) or _collect(ctx.trace_set)).findings, ctx.trace_set),
                         "nvml": lambda: tables.nvml(ctx.trace_set)}
             names = [only] if only else list(builders)
             if path is None:  # a folder export (one file from a save dialog was confirmed there)
@@ -246,9 +252,12 @@ class ReportActions(QtCore.QObject):
         self._start(job, "Exporting CSV")
 
     def run_report(self, ctx: ExportContext, folder: Path, spec: FigureSpec | None = None) -> None:
-        opts = ReportOptions(spec=spec or FigureSpec(), findings=_as_result(ctx.findings))
-
         def job():
+            findings = _as_result(ctx.findings)
+            if findings is None:  # no cached analysis yet: run the rules here (rank by rank for several ranks)
+                yield ExportProgress("findings", 0.02, "running rules")
+                findings = _collect(ctx.trace_set)
+            opts = ReportOptions(spec=spec or FigureSpec(), findings=findings)
             result = yield from iter_write_report(ctx.trace_set, folder, self._renderer, opts)
             return result.out_dir / "report.html"
         self._start(job, "Exporting report")

@@ -58,8 +58,9 @@ def _tool(name: str):
 
 
 def test_import_contracts_hold():
-    """pyproject [tool.importlinter]: core never imports Qt or gui; commands > mcp_tools > api > export > rules >
-    analysis > trace; no import circle inside an engine package (issue 35; .ci/run runs the same `lint-imports`)."""
+    """pyproject [tool.importlinter]: core never imports Qt or gui; commands > mcp_tools > api > ranks > export >
+    rules > analysis > trace; no import circle inside an engine package nor between core's packages (issue 35;
+    .ci/run runs the same `lint-imports`)."""
     env = dict(__import__("os").environ, PYTHONPATH=str(REPO))
     r = subprocess.run([_tool("lint-imports"), "--no-cache"], cwd=REPO, env=env, capture_output=True, text=True,
                        timeout=300)

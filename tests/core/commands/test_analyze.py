@@ -50,12 +50,12 @@ def test_json_shape_and_csv(tmp_path, capsys):
 
 def test_csv_is_the_report_findings_csv(tmp_path):
     from core.export.csv import write_findings
-    from core.export.findings import collect
+    from core.ranks.inset import collect_findings
     from core.trace.loader import load
     path = str(shared_trace("gpu_issues.pt.trace.json.gz"))
     assert main(["analyze", path, "--csv", str(tmp_path / "a.csv")]) == 0
     ts = load(path)
-    write_findings(collect(ts).findings, tmp_path / "r.csv", ts)
+    write_findings(collect_findings(ts).findings, tmp_path / "r.csv", ts)
     a = list(csv.DictReader((tmp_path / "a.csv").open()))
     r = list(csv.DictReader((tmp_path / "r.csv").open()))
     assert [(x["rule"], x["title"], x["impact_us"]) for x in a] == [(x["rule"], x["title"], x["impact_us"]) for x in r]

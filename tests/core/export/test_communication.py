@@ -12,7 +12,8 @@ from synth_nccl import write_nccl_run
 
 from core.analysis.breakdown import PARTS, step_breakdown
 from core.export import breakdown_data, tables
-from core.export.writer import write_report
+from core.export.writer import ReportOptions, write_report
+from core.ranks.inset import collect_findings
 from core.rules import analyze
 from core.rules.config import load_config
 from core.trace.loader import load
@@ -46,7 +47,7 @@ def test_per_step_chart_and_steps_csv_have_a_communication_column(nccl):
 
 
 def test_report_and_metrics_show_communication(nccl, tmp_path):
-    write_report(nccl, tmp_path / "r", None)
+    write_report(nccl, tmp_path / "r", None, ReportOptions(findings=collect_findings(nccl)))  # 2 ranks: the caller runs the rules
     html = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
     assert "communication kernels ms" in html and "comm overlap %" in html
     with open(tmp_path / "r" / "metrics.csv", encoding="utf-8") as fh:

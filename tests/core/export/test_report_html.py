@@ -98,7 +98,7 @@ def test_findings_come_from_the_rules_when_present(issues_set, tmp_path):
 
     from core.export import findings
 
-    fr = findings.collect(issues_set)
+    fr = findings.run_rules(issues_set)
     res = write_report(issues_set, tmp_path, None, ReportOptions(findings=fr))
     page = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert_self_contained(page)

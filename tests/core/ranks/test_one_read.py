@@ -13,6 +13,7 @@ from core.export.writer import ReportOptions, write_report
 from core.ranks import mapper
 from core.ranks.executor import InProcess
 from core.ranks.findings_cache import findings_of
+from core.ranks.inset import collect_findings
 from core.ranks.onepass import diff_view
 from core.ranks.report_parts import report_view
 from core.ranks.run import analyze_run
@@ -122,7 +123,7 @@ def test_ranks_named_out_of_order_still_give_the_whole_set_report(cache_dir, tmp
     shutil.copy(src[1], run / "rank0.pt.trace.json.gz")
     ts = load(run)
     assert [m.rank for m in ts.models] == [0, 1] and ts.models[0].path.endswith("rank1.pt.trace.json.gz")
-    write_report(ts, tmp_path / "old", None, ReportOptions(pngs=False))
+    write_report(ts, tmp_path / "old", None, ReportOptions(pngs=False, findings=collect_findings(ts)))
     from core.export import timeline_data
     fig_old = timeline_data.build(ts)
     del ts

@@ -13,6 +13,7 @@ from core.analysis import diff, unprofiled
 from core.export.writer import ReportOptions, load_renderer, write_report
 from core.ranks.executor import InProcess, LocalPool
 from core.ranks.findings_cache import findings_of
+from core.ranks.inset import collect_findings
 from core.ranks.views import open_view
 from core.trace.loader import load
 from core.trace.model import TraceModel
@@ -60,7 +61,9 @@ def test_report_of_a_multi_rank_run_equals_the_whole_set_report(name, cache_dir,
     run = _run(name, tmp_path)
     renderer, _ = load_renderer()
     pngs = renderer is not None
-    write_report(load(run), tmp_path / "old", renderer, ReportOptions(pngs=pngs))
+    whole = load(run)
+    write_report(whole, tmp_path / "old", renderer, ReportOptions(pngs=pngs, findings=collect_findings(whole)))
+    del whole
     assert main(["report", str(run), "--out", str(tmp_path / "new")] + ([] if pngs else ["--no-png"])) == 0
     old, new = _files(tmp_path / "old"), _files(tmp_path / "new")
     assert sorted(old) == sorted(new)
@@ -128,7 +131,9 @@ def test_report_whose_window_needs_the_whole_run_span(cache_dir, tmp_path, monke
     from core.ranks.report_parts import report_view
     monkeypatch.setattr(timeline_data, "busiest_step", lambda m: None)
     run = _run("ddp2", tmp_path)
-    write_report(load(run), tmp_path / "old", None, ReportOptions(pngs=False))
+    whole = load(run)
+    write_report(whole, tmp_path / "old", None, ReportOptions(pngs=False, findings=collect_findings(whole)))
+    del whole
     view, ra = report_view(run, executor=InProcess())
     try:
         assert all("timeline" in m.parts for m in view.models)
