@@ -86,7 +86,9 @@ def straggler_ok(doc, slow: int) -> bool:
 
 
 def analyze_cmd(code: Path, run: Path, extra=()) -> list[str]:
-    return [sys.executable, "-m", "core.cli", "analyze", "--json", *extra, str(run)]
+    # -P: `-m` would put the current folder first on sys.path, and a bench started in a checkout ran that
+    # checkout's code whatever PYTHONPATH (`--base`) named
+    return [sys.executable, "-P", "-m", "core.cli", "analyze", "--json", *extra, str(run)]
 
 
 def env_for(code: Path, cache: Path) -> dict:
