@@ -134,8 +134,9 @@ def fact_value(key: str, value) -> str:
 
 def fact_items(facts) -> list[tuple[str, str]]:
     """(label, value) of each fact with a value, in the rule's order: the finding's summary line."""
-    return [(fact_label(k), fact_value(k, v)) for k, v in (facts or {}).items()
-            if v is not None and v != "" and v != []]
+    # a list after a colon, as in the app: "waiting ranks 0" read as a count of none (it is rank 0)
+    return [(fact_label(k) + (":" if isinstance(v, (list, tuple)) else ""), fact_value(k, v))
+            for k, v in (facts or {}).items() if v is not None and v != "" and v != []]
 
 
 def facts_text(facts) -> str:

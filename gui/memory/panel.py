@@ -215,9 +215,12 @@ class MemoryPanel(pg.GraphicsLayoutWidget):
 
     def _peak_text(self, s, props, short: bool = False) -> str:
         name = next((p.get("name") for p in props if p.get("id") == s.device), None)
+        if short:  # one of several on the line: "rank 0 · cycle 2 GPU 0 peak 75.52 MiB (166.00 MiB reserved)"
+            return f"{s.label} peak {fmt_bytes(s.peak_allocated_bytes)}" + (
+                f" ({fmt_bytes(s.peak_reserved_bytes)} reserved)" if s.peak_reserved_bytes else "")
         text = f"{s.label} peak {fmt_bytes(s.peak_allocated_bytes)} allocated" + (
             f", {fmt_bytes(s.peak_reserved_bytes)} reserved" if s.peak_reserved_bytes else "")
-        if s.total_bytes and not short:
+        if s.total_bytes:
             text += f" = {s.peak_pct_of_total:.1f} % of {fmt_bytes(s.total_bytes)}" + (f" ({name})" if name else "")
         return text
 
