@@ -13,30 +13,16 @@ Each command in its own child process: wall, CPU of its process tree, peak RSS o
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-sys.path.insert(0, str(ROOT / "bench" / "multi"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_ranks import env_for, measure, strip  # noqa: E402
-
-
-def _files(folder: Path) -> dict:
-    out = {}
-    for p in sorted(folder.iterdir()):
-        data = p.read_bytes()
-        if p.name == "report.html":
-            data = re.sub(rb"generated [^<]*", b"", data)
-        out[p.name] = data
-    return out
+from report_runs import ROOT, each_rank_count, generated_run, report_files  # noqa: E402
 
 
 def _no_findings_cache(cache: Path) -> None:
@@ -45,15 +31,10 @@ def _no_findings_cache(cache: Path) -> None:
 
 
 def bench(source: str, n: int, work: Path, base: Path, png: bool, cold: bool) -> dict:
-    import gen_ranks
-    run = work / f"run{n}"
-    gen_ranks.generate(gen_ranks.source_path(source), n, run)
-    (run / "generated.json").unlink(missing_ok=True)
-    cache = work / "cache"
     py = sys.executable
     code = {"before": base, "after": ROOT}
     out: dict = {"source": source, "ranks": n}
-    try:
+    with generated_run(source, n, work) as (run, _info, cache):
         out["analyze_fill_cache"] = strip(measure([py, "-P", "-m", "core.cli", "analyze", "--json", str(run)],
                                                   env_for(ROOT, cache)))
         out["analyze_warm"] = strip(measure([py, "-P", "-m", "core.cli", "analyze", "--json", str(run)], env_for(ROOT, cache)))
@@ -67,7 +48,7 @@ def bench(source: str, n: int, work: Path, base: Path, png: bool, cold: bool) ->
                 shutil.rmtree(dest, ignore_errors=True)
                 cmd = [py, "-P", "-m", "core.cli", "report", str(run), "--out", str(dest)] + flags + ([] if png else ["--no-png"])
                 out[f"report_{mode}_{side}"] = strip(measure(cmd, env_for(code[side], cache)))
-            out[f"report_{mode}_same_files"] = _files(work / "report_before") == _files(work / "report_after")
+            out[f"report_{mode}_same_files"] = report_files(work / "report_before") == report_files(work / "report_after")
             docs = {}
             for side in ("before", "after"):
                 _no_findings_cache(cache)
@@ -76,11 +57,6 @@ def bench(source: str, n: int, work: Path, base: Path, png: bool, cold: bool) ->
                 docs[side] = r.get("doc")
                 out[f"diff_{mode}_{side}"] = strip(r)
             out[f"diff_{mode}_same_json"] = docs["before"] == docs["after"] and docs["after"] is not None
-    finally:
-        shutil.rmtree(run, ignore_errors=True)
-        shutil.rmtree(cache, ignore_errors=True)
-        for side in ("before", "after"):
-            shutil.rmtree(work / f"report_{side}", ignore_errors=True)
     return out
 
 
@@ -94,19 +70,9 @@ def main() -> int:
     p.add_argument("--no-cold", action="store_true", help="skip the --no-cache commands")
     p.add_argument("--out", type=Path, default=None, help="append the JSON lines here")
     a = p.parse_args()
-    a.work.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    for n in a.ranks:
-        t0 = time.perf_counter()
-        r = bench(a.source, n, a.work, a.baseline.resolve(), not a.no_png, not a.no_cold)
-        r["bench_s"] = round(time.perf_counter() - t0, 1)
-        line = json.dumps(r)
-        print(line, flush=True)
-        if a.out:
-            with open(a.out, "a") as fh:
-                fh.write(line + "\n")
-    return 0
-
+    return each_rank_count(a.ranks, a.work, lambda n: bench(a.source, n, a.work, a.baseline.resolve(), not a.no_png,
+                                                             not a.no_cold), a.out)
 
 if __name__ == "__main__":
     raise SystemExit(main())

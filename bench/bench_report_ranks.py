@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-sys.path.insert(0, str(ROOT / "bench" / "multi"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_ranks import emit, env_for, measure, strip  # noqa: E402
+from bench_ranks import env_for, measure, strip  # noqa: E402
+from report_runs import ROOT, each_rank_count, generated_run, report_files  # noqa: E402
 
 OLD_REPORT = """
 import sys
@@ -47,26 +44,11 @@ json.dump(compare_runs(a, b).to_json(), sys.stdout)
 """
 
 
-def _files(folder: Path) -> dict:
-    out = {}
-    for p in sorted(folder.iterdir()):
-        data = p.read_bytes()
-        if p.name == "report.html":
-            data = re.sub(rb"generated [^<]*", b"", data)
-        out[p.name] = data
-    return out
-
-
 def bench(source: str, n: int, work: Path, png: bool) -> dict:
-    import gen_ranks
-    run = work / f"run{n}"
-    info = gen_ranks.generate(gen_ranks.source_path(source), n, run)
-    (run / "generated.json").unlink(missing_ok=True)
-    cache = work / "cache"
-    env = env_for(ROOT, cache)
     py = sys.executable
-    out = {"source": source, "ranks": n, "slow_rank": info["slow_rank"]}
-    try:
+    with generated_run(source, n, work) as (run, info, cache):
+        env = env_for(ROOT, cache)
+        out = {"source": source, "ranks": n, "slow_rank": info["slow_rank"]}
         warm = measure([py, "-m", "core.cli", "analyze", "--json", str(run)], env)
         out["analyze_fill_cache"] = strip(warm)
         res = {}
@@ -77,7 +59,7 @@ def bench(source: str, n: int, work: Path, png: bool) -> dict:
                    [py, "-m", "core.cli", "report", str(run), "--out", str(dest)] + ([] if png else ["--no-png"]))
             res[path] = strip(measure(cmd, env))
         out["report"] = res
-        out["report_same_files"] = _files(work / "report_old") == _files(work / "report_new")
+        out["report_same_files"] = report_files(work / "report_old") == report_files(work / "report_new")
         res = {}
         docs = {}
         for path in ("old", "new"):
@@ -88,11 +70,6 @@ def bench(source: str, n: int, work: Path, png: bool) -> dict:
             res[path] = strip(r)
         out["diff"] = res
         out["diff_same_json"] = docs["old"] == docs["new"] and docs["old"] is not None
-    finally:
-        shutil.rmtree(run, ignore_errors=True)
-        shutil.rmtree(cache, ignore_errors=True)
-        for path in ("old", "new"):
-            shutil.rmtree(work / f"report_{path}", ignore_errors=True)
     return out
 
 
@@ -104,15 +81,8 @@ def main() -> int:
     p.add_argument("--no-png", action="store_true")
     p.add_argument("--out", type=Path, default=None, help="append the JSON lines here")
     a = p.parse_args()
-    a.work.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    for n in a.ranks:
-        t0 = time.perf_counter()
-        r = bench(a.source, n, a.work, not a.no_png)
-        r["bench_s"] = round(time.perf_counter() - t0, 1)
-        emit(r, a.out)
-    return 0
-
+    return each_rank_count(a.ranks, a.work, lambda n: bench(a.source, n, a.work, not a.no_png), a.out)
 
 if __name__ == "__main__":
     raise SystemExit(main())

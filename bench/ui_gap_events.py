@@ -15,6 +15,8 @@ import time
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(_HERE))
 sys.path.insert(0, _HERE)
+from ui_timing import event_label, timed_app  # noqa: E402
+
 EVENT_MS = float(os.environ.get("EVENT_MS", "5"))
 PROFILE = float(os.environ.get("PROFILE_MS", "0"))  # cProfile every top-level event; print those over this
 PROFILES: list = []
@@ -22,40 +24,9 @@ EVENTS: list[tuple[float, float, float, str]] = []  # (start wall s, end wall s,
 TICKS: list[tuple[float, float]] = []  # (wall s, UI thread CPU s) of every UI timer tick
 
 
-def _app():
-    from PySide6 import QtCore, QtWidgets
-    depth = [0]
-
-    class App(QtWidgets.QApplication):
-        def notify(self, receiver, event):  # noqa: N802 (Qt API)
-            depth[0] += 1
-            prof = None
-            if PROFILE and depth[0] == 1:
-                import cProfile
-                prof = cProfile.Profile()
-                prof.enable()
-            c0, w0 = time.thread_time(), time.perf_counter()
-            try:
-                return super().notify(receiver, event)
-            finally:
-                depth[0] -= 1
-                c = (time.thread_time() - c0) * 1e3
-                if prof is not None:
-                    prof.disable()
-                    if c > PROFILE:
-                        import io
-                        import pstats
-                        out = io.StringIO()
-                        pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(22)
-                        PROFILES.append((c, f"{event.type()} -> {type(receiver).__name__}", out.getvalue()))
-                if depth[0] == 0 and c > EVENT_MS:
-                    kind = event.type()
-                    name = getattr(kind, "name", str(kind))
-                    what = f"{name} -> {type(receiver).__name__}"
-                    if kind == QtCore.QEvent.Type.MetaCall:
-                        what += f" ({_slot_hint()})"
-                    EVENTS.append((w0, time.perf_counter(), c, what))
-    return App([sys.argv[0]])
+def _record(receiver, event, cpu_ms, wall0, wall1):
+    if cpu_ms > EVENT_MS:
+        EVENTS.append((wall0, wall1, cpu_ms, event_label(receiver, event, _slot_hint())))
 
 
 _LAST_SLOT = [""]
@@ -90,7 +61,7 @@ def report(top: int = 6) -> None:
 
 
 if __name__ == "__main__":
-    _APP = _app()
+    _APP = timed_app([sys.argv[0]], _record, PROFILE, PROFILES)
     import bench_timeline
     from PySide6 import QtCore
     real_timer = QtCore.QTimer

@@ -13,6 +13,8 @@ import time
 _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(_HERE))
 sys.path.insert(0, _HERE)
+from ui_timing import event_label, timed_app  # noqa: E402
+
 TARGETS = ["gui.main_window:MainWindow._on_job_loaded", "gui.trace_view:TraceView.__init__",
            "gui.stats.panels:StatsPanel._on_worker_returned", "gui.issues.panel:IssuesPanel.set_analysis",
            "gui.issues.panel:IssuesPanel._on_worker_yielded", "gui.memory.panel:MemoryPanel.set_trace",
@@ -36,35 +38,16 @@ def _wrap(owner, name, label):
     setattr(owner, name, timed)
 
 
-def _timed_app():
-    """The QApplication, made here with its notify() timed: every top-level event dispatch over SLOW_MS of UI
-    CPU is printed with its receiver's class and the event type (paints, resizes, queued signal calls)."""
-    from PySide6 import QtCore, QtWidgets
-    depth = [0]
-
-    class TimedApp(QtWidgets.QApplication):
-        def notify(self, receiver, event):  # noqa: N802 (Qt API)
-            depth[0] += 1
-            c0, w0 = time.thread_time(), time.perf_counter()
-            try:
-                return super().notify(receiver, event)
-            finally:
-                depth[0] -= 1
-                c = (time.thread_time() - c0) * 1e3
-                if depth[0] == 0 and c > SLOW:
-                    w = (time.perf_counter() - w0) * 1e3
-                    kind = event.type()
-                    name = getattr(kind, "name", str(kind))
-                    extra = ""
-                    if kind == QtCore.QEvent.Type.MetaCall:
-                        extra = " (a queued signal / invokeMethod)"
-                    print(f"SLOW event {name} -> {type(receiver).__name__}{extra}: cpu {c:.0f} ms, wall {w:.0f} ms",
-                          flush=True)
-    return TimedApp([sys.argv[0]])
+def _print_slow(receiver, event, cpu_ms, wall0, wall1):
+    """Every top-level event dispatch over SLOW_MS of UI CPU, with its receiver's class and the event type
+    (paints, resizes, queued signal calls)."""
+    if cpu_ms > SLOW:
+        what = event_label(receiver, event, "a queued signal / invokeMethod")
+        print(f"SLOW event {what}: cpu {cpu_ms:.0f} ms, wall {(wall1 - wall0) * 1e3:.0f} ms", flush=True)
 
 
 if __name__ == "__main__":
-    _APP = _timed_app()
+    _APP = timed_app([sys.argv[0]], _print_slow)
     for t in TARGETS:
         mod, _, attr = t.partition(":")
         try:
