@@ -442,12 +442,14 @@ class MainWindow(QtWidgets.QMainWindow):
         return answer == QtWidgets.QMessageBox.StandardButton.Yes
 
     def closeEvent(self, ev) -> None:
-        run = getattr(getattr(self, "integrations", None), "run_panel", None)
-        if run is not None and run.is_running:
+        session = getattr(self, "session", None)  # the Run dock's run as the window follows it (core/session.py)
+        if session is not None and session.run_in_progress:
             if not self.confirm_quit_during_run():
                 ev.ignore()
                 return
-            self._stop_run_with_progress(run)
+            run = getattr(getattr(self, "integrations", None), "run_panel", None)  # what stops it: the dock
+            if run is not None and run.is_running:
+                self._stop_run_with_progress(run)
         for job in list(self.jobs):
             job.cancel()
         actions.flush_recent()

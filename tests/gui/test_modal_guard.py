@@ -28,17 +28,19 @@ class _FakeRun:
         self.is_running = False
 
 
-def _with_fake_run(win):
+def _with_fake_run(win, tmp_path):
+    """A run the dock runs (what stops it) and the window's session follows (what closing reads)."""
     run = _FakeRun()
     win.integrations = dataclasses.replace(win.integrations, run_panel=run)
+    win.session.run_started(str(tmp_path / "bundle"))
     return run
 
 
-def test_closing_during_a_run_asks_through_one_function(qtbot, main_window, monkeypatch):
+def test_closing_during_a_run_asks_through_one_function(qtbot, main_window, monkeypatch, tmp_path):
     from gui.main_window import MainWindow
     asked = []
     monkeypatch.setattr(MainWindow, "confirm_quit_during_run", lambda self: asked.append(1) or False)
-    run = _with_fake_run(main_window)
+    run = _with_fake_run(main_window, tmp_path)
     main_window.close()
     assert asked == [1] and main_window.isVisible() and run.is_running  # "No": nothing stopped
     monkeypatch.setattr(MainWindow, "confirm_quit_during_run", lambda self: True)
@@ -46,13 +48,35 @@ def test_closing_during_a_run_asks_through_one_function(qtbot, main_window, monk
     assert not main_window.isVisible() and not run.is_running
 
 
-def test_an_unanswered_quit_question_stops_the_run_instead_of_hanging(qtbot, main_window, _no_unanswered_modal):
-    run = _with_fake_run(main_window)
+def test_an_unanswered_quit_question_stops_the_run_instead_of_hanging(qtbot, main_window, _no_unanswered_modal,
+                                                                     tmp_path):
+    run = _with_fake_run(main_window, tmp_path)
     main_window.close()  # the guard answers "Yes" (stop and quit): no training process outlives a test
     assert not run.is_running and not main_window.isVisible()
     assert _no_unanswered_modal == ["QMessageBox.question('Run in progress', "
                                     "'A profiling run is in progress. Stop it (its trace is saved) and quit?')"]
     _no_unanswered_modal.clear()
+
+
+def test_closing_asks_what_the_session_says_a_connecting_remote_run_included(qtbot, main_window, monkeypatch,
+                                                                             tmp_path):
+    """closeEvent reads session.run_in_progress: a remote start still connecting asks too; after the run
+    ended (the session's "finished") the window closes without a question."""
+    from gui.main_window import MainWindow
+    asked = []
+    monkeypatch.setattr(MainWindow, "confirm_quit_during_run", lambda self: asked.append(1) or False)
+    main_window.session.run_connecting()
+    main_window.close()
+    assert asked == [1] and main_window.isVisible()
+    main_window.session.run_not_started()
+    main_window.close()
+    assert asked == [1] and not main_window.isVisible()
+    main_window.show()
+    run = _with_fake_run(main_window, tmp_path)
+    run.stop()
+    main_window.session.run_finished(str(tmp_path / "bundle"), 0)
+    main_window.close()
+    assert asked == [1] and not main_window.isVisible()
 
 
 def test_every_test_has_a_time_limit(request):

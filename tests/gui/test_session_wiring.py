@@ -81,6 +81,8 @@ def test_a_run_opens_its_cycles_then_its_bundle_replaces_them(qtbot, main_window
     panel.sig_run_started.emit(str(tmp_path / "run2"))
     assert win.session.run.running and win.session.run.cycle_paths == []
     assert win.session.run.bundle == str(tmp_path / "run2") and win.views() == [view]
+    panel.sig_run_finished.emit(str(tmp_path / "run2"), 1)  # ends: closing the window asks while one runs
+    assert not win.session.run_in_progress
 
 
 def _export_via_menu(qtbot, exporter, table_view, out, monkeypatch):
