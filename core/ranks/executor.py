@@ -16,6 +16,8 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, Protocol
 
+from core import forkserver
+
 
 class Executor(Protocol):
     name: str
@@ -86,6 +88,8 @@ class LocalPool:
     def __init__(self, workers: int | None = None) -> None:
         self.workers = max(1, workers or cores())
         self.method = start_method()
+        if self.method == "forkserver":
+            forkserver.revive()  # one killed and collected elsewhere fails every pool after it (ECHILD)
         self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context(self.method),
                                          initializer=_worker_init)
 

@@ -27,6 +27,7 @@ from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from core import forkserver
 from core.env import env_int
 from core.trace import io, kineto
 from core.trace.alloc import tune_malloc
@@ -227,6 +228,8 @@ def _start_pool(method: str, processes: int, buf, is_mmap: bool, path: Path):
     then decoded in this process, which is slower but gives the same model."""
     global _BUF
     ctx = mp.get_context(method)
+    if method == "forkserver":
+        forkserver.revive()  # one killed and collected elsewhere would fail every pool after it (ECHILD)
     try:
         if method == "fork":
             _BUF = buf
