@@ -30,3 +30,8 @@ def fmt_bytes(n: float) -> str:
 
 def fmt_pct(x: float) -> str:
     return f"{x:.1f} %"
+
+
+def count(n: int, word: str) -> str:
+    """"1 step", "30 steps", "0 findings": a count with its noun, never "step(s)" (the app and the CLI alike)."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"

@@ -165,7 +165,7 @@ def _bundle_only(args, findings, severity) -> int:
         sys.stdout.write("\n")
     else:
         lines = [args.path, "  no trace in the bundle (the run ended before its first window); "
-                            f"{len(findings)} finding(s) from run.json and the allocator snapshots", ""]
+                            f"{units.count(len(findings), 'finding')} from run.json and the allocator snapshots", ""]
         for f in findings:
             lines.append(f"  {f.severity.label:8} {f.rule:22} {f.title}")
             if f.source:
@@ -200,8 +200,8 @@ def format_table(result, metrics=(), checks=(), tried=None) -> str:
     from core.analysis.vocab import one_off_text
     step = step_text(s)
     lines = [f"{s['trace']}",
-             f"  {s['steps']} step(s){', ' + step if step else ''}, {s['ranks']} rank(s){files}; "
-             f"{len(result.findings)} finding(s) in {s['analysis_s']:.2f} s"]
+             f"  {units.count(s['steps'], 'step')}{', ' + step if step else ''}, {units.count(s['ranks'], 'rank')}"
+             f"{files}; {units.count(len(result.findings), 'finding')} in {s['analysis_s']:.2f} s"]
     if fixes_text(s):
         lines.append(f"  {fixes_text(s)}")
     lines.extend(f"  warning: {w}" for w in s.get("warnings", ()))

@@ -87,9 +87,9 @@ def run(args) -> int:
 
 def _headline(d) -> list[str]:
     s = d.step
-    return [f"A  {d.a.trace}: {d.a.steps} step(s), median {units.fmt_ns(d.a.median_ns)} "
+    return [f"A  {d.a.trace}: {units.count(d.a.steps, 'step')}, median {units.fmt_ns(d.a.median_ns)} "
             f"(p10 {units.fmt_ns(d.a.p10_ns)}, p90 {units.fmt_ns(d.a.p90_ns)}){_bound(d.a)}",
-            f"B  {d.b.trace}: {d.b.steps} step(s), median {units.fmt_ns(d.b.median_ns)} "
+            f"B  {d.b.trace}: {units.count(d.b.steps, 'step')}, median {units.fmt_ns(d.b.median_ns)} "
             f"(p10 {units.fmt_ns(d.b.p10_ns)}, p90 {units.fmt_ns(d.b.p90_ns)}){_bound(d.b)}",
             f"step: {_signed_ns(s.delta_ns)} ({s.delta_pct:+.1f} %), {d.step.verdict()}"
             + (f" (p = {s.p_value:.3g})" if s.p_value is not None else "")]

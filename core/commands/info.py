@@ -60,8 +60,8 @@ def run(args) -> int:
         sys.stdout.write(printable(text))
 
     w(f"{info['path']}\n")
-    w(f"  events     {info['events']:,} ({info['slices']:,} slices) in {info['files']} file(s), "
-      f"{info['ranks']} rank(s)\n")
+    w(f"  events     {info['events']:,} ({info['slices']:,} slices) in {units.count(info['files'], 'file')}, "
+      f"{units.count(info['ranks'], 'rank')}\n")
     w(f"  gpu        kernels {info['kernels']:,} · memcpy {info['memcpy']:,} · memset {info['memset']:,}"
       f" · devices {info['devices'] or 'none'} {', '.join(info['device_names'])}\n")
     w(f"  cpu        ops {info['cpu_ops']:,} · python frames {info['python_frames']:,}"

@@ -18,6 +18,7 @@ import shiboken6
 from PySide6 import QtCore, QtWidgets
 from superqt.utils import create_worker
 
+from core import units
 from core.analysis.breakdown import DEFAULT_KERNEL_WAIT_MAX_NS, step_breakdown
 from core.analysis.headline import fixes_text, step_text
 from core.rules import Analysis, iter_analyze
@@ -55,7 +56,7 @@ def _glued(text: str) -> str:
 
 
 def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+    return units.count(n, word)
 
 
 class WrapLabel(QtWidgets.QLabel):

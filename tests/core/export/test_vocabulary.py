@@ -53,6 +53,14 @@ def test_each_columns_statistic_is_said_as_the_saving_lines_say_it(outputs):
     assert stats and set(stats) <= {"mean", "median"}
 
 
+def test_counts_read_with_their_noun_never_s_in_brackets(outputs):
+    from core import units
+    assert (units.count(1, "step"), units.count(30, "step"), units.count(0, "finding")) == \
+        ("1 step", "30 steps", "0 findings")
+    head = outputs[0].splitlines()[1]
+    assert "(s)" not in head and " steps, " in head and "finding" in head, head
+
+
 def test_savings_read_as_positive_times_with_units(outputs):
     text, doc, rows, page = outputs
     table = [ln for ln in text.splitlines() if re.match(r"  (error|warning|info) ", ln)]
